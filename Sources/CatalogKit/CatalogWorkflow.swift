@@ -1,0 +1,84 @@
+import Foundation
+import PropertyList
+
+/// The editor's commands as functions: validate a catalog directory, build it into `public/`.
+/// The CLI only parses arguments and prints what these return.
+public struct CatalogWorkflow: Sendable {
+    public var catalogDirectory: URL
+    /// How the catalog directory appears in diagnostics (as the editor typed it).
+    public var catalogDisplayPath: String
+    public var publicDirectory: URL
+    public var limits = ReaderLimits()
+
+    public init(catalogDirectory: URL, catalogDisplayPath: String, publicDirectory: URL) {
+        self.catalogDirectory = catalogDirectory
+        self.catalogDisplayPath = catalogDisplayPath
+        self.publicDirectory = publicDirectory
+    }
+
+    /// Every app checked, with all diagnostics of the run sorted by file and position.
+    public struct Validation: Sendable {
+        public var catalogs: [AppCatalog]
+        public var diagnostics: [Diagnostic]
+        public var hasErrors: Bool { diagnostics.containsErrors }
+    }
+
+    /// Loads and checks every app, including the rules that need the publication history.
+    public func validate() -> Validation {
+        let loaded = CatalogLoader(limits: limits).load(directory: catalogDirectory, displayPath: catalogDisplayPath)
+        var diagnostics = loaded.diagnostics
+        var catalogs: [AppCatalog] = []
+        let tree = PublicTree(root: publicDirectory)
+        for sources in loaded.apps {
+            let (catalog, found) = CatalogRules.check(sources)
+            diagnostics += found
+            guard let catalog else { continue }
+            do {
+                if let manifest = try tree.currentManifest(catalog.app) {
+                    let history = try tree.history(catalog.app, revision: manifest.revision)
+                    let problems = HistoryRules.check(catalog, against: history, origin: sources.origin)
+                    diagnostics += problems
+                    if problems.containsErrors { continue }
+                }
+            } catch {
+                diagnostics.append(.error("cannot read the published history: \(error)", file: sources.origin, at: .startOfFile))
+                continue
+            }
+            catalogs.append(catalog)
+        }
+        if loaded.apps.isEmpty && !diagnostics.containsErrors {
+            diagnostics.append(.warning("no apps found; add <bundle-id>.plist, <bundle-id>.xml or a <bundle-id>/ folder", file: catalogDisplayPath, at: .startOfFile))
+        }
+        return Validation(catalogs: catalogs, diagnostics: diagnostics.sorted())
+    }
+
+    /// The outcome of a build: diagnostics, and one plan per app (published unless a dry run).
+    public struct Build: Sendable {
+        public var diagnostics: [Diagnostic]
+        public var plans: [PublicationPlan]
+        public var hasErrors: Bool { diagnostics.containsErrors }
+    }
+
+    /// Validates, then publishes each app whose feeds changed, unless any app has errors:
+    /// a catalog is published whole or not at all.
+    public func build(at moment: Timestamp, dryRun: Bool, publisher configure: (inout Publisher) -> Void = { _ in }) throws -> Build {
+        let validation = validate()
+        guard !validation.hasErrors else { return Build(diagnostics: validation.diagnostics, plans: []) }
+        var publisher = Publisher(publicDirectory: publicDirectory)
+        configure(&publisher)
+        var plans: [PublicationPlan] = []
+        for catalog in validation.catalogs {
+            let plan = try publisher.plan(catalog, at: moment)
+            if !dryRun { try publisher.publish(plan) }
+            plans.append(plan)
+        }
+        return Build(diagnostics: validation.diagnostics, plans: plans)
+    }
+}
+
+extension Timestamp {
+    /// The current moment, truncated to the second.
+    public static var now: Timestamp {
+        Timestamp(secondsSince1970: Int64(Date().timeIntervalSince1970.rounded(.down)))
+    }
+}

@@ -1,0 +1,140 @@
+import PropertyList
+
+/// What a revision publishes, written last: readers trust only files a manifest names.
+///
+/// The app's current manifest (`v1/apps/<app>/manifest.json`) is a copy of its newest
+/// revision's (`v1/apps/<app>/revisions/<n>/manifest.json`).
+public struct RevisionManifest: Codable, Sendable, Hashable {
+    public static let currentFormat = 1
+
+    public var format: Int
+    public var app: String
+    public var revision: Int
+    public var publishedAt: Timestamp
+    /// Platforms with feeds of their own.
+    public var platforms: [Platform]
+    /// Band lower bounds, ascending, as in ``VariantSelector``.
+    public var bands: [String]
+    /// Every variant, the default first.
+    public var variants: [VariantRecord]
+
+    public var selector: VariantSelector {
+        VariantSelector(platforms: platforms, bands: bands.compactMap(AppVersion.init))
+    }
+
+    public func record(for variant: Variant) -> VariantRecord? {
+        variants.first { $0.platform == variant.platformKey && $0.band == variant.bandKey }
+    }
+}
+
+/// One variant's two feeds.
+public struct VariantRecord: Codable, Sendable, Hashable {
+    /// `any` or a platform's lower-case name.
+    public var platform: String
+    /// `any` or a band's lower bound.
+    public var band: String
+    /// Where its files are, relative to the revision folder.
+    public var directory: String
+    public var products: FeedRecord
+    public var catalog: FeedRecord
+    /// Hash of the rich feed without its revision details: unchanged content keeps its old bytes.
+    public var catalogContentSHA256: String
+    /// The revision whose number and time the rich feed's bytes carry.
+    public var catalogRevision: Int
+    public var catalogPublishedAt: Timestamp
+}
+
+/// One feed's validators.
+public struct FeedRecord: Codable, Sendable, Hashable {
+    public var sha256: String
+    public var bytes: Int
+    /// When these bytes were first published; unchanged bytes keep it.
+    public var lastModified: Timestamp
+    public var gzip: EncodedRecord
+
+    public var entityTag: String { ContentHash.entityTag(sha256: sha256) }
+}
+
+/// The gzip copy of a feed: its own bytes, so its own strong validator.
+public struct EncodedRecord: Codable, Sendable, Hashable {
+    public var sha256: String
+    public var bytes: Int
+
+    public var entityTag: String { ContentHash.entityTag(sha256: sha256) }
+}
+
+/// Every identifier an app ever published, kept with each revision (`identifiers.tsv`):
+/// App Store identifiers can never disappear or be reused, and feedback needs first-seen times.
+public struct IdentifierHistory: Sendable, Hashable {
+    public struct Entry: Sendable, Hashable {
+        public var firstRevision: Int
+        public var firstPublishedAt: Timestamp
+        /// The revision that first published it as retired.
+        public var retiredRevision: Int?
+    }
+
+    public private(set) var entries: [String: Entry] = [:]
+    /// Identifiers in the order they were first published.
+    public private(set) var order: [String] = []
+
+    public init() {}
+
+    public mutating func record(_ id: String, revision: Int, at moment: Timestamp, retired: Bool) {
+        if var entry = entries[id] {
+            if retired && entry.retiredRevision == nil {
+                entry.retiredRevision = revision
+                entries[id] = entry
+            }
+        } else {
+            entries[id] = Entry(firstRevision: revision, firstPublishedAt: moment, retiredRevision: retired ? revision : nil)
+            order.append(id)
+        }
+    }
+
+    static let header = "# id\tfirstRevision\tfirstPublishedAt\tretiredRevision"
+
+    public var tsv: [UInt8] {
+        var text = Self.header + "\n"
+        for id in order {
+            let entry = entries[id]!
+            text += "\(id)\t\(entry.firstRevision)\t\(entry.firstPublishedAt.iso8601)\t\(entry.retiredRevision.map(String.init) ?? "-")\n"
+        }
+        return Array(text.utf8)
+    }
+
+    public init(tsv bytes: [UInt8]) throws {
+        for line in bytes.split(separator: 0x0A) where line.first != UInt8(ascii: "#") {
+            let fields = line.split(separator: 0x09, omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
+            guard fields.count == 4, let first = Int(fields[1]), let moment = Timestamp(iso8601: fields[2]) else {
+                throw CatalogError.corruptPublication(path: "identifiers.tsv", message: "bad line '\(String(decoding: line, as: UTF8.self))'")
+            }
+            entries[fields[0]] = Entry(firstRevision: first, firstPublishedAt: moment, retiredRevision: Int(fields[3]))
+            order.append(fields[0])
+        }
+    }
+}
+
+/// The rules that need the publication history: an identifier once published stays, and a
+/// retired one is never sold again.
+public enum HistoryRules {
+    public static func check(_ catalog: AppCatalog, against history: IdentifierHistory, origin: String) -> [Diagnostic] {
+        var diagnostics: [Diagnostic] = []
+        var byID: [String: Product] = [:]
+        for product in catalog.products { byID[product.id] = product }
+        for id in history.order {
+            let entry = history.entries[id]!
+            guard let product = byID[id] else {
+                diagnostics.append(.error(
+                    "product '\(id)' was published in revision \(entry.firstRevision) and can never be removed or reused; keep its definition with status 'retired'",
+                    file: origin, at: .startOfFile))
+                continue
+            }
+            if let retired = entry.retiredRevision, product.status != .retired {
+                diagnostics.append(.error(
+                    "product '\(id)' was retired in revision \(retired); App Store identifiers can never be reused, so it must stay 'retired'",
+                    file: product.location.file, at: product.location.position))
+            }
+        }
+        return diagnostics
+    }
+}

@@ -1,0 +1,276 @@
+import Foundation
+import PropertyList
+
+/// The rules of PRODUCT.md section 1, applied to one app's decoded sources.
+///
+/// Every rule is a diagnostic at the place it concerns; all of them run, so one pass reports
+/// every problem. The result is an ``AppCatalog`` when no rule found an error.
+public enum CatalogRules {
+    public static let maximumIdentifierLength = 100
+    public static let maximumReferenceNameLength = 64
+
+    public static func check(_ sources: AppSources) -> (catalog: AppCatalog?, diagnostics: [Diagnostic]) {
+        var diagnostics: [Diagnostic] = []
+        let settings = mergedSettings(sources, into: &diagnostics)
+        var products: [Product] = []
+        var firstLocation: [String: SourceLocation] = [:]
+        products.reserveCapacity(sources.definitions.reduce(0) { $0 + $1.products.count })
+
+        for definition in sources.definitions {
+            for product in definition.products {
+                guard let checked = check(product, appPlatforms: settings.platforms, into: &diagnostics) else { continue }
+                if let first = firstLocation[checked.id] {
+                    let place = first.file == checked.location.file ? "\(first.position)" : "\(first)"
+                    diagnostics.append(.error("duplicate product id '\(checked.id)' (first at \(place))", file: checked.location.file, at: checked.location.position))
+                    continue
+                }
+                firstLocation[checked.id] = checked.location
+                products.append(checked)
+            }
+        }
+        var platforms = settings.platforms
+        if platforms.isEmpty {
+            // No app-level list: the platforms that products name are the ones the feeds distinguish.
+            platforms = Array(Set(products.flatMap { $0.platforms ?? [] })).sorted()
+        }
+        let catalog = AppCatalog(
+            app: sources.app, platforms: platforms, feedbackPolicy: settings.policy, products: products,
+            files: sources.definitions.map(\.settings.file))
+        return (diagnostics.containsErrors ? nil : catalog, diagnostics)
+    }
+
+    private struct MergedSettings {
+        var platforms: [Platform] = []
+        var policy = FeedbackPolicy()
+    }
+
+    /// App settings may sit in any one file of a folder; two files setting the same one is an error.
+    private static func mergedSettings(_ sources: AppSources, into diagnostics: inout [Diagnostic]) -> MergedSettings {
+        var merged = MergedSettings()
+        var platformsSetIn: SourceLocation?
+        var policySetIn: SourceLocation?
+        for definition in sources.definitions {
+            let settings = definition.settings
+            let file = settings.file
+            if let app = settings.app, app.value != sources.app {
+                diagnostics.append(.error("app '\(app.value)' does not match the file name; expected '\(sources.app)'", file: file, at: app.position))
+            }
+            if let platforms = settings.platforms {
+                if let earlier = platformsSetIn {
+                    diagnostics.append(.error("app platforms are already set at \(earlier)", file: file, at: platforms.position))
+                } else {
+                    platformsSetIn = SourceLocation(file: file, position: platforms.position)
+                    merged.platforms = checkPlatforms(platforms, file: file, into: &diagnostics)
+                    if platforms.value.isEmpty {
+                        diagnostics.append(.error("app platforms list is empty; name at least one of \(Platform.expectedList) or leave it out", file: file, at: platforms.position))
+                    }
+                }
+            }
+            if let policy = settings.feedbackPolicy {
+                if let earlier = policySetIn {
+                    diagnostics.append(.error("feedbackPolicy is already set at \(earlier)", file: file, at: policy.position))
+                } else {
+                    policySetIn = SourceLocation(file: file, position: policy.position)
+                    merged.policy = FeedbackPolicyRules.check(policy, file: file, into: &diagnostics)
+                }
+            }
+        }
+        return merged
+    }
+
+    private static func checkPlatforms(_ list: Located<[Located<String>]>, file: String, into diagnostics: inout [Diagnostic]) -> [Platform] {
+        var result: [Platform] = []
+        for name in list.value {
+            guard let platform = Platform(name: name.value) else {
+                diagnostics.append(.error("unknown platform '\(name.value)'; expected \(Platform.expectedList)", file: file, at: name.position))
+                continue
+            }
+            if result.contains(platform) {
+                diagnostics.append(.warning("platform '\(name.value)' is listed twice", file: file, at: name.position))
+                continue
+            }
+            result.append(platform)
+        }
+        return result.sorted()
+    }
+
+    private static func check(_ definition: ProductDefinition, appPlatforms: [Platform], into diagnostics: inout [Diagnostic]) -> Product? {
+        let file = definition.file
+        var valid = true
+        func error(_ message: String, at position: SourcePosition) {
+            diagnostics.append(.error(message, file: file, at: position))
+            valid = false
+        }
+        func warning(_ message: String, at position: SourcePosition) {
+            diagnostics.append(.warning(message, file: file, at: position))
+        }
+
+        guard let id = definition.id else {
+            error("product has no 'id'", at: definition.position)
+            return nil
+        }
+        if let problem = IdentifierRules.problem(id.value) {
+            error(problem, at: id.position)
+        } else {
+            for advice in IdentifierRules.warnings(id.value) { warning(advice, at: id.position) }
+        }
+
+        var type: ProductType?
+        if let text = definition.type {
+            type = ProductType(rawValue: text.value)
+            if type == nil { error("unknown product type '\(text.value)'; expected \(ProductType.expectedList)", at: text.position) }
+        }
+        var status = ProductStatus.cleared
+        if let text = definition.status {
+            if let known = ProductStatus(rawValue: text.value) {
+                status = known
+            } else {
+                error("unknown status '\(text.value)'; expected \(ProductStatus.expectedList)", at: text.position)
+            }
+        }
+        if let name = definition.referenceName, name.value.count > maximumReferenceNameLength {
+            error("reference name is \(name.value.count) characters long; the limit is \(maximumReferenceNameLength)", at: name.position)
+        }
+        if let name = definition.referenceName, name.value.trimmingCharacters(in: .whitespaces).isEmpty {
+            error("reference name is empty", at: name.position)
+        }
+
+        var platforms: [Platform]?
+        if let list = definition.platforms {
+            let before = diagnostics.count
+            platforms = checkPlatforms(list, file: file, into: &diagnostics)
+            if diagnostics[before...].contains(where: { $0.severity == .error }) { valid = false }
+            if list.value.isEmpty { error("platforms list is empty; leave it out to sell on every platform of the app", at: list.position) }
+            if !appPlatforms.isEmpty, let platforms {
+                for platform in platforms where !appPlatforms.contains(platform) {
+                    warning("platform '\(platform.name)' is not one of the app's platforms; the product is never offered there", at: list.position)
+                }
+            }
+        }
+
+        var minimumAppVersion: AppVersion?
+        if let text = definition.minimumAppVersion {
+            minimumAppVersion = AppVersion(text.value)
+            if minimumAppVersion == nil {
+                error("'\(text.value)' is not an app version; expected 1 to 4 numbers separated by dots, such as 2.3.1", at: text.position)
+            }
+        }
+        if let from = definition.availableFrom, let until = definition.availableUntil, from.value >= until.value {
+            error("availableUntil (\(until.value)) must be later than availableFrom (\(from.value))", at: until.position)
+        }
+
+        var subscription: Subscription?
+        if let definition = definition.subscription {
+            if type != .autoRenewable && type != nil {
+                error("only auto-renewable products have a subscription; this one is \(type!.rawValue)", at: definition.position)
+            }
+            if definition.group == nil { error("subscription has no 'group'", at: definition.position) }
+            if let group = definition.group, group.value.trimmingCharacters(in: .whitespaces).isEmpty {
+                error("subscription group is empty", at: group.position)
+            }
+            if definition.period == nil { error("subscription has no 'period'", at: definition.position) }
+            if let period = definition.period, !SubscriptionPeriod.isValid(period.value) {
+                error("'\(period.value)' is not a subscription period; expected an ISO 8601 duration such as P1W, P1M, P3M, P6M or P1Y", at: period.position)
+            }
+            if let rank = definition.rank, rank.value < 1 {
+                error("subscription rank must be 1 or more", at: rank.position)
+            }
+            if let group = definition.group, let period = definition.period {
+                subscription = Subscription(group: group.value, period: period.value, rank: definition.rank?.value)
+            }
+        } else if type == .autoRenewable {
+            error("auto-renewable product '\(id.value)' needs a subscription with a group and a period", at: definition.position)
+        }
+
+        guard valid else { return nil }
+        return Product(
+            id: id.value, type: type, referenceName: definition.referenceName?.value, status: status,
+            platforms: platforms, minimumAppVersion: minimumAppVersion,
+            availableFrom: definition.availableFrom?.value, availableUntil: definition.availableUntil?.value,
+            subscription: subscription, displayOrder: definition.displayOrder?.value,
+            metadataJSON: definition.metadataJSON,
+            location: SourceLocation(file: file, position: id.position))
+    }
+}
+
+/// The product-identifier rules: what the App Store accepts, and what other stores reject.
+public enum IdentifierRules {
+    /// Why `id` is not a valid identifier, or nil.
+    public static func problem(_ id: String) -> String? {
+        if id.isEmpty { return "product id is empty" }
+        if let bad = id.unicodeScalars.first(where: { !isAllowed($0) }) {
+            return "product id '\(id)' contains '\(bad)'; only letters, digits, '.', '_' and '-' are allowed"
+        }
+        if id.utf8.count > CatalogRules.maximumIdentifierLength {
+            return "product id is \(id.utf8.count) characters long; the limit is \(CatalogRules.maximumIdentifierLength)"
+        }
+        return nil
+    }
+
+    /// Advice on an identifier the App Store accepts but older rules or other stores do not.
+    public static func warnings(_ id: String) -> [String] {
+        var result: [String] = []
+        if id.contains("-") {
+            result.append("product id '\(id)' contains '-'; older App Store rules and other stores reject it")
+        }
+        if id.contains(where: \.isUppercase) {
+            result.append("product id '\(id)' contains upper case letters; other stores reject them")
+        }
+        return result
+    }
+
+    static func isAllowed(_ scalar: Unicode.Scalar) -> Bool {
+        switch scalar.value {
+        case 0x30...0x39, 0x41...0x5A, 0x61...0x7A: true
+        case 0x2E, 0x5F, 0x2D: true  // . _ -
+        default: false
+        }
+    }
+}
+
+/// ISO 8601 durations as subscriptions use them: `P` then years, months, weeks and days.
+enum SubscriptionPeriod {
+    static func isValid(_ text: String) -> Bool {
+        var rest = Substring(text)
+        guard rest.first == "P", rest.count > 1 else { return false }
+        rest = rest.dropFirst()
+        var order = ["Y", "M", "W", "D"][...]
+        while !rest.isEmpty {
+            let digits = rest.prefix { $0.isASCII && $0.isNumber }
+            guard !digits.isEmpty, digits.count <= 4 else { return false }
+            rest = rest.dropFirst(digits.count)
+            guard let unit = rest.first, let index = order.firstIndex(of: String(unit)) else { return false }
+            order = order[(index + 1)...]
+            rest = rest.dropFirst()
+        }
+        return true
+    }
+}
+
+/// Checks the feedback thresholds and fills in defaults.
+enum FeedbackPolicyRules {
+    static let integerKeys = ["suspectAfterInstalls", "quarantineAfterInstalls", "windowHours", "graceHours"]
+
+    static func check(_ definition: Located<FeedbackPolicyDefinition>, file: String, into diagnostics: inout [Diagnostic]) -> FeedbackPolicy {
+        var policy = FeedbackPolicy()
+        let values = definition.value.integers
+        for (key, value) in values where value.value < (key.hasSuffix("Installs") ? 1 : 0) {
+            diagnostics.append(.error("\(key) must be \(key.hasSuffix("Installs") ? "1" : "0") or more", file: file, at: value.position))
+        }
+        if let value = values["suspectAfterInstalls"] { policy.suspectAfterInstalls = value.value }
+        if let value = values["quarantineAfterInstalls"] { policy.quarantineAfterInstalls = value.value }
+        if let value = values["windowHours"] { policy.windowHours = value.value }
+        if let value = values["graceHours"] { policy.graceHours = value.value }
+        if let rate = definition.value.minimumInvalidRate {
+            if (0...1).contains(rate.value) {
+                policy.minimumInvalidRate = rate.value
+            } else {
+                diagnostics.append(.error("minimumInvalidRate must be between 0 and 1", file: file, at: rate.position))
+            }
+        }
+        if policy.quarantineAfterInstalls < policy.suspectAfterInstalls {
+            diagnostics.append(.error("quarantineAfterInstalls (\(policy.quarantineAfterInstalls)) must not be below suspectAfterInstalls (\(policy.suspectAfterInstalls))", file: file, at: definition.position))
+        }
+        return policy
+    }
+}

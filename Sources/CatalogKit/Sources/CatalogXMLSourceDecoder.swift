@@ -1,0 +1,145 @@
+import Foundation
+import PropertyList
+
+/// Turns a catalog XML file (namespace `urn:iap-catalog:1`, schema in `Resources/catalog.xsd`)
+/// into a ``SourceDefinition``: the hardened reader first, then the XSD, then the model.
+struct CatalogXMLSourceDecoder {
+    static let namespace = "urn:iap-catalog:1"
+    let reader: XMLElementReader
+
+    /// The XSD shipped with the package, compiled once per process.
+    static let schema: Result<XMLSchema, any Error> = {
+        guard let url = Bundle.module.url(forResource: "catalog", withExtension: "xsd"),
+            let data = try? Data(contentsOf: url)
+        else { return .failure(CatalogError.missingResource("catalog.xsd")) }
+        return Result { try XMLSchema(bytes: [UInt8](data)) }
+    }()
+
+    func decode(_ source: SourceFile, root: XMLElement, into diagnostics: inout [Diagnostic]) -> SourceDefinition? {
+        let file = source.path
+        switch Self.schema {
+        case .failure(let error):
+            diagnostics.append(.error("cannot check catalog XML: \(error)", file: file, at: .startOfFile))
+            return nil
+        case .success(let schema):
+            let violations = schema.validate(source)
+            if !violations.isEmpty {
+                diagnostics += violations
+                return nil
+            }
+        }
+        var settings = AppSettingsDefinition(file: file)
+        settings.app = root.located("app")
+        var products: [ProductDefinition] = []
+        for child in root.children {
+            switch child.name {
+            case "platforms": settings.platforms = platforms(child)
+            case "feedbackPolicy": settings.feedbackPolicy = feedbackPolicy(child, file: file, into: &diagnostics)
+            case "product": products.append(product(child, file: file, into: &diagnostics))
+            default: break  // the schema admits nothing else
+            }
+        }
+        return SourceDefinition(settings: settings, products: products)
+    }
+
+    private func product(_ element: XMLElement, file: String, into diagnostics: inout [Diagnostic]) -> ProductDefinition {
+        var product = ProductDefinition(file: file, position: element.position)
+        product.id = element.located("id")
+        product.type = element.located("type")
+        product.status = element.located("status")
+        product.referenceName = element.located("referenceName")
+        product.minimumAppVersion = element.located("minimumAppVersion")
+        product.availableFrom = date(element, "availableFrom", file: file, into: &diagnostics)
+        product.availableUntil = date(element, "availableUntil", file: file, into: &diagnostics)
+        product.displayOrder = integer(element, "displayOrder", file: file, into: &diagnostics)
+        if let platforms = element.child("platforms") { product.platforms = self.platforms(platforms) }
+        if let subscription = element.child("subscription") {
+            product.subscription = SubscriptionDefinition(
+                position: subscription.position, group: subscription.located("group"),
+                period: subscription.located("period"),
+                rank: integer(subscription, "rank", file: file, into: &diagnostics))
+        }
+        if let metadata = element.child("metadata") {
+            var writer = JSONWriter()
+            writer.beginObject()
+            var valid = true
+            for entry in metadata.children {
+                writer.key(entry.attribute("key") ?? "")
+                switch entry.attribute("type") ?? "string" {
+                case "integer":
+                    guard let value = Int64(entry.text.trimmingCharacters(in: .whitespaces)) else {
+                        diagnostics.append(.error("metadata entry '\(entry.attribute("key") ?? "")' is not a 64-bit integer", file: file, at: entry.position))
+                        valid = false
+                        continue
+                    }
+                    writer.integer(value)
+                case "real":
+                    guard let value = Double(entry.text.trimmingCharacters(in: .whitespaces)), value.isFinite else {
+                        diagnostics.append(.error("metadata entry '\(entry.attribute("key") ?? "")' is not a finite number", file: file, at: entry.position))
+                        valid = false
+                        continue
+                    }
+                    writer.real(value)
+                case "boolean":
+                    switch entry.text.trimmingCharacters(in: .whitespaces) {
+                    case "true": writer.boolean(true)
+                    case "false": writer.boolean(false)
+                    default:
+                        diagnostics.append(.error("metadata entry '\(entry.attribute("key") ?? "")' must be true or false", file: file, at: entry.position))
+                        valid = false
+                    }
+                default:
+                    writer.string(entry.text)
+                }
+            }
+            writer.endObject()
+            if valid { product.metadataJSON = writer.bytes }
+        }
+        return product
+    }
+
+    private func platforms(_ element: XMLElement) -> Located<[Located<String>]> {
+        Located(element.children.map { Located($0.text.trimmingCharacters(in: .whitespacesAndNewlines), at: $0.position) },
+                at: element.position)
+    }
+
+    private func feedbackPolicy(_ element: XMLElement, file: String, into diagnostics: inout [Diagnostic]) -> Located<FeedbackPolicyDefinition> {
+        var policy = FeedbackPolicyDefinition()
+        for key in FeedbackPolicyRules.integerKeys {
+            if let value = integer(element, key, file: file, into: &diagnostics) { policy.integers[key] = value }
+        }
+        if let text = element.attribute("minimumInvalidRate") {
+            if let rate = Double(text) {
+                policy.minimumInvalidRate = Located(rate, at: element.position)
+            } else {
+                diagnostics.append(.error("minimumInvalidRate '\(text)' is not a number", file: file, at: element.position))
+            }
+        }
+        return Located(policy, at: element.position)
+    }
+
+    private func integer(_ element: XMLElement, _ name: String, file: String, into diagnostics: inout [Diagnostic]) -> Located<Int64>? {
+        guard let text = element.attribute(name) else { return nil }
+        guard let value = Int64(text.trimmingCharacters(in: .whitespaces)) else {
+            diagnostics.append(.error("\(name) '\(text)' is not a 64-bit integer", file: file, at: element.position))
+            return nil
+        }
+        return Located(value, at: element.position)
+    }
+
+    private func date(_ element: XMLElement, _ name: String, file: String, into diagnostics: inout [Diagnostic]) -> Located<Timestamp>? {
+        guard let text = element.attribute(name) else { return nil }
+        guard let value = Timestamp(iso8601: text) else {
+            diagnostics.append(.error("\(name) '\(text)' is not a date; expected YYYY-MM-DDTHH:MM:SSZ", file: file, at: element.position))
+            return nil
+        }
+        return Located(value, at: element.position)
+    }
+}
+
+extension XMLElement {
+    /// An attribute's value, located at the element (libxml2 does not report attribute positions).
+    fileprivate func located(_ name: String) -> Located<String>? {
+        attribute(name).map { Located($0, at: position) }
+    }
+}

@@ -1,0 +1,228 @@
+import PropertyList
+
+/// Turns an Apple XML property list into a ``SourceDefinition``.
+///
+/// Two shapes: Apple's `product_ids.plist` (a root array of identifier strings) and the
+/// full form (a root dict with app settings and a `products` array of product dicts).
+/// The `products` array is streamed, so a file of any size is decoded product by product.
+struct PlistSourceDecoder {
+    let reader: PropertyListReader
+
+    func decode(_ source: SourceFile, into diagnostics: inout [Diagnostic]) -> SourceDefinition? {
+        var products: [ProductDefinition] = []
+        var problems: [Diagnostic] = []
+        let file = source.path
+        let result = reader.read(source, streamingArray: "products") { node in
+            if let product = decodeProduct(node, file: file, into: &problems) { products.append(product) }
+        }
+        diagnostics += result.diagnostics
+        diagnostics += problems
+        guard let root = result.root else { return nil }
+        var settings = AppSettingsDefinition(file: file)
+        switch root.value {
+        case .array(let items):
+            // Apple's minimal form: identifiers only.
+            for item in items {
+                guard case .string(let id) = item.value else {
+                    diagnostics.append(.error("expected a product identifier <string>, found \(item.value.kindName)", file: file, at: item.position))
+                    continue
+                }
+                var product = ProductDefinition(file: file, position: item.position)
+                product.id = Located(id, at: item.position)
+                products.append(product)
+            }
+        case .dictionary(let dictionary):
+            for entry in dictionary.entries {
+                switch entry.key {
+                case "app": settings.app = string(entry.value, key: "app", file: file, into: &diagnostics)
+                case "platforms": settings.platforms = stringArray(entry.value, key: "platforms", file: file, into: &diagnostics)
+                case "feedbackPolicy": settings.feedbackPolicy = feedbackPolicy(entry.value, file: file, into: &diagnostics)
+                case "products":
+                    if case .array(let items) = entry.value.value {
+                        // Not streamed only if the reader was asked otherwise; decode what is here.
+                        for item in items {
+                            if let product = decodeProduct(item, file: file, into: &diagnostics) { products.append(product) }
+                        }
+                    } else {
+                        diagnostics.append(.error("'products' must be an <array> of product dicts, found \(entry.value.value.kindName)", file: file, at: entry.value.position))
+                    }
+                default:
+                    diagnostics.append(.warning("unknown app setting '\(entry.key)' is ignored", file: file, at: entry.keyPosition))
+                }
+            }
+        default:
+            diagnostics.append(.error("the root must be an <array> of product identifiers or a <dict> with app settings and 'products', found \(root.value.kindName)", file: file, at: root.position))
+            return nil
+        }
+        return SourceDefinition(settings: settings, products: products)
+    }
+
+    private func decodeProduct(_ node: PropertyListNode, file: String, into diagnostics: inout [Diagnostic]) -> ProductDefinition? {
+        guard case .dictionary(let dictionary) = node.value else {
+            diagnostics.append(.error("a product must be a <dict>, found \(node.value.kindName)", file: file, at: node.position))
+            return nil
+        }
+        var product = ProductDefinition(file: file, position: node.position)
+        for entry in dictionary.entries {
+            let value = entry.value
+            switch entry.key {
+            case "id": product.id = string(value, key: "id", file: file, into: &diagnostics)
+            case "type": product.type = string(value, key: "type", file: file, into: &diagnostics)
+            case "referenceName": product.referenceName = string(value, key: "referenceName", file: file, into: &diagnostics)
+            case "status": product.status = string(value, key: "status", file: file, into: &diagnostics)
+            case "platforms": product.platforms = stringArray(value, key: "platforms", file: file, into: &diagnostics)
+            case "minimumAppVersion": product.minimumAppVersion = string(value, key: "minimumAppVersion", file: file, into: &diagnostics)
+            case "availableFrom": product.availableFrom = date(value, key: "availableFrom", file: file, into: &diagnostics)
+            case "availableUntil": product.availableUntil = date(value, key: "availableUntil", file: file, into: &diagnostics)
+            case "displayOrder": product.displayOrder = integer(value, key: "displayOrder", file: file, into: &diagnostics)
+            case "subscription": product.subscription = subscription(value, file: file, into: &diagnostics)
+            case "metadata":
+                guard case .dictionary = value.value else {
+                    diagnostics.append(.error("'metadata' must be a <dict>, found \(value.value.kindName)", file: file, at: value.position))
+                    continue
+                }
+                var writer = JSONWriter()
+                if writeJSON(value, to: &writer, file: file, into: &diagnostics) { product.metadataJSON = writer.bytes }
+            default:
+                diagnostics.append(.warning("unknown product key '\(entry.key)' is ignored", file: file, at: entry.keyPosition))
+            }
+        }
+        return product
+    }
+
+    private func subscription(_ node: PropertyListNode, file: String, into diagnostics: inout [Diagnostic]) -> SubscriptionDefinition? {
+        guard case .dictionary(let dictionary) = node.value else {
+            diagnostics.append(.error("'subscription' must be a <dict>, found \(node.value.kindName)", file: file, at: node.position))
+            return nil
+        }
+        var result = SubscriptionDefinition(position: node.position)
+        for entry in dictionary.entries {
+            switch entry.key {
+            case "group": result.group = string(entry.value, key: "group", file: file, into: &diagnostics)
+            case "period": result.period = string(entry.value, key: "period", file: file, into: &diagnostics)
+            case "rank": result.rank = integer(entry.value, key: "rank", file: file, into: &diagnostics)
+            default:
+                diagnostics.append(.warning("unknown subscription key '\(entry.key)' is ignored", file: file, at: entry.keyPosition))
+            }
+        }
+        return result
+    }
+
+    private func feedbackPolicy(_ node: PropertyListNode, file: String, into diagnostics: inout [Diagnostic]) -> Located<FeedbackPolicyDefinition>? {
+        guard case .dictionary(let dictionary) = node.value else {
+            diagnostics.append(.error("'feedbackPolicy' must be a <dict>, found \(node.value.kindName)", file: file, at: node.position))
+            return nil
+        }
+        var policy = FeedbackPolicyDefinition()
+        for entry in dictionary.entries {
+            if entry.key == "minimumInvalidRate" {
+                switch entry.value.value {
+                case .real(let rate): policy.minimumInvalidRate = Located(rate, at: entry.value.position)
+                case .integer(let rate): policy.minimumInvalidRate = Located(Double(rate), at: entry.value.position)
+                default:
+                    diagnostics.append(.error("'minimumInvalidRate' must be a <real>, found \(entry.value.value.kindName)", file: file, at: entry.value.position))
+                }
+            } else if FeedbackPolicyRules.integerKeys.contains(entry.key) {
+                policy.integers[entry.key] = integer(entry.value, key: entry.key, file: file, into: &diagnostics)
+            } else {
+                diagnostics.append(.warning("unknown feedbackPolicy key '\(entry.key)' is ignored", file: file, at: entry.keyPosition))
+            }
+        }
+        return Located(policy, at: node.position)
+    }
+
+    private func string(_ node: PropertyListNode, key: String, file: String, into diagnostics: inout [Diagnostic]) -> Located<String>? {
+        guard case .string(let value) = node.value else {
+            diagnostics.append(.error("'\(key)' must be a <string>, found \(node.value.kindName)", file: file, at: node.position))
+            return nil
+        }
+        return Located(value, at: node.position)
+    }
+
+    private func integer(_ node: PropertyListNode, key: String, file: String, into diagnostics: inout [Diagnostic]) -> Located<Int64>? {
+        guard case .integer(let value) = node.value else {
+            diagnostics.append(.error("'\(key)' must be an <integer>, found \(node.value.kindName)", file: file, at: node.position))
+            return nil
+        }
+        return Located(value, at: node.position)
+    }
+
+    private func date(_ node: PropertyListNode, key: String, file: String, into diagnostics: inout [Diagnostic]) -> Located<Timestamp>? {
+        switch node.value {
+        case .date(let value):
+            return Located(value, at: node.position)
+        case .string(let text):
+            guard let value = Timestamp(iso8601: text) else {
+                diagnostics.append(.error("'\(key)' value '\(text)' is not a date; expected YYYY-MM-DDTHH:MM:SSZ", file: file, at: node.position))
+                return nil
+            }
+            return Located(value, at: node.position)
+        default:
+            diagnostics.append(.error("'\(key)' must be a <date>, found \(node.value.kindName)", file: file, at: node.position))
+            return nil
+        }
+    }
+
+    private func stringArray(_ node: PropertyListNode, key: String, file: String, into diagnostics: inout [Diagnostic]) -> Located<[Located<String>]>? {
+        guard case .array(let items) = node.value else {
+            diagnostics.append(.error("'\(key)' must be an <array> of strings, found \(node.value.kindName)", file: file, at: node.position))
+            return nil
+        }
+        var values: [Located<String>] = []
+        for item in items {
+            if let value = string(item, key: key, file: file, into: &diagnostics) { values.append(value) }
+        }
+        return Located(values, at: node.position)
+    }
+
+    /// Encodes a plist value as JSON; false (with a diagnostic) when it has no JSON form.
+    private func writeJSON(_ node: PropertyListNode, to writer: inout JSONWriter, file: String, into diagnostics: inout [Diagnostic]) -> Bool {
+        switch node.value {
+        case .string(let value): writer.string(value)
+        case .integer(let value): writer.integer(value)
+        case .real(let value):
+            guard value.isFinite else {
+                diagnostics.append(.error("metadata value \(value) has no JSON form; use a finite number", file: file, at: node.position))
+                return false
+            }
+            writer.real(value)
+        case .boolean(let value): writer.boolean(value)
+        case .date(let value): writer.string(value.iso8601)
+        case .data(let bytes): writer.string(base64Encoded(bytes))
+        case .array(let items):
+            writer.beginArray()
+            for item in items {
+                guard writeJSON(item, to: &writer, file: file, into: &diagnostics) else { return false }
+            }
+            writer.endArray()
+        case .dictionary(let dictionary):
+            writer.beginObject()
+            for entry in dictionary.entries {
+                writer.key(entry.key)
+                guard writeJSON(entry.value, to: &writer, file: file, into: &diagnostics) else { return false }
+            }
+            writer.endObject()
+        }
+        return true
+    }
+}
+
+func base64Encoded(_ bytes: [UInt8]) -> String {
+    let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
+    var output: [UInt8] = []
+    output.reserveCapacity((bytes.count + 2) / 3 * 4)
+    var index = 0
+    while index < bytes.count {
+        let chunk = bytes[index..<min(index + 3, bytes.count)]
+        let b0 = UInt32(chunk[chunk.startIndex])
+        let b1 = chunk.count > 1 ? UInt32(chunk[chunk.startIndex + 1]) : 0
+        let b2 = chunk.count > 2 ? UInt32(chunk[chunk.startIndex + 2]) : 0
+        let triple = b0 << 16 | b1 << 8 | b2
+        output.append(alphabet[Int(triple >> 18 & 63)])
+        output.append(alphabet[Int(triple >> 12 & 63)])
+        output.append(chunk.count > 1 ? alphabet[Int(triple >> 6 & 63)] : UInt8(ascii: "="))
+        output.append(chunk.count > 2 ? alphabet[Int(triple & 63)] : UInt8(ascii: "="))
+        index += 3
+    }
+    return String(decoding: output, as: UTF8.self)
+}
