@@ -80,24 +80,24 @@ def product_xml(i, r):
         t3, "<string>", pick_status(r), "</string>\n",
         t3, "<key>displayOrder</key>\n",
         t3, "<integer>", str(i), "</integer>\n",
-        t3, "<key>availableFrom</key>\n",
-        t3, "<date>", frm, "</date>\n",
     ]
+    if r.random() < 0.5:
+        out += [t3, "<key>availableFrom</key>\n", t3, "<date>", frm, "</date>\n"]
     if r.random() < 0.30:
         until = "%04d-%02d-%02dT00:00:00Z" % (
             r.randint(2035, 2039), r.randint(1, 12), r.randint(1, 28))
         out += [t3, "<key>availableUntil</key>\n",
                 t3, "<date>", until, "</date>\n"]
-    out += [
-        t3, "<key>minimumAppVersion</key>\n",
-        t3, "<string>", "2.0" if r.random() < 0.05 else "1.0", "</string>\n",
-        t3, "<key>platforms</key>\n",
-        t3, "<array>\n",
-        t4, "<string>iOS</string>\n",
-    ]
-    if r.random() >= 0.05:
-        out += [t4, "<string>macOS</string>\n"]
-    out += [t3, "</array>\n"]
+    # A fifth of the products name a minimum app version; some of those need 2.0 (a second band).
+    if r.random() < 0.2:
+        out += [t3, "<key>minimumAppVersion</key>\n",
+                t3, "<string>", "2.0" if r.random() < 0.25 else "1.0", "</string>\n"]
+    # Most products inherit the app's platforms; a quarter narrow or restate them.
+    if r.random() < 0.25:
+        out += [t3, "<key>platforms</key>\n", t3, "<array>\n", t4, "<string>iOS</string>\n"]
+        if r.random() >= 0.2:
+            out += [t4, "<string>macOS</string>\n"]
+        out += [t3, "</array>\n"]
     if kind == "auto-renewable":
         out += [
             t3, "<key>subscription</key>\n",
@@ -118,17 +118,16 @@ def product_xml(i, r):
         t4, "<string>", r.choice(COLORS), "</string>\n",
         t4, "<key>qty</key>\n",
         t4, "<integer>", str(r.randint(1, 5000)), "</integer>\n",
-        t4, "<key>weight</key>\n",
-        t4, "<real>", "%.2f" % (r.random() * 100), "</real>\n",
         t4, "<key>featured</key>\n",
         t4, "<true/>\n" if r.random() < 0.2 else "<false/>\n",
-        t4, "<key>tags</key>\n",
-        t4, "<array>\n",
     ]
-    for tag in tags:
-        out += [t5, "<string>", tag, "</string>\n"]
+    if r.random() < 0.3:
+        out += [t4, "<key>weight</key>\n", t4, "<real>", "%.2f" % (r.random() * 100), "</real>\n",
+                t4, "<key>tags</key>\n", t4, "<array>\n"]
+        for tag in tags:
+            out += [t5, "<string>", tag, "</string>\n"]
+        out += [t4, "</array>\n"]
     out += [
-        t4, "</array>\n",
         t3, "</dict>\n",
         t2, "</dict>\n",
     ]

@@ -187,7 +187,11 @@ private final class PropertyListBuilder: XMLEventHandler {
     func endElement(_ parser: XMLStreamParser) {
         guard let frame = stack.popLast() else { return }
         switch frame {
-        case .skipped, .plist:
+        case .plist:
+            return
+        case .skipped:
+            // The end of a skipped subtree's outermost element: it stood where a value goes.
+            if case .skipped = stack.last {} else { discardValue() }
             return
         case .array(let items, let position, _):
             deliver(PropertyListNode(.array(items), at: position))
@@ -201,6 +205,8 @@ private final class PropertyListBuilder: XMLEventHandler {
         case .scalar(let kind, let position):
             if let value = scalarValue(kind, at: position) {
                 deliver(PropertyListNode(value, at: position))
+            } else {
+                discardValue()
             }
         }
         text.removeAll(keepingCapacity: true)
@@ -282,7 +288,7 @@ private final class PropertyListBuilder: XMLEventHandler {
 
     /// Hands a completed value to its container.
     private func deliver(_ node: PropertyListNode) {
-        guard let parent = stack.popLast() else { return }
+        guard var parent = stack.popLast() else { return }
         switch parent {
         case .plist:
             stack.append(parent)
@@ -292,6 +298,7 @@ private final class PropertyListBuilder: XMLEventHandler {
                 problem("<plist> holds more than one value", at: node.position)
             }
         case .array(var items, let position, let streamed):
+            parent = .skipped  // drop the frame's reference so that `items` grows in place
             if streamed {
                 onStreamedElement(node)
             } else {
@@ -299,6 +306,7 @@ private final class PropertyListBuilder: XMLEventHandler {
             }
             stack.append(.array(items: items, position: position, streamed: streamed))
         case .dictionary(var frame):
+            parent = .skipped  // drop the frame's reference so that `entries` grows in place
             if let key = frame.pendingKey {
                 frame.entries.append(.init(key: key.name, keyPosition: key.position, value: node))
                 if frame.keyIndex != nil {
@@ -317,6 +325,15 @@ private final class PropertyListBuilder: XMLEventHandler {
         case .scalar, .skipped:
             stack.append(parent)
         }
+    }
+
+    /// A value that was reported as invalid still uses up its dict key, so that the key is
+    /// not also reported as having no value.
+    private func discardValue() {
+        guard case .dictionary(var frame) = stack.last else { return }
+        stack.removeLast()
+        if frame.pendingKey != nil { frame.pendingKey = nil } else { frame.dropsNextValue = false }
+        stack.append(.dictionary(frame))
     }
 }
 
