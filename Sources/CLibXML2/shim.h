@@ -15,10 +15,9 @@
 /// xmlFree is a global function pointer, which Swift cannot call directly.
 static inline void clibxml2_free(void *pointer) { xmlFree(pointer); }
 
-/// Absolute byte offset of the parser's cursor in the whole input.
-static inline long clibxml2_cursor_offset(xmlParserCtxtPtr ctxt) {
-    if (ctxt == NULL || ctxt->input == NULL) return -1;
-    return (long)ctxt->input->consumed + (long)(ctxt->input->cur - ctxt->input->base);
+/// Whether libxml2's input window still begins at the first byte of the document.
+static inline int clibxml2_input_starts_at_beginning(xmlParserCtxtPtr ctxt) {
+    return ctxt != NULL && ctxt->input != NULL && ctxt->input->consumed == 0;
 }
 
 #endif

@@ -29,10 +29,18 @@ public struct CatalogWorkflow: Sendable {
         var diagnostics = loaded.diagnostics
         var catalogs: [AppCatalog] = []
         let tree = PublicTree(root: publicDirectory)
+        let base = catalogDisplayPath.hasSuffix("/") ? String(catalogDisplayPath.dropLast()) : catalogDisplayPath
+        let sourceApps = Set(loaded.apps.map(\.app))
+        for app in tree.publishedApps() where !sourceApps.contains(app) {
+            let revision = (try? tree.currentManifest(app))??.revision ?? 0
+            diagnostics.append(.error(
+                "app '\(app)' was published (revision \(revision)) but has no sources; App Store identifiers can never disappear, so restore its definitions and mark its products 'retired'",
+                file: "\(base)/\(app)", at: .startOfFile))
+        }
         for sources in loaded.apps {
             let (catalog, found) = CatalogRules.check(sources)
             diagnostics += found
-            guard let catalog else { continue }
+            guard let catalog, !sources.isIncomplete else { continue }
             do {
                 if let manifest = try tree.currentManifest(catalog.app) {
                     let history = try tree.history(catalog.app, revision: manifest.revision)
@@ -64,6 +72,9 @@ public struct CatalogWorkflow: Sendable {
     public func build(at moment: Timestamp, dryRun: Bool, publisher configure: (inout Publisher) -> Void = { _ in }) throws -> Build {
         let validation = validate()
         guard !validation.hasErrors else { return Build(diagnostics: validation.diagnostics, plans: []) }
+        // A dry run only reads; a build holds the lock from planning to the last manifest.
+        let lock = dryRun ? nil : try BuildLock(publicDirectory: publicDirectory)
+        defer { withExtendedLifetime(lock) {} }
         var publisher = Publisher(publicDirectory: publicDirectory)
         configure(&publisher)
         var plans: [PublicationPlan] = []

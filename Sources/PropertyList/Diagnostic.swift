@@ -1,11 +1,15 @@
 /// A place in a source file: 1-based line and byte column, as compilers print them.
 public struct SourcePosition: Sendable, Hashable, Comparable, CustomStringConvertible {
-    public var line: Int
-    public var column: Int
+    // 32 bits each: every value of a big catalog carries a position, so its size matters.
+    private var storedLine: UInt32
+    private var storedColumn: UInt32
+
+    public var line: Int { Int(storedLine) }
+    public var column: Int { Int(storedColumn) }
 
     public init(line: Int, column: Int) {
-        self.line = line
-        self.column = column
+        storedLine = UInt32(clamping: line)
+        storedColumn = UInt32(clamping: column)
     }
 
     /// The position used when a problem concerns a whole file rather than a place in it.

@@ -42,10 +42,16 @@ public final class XMLSchema: @unchecked Sendable {
     /// the first non-blank column of its line, which is where the offending tag starts in any
     /// reasonably formatted file.
     public func validate(_ source: SourceFile) -> [Diagnostic] {
+        let bytes: [UInt8]
+        do {
+            bytes = try source.contents()
+        } catch {
+            return [error]
+        }
         let collector = MessageCollector()
         let options = Int32(XML_PARSE_NONET.rawValue | XML_PARSE_IGNORE_ENC.rawValue
             | XML_PARSE_NOERROR.rawValue | XML_PARSE_NOWARNING.rawValue)
-        let document: xmlDocPtr? = source.bytes.withUnsafeBufferPointer { buffer in
+        let document: xmlDocPtr? = bytes.withUnsafeBufferPointer { buffer in
             buffer.baseAddress!.withMemoryRebound(to: CChar.self, capacity: buffer.count) {
                 xmlReadMemory($0, Int32(buffer.count), nil, "UTF-8", options)
             }
@@ -63,7 +69,7 @@ public final class XMLSchema: @unchecked Sendable {
         return collector.messages.map { message in
             let line = max(1, message.line)
             return .error(message.text, file: source.path,
-                          at: SourcePosition(line: line, column: firstNonBlankColumn(line: line, in: source.bytes)))
+                          at: SourcePosition(line: line, column: firstNonBlankColumn(line: line, in: bytes)))
         }
     }
 }

@@ -28,15 +28,15 @@ struct XMLAttributes {
     }
 }
 
-/// One hardened SAX2 pass of libxml2 over bytes in memory.
+/// One hardened SAX2 pass of libxml2 over a source file.
 ///
 /// libxml2 2.9 is not safe by default on untrusted input, so this pass: parses from memory
 /// only; never enables entity substitution, DTD loading or huge-document mode; refuses every
 /// external entity through a global loader (`XML_PARSE_NONET` alone does not stop `file://`);
 /// stops at the first entity, element, attribute or notation declaration and at any entity
 /// reference (plists have none); and bounds depth, element count and text length itself.
-/// Positions are computed from byte offsets in the caller's buffer, so they are exact
-/// byte columns, the way compilers count them.
+/// Positions are exact byte columns, the way compilers count them, computed from libxml2's
+/// input window and line count at each start tag.
 final class XMLStreamParser {
     let path: String
     let limits: ReaderLimits
@@ -44,15 +44,15 @@ final class XMLStreamParser {
     private(set) var depth = 0
     private var elementCount = 0
     private var context: xmlParserCtxtPtr?
-    private let bytes: UnsafeBufferPointer<UInt8>
-    private var readOffset = 0
-    private var lines = LineTracker()
-    private unowned let handler: any XMLEventHandler
+    private var input: InputStream
+    // Strong: the handler never refers back to the parser, and an unowned reference would cost
+    // a check on every one of millions of callbacks.
+    private let handler: any XMLEventHandler
     private(set) var stopped = false
 
-    private init(path: String, bytes: UnsafeBufferPointer<UInt8>, limits: ReaderLimits, handler: any XMLEventHandler) {
+    private init(path: String, input: InputStream, limits: ReaderLimits, handler: any XMLEventHandler) {
         self.path = path
-        self.bytes = bytes
+        self.input = input
         self.limits = limits
         self.handler = handler
     }
@@ -61,11 +61,19 @@ final class XMLStreamParser {
     static func parse(_ source: SourceFile, limits: ReaderLimits, handler: any XMLEventHandler) -> [Diagnostic] {
         if let problem = source.formatProblem() { return [problem] }
         LibXML2.initializeOnce()
-        return source.bytes.withUnsafeBufferPointer { buffer in
-            let parser = XMLStreamParser(path: source.path, bytes: buffer, limits: limits, handler: handler)
-            parser.run()
-            return parser.diagnostics
+        let input: InputStream
+        switch source.storage {
+        case .bytes(let bytes):
+            input = .memory(bytes, offset: 0)
+        case .file(let url, let maximumBytes):
+            let descriptor = open(url.path, O_RDONLY | O_CLOEXEC)
+            guard descriptor >= 0 else { return [.error("cannot open file", file: source.path, at: .startOfFile)] }
+            input = .file(descriptor, remaining: maximumBytes)
         }
+        let parser = XMLStreamParser(path: source.path, input: input, limits: limits, handler: handler)
+        defer { parser.input.close() }
+        parser.run()
+        return parser.diagnostics
     }
 
     private func run() {
@@ -130,16 +138,15 @@ final class XMLStreamParser {
         let read: xmlInputReadCallback = { ioContext, buffer, length in
             guard let ioContext, let buffer else { return -1 }
             let parser = Unmanaged<XMLStreamParser>.fromOpaque(ioContext).takeUnretainedValue()
-            let count = min(Int(length), parser.bytes.count - parser.readOffset)
-            if count > 0 {
-                UnsafeMutableRawPointer(buffer).copyMemory(
-                    from: parser.bytes.baseAddress! + parser.readOffset, byteCount: count)
-                parser.readOffset += count
+            let count = parser.input.read(into: UnsafeMutableRawPointer(buffer), count: Int(length))
+            if count < 0 && !parser.stopped {
+                parser.fail(parser.input.failure ?? "cannot read file", at: .startOfFile)
+                parser.stopped = true
             }
             return Int32(count)
         }
-        // Reading through a callback from our buffer, rather than xmlCreateMemoryParserCtxt,
-        // spares libxml2's copy of the whole file.
+        // libxml2 pulls the input through this callback in small chunks: it never opens the file
+        // itself, never sees more than the size cap, and never holds the whole file.
         guard let context = xmlCreateIOParserCtxt(&sax, nil, read, nil, me, XML_CHAR_ENCODING_UTF8) else {
             diagnostics.append(.error("cannot create an XML parser", file: path, at: .startOfFile))
             return
@@ -153,7 +160,7 @@ final class XMLStreamParser {
         xmlCtxtUseOptions(context, Int32(XML_PARSE_NONET.rawValue | XML_PARSE_IGNORE_ENC.rawValue))
         _ = xmlParseDocument(context)
         if !stopped && context.pointee.wellFormed == 0 && !diagnostics.containsErrors {
-            diagnostics.append(.error("malformed XML", file: path, at: position(ofOffset: readOffset)))
+            diagnostics.append(.error("malformed XML", file: path, at: cursorPosition))
         }
     }
 
@@ -191,25 +198,39 @@ final class XMLStreamParser {
         handler.startElement(self, name: name, namespace: uri, attributes: attributes, at: position)
     }
 
-    /// libxml2 calls back with the cursor at the end of the start tag; its `<` is the last one before.
+    /// libxml2 calls back with the cursor at the end of the start tag; its `<` is the last one
+    /// before, and the whole tag is still in libxml2's input window (attributes point into it).
     private func startTagPosition() -> SourcePosition {
-        guard let context else { return .startOfFile }
-        var offset = min(clibxml2_cursor_offset(context), bytes.count)
-        while offset > 0 {
-            offset -= 1
-            if bytes[offset] == UInt8(ascii: "<") { break }
+        guard let context, let input = context.pointee.input, let base = input.pointee.base,
+            let cursor = input.pointee.cur
+        else { return .startOfFile }
+        var tag = cursor
+        while tag > base && tag.pointee != UInt8(ascii: "<") { tag -= 1 }
+        var newlines = 0
+        var scan = tag
+        while scan < cursor {
+            if scan.pointee == 0x0A { newlines += 1 }
+            scan += 1
         }
-        return position(ofOffset: offset)
-    }
-
-    private func position(ofOffset offset: Int) -> SourcePosition {
-        lines.position(ofOffset: max(0, min(offset, bytes.count)), in: bytes)
+        return position(at: tag, line: Int(input.pointee.line) - newlines, base: base, fallbackColumn: Int(input.pointee.col) - (cursor - tag))
     }
 
     /// The position of libxml2's cursor, for problems found in text rather than at a tag.
     var cursorPosition: SourcePosition {
-        guard let context else { return .startOfFile }
-        return position(ofOffset: clibxml2_cursor_offset(context))
+        guard let context, let input = context.pointee.input, let base = input.pointee.base,
+            let cursor = input.pointee.cur
+        else { return .startOfFile }
+        return position(at: cursor, line: Int(input.pointee.line), base: base, fallbackColumn: Int(input.pointee.col))
+    }
+
+    /// Byte column of `pointer`: the distance to the previous newline in the window, or
+    /// libxml2's own (character) column when the line began before the window.
+    private func position(at pointer: UnsafePointer<xmlChar>, line: Int, base: UnsafePointer<xmlChar>, fallbackColumn: Int) -> SourcePosition {
+        var lineStart = pointer
+        while lineStart > base && (lineStart - 1).pointee != 0x0A { lineStart -= 1 }
+        let startsInWindow = lineStart > base || clibxml2_input_starts_at_beginning(context) != 0
+        let column = startsInWindow ? pointer - lineStart + 1 : max(1, fallbackColumn)
+        return SourcePosition(line: max(1, line), column: column)
     }
 
     private func didReceiveLibXMLError(_ error: xmlError) {
@@ -217,13 +238,7 @@ final class XMLStreamParser {
         guard error.level.rawValue >= XML_ERR_ERROR.rawValue, !stopped else { return }
         var message = error.message.map { String(cString: $0) } ?? "malformed XML"
         while message.last?.isWhitespace == true { message.removeLast() }
-        let at: SourcePosition
-        if let context, clibxml2_cursor_offset(context) >= 0 {
-            at = cursorPosition
-        } else {
-            at = SourcePosition(line: Int(error.line), column: Int(error.int2))
-        }
-        fail(message, at: at)
+        fail(message, at: context == nil ? SourcePosition(line: Int(error.line), column: Int(error.int2)) : cursorPosition)
         if error.level == XML_ERR_FATAL { stop() }
     }
 
@@ -251,30 +266,45 @@ final class XMLStreamParser {
     }
 }
 
-/// Maps byte offsets to lines and columns, moving forward (the common case) or back through the buffer.
-private struct LineTracker {
-    private var offset = 0
-    private var line = 1
-    private var lineStart = 0
+/// Where libxml2 pulls its input from.
+private enum InputStream {
+    case memory([UInt8], offset: Int)
+    case file(Int32, remaining: Int)
+    case closed
 
-    mutating func position(ofOffset target: Int, in bytes: UnsafeBufferPointer<UInt8>) -> SourcePosition {
-        guard let base = bytes.baseAddress else { return .startOfFile }
-        if target >= offset {
-            var cursor = offset
-            while cursor < target, let found = memchr(base + cursor, 0x0A, target - cursor) {
-                let newline = UnsafePointer<UInt8>(found.assumingMemoryBound(to: UInt8.self)) - base
-                line += 1
-                lineStart = newline + 1
-                cursor = newline + 1
+    var failure: String? {
+        if case .file(_, let remaining) = self, remaining < 0 { return "file grew past the size limit while being read" }
+        return nil
+    }
+
+    /// Copies up to `count` bytes into `buffer`; 0 at the end, -1 on error.
+    mutating func read(into buffer: UnsafeMutableRawPointer, count: Int) -> Int {
+        switch self {
+        case .memory(let bytes, let offset):
+            let available = min(count, bytes.count - offset)
+            guard available > 0 else { return 0 }
+            bytes.withUnsafeBytes { buffer.copyMemory(from: $0.baseAddress! + offset, byteCount: available) }
+            self = .memory(bytes, offset: offset + available)
+            return available
+        case .file(let descriptor, let remaining):
+            var result: Int
+            repeat { result = Glibc.read(descriptor, buffer, count) } while result < 0 && errno == EINTR
+            guard result >= 0 else { return -1 }
+            // The size was checked when the file was opened; a file growing since is refused too.
+            if result > remaining {
+                self = .file(descriptor, remaining: -1)
+                return -1
             }
-        } else {
-            for index in target..<offset where bytes[index] == 0x0A { line -= 1 }
-            var start = target
-            while start > 0 && bytes[start - 1] != 0x0A { start -= 1 }
-            lineStart = start
+            self = .file(descriptor, remaining: remaining - result)
+            return result
+        case .closed:
+            return 0
         }
-        offset = target
-        return SourcePosition(line: line, column: target - lineStart + 1)
+    }
+
+    mutating func close() {
+        if case .file(let descriptor, _) = self { Glibc.close(descriptor) }
+        self = .closed
     }
 }
 

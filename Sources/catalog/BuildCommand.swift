@@ -1,5 +1,6 @@
 import ArgumentParser
 import CatalogKit
+import Foundation
 import PropertyList
 
 struct BuildCommand: ParsableCommand {
@@ -22,14 +23,14 @@ struct BuildCommand: ParsableCommand {
         do {
             build = try options.workflow.build(at: .now, dryRun: dryRun)
         } catch {
-            print("error: \(error)")
+            FileHandle.standardError.write(Array("error: \(error)\n".utf8))
             throw ExitCode(1)
         }
         report(build.diagnostics)
         if build.hasErrors { throw ExitCode(1) }
         for plan in build.plans {
             print(summary(plan))
-            if dryRun { printDiff(plan.diff) }
+            if dryRun && !plan.isUnchanged { printDiff(plan.diff) }
         }
     }
 

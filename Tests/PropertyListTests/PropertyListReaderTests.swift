@@ -1,3 +1,4 @@
+import Foundation
 import PropertyList
 import Testing
 
@@ -129,5 +130,25 @@ import Testing
         let result = read(plist("<array>\n\(lines)\n\t<foo/>\n</array>"))
         // Header 3 lines, <array> line 4, 50,000 strings on lines 5...50004, <foo/> on 50005.
         #expect(printed(result) == ["test.plist:50005:2: error: unknown property list element <foo>"])
+    }
+}
+
+@Suite struct StreamedFileTests {
+    /// Files are streamed through libxml2's input window; positions must stay exact after
+    /// the window has moved through several megabytes, including when one line is longer
+    /// than the window.
+    @Test func positionsStayExactWhenStreamingAFile() throws {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("stream-\(UUID().uuidString).plist")
+        defer { try? FileManager.default.removeItem(at: url) }
+        let lines = (0..<200_000).map { "\t<string>identifier.\($0)</string>" }.joined(separator: "\n")
+        let longLine = String(repeating: "<string>x</string>", count: 20_000)
+        try Data(plist("<array>\n\(lines)\n\(longLine)<foo/>\n</array>").utf8).write(to: url)
+        guard case .success(let file) = SourceFile.read(url, displayPath: "big.plist") else {
+            Issue.record("not readable")
+            return
+        }
+        let result = PropertyListReader().read(file)
+        // 3 header lines, <array> on line 4, 200,000 strings, then the long line.
+        #expect(result.diagnostics.map(\.description) == ["big.plist:200005:360001: error: unknown property list element <foo>"])
     }
 }

@@ -1,17 +1,17 @@
 import PropertyList
 
-/// The bytes of one variant's feeds, before revision details are stamped on the rich feed.
-public struct RenderedVariant: Sendable {
-    public var variant: Variant
+/// The bytes of one selection of products, before revision details are stamped on the rich feed.
+public struct RenderedFeeds: Sendable {
     /// `products.json`: exactly the JSON array of identifiers that Apple's sample code parses.
     public var products: [UInt8]
-    /// The members of `catalog.json` that depend on content only (everything but revision and time).
+    /// The rich feed's content members (products and known), without revision details.
     public var catalogBody: [UInt8]
-    public var sellableIDs: [String]
-    public var knownIDs: [String]
 }
 
 /// Renders an app's feeds. Pure: the same catalog and moment give the same bytes.
+///
+/// Each product's JSON is encoded once and spliced into every feed that lists it; variants
+/// that select the same products share their bytes.
 public struct FeedRenderer: Sendable {
     public let catalog: AppCatalog
     public let selector: VariantSelector
@@ -19,33 +19,28 @@ public struct FeedRenderer: Sendable {
     public let productJSON: [[UInt8]]
     /// Indices into `catalog.products` in feed order: displayOrder, then source order.
     let feedOrder: [Int]
+    /// Products that apps may meet in restored purchases although they are no longer sold.
+    public let known: [Int]
 
     public init(catalog: AppCatalog) {
         self.catalog = catalog
         selector = VariantSelector(catalog: catalog)
         productJSON = catalog.products.map(FeedRenderer.encode)
-        feedOrder = catalog.products.indices.sorted { left, right in
+        let order = catalog.products.indices.sorted { left, right in
             let a = catalog.products[left].displayOrder ?? .max
             let b = catalog.products[right].displayOrder ?? .max
             return a != b ? a < b : left < right
         }
+        feedOrder = order
+        known = order.filter { catalog.products[$0].status == .retired || catalog.products[$0].status == .removed }
     }
 
-    /// Products that apps may meet in restored purchases although they are no longer sold.
-    static func isKnown(_ product: Product) -> Bool {
-        product.status == .retired || product.status == .removed
-    }
-
-    public func render(_ variant: Variant, at moment: Timestamp) -> RenderedVariant {
+    /// The products on sale in `variant` at `moment`, as indices in feed order.
+    public func selection(_ variant: Variant, at moment: Timestamp) -> [Int] {
         let appPlatforms = catalog.platforms
         var sellable: [Int] = []
-        var known: [Int] = []
         for index in feedOrder {
             let product = catalog.products[index]
-            if FeedRenderer.isKnown(product) {
-                known.append(index)
-                continue
-            }
             guard product.isOnSale(at: moment) else { continue }
             if let platform = variant.platform {
                 let platforms = product.platforms ?? appPlatforms
@@ -54,21 +49,20 @@ public struct FeedRenderer: Sendable {
             if let band = variant.band, let minimum = product.minimumAppVersion, band < minimum { continue }
             sellable.append(index)
         }
+        return sellable
+    }
 
-        var ids = JSONWriter(capacity: sellable.count * 40 + 2)
+    public func render(_ selection: [Int]) -> RenderedFeeds {
+        var ids = JSONWriter(capacity: selection.count * 40 + 2)
         ids.beginArray()
-        for index in sellable { ids.string(catalog.products[index].id) }
+        for index in selection { ids.string(catalog.products[index].id) }
         ids.endArray()
 
-        var body = JSONWriter(capacity: sellable.reduce(64) { $0 + productJSON[$1].count + 1 })
+        var body = JSONWriter(capacity: selection.reduce(64) { $0 + productJSON[$1].count + 1 })
         body.beginObject()
-        body.key("platform")
-        if let platform = variant.platform { body.string(platform.rawValue) } else { body.raw(Array("null".utf8)) }
-        body.key("appVersion")
-        if let band = variant.band { body.string(band.description) } else { body.raw(Array("null".utf8)) }
         body.key("products")
         body.beginArray()
-        for index in sellable { body.raw(productJSON[index]) }
+        for index in selection { body.raw(productJSON[index]) }
         body.endArray()
         body.key("known")
         body.beginArray()
@@ -87,9 +81,7 @@ public struct FeedRenderer: Sendable {
         }
         body.endArray()
         body.endObject()
-        return RenderedVariant(
-            variant: variant, products: ids.bytes, catalogBody: body.bytes,
-            sellableIDs: sellable.map { catalog.products[$0].id }, knownIDs: known.map { catalog.products[$0].id })
+        return RenderedFeeds(products: ids.bytes, catalogBody: body.bytes)
     }
 
     /// `catalog.json`: revision details first, then the body's members.

@@ -18,7 +18,15 @@ public enum Platform: String, CaseIterable, Sendable, Hashable, Comparable, Coda
     }
 
     public init?(name: String) {
-        self.init(rawValue: name.lowercased())
+        // Apple's spellings are by far the most common; avoid lowercasing them.
+        switch name {
+        case "iOS": self = .iOS
+        case "macOS": self = .macOS
+        case "tvOS": self = .tvOS
+        case "watchOS": self = .watchOS
+        case "visionOS": self = .visionOS
+        default: self.init(rawValue: name.lowercased())
+        }
     }
 
     public static func < (lhs: Platform, rhs: Platform) -> Bool {

@@ -3,9 +3,14 @@ internal import CZlib
 /// gzip with a fixed header (no name, zero mtime), so identical input gives identical bytes
 /// and therefore an unchanged ETag.
 public enum Gzip {
-    public static func compress(_ input: [UInt8], level: Int32 = 6) -> [UInt8] {
+    /// Why compression failed (zlib only fails on memory exhaustion or misuse).
+    public struct Failure: Error, CustomStringConvertible {
+        public var description: String { "gzip compression failed" }
+    }
+
+    public static func compress(_ input: [UInt8], level: Int32 = 6) throws -> [UInt8] {
         var stream = z_stream()
-        guard czlib_deflate_init_gzip(&stream, level) == Z_OK else { return [] }
+        guard czlib_deflate_init_gzip(&stream, level) == Z_OK else { throw Failure() }
         defer { deflateEnd(&stream) }
         let bound = Int(deflateBound(&stream, uLong(input.count))) + 32
         var output = [UInt8](repeating: 0, count: bound)
@@ -20,7 +25,7 @@ public enum Gzip {
                 return Int(stream.total_out)
             }
         }
-        guard produced >= 0 else { return [] }
+        guard produced >= 0 else { throw Failure() }
         output.removeLast(output.count - produced)
         return output
     }

@@ -11,25 +11,41 @@ public struct PublicationPlan: Sendable {
     /// True when the output is byte-identical to the current revision: nothing is written.
     public var isUnchanged: Bool
     public var diff: ProductDiff
+    /// The manifest to write; its gzip records are filled in when publishing.
     public var manifest: RevisionManifest
     public var history: IdentifierHistory
-    /// Feed files to write, relative to the revision folder, identity bytes; gzip copies are made on publish.
-    var feeds: [(path: String, bytes: [UInt8])]
-    var productSnapshot: [UInt8]
-    /// How many feed files (identity) changed bytes.
+    /// Feeds (one per variant and kind) whose bytes differ from the current revision's.
     public var changedFeedCount: Int
-    public var totalFeedCount: Int { feeds.count }
+    public var totalFeedCount: Int
     public var sellableCount: Int
     public var knownCount: Int
+
+    let renderer: FeedRenderer
+    /// One entry per distinct selection of products: the folder its files go to.
+    let outputs: [PlannedOutput]
+}
+
+/// Files shared by every variant that selects exactly these products.
+struct PlannedOutput: Sendable {
+    var directory: String
+    var selection: [Int]
+    var catalogRevision: Int
+    var catalogPublishedAt: Timestamp
+}
+
+/// Variants that select exactly the same products.
+struct VariantGroup: Sendable {
+    var variants: [Variant]
+    var selection: [Int]
 }
 
 /// Publishes validated catalogs into `public/` as immutable, numbered revisions.
 ///
 /// Validators come from content: each feed's ETag is a hash of its bytes, and its
-/// Last-Modified is when those bytes were first published. Unchanged bytes keep both;
-/// changed bytes get a Last-Modified later than any the app published before, even within
-/// the same second. Publishing is atomic: the revision folder is written aside, fsynced
-/// and renamed into place, then the static copies are replaced, and the manifest last.
+/// Last-Modified is when those bytes were first published at its URL. Unchanged bytes keep
+/// both; changed bytes get a Last-Modified later than any the app published before, even
+/// within the same second. Publishing is atomic: the revision folder is written aside,
+/// fsynced and renamed into place, then the static copies are replaced, and the manifest last.
 public struct Publisher: Sendable {
     public let tree: PublicTree
     /// Called before each write step with its name; tests throw from it to simulate a crash there.
@@ -40,71 +56,95 @@ public struct Publisher: Sendable {
     }
 
     /// Renders the feeds of `catalog` at `moment` and compares them with what is published.
+    /// Feed bytes are hashed and dropped here, and rendered again by ``publish(_:)``, so a big
+    /// catalog never has all of its feeds in memory at once.
     public func plan(_ catalog: AppCatalog, at moment: Timestamp) throws -> PublicationPlan {
         let app = catalog.app
         let previous = try tree.currentManifest(app)
-        let previousHistory = try previous.map { try tree.history(app, revision: $0.revision) } ?? IdentifierHistory()
         let renderer = FeedRenderer(catalog: catalog)
         let revision = (previous?.revision ?? 0) + 1
 
-        // Last-Modified for changed bytes: now, but always after everything published before.
+        // Changed bytes get this Last-Modified: now, but after everything published before,
+        // and the revision carries the same moment so that feed and revision agree.
         let latestPrevious = previous?.variants.flatMap { [$0.products.lastModified, $0.catalog.lastModified] }.max()
         let changedAt = Timestamp(secondsSince1970: max(moment.secondsSince1970, (latestPrevious?.secondsSince1970 ?? .min) + 1))
 
-        var variants: [VariantRecord] = []
-        var feeds: [(String, [UInt8])] = []
-        var changed = 0
-        var published = Set<String>()
-        var sellable = Set<String>()
-        var known: [String] = []
-        let placeholderGzip = EncodedRecord(sha256: "", bytes: 0)
+        // Group variants by the products they select: each group shares one set of files.
+        var groups: [VariantGroup] = []
+        var groupIndex: [[Int]: Int] = [:]
         for variant in renderer.selector.variants {
-            let rendered = renderer.render(variant, at: moment)
-            sellable.formUnion(rendered.sellableIDs)
-            if variant == .all { known = rendered.knownIDs }
-            let old = previous?.record(for: variant)
-
-            let productsHash = ContentHash.sha256Hex(rendered.products)
-            let productsUnchanged = old?.products.sha256 == productsHash
-            let contentHash = ContentHash.sha256Hex(rendered.catalogBody)
-            // Unchanged content keeps the revision details it was published with, hence its exact bytes.
-            let catalogUnchanged = old?.catalogContentSHA256 == contentHash
-            let catalogRevision = catalogUnchanged ? old!.catalogRevision : revision
-            let catalogTime = catalogUnchanged ? old!.catalogPublishedAt : moment
-            let catalogBytes = FeedRenderer.catalogJSON(app: app, revision: catalogRevision, publishedAt: catalogTime, body: rendered.catalogBody)
-            let catalogHash = ContentHash.sha256Hex(catalogBytes)
-            changed += (productsUnchanged ? 0 : 1) + (catalogUnchanged ? 0 : 1)
-
-            let directory = variant.relativeDirectory
-            feeds.append((directory + "products.json", rendered.products))
-            feeds.append((directory + "catalog.json", catalogBytes))
-            variants.append(VariantRecord(
-                platform: variant.platformKey, band: variant.bandKey, directory: directory,
-                products: FeedRecord(
-                    sha256: productsHash, bytes: rendered.products.count,
-                    lastModified: productsUnchanged ? old!.products.lastModified : changedAt, gzip: old.flatMap { productsUnchanged ? $0.products.gzip : nil } ?? placeholderGzip),
-                catalog: FeedRecord(
-                    sha256: catalogHash, bytes: catalogBytes.count,
-                    lastModified: catalogUnchanged ? old!.catalog.lastModified : changedAt, gzip: old.flatMap { catalogUnchanged ? $0.catalog.gzip : nil } ?? placeholderGzip),
-                catalogContentSHA256: contentHash, catalogRevision: catalogRevision, catalogPublishedAt: catalogTime))
-            published.formUnion(rendered.sellableIDs)
-            published.formUnion(rendered.knownIDs)
+            let selection = renderer.selection(variant, at: moment)
+            if let index = groupIndex[selection] {
+                groups[index].variants.append(variant)
+            } else {
+                groupIndex[selection] = groups.count
+                groups.append(VariantGroup(variants: [variant], selection: selection))
+            }
         }
 
-        let sameVariants = previous.map { $0.variants.map(\.directory) == variants.map(\.directory) } ?? false
+        // Render each group once, keep only hashes and sizes: the bytes are made again on publish.
+        struct GroupResult: Sendable {
+            var productsHash: String
+            var productsBytes: Int
+            var contentHash: String
+            var catalogHash: String
+            var catalogBytes: Int
+            var stampRevision: Int
+            var stampTime: Timestamp
+        }
+        let results = parallelMap(groups) { group -> GroupResult in
+            let rendered = renderer.render(group.selection)
+            let contentHash = ContentHash.sha256Hex(rendered.catalogBody)
+            // Rich-feed bytes carry the revision that first published them: reuse that stamp if
+            // any variant of the group already serves this exact content.
+            let reused = group.variants.compactMap { previous?.record(for: $0) }.first { $0.catalogContentSHA256 == contentHash }
+            let stampRevision = reused?.catalogRevision ?? revision
+            let stampTime = reused?.catalogPublishedAt ?? changedAt
+            let catalog = FeedRenderer.catalogJSON(app: app, revision: stampRevision, publishedAt: stampTime, body: rendered.catalogBody)
+            return GroupResult(
+                productsHash: ContentHash.sha256Hex(rendered.products), productsBytes: rendered.products.count,
+                contentHash: contentHash, catalogHash: ContentHash.sha256Hex(catalog), catalogBytes: catalog.count,
+                stampRevision: stampRevision, stampTime: stampTime)
+        }
+
+        var records: [VariantRecord] = []
+        var outputs: [PlannedOutput] = []
+        var changed = 0
+        var sellable = Set<Int>()
+        for (group, result) in zip(groups, results) {
+            sellable.formUnion(group.selection)
+            let directory = group.variants[0].relativeDirectory
+            outputs.append(PlannedOutput(directory: directory, selection: group.selection,
+                                         catalogRevision: result.stampRevision, catalogPublishedAt: result.stampTime))
+            for variant in group.variants {
+                let old = previous?.record(for: variant)
+                let productsSame = old?.products.sha256 == result.productsHash
+                let catalogSame = old?.catalog.sha256 == result.catalogHash
+                changed += (productsSame ? 0 : 1) + (catalogSame ? 0 : 1)
+                records.append(VariantRecord(
+                    platform: variant.platformKey, band: variant.bandKey, directory: directory,
+                    products: FeedRecord(sha256: result.productsHash, bytes: result.productsBytes,
+                                         lastModified: productsSame ? old!.products.lastModified : changedAt,
+                                         gzip: EncodedRecord(sha256: "", bytes: 0)),
+                    catalog: FeedRecord(sha256: result.catalogHash, bytes: result.catalogBytes,
+                                        lastModified: catalogSame ? old!.catalog.lastModified : changedAt,
+                                        gzip: EncodedRecord(sha256: "", bytes: 0)),
+                    catalogContentSHA256: result.contentHash, catalogRevision: result.stampRevision,
+                    catalogPublishedAt: result.stampTime))
+            }
+        }
+        // Keep the manifest in variant order, the default first.
+        let order = Dictionary(uniqueKeysWithValues: renderer.selector.variants.enumerated().map { ("\($1.platformKey)/\($1.bandKey)", $0) })
+        records.sort { order["\($0.platform)/\($0.band)"]! < order["\($1.platform)/\($1.band)"]! }
+
+        let sameVariants = previous.map { $0.variants.map { "\($0.platform)/\($0.band)" } == records.map { "\($0.platform)/\($0.band)" } } ?? false
         let isUnchanged = sameVariants && changed == 0
 
-        var history = previousHistory
-        let retired = Set(catalog.products.filter { $0.status == .retired }.map(\.id))
-        for product in catalog.products where published.contains(product.id) {
-            history.record(product.id, revision: revision, at: moment, retired: retired.contains(product.id))
-        }
-
-        var snapshot: [UInt8] = []
-        snapshot.reserveCapacity(renderer.productJSON.reduce(0) { $0 + $1.count + 1 })
-        for json in renderer.productJSON {
-            snapshot.append(contentsOf: json)
-            snapshot.append(0x0A)
+        var history = previous == nil ? IdentifierHistory() : try tree.history(app, revision: previous!.revision)
+        let published = sellable.union(renderer.known)
+        for index in catalog.products.indices where published.contains(index) {
+            let product = catalog.products[index]
+            history.record(product.id, revision: revision, at: changedAt, retired: product.status == .retired)
         }
 
         let diff = try ProductDiff(
@@ -112,12 +152,14 @@ public struct Publisher: Sendable {
             new: zip(catalog.products, renderer.productJSON).map { ($0.id, $1) })
         let manifest = RevisionManifest(
             format: RevisionManifest.currentFormat, app: app, revision: isUnchanged ? previous!.revision : revision,
-            publishedAt: isUnchanged ? previous!.publishedAt : moment,
-            platforms: renderer.selector.platforms, bands: renderer.selector.bands.map(\.description), variants: variants)
+            publishedAt: isUnchanged ? previous!.publishedAt : changedAt,
+            platforms: renderer.selector.platforms, bands: renderer.selector.bands.map(\.description), variants: records)
         return PublicationPlan(
             app: app, previous: previous, revision: manifest.revision, publishedAt: manifest.publishedAt,
-            isUnchanged: isUnchanged, diff: diff, manifest: manifest, history: history, feeds: feeds,
-            productSnapshot: snapshot, changedFeedCount: changed, sellableCount: sellable.count, knownCount: known.count)
+            isUnchanged: isUnchanged, diff: diff, manifest: manifest, history: history,
+            changedFeedCount: changed, totalFeedCount: records.count * 2,
+            sellableCount: sellable.count, knownCount: renderer.known.count,
+            renderer: renderer, outputs: outputs)
     }
 
     /// Writes a plan's revision; does nothing for an unchanged plan.
@@ -127,54 +169,91 @@ public struct Publisher: Sendable {
         let fileManager = FileManager.default
         let revisions = tree.revisionsDirectory(app)
         try fileManager.createDirectory(at: revisions, withIntermediateDirectories: true)
+        try removeLeftovers(of: app)
 
         // A folder with this number can only be left by a build that crashed before its
         // manifest: no reader ever saw it, so it is safe to replace.
         let final = tree.revisionDirectory(app, plan.revision)
         if fileManager.fileExists(atPath: final.path) { try fileManager.removeItem(at: final) }
-        let staging = revisions.appendingPathComponent(".\(plan.revision).\(getpid()).staging", isDirectory: true)
-        if fileManager.fileExists(atPath: staging.path) { try fileManager.removeItem(at: staging) }
+        let staging = revisions.appendingPathComponent(".\(plan.revision).staging", isDirectory: true)
+        try fileManager.createDirectory(at: staging, withIntermediateDirectories: true)
+        try beforeStep("stage")
+
+        // Render, compress and write each distinct output; two at a time on two cores.
+        let renderer = plan.renderer
+        let step = beforeStep
+        let written = try parallelMap(plan.outputs) { output -> Result<(EncodedRecord, EncodedRecord), any Error> in
+            Result {
+                let rendered = renderer.render(output.selection)
+                let catalog = FeedRenderer.catalogJSON(
+                    app: app, revision: output.catalogRevision, publishedAt: output.catalogPublishedAt, body: rendered.catalogBody)
+                let directory = staging.appendingPathComponent(output.directory, isDirectory: true)
+                try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+                var records: [EncodedRecord] = []
+                for (name, bytes) in [("products.json", rendered.products), ("catalog.json", catalog)] {
+                    let compressed = try Gzip.compress(bytes)
+                    try AtomicFile.writeDurably(bytes, to: directory.appendingPathComponent(name))
+                    try AtomicFile.writeDurably(compressed, to: directory.appendingPathComponent(name + ".gz"))
+                    try step("staged \(output.directory)\(name)")
+                    records.append(EncodedRecord(sha256: ContentHash.sha256Hex(compressed), bytes: compressed.count))
+                }
+                return (records[0], records[1])
+            }
+        }.map { try $0.get() }
 
         var manifest = plan.manifest
-        let compressed = parallelMap(plan.feeds) { Gzip.compress($0.bytes) }
+        let gzipByDirectory = Dictionary(uniqueKeysWithValues: zip(plan.outputs.map(\.directory), written))
         for index in manifest.variants.indices {
-            let products = compressed[index * 2]
-            let catalog = compressed[index * 2 + 1]
-            manifest.variants[index].products.gzip = EncodedRecord(sha256: ContentHash.sha256Hex(products), bytes: products.count)
-            manifest.variants[index].catalog.gzip = EncodedRecord(sha256: ContentHash.sha256Hex(catalog), bytes: catalog.count)
+            let records = gzipByDirectory[manifest.variants[index].directory]!
+            manifest.variants[index].products.gzip = records.0
+            manifest.variants[index].catalog.gzip = records.1
         }
         let manifestBytes = try encode(manifest)
-
-        var files: [(String, [UInt8])] = []
-        for (index, feed) in plan.feeds.enumerated() {
-            files.append((feed.path, feed.bytes))
-            files.append((feed.path + ".gz", compressed[index]))
-        }
-        files.append(("identifiers.tsv", plan.history.tsv))
-        files.append(("products.jsonl", plan.productSnapshot))
-        files.append(("manifest.json", manifestBytes))
-
-        try beforeStep("stage")
-        for (path, bytes) in files {
-            let url = staging.appendingPathComponent(path)
-            try fileManager.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-            try AtomicFile.writeDurably(bytes, to: url)
-            try beforeStep("staged \(path)")
-        }
+        try AtomicFile.writeDurably(plan.history.tsv, to: staging.appendingPathComponent("identifiers.tsv"))
+        try AtomicFile.writeDurably(snapshot(renderer.productJSON), to: staging.appendingPathComponent("products.jsonl"))
+        try AtomicFile.writeDurably(manifestBytes, to: staging.appendingPathComponent("manifest.json"))
+        try beforeStep("staged manifest")
         try syncDirectories(under: staging)
         try AtomicFile.renameDurably(staging, to: final)
         try beforeStep("revision in place")
 
-        // The static tree: the default variant at the app's URL, one atomic rename per file.
+        // The static tree: the default variant at the app's URL, one atomic rename per file,
+        // skipped when the bytes are already there so that a static host's validators stay put.
         let appDirectory = tree.appDirectory(app)
-        for (index, feed) in plan.feeds.enumerated() where !feed.path.contains("/") {
-            try AtomicFile.write(feed.bytes, to: appDirectory.appendingPathComponent(feed.path))
-            try beforeStep("static \(feed.path)")
-            try AtomicFile.write(compressed[index], to: appDirectory.appendingPathComponent(feed.path + ".gz"))
-            try beforeStep("static \(feed.path).gz")
+        for name in ["products.json", "products.json.gz", "catalog.json", "catalog.json.gz"] {
+            let source = final.appendingPathComponent(name)
+            let target = appDirectory.appendingPathComponent(name)
+            guard let bytes = fileManager.contents(atPath: source.path) else {
+                throw CatalogError.io(path: source.path, message: "missing after publishing")
+            }
+            if fileManager.contents(atPath: target.path) == bytes { continue }
+            try AtomicFile.write([UInt8](bytes), to: target)
+            try beforeStep("static \(name)")
         }
         try AtomicFile.write(manifestBytes, to: tree.currentManifestURL(app))
         try beforeStep("manifest")
+    }
+
+    /// Staging folders and temporary files left by a build that crashed; callers hold the
+    /// build lock, so no other build is writing them.
+    private func removeLeftovers(of app: String) throws {
+        let fileManager = FileManager.default
+        for directory in [tree.revisionsDirectory(app), tree.appDirectory(app)] {
+            for name in (try? fileManager.contentsOfDirectory(atPath: directory.path)) ?? []
+            where name.hasPrefix(".") && (name.hasSuffix(".staging") || name.hasSuffix(".tmp")) {
+                try fileManager.removeItem(at: directory.appendingPathComponent(name))
+            }
+        }
+    }
+
+    private func snapshot(_ products: [[UInt8]]) -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(products.reduce(0) { $0 + $1.count + 1 })
+        for json in products {
+            bytes.append(contentsOf: json)
+            bytes.append(0x0A)
+        }
+        return bytes
     }
 
     private func encode(_ manifest: RevisionManifest) throws -> [UInt8] {
@@ -194,7 +273,7 @@ public struct Publisher: Sendable {
     }
 }
 
-/// Maps on all cores: compressing several feeds is the costly part of a big build.
+/// Maps on all cores: rendering and compressing feeds is the costly part of a big build.
 func parallelMap<Input: Sendable, Output: Sendable>(_ inputs: [Input], _ transform: @Sendable (Input) -> Output) -> [Output] {
     let results = ParallelResults<Output>(count: inputs.count)
     defer { results.buffer.deallocate() }

@@ -28,11 +28,8 @@ public enum CatalogRules {
                 products.append(checked)
             }
         }
-        var platforms = settings.platforms
-        if platforms.isEmpty {
-            // No app-level list: the platforms that products name are the ones the feeds distinguish.
-            platforms = Array(Set(products.flatMap { $0.platforms ?? [] })).sorted()
-        }
+        // The feeds distinguish every platform named anywhere: the app's list and the products'.
+        let platforms = Array(Set(settings.platforms + products.flatMap { $0.platforms ?? [] })).sorted()
         let catalog = AppCatalog(
             app: sources.app, platforms: platforms, feedbackPolicy: settings.policy, products: products,
             files: sources.definitions.map(\.settings.file))
@@ -128,10 +125,12 @@ public enum CatalogRules {
                 error("unknown status '\(text.value)'; expected \(ProductStatus.expectedList)", at: text.position)
             }
         }
-        if let name = definition.referenceName, name.value.count > maximumReferenceNameLength {
+        if let name = definition.referenceName, name.value.utf8.count > maximumReferenceNameLength,
+            name.value.count > maximumReferenceNameLength
+        {
             error("reference name is \(name.value.count) characters long; the limit is \(maximumReferenceNameLength)", at: name.position)
         }
-        if let name = definition.referenceName, name.value.trimmingCharacters(in: .whitespaces).isEmpty {
+        if let name = definition.referenceName, name.value.allSatisfy(\.isWhitespace) {
             error("reference name is empty", at: name.position)
         }
 
@@ -143,7 +142,7 @@ public enum CatalogRules {
             if list.value.isEmpty { error("platforms list is empty; leave it out to sell on every platform of the app", at: list.position) }
             if !appPlatforms.isEmpty, let platforms {
                 for platform in platforms where !appPlatforms.contains(platform) {
-                    warning("platform '\(platform.name)' is not one of the app's platforms; the product is never offered there", at: list.position)
+                    warning("platform '\(platform.name)' is not one of the app's platforms (\(appPlatforms.map(\.name).joined(separator: ", ")))", at: list.position)
                 }
             }
         }
@@ -160,12 +159,15 @@ public enum CatalogRules {
         }
 
         var subscription: Subscription?
+        let typeIsMissing = definition.type == nil
         if let definition = definition.subscription {
-            if type != .autoRenewable && type != nil {
-                error("only auto-renewable products have a subscription; this one is \(type!.rawValue)", at: definition.position)
+            if let type, type != .autoRenewable {
+                error("only auto-renewable products have a subscription; this one is \(type.rawValue)", at: definition.position)
+            } else if typeIsMissing {
+                error("a product with a subscription needs type 'auto-renewable'", at: definition.position)
             }
             if definition.group == nil { error("subscription has no 'group'", at: definition.position) }
-            if let group = definition.group, group.value.trimmingCharacters(in: .whitespaces).isEmpty {
+            if let group = definition.group, group.value.allSatisfy(\.isWhitespace) {
                 error("subscription group is empty", at: group.position)
             }
             if definition.period == nil { error("subscription has no 'period'", at: definition.position) }
@@ -198,7 +200,7 @@ public enum IdentifierRules {
     /// Why `id` is not a valid identifier, or nil.
     public static func problem(_ id: String) -> String? {
         if id.isEmpty { return "product id is empty" }
-        if let bad = id.unicodeScalars.first(where: { !isAllowed($0) }) {
+        if !id.utf8.allSatisfy(isAllowed), let bad = id.unicodeScalars.first(where: { !isAllowed($0) }) {
             return "product id '\(id)' contains '\(bad)'; only letters, digits, '.', '_' and '-' are allowed"
         }
         if id.utf8.count > CatalogRules.maximumIdentifierLength {
@@ -210,17 +212,22 @@ public enum IdentifierRules {
     /// Advice on an identifier the App Store accepts but older rules or other stores do not.
     public static func warnings(_ id: String) -> [String] {
         var result: [String] = []
-        if id.contains("-") {
+        // Identifiers are ASCII by the time warnings are looked for; bytes are the fast check.
+        if id.utf8.contains(UInt8(ascii: "-")) {
             result.append("product id '\(id)' contains '-'; older App Store rules and other stores reject it")
         }
-        if id.contains(where: \.isUppercase) {
+        if id.utf8.contains(where: { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") }) {
             result.append("product id '\(id)' contains upper case letters; other stores reject them")
         }
         return result
     }
 
     static func isAllowed(_ scalar: Unicode.Scalar) -> Bool {
-        switch scalar.value {
+        scalar.isASCII && isAllowed(UInt8(scalar.value))
+    }
+
+    static func isAllowed(_ byte: UInt8) -> Bool {
+        switch byte {
         case 0x30...0x39, 0x41...0x5A, 0x61...0x7A: true
         case 0x2E, 0x5F, 0x2D: true  // . _ -
         default: false

@@ -8,6 +8,9 @@ public struct AppSources: Sendable {
     public var definitions: [SourceDefinition]
     /// The file name or folder that defines the app, for app-level diagnostics.
     public var origin: String
+    /// Whether some file of the app could not be read or decoded: its products are unknown,
+    /// so rules about the app as a whole (such as vanished identifiers) cannot be judged.
+    public var isIncomplete: Bool
 }
 
 /// Finds the apps in a catalog directory and decodes their files.
@@ -69,10 +72,15 @@ public struct CatalogLoader: Sendable {
         var apps: [AppSources] = []
         for app in filesByApp.keys.sorted() {
             var definitions: [SourceDefinition] = []
+            var isIncomplete = false
             for (url, display) in filesByApp[app]! {
-                if let definition = decodeFile(url, display: display, into: &diagnostics) { definitions.append(definition) }
+                var fileDiagnostics: [Diagnostic] = []
+                let definition = decodeFile(url, display: display, into: &fileDiagnostics)
+                if let definition { definitions.append(definition) }
+                if definition == nil || fileDiagnostics.containsErrors { isIncomplete = true }
+                diagnostics += fileDiagnostics
             }
-            apps.append(AppSources(app: app, definitions: definitions, origin: originByApp[app]!))
+            apps.append(AppSources(app: app, definitions: definitions, origin: originByApp[app]!, isIncomplete: isIncomplete))
         }
         return (apps, diagnostics)
     }
@@ -111,7 +119,7 @@ public struct CatalogLoader: Sendable {
     /// Whether the first element is `<catalog` (anything else goes to the plist reader, which explains).
     private func isCatalogXML(_ source: SourceFile) -> Bool {
         var index = 0
-        let bytes = source.bytes
+        let bytes = source.head
         while index < bytes.count {
             guard let open = bytes[index...].firstIndex(of: UInt8(ascii: "<")), open + 1 < bytes.count else { return false }
             let next = bytes[open + 1]

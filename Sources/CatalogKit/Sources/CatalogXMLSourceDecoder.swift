@@ -63,8 +63,16 @@ struct CatalogXMLSourceDecoder {
             var writer = JSONWriter()
             writer.beginObject()
             var valid = true
+            var keys: [String: SourcePosition] = [:]
             for entry in metadata.children {
-                writer.key(entry.attribute("key") ?? "")
+                let key = entry.attribute("key") ?? ""
+                if let first = keys[key] {
+                    diagnostics.append(.error("duplicate metadata key '\(key)' (first at \(first))", file: file, at: entry.position))
+                    valid = false
+                    continue
+                }
+                keys[key] = entry.position
+                writer.key(key)
                 switch entry.attribute("type") ?? "string" {
                 case "integer":
                     guard let value = Int64(entry.text.trimmingCharacters(in: .whitespaces)) else {

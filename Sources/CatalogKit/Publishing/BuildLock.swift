@@ -1,0 +1,35 @@
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// One build at a time per published tree: two builds racing would both take revision n+1.
+///
+/// An advisory `flock` on `public/.build.lock`, released when the process ends however it
+/// ends, so a crashed build never leaves the tree locked.
+public final class BuildLock {
+    private let descriptor: Int32
+
+    /// Waits for the lock on `publicDirectory`, creating the directory if needed.
+    public init(publicDirectory: URL) throws {
+        try FileManager.default.createDirectory(at: publicDirectory, withIntermediateDirectories: true)
+        let path = publicDirectory.appendingPathComponent(".build.lock").path
+        descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else {
+            throw CatalogError.io(path: path, message: "cannot open lock: \(String(cString: strerror(errno)))")
+        }
+        var result: Int32
+        repeat { result = flock(descriptor, LOCK_EX) } while result != 0 && errno == EINTR
+        guard result == 0 else {
+            close(descriptor)
+            throw CatalogError.io(path: path, message: "cannot lock: \(String(cString: strerror(errno)))")
+        }
+    }
+
+    deinit {
+        close(descriptor)
+    }
+}
