@@ -20,15 +20,17 @@ let package = Package(
             providers: [.apt(["libxml2-dev"]), .brew(["libxml2"])]
         ),
         .systemLibrary(
-            name: "CZlib",
-            pkgConfig: "zlib",
-            providers: [.apt(["zlib1g-dev"])]
+            name: "CLibDeflate",
+            pkgConfig: "libdeflate",
+            providers: [.apt(["libdeflate-dev"]), .brew(["libdeflate"])]
         ),
+        // Process-wide allocator setting, applied by the executable only.
+        .systemLibrary(name: "CMallocTuning"),
         .target(name: "PropertyList", dependencies: ["CLibXML2"]),
         .target(
             name: "CatalogKit",
             dependencies: [
-                "PropertyList", "CZlib",
+                "PropertyList", "CLibDeflate",
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             resources: [.copy("Resources/catalog.xsd")]
@@ -36,7 +38,7 @@ let package = Package(
         .executableTarget(
             name: "catalog",
             dependencies: [
-                "CatalogKit",
+                "CatalogKit", "CMallocTuning",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),

@@ -41,14 +41,15 @@ final class XMLStreamParser {
     let path: String
     let limits: ReaderLimits
     private(set) var diagnostics: [Diagnostic] = []
-    private(set) var depth = 0
-    private var elementCount = 0
-    private var context: xmlParserCtxtPtr?
+    // Hot, single-threaded state: see PropertyListBuilder on exclusivity checks.
+    @exclusivity(unchecked) private(set) var depth = 0
+    @exclusivity(unchecked) private var elementCount = 0
+    @exclusivity(unchecked) private var context: xmlParserCtxtPtr?
     private var input: InputStream
     // Strong: the handler never refers back to the parser, and an unowned reference would cost
     // a check on every one of millions of callbacks.
     private let handler: any XMLEventHandler
-    private(set) var stopped = false
+    @exclusivity(unchecked) private(set) var stopped = false
 
     private init(path: String, input: InputStream, limits: ReaderLimits, handler: any XMLEventHandler) {
         self.path = path

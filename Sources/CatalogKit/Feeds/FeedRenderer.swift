@@ -4,8 +4,37 @@ import PropertyList
 public struct RenderedFeeds: Sendable {
     /// `products.json`: exactly the JSON array of identifiers that Apple's sample code parses.
     public var products: [UInt8]
-    /// The rich feed's content members (products and known), without revision details.
-    public var catalogBody: [UInt8]
+    /// The rich feed's content (products and known) with room in front for its revision details,
+    /// so that stamping them never copies a feed of many megabytes.
+    private var catalogBuffer: [UInt8]
+    static let headroom = 512
+
+    init(products: [UInt8], catalogBuffer: [UInt8]) {
+        self.products = products
+        self.catalogBuffer = catalogBuffer
+    }
+
+    /// The rich feed's content members without revision details: what decides whether it changed.
+    public var catalogBody: ArraySlice<UInt8> { catalogBuffer[Self.headroom...] }
+
+    /// `catalog.json`: revision details first, then the content's members.
+    public mutating func stampedCatalog(app: String, revision: Int, publishedAt: Timestamp) -> ArraySlice<UInt8> {
+        var header = JSONWriter(capacity: 128)
+        header.beginObject()
+        header.key("app")
+        header.string(app)
+        header.key("revision")
+        header.integer(Int64(revision))
+        header.key("publishedAt")
+        header.string(publishedAt.iso8601)
+        // The header's members replace the body's opening brace and run into its members.
+        var bytes = header.bytes
+        bytes.append(UInt8(ascii: ","))
+        let start = Self.headroom + 1 - bytes.count
+        precondition(start >= 0, "app identifiers are at most 155 characters, so the header fits")
+        catalogBuffer.replaceSubrange(start..<Self.headroom + 1, with: bytes)
+        return catalogBuffer[start...]
+    }
 }
 
 /// Renders an app's feeds. Pure: the same catalog and moment give the same bytes.
@@ -16,16 +45,42 @@ public struct FeedRenderer: Sendable {
     public let catalog: AppCatalog
     public let selector: VariantSelector
     /// The product objects of the rich feed, one per product in source order, encoded once.
-    public let productJSON: [[UInt8]]
+    public let feedJSON: [[UInt8]]
     /// Indices into `catalog.products` in feed order: displayOrder, then source order.
     let feedOrder: [Int]
     /// Products that apps may meet in restored purchases although they are no longer sold.
     public let known: [Int]
+    /// Each product's identifier as a JSON string, encoded once.
+    let quotedIDs: [[UInt8]]
+    /// What selection needs of each product, kept apart from `Product` so that the selection
+    /// loop (products × variants) touches small plain values, not whole structs of strings.
+    let saleFacts: [SaleFacts]
+
+    struct SaleFacts: Sendable {
+        var status: ProductStatus
+        var availableFrom: Timestamp?
+        var availableUntil: Timestamp?
+        /// Bit i set: sold on `Platform.allCases[i]`; 0 means every platform.
+        var platformMask: UInt8
+        var minimumAppVersion: AppVersion?
+    }
 
     public init(catalog: AppCatalog) {
         self.catalog = catalog
         selector = VariantSelector(catalog: catalog)
-        productJSON = catalog.products.map(FeedRenderer.encode)
+        feedJSON = catalog.products.map { FeedRenderer.encode($0, for: .feed) }
+        quotedIDs = catalog.products.map { product in
+            var writer = JSONWriter(capacity: product.id.utf8.count + 2)
+            writer.string(product.id)
+            return writer.bytes
+        }
+        let appMask = FeedRenderer.mask(catalog.platforms)
+        saleFacts = catalog.products.map { product in
+            SaleFacts(
+                status: product.status, availableFrom: product.availableFrom, availableUntil: product.availableUntil,
+                platformMask: product.platforms.map(FeedRenderer.mask) ?? appMask,
+                minimumAppVersion: product.minimumAppVersion)
+        }
         let order = catalog.products.indices.sorted { left, right in
             let a = catalog.products[left].displayOrder ?? .max
             let b = catalog.products[right].displayOrder ?? .max
@@ -37,32 +92,45 @@ public struct FeedRenderer: Sendable {
 
     /// The products on sale in `variant` at `moment`, as indices in feed order.
     public func selection(_ variant: Variant, at moment: Timestamp) -> [Int] {
-        let appPlatforms = catalog.platforms
+        let platformBit = variant.platform.map(FeedRenderer.bit) ?? 0
         var sellable: [Int] = []
-        for index in feedOrder {
-            let product = catalog.products[index]
-            guard product.isOnSale(at: moment) else { continue }
-            if let platform = variant.platform {
-                let platforms = product.platforms ?? appPlatforms
-                if !platforms.isEmpty && !platforms.contains(platform) { continue }
+        sellable.reserveCapacity(feedOrder.count)
+        saleFacts.withUnsafeBufferPointer { facts in
+            for index in feedOrder {
+                let fact = facts[index]
+                guard fact.status == .cleared,
+                    fact.availableFrom.map({ $0 <= moment }) ?? true,
+                    fact.availableUntil.map({ moment < $0 }) ?? true
+                else { continue }
+                if platformBit != 0 && fact.platformMask != 0 && fact.platformMask & platformBit == 0 { continue }
+                if let band = variant.band, let minimum = fact.minimumAppVersion, band < minimum { continue }
+                sellable.append(index)
             }
-            if let band = variant.band, let minimum = product.minimumAppVersion, band < minimum { continue }
-            sellable.append(index)
         }
         return sellable
     }
 
+    private static func bit(_ platform: Platform) -> UInt8 {
+        1 << UInt8(Platform.allCases.firstIndex(of: platform)!)
+    }
+
+    private static func mask(_ platforms: [Platform]) -> UInt8 {
+        platforms.reduce(0) { $0 | bit($1) }
+    }
+
     public func render(_ selection: [Int]) -> RenderedFeeds {
-        var ids = JSONWriter(capacity: selection.count * 40 + 2)
+        var ids = JSONWriter(capacity: selection.reduce(2) { $0 + quotedIDs[$1].count + 1 })
         ids.beginArray()
-        for index in selection { ids.string(catalog.products[index].id) }
+        for index in selection { ids.raw(quotedIDs[index]) }
         ids.endArray()
 
-        var body = JSONWriter(capacity: selection.reduce(64) { $0 + productJSON[$1].count + 1 })
+        var body = JSONWriter(capacity: selection.reduce(RenderedFeeds.headroom + 64) { $0 + feedJSON[$1].count + 1 })
+        body.raw(Array(repeating: UInt8(ascii: " "), count: RenderedFeeds.headroom))
+        body.resetSeparator()
         body.beginObject()
         body.key("products")
         body.beginArray()
-        for index in selection { body.raw(productJSON[index]) }
+        for index in selection { body.raw(feedJSON[index]) }
         body.endArray()
         body.key("known")
         body.beginArray()
@@ -81,32 +149,21 @@ public struct FeedRenderer: Sendable {
         }
         body.endArray()
         body.endObject()
-        return RenderedFeeds(products: ids.bytes, catalogBody: body.bytes)
+        return RenderedFeeds(products: ids.bytes, catalogBuffer: body.bytes)
     }
 
-    /// `catalog.json`: revision details first, then the body's members.
-    public static func catalogJSON(app: String, revision: Int, publishedAt: Timestamp, body: [UInt8]) -> [UInt8] {
-        var header = JSONWriter(capacity: body.count + 128)
-        header.beginObject()
-        header.key("app")
-        header.string(app)
-        header.key("revision")
-        header.integer(Int64(revision))
-        header.key("publishedAt")
-        header.string(publishedAt.iso8601)
-        var bytes = header.bytes
-        // The body is an object; splice its members in after the header's.
-        if body.count > 2 {
-            bytes.append(UInt8(ascii: ","))
-            bytes.append(contentsOf: body[1...])
-        } else {
-            bytes.append(UInt8(ascii: "}"))
-        }
-        return bytes
+    /// Who a product's JSON is for.
+    public enum Audience: Sendable {
+        /// Apps: what they need to offer and present the product.
+        case feed
+        /// Editors: every field, for history and diffs (a revision's `products.jsonl.gz`).
+        case snapshot
     }
 
-    /// One product as the rich feed and the revision snapshot show it.
-    static func encode(_ product: Product) -> [UInt8] {
+    /// One product as JSON. The feed leaves out what only editors use (reference name, status,
+    /// display order, the start of availability), which is also much of a big feed's size.
+    public static func encode(_ product: Product, for audience: Audience) -> [UInt8] {
+        let full = audience == .snapshot
         var json = JSONWriter()
         json.beginObject()
         json.key("id")
@@ -115,12 +172,14 @@ public struct FeedRenderer: Sendable {
             json.key("type")
             json.string(type.rawValue)
         }
-        if let name = product.referenceName {
+        if full, let name = product.referenceName {
             json.key("referenceName")
             json.string(name)
         }
-        json.key("status")
-        json.string(product.status.rawValue)
+        if full {
+            json.key("status")
+            json.string(product.status.rawValue)
+        }
         if let platforms = product.platforms {
             json.key("platforms")
             json.beginArray()
@@ -131,7 +190,7 @@ public struct FeedRenderer: Sendable {
             json.key("minimumAppVersion")
             json.string(version.description)
         }
-        if let from = product.availableFrom {
+        if full, let from = product.availableFrom {
             json.key("availableFrom")
             json.string(from.iso8601)
         }
@@ -152,7 +211,7 @@ public struct FeedRenderer: Sendable {
             }
             json.endObject()
         }
-        if let order = product.displayOrder {
+        if full, let order = product.displayOrder {
             json.key("displayOrder")
             json.integer(order)
         }

@@ -67,6 +67,11 @@ public struct JSONWriter: Sendable {
         bytes.append(contentsOf: (value ? "true" : "false").utf8)
     }
 
+    /// Starts the next value without a separator, after `raw` bytes that were not a value.
+    mutating func resetSeparator() {
+        needsComma = false
+    }
+
     /// Inserts bytes that already are one complete JSON value.
     public mutating func raw(_ json: [UInt8]) {
         separate()

@@ -1,9 +1,10 @@
 import Crypto
+import Foundation
 
 /// Strong validators from content: a SHA-256 of the bytes, never file times.
 public enum ContentHash {
-    public static func sha256Hex<Bytes: Sequence>(_ bytes: Bytes) -> String where Bytes.Element == UInt8 {
-        let digest = SHA256.hash(data: Array(bytes))
+    public static func sha256Hex(_ bytes: some ContiguousBytes) -> String {
+        let digest = bytes.withUnsafeBytes { SHA256.hash(data: $0) }
         let hex = Array("0123456789abcdef".utf8)
         var text: [UInt8] = []
         text.reserveCapacity(64)

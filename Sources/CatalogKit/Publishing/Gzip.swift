@@ -1,55 +1,44 @@
-internal import CZlib
+import Foundation
+internal import CLibDeflate
 
-/// gzip with a fixed header (no name, zero mtime), so identical input gives identical bytes
-/// and therefore an unchanged ETag.
+/// gzip through libdeflate. Its header has no name and a zero mtime, so identical input gives
+/// identical bytes and therefore an unchanged ETag.
 public enum Gzip {
-    /// Why compression failed (zlib only fails on memory exhaustion or misuse).
+    /// Why compression failed (libdeflate fails only when it cannot allocate).
     public struct Failure: Error, CustomStringConvertible {
         public var description: String { "gzip compression failed" }
     }
 
-    public static func compress(_ input: [UInt8], level: Int32 = 6) throws -> [UInt8] {
-        var stream = z_stream()
-        guard czlib_deflate_init_gzip(&stream, level) == Z_OK else { throw Failure() }
-        defer { deflateEnd(&stream) }
-        let bound = Int(deflateBound(&stream, uLong(input.count))) + 32
+    public static func compress(_ input: some ContiguousBytes, level: Int32 = 6) throws -> [UInt8] {
+        guard let compressor = libdeflate_alloc_compressor(level) else { throw Failure() }
+        defer { libdeflate_free_compressor(compressor) }
+        let count = input.withUnsafeBytes(\.count)
+        let bound = libdeflate_gzip_compress_bound(compressor, count)
         var output = [UInt8](repeating: 0, count: bound)
-        let produced: Int = input.withUnsafeBufferPointer { source in
-            output.withUnsafeMutableBufferPointer { destination in
-                stream.next_in = UnsafeMutablePointer(mutating: source.baseAddress)
-                stream.avail_in = uInt(source.count)
-                stream.next_out = destination.baseAddress
-                stream.avail_out = uInt(destination.count)
-                // deflateBound guarantees room for a single Z_FINISH call.
-                guard deflate(&stream, Z_FINISH) == Z_STREAM_END else { return -1 }
-                return Int(stream.total_out)
+        let produced = input.withUnsafeBytes { source in
+            output.withUnsafeMutableBytes { destination in
+                libdeflate_gzip_compress(compressor, source.baseAddress, source.count, destination.baseAddress, destination.count)
             }
         }
-        guard produced >= 0 else { throw Failure() }
+        guard produced > 0 else { throw Failure() }
         output.removeLast(output.count - produced)
         return output
     }
 
-    /// Decompresses a gzip member; nil if the bytes are not valid gzip.
+    /// Decompresses one gzip member; nil if the bytes are not valid gzip.
     public static func decompress(_ input: [UInt8]) -> [UInt8]? {
-        var stream = z_stream()
-        guard czlib_inflate_init_gzip(&stream) == Z_OK else { return nil }
-        defer { inflateEnd(&stream) }
-        var output: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 64 * 1024)
-        return input.withUnsafeBufferPointer { source -> [UInt8]? in
-            stream.next_in = UnsafeMutablePointer(mutating: source.baseAddress)
-            stream.avail_in = uInt(source.count)
-            while true {
-                let status: Int32 = chunk.withUnsafeMutableBufferPointer { buffer in
-                    stream.next_out = buffer.baseAddress
-                    stream.avail_out = uInt(buffer.count)
-                    return inflate(&stream, Z_NO_FLUSH)
-                }
-                output.append(contentsOf: chunk[0..<(chunk.count - Int(stream.avail_out))])
-                if status == Z_STREAM_END { return output }
-                if status != Z_OK { return nil }
+        guard input.count >= 18, let decompressor = libdeflate_alloc_decompressor() else { return nil }
+        defer { libdeflate_free_decompressor(decompressor) }
+        // The trailer holds the uncompressed size modulo 2^32.
+        let size = input.suffix(4).reversed().reduce(0) { $0 << 8 | Int($1) }
+        var output = [UInt8](repeating: 0, count: size)
+        var actual = 0
+        let status = input.withUnsafeBytes { source in
+            output.withUnsafeMutableBytes { destination in
+                libdeflate_gzip_decompress(decompressor, source.baseAddress, source.count, destination.baseAddress, destination.count, &actual)
             }
         }
+        guard status == LIBDEFLATE_SUCCESS, actual == size else { return nil }
+        return output
     }
 }

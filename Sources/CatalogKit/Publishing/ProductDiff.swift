@@ -14,6 +14,11 @@ public struct ProductDiff: Sendable, Hashable {
 
     public var isEmpty: Bool { added.isEmpty && changed.isEmpty && removed.isEmpty }
 
+    /// The diff of a first publication: everything is new.
+    public init(added: [String]) {
+        self.added = added
+    }
+
     public init(old: [(id: String, json: [UInt8])], new: [(id: String, json: [UInt8])]) throws {
         var oldByID: [String: [UInt8]] = [:]
         for entry in old { oldByID[entry.id] = entry.json }

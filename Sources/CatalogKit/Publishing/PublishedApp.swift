@@ -8,12 +8,15 @@ import PropertyList
 /// v1/apps/<app>/products.json[.gz]            default variant, for static hosting
 /// v1/apps/<app>/catalog.json[.gz]
 /// v1/apps/<app>/revisions/<n>/                immutable once renamed into place
-///     manifest.json  identifiers.tsv  products.jsonl
+///     manifest.json  identifiers.tsv  products.jsonl.gz (every product, every field)
 ///     products.json[.gz]  catalog.json[.gz]   default variant
 ///     variants/<platform|any>/<band|any>/products.json[.gz], catalog.json[.gz]
 /// ```
 public struct PublicTree: Sendable {
     public let root: URL
+
+    /// Every product with every field, one JSON object per line, gzip-compressed.
+    public static let snapshotName = "products.jsonl.gz"
 
     public init(root: URL) {
         self.root = root
@@ -87,11 +90,11 @@ public struct PublicTree: Sendable {
 
     /// The product snapshot of a revision: each product's JSON by id, in source order.
     public func productSnapshot(_ app: String, revision: Int) throws -> [(id: String, json: [UInt8])] {
-        let url = revisionDirectory(app, revision).appendingPathComponent("products.jsonl")
-        guard let data = FileManager.default.contents(atPath: url.path) else {
-            throw CatalogError.corruptPublication(path: url.path, message: "missing")
+        let url = revisionDirectory(app, revision).appendingPathComponent(Self.snapshotName)
+        guard let data = FileManager.default.contents(atPath: url.path), let bytes = Gzip.decompress([UInt8](data)) else {
+            throw CatalogError.corruptPublication(path: url.path, message: "missing or not gzip")
         }
-        return try [UInt8](data).split(separator: 0x0A).map { line in
+        return try bytes.split(separator: 0x0A).map { line in
             guard let object = try? JSONSerialization.jsonObject(with: Data(line)) as? [String: Any],
                 let id = object["id"] as? String
             else { throw CatalogError.corruptPublication(path: url.path, message: "bad line") }

@@ -93,14 +93,14 @@ public struct Publisher: Sendable {
             var stampTime: Timestamp
         }
         let results = parallelMap(groups) { group -> GroupResult in
-            let rendered = renderer.render(group.selection)
+            var rendered = renderer.render(group.selection)
             let contentHash = ContentHash.sha256Hex(rendered.catalogBody)
             // Rich-feed bytes carry the revision that first published them: reuse that stamp if
             // any variant of the group already serves this exact content.
             let reused = group.variants.compactMap { previous?.record(for: $0) }.first { $0.catalogContentSHA256 == contentHash }
             let stampRevision = reused?.catalogRevision ?? revision
             let stampTime = reused?.catalogPublishedAt ?? changedAt
-            let catalog = FeedRenderer.catalogJSON(app: app, revision: stampRevision, publishedAt: stampTime, body: rendered.catalogBody)
+            let catalog = rendered.stampedCatalog(app: app, revision: stampRevision, publishedAt: stampTime)
             return GroupResult(
                 productsHash: ContentHash.sha256Hex(rendered.products), productsBytes: rendered.products.count,
                 contentHash: contentHash, catalogHash: ContentHash.sha256Hex(catalog), catalogBytes: catalog.count,
@@ -147,9 +147,11 @@ public struct Publisher: Sendable {
             history.record(product.id, revision: revision, at: changedAt, retired: product.status == .retired)
         }
 
-        let diff = try ProductDiff(
-            old: previous.map { try tree.productSnapshot(app, revision: $0.revision) } ?? [],
-            new: zip(catalog.products, renderer.productJSON).map { ($0.id, $1) })
+        let diff = try previous.map { previous in
+            try ProductDiff(
+                old: tree.productSnapshot(app, revision: previous.revision),
+                new: catalog.products.map { ($0.id, FeedRenderer.encode($0, for: .snapshot)) })
+        } ?? ProductDiff(added: catalog.products.map(\.id))
         let manifest = RevisionManifest(
             format: RevisionManifest.currentFormat, app: app, revision: isUnchanged ? previous!.revision : revision,
             publishedAt: isUnchanged ? previous!.publishedAt : changedAt,
@@ -184,13 +186,13 @@ public struct Publisher: Sendable {
         let step = beforeStep
         let written = try parallelMap(plan.outputs) { output -> Result<(EncodedRecord, EncodedRecord), any Error> in
             Result {
-                let rendered = renderer.render(output.selection)
-                let catalog = FeedRenderer.catalogJSON(
-                    app: app, revision: output.catalogRevision, publishedAt: output.catalogPublishedAt, body: rendered.catalogBody)
+                var rendered = renderer.render(output.selection)
+                let catalog = rendered.stampedCatalog(
+                    app: app, revision: output.catalogRevision, publishedAt: output.catalogPublishedAt)
                 let directory = staging.appendingPathComponent(output.directory, isDirectory: true)
                 try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
                 var records: [EncodedRecord] = []
-                for (name, bytes) in [("products.json", rendered.products), ("catalog.json", catalog)] {
+                for (name, bytes) in [("products.json", rendered.products[...]), ("catalog.json", catalog)] {
                     let compressed = try Gzip.compress(bytes)
                     try AtomicFile.writeDurably(bytes, to: directory.appendingPathComponent(name))
                     try AtomicFile.writeDurably(compressed, to: directory.appendingPathComponent(name + ".gz"))
@@ -210,28 +212,36 @@ public struct Publisher: Sendable {
         }
         let manifestBytes = try encode(manifest)
         try AtomicFile.writeDurably(plan.history.tsv, to: staging.appendingPathComponent("identifiers.tsv"))
-        try AtomicFile.writeDurably(snapshot(renderer.productJSON), to: staging.appendingPathComponent("products.jsonl"))
+        try AtomicFile.writeDurably(try Gzip.compress(snapshot(renderer.catalog.products), level: 1),
+                                    to: staging.appendingPathComponent(PublicTree.snapshotName))
         try AtomicFile.writeDurably(manifestBytes, to: staging.appendingPathComponent("manifest.json"))
         try beforeStep("staged manifest")
         try syncDirectories(under: staging)
         try AtomicFile.renameDurably(staging, to: final)
         try beforeStep("revision in place")
 
-        // The static tree: the default variant at the app's URL, one atomic rename per file,
-        // skipped when the bytes are already there so that a static host's validators stay put.
+        // The static tree: the default variant at the app's URL, as hard links to the revision's
+        // immutable files, each swapped in by one atomic rename; skipped when already current,
+        // so that a static host's own validators stay put.
         let appDirectory = tree.appDirectory(app)
         for name in ["products.json", "products.json.gz", "catalog.json", "catalog.json.gz"] {
             let source = final.appendingPathComponent(name)
             let target = appDirectory.appendingPathComponent(name)
-            guard let bytes = fileManager.contents(atPath: source.path) else {
-                throw CatalogError.io(path: source.path, message: "missing after publishing")
-            }
-            if fileManager.contents(atPath: target.path) == bytes { continue }
-            try AtomicFile.write([UInt8](bytes), to: target)
+            if try sameContent(source, target) { continue }
+            try AtomicFile.link(source, to: target)
             try beforeStep("static \(name)")
         }
         try AtomicFile.write(manifestBytes, to: tree.currentManifestURL(app))
         try beforeStep("manifest")
+    }
+
+    /// Whether two files hold the same bytes (sizes first, so that changed feeds cost no read).
+    private func sameContent(_ first: URL, _ second: URL) throws -> Bool {
+        let fileManager = FileManager.default
+        guard let a = try? fileManager.attributesOfItem(atPath: first.path)[.size] as? Int,
+            let b = try? fileManager.attributesOfItem(atPath: second.path)[.size] as? Int, a == b
+        else { return false }
+        return fileManager.contentsEqual(atPath: first.path, andPath: second.path)
     }
 
     /// Staging folders and temporary files left by a build that crashed; callers hold the
@@ -246,11 +256,11 @@ public struct Publisher: Sendable {
         }
     }
 
-    private func snapshot(_ products: [[UInt8]]) -> [UInt8] {
+    /// One line per product, every field: what history, diffs and rollback read back.
+    private func snapshot(_ products: [Product]) -> [UInt8] {
         var bytes: [UInt8] = []
-        bytes.reserveCapacity(products.reduce(0) { $0 + $1.count + 1 })
-        for json in products {
-            bytes.append(contentsOf: json)
+        for product in products {
+            bytes.append(contentsOf: FeedRenderer.encode(product, for: .snapshot))
             bytes.append(0x0A)
         }
         return bytes

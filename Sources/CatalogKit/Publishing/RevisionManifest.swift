@@ -94,12 +94,25 @@ public struct IdentifierHistory: Sendable, Hashable {
     static let header = "# id\tfirstRevision\tfirstPublishedAt\tretiredRevision"
 
     public var tsv: [UInt8] {
-        var text = Self.header + "\n"
+        var bytes = Array((Self.header + "\n").utf8)
+        bytes.reserveCapacity(order.count * 64)
+        var timeCache: (Timestamp, [UInt8])?
         for id in order {
             let entry = entries[id]!
-            text += "\(id)\t\(entry.firstRevision)\t\(entry.firstPublishedAt.iso8601)\t\(entry.retiredRevision.map(String.init) ?? "-")\n"
+            // Most identifiers share a publication time; format it once.
+            if timeCache?.0 != entry.firstPublishedAt {
+                timeCache = (entry.firstPublishedAt, Array(entry.firstPublishedAt.iso8601.utf8))
+            }
+            bytes.append(contentsOf: id.utf8)
+            bytes.append(0x09)
+            bytes.append(contentsOf: String(entry.firstRevision).utf8)
+            bytes.append(0x09)
+            bytes.append(contentsOf: timeCache!.1)
+            bytes.append(0x09)
+            bytes.append(contentsOf: (entry.retiredRevision.map(String.init) ?? "-").utf8)
+            bytes.append(0x0A)
         }
-        return Array(text.utf8)
+        return bytes
     }
 
     public init(tsv bytes: [UInt8]) throws {

@@ -13,18 +13,21 @@ public enum CatalogRules {
         var diagnostics: [Diagnostic] = []
         let settings = mergedSettings(sources, into: &diagnostics)
         var products: [Product] = []
-        var firstLocation: [String: SourceLocation] = [:]
-        products.reserveCapacity(sources.definitions.reduce(0) { $0 + $1.products.count })
+        let count = sources.definitions.reduce(0) { $0 + $1.products.count }
+        var firstIndex: [String: Int] = [:]
+        firstIndex.reserveCapacity(count)
+        products.reserveCapacity(count)
 
         for definition in sources.definitions {
             for product in definition.products {
                 guard let checked = check(product, appPlatforms: settings.platforms, into: &diagnostics) else { continue }
-                if let first = firstLocation[checked.id] {
+                if let index = firstIndex[checked.id] {
+                    let first = products[index].location
                     let place = first.file == checked.location.file ? "\(first.position)" : "\(first)"
                     diagnostics.append(.error("duplicate product id '\(checked.id)' (first at \(place))", file: checked.location.file, at: checked.location.position))
                     continue
                 }
-                firstLocation[checked.id] = checked.location
+                firstIndex[checked.id] = products.count
                 products.append(checked)
             }
         }
