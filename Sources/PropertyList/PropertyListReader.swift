@@ -76,35 +76,47 @@ private enum PlistElement {
 }
 
 /// Builds values from SAX events with an explicit stack: no recursion, so depth costs no stack.
+///
+/// Frames are plain structs mutated in place at the top of the stack, and dict keys are
+/// interned: this runs for every element of files with millions of them.
 private final class PropertyListBuilder: XMLEventHandler {
     struct Problem {
         var position: SourcePosition
         var message: String
     }
 
-    private enum Frame {
-        case plist
-        case array(items: [PropertyListNode], position: SourcePosition, streamed: Bool)
-        case dictionary(DictionaryFrame)
-        case scalar(PlistElement, position: SourcePosition)
-        /// An unknown element: its content is skipped.
-        case skipped
-    }
+    private struct Frame {
+        enum Kind: Equatable {
+            case plist, array, dictionary
+            case scalar(PlistElement)
+            /// An unknown element: its content is skipped.
+            case skipped
+        }
 
-    private struct DictionaryFrame {
+        var kind: Kind
+        var position: SourcePosition
+        var items: [PropertyListNode] = []
         var entries: [PropertyListDictionary.Entry] = []
-        var pendingKey: (name: String, position: SourcePosition)?
+        var pendingKey: String?
+        var pendingKeyPosition = SourcePosition.startOfFile
         /// Built once a dict grows past a few keys, so duplicate checks stay linear overall.
         var keyIndex: [String: Int]?
         /// After a duplicate key (already reported), its value is dropped silently.
         var dropsNextValue = false
-        var position: SourcePosition
+        /// The array whose elements go to the caller one by one instead of into `items`.
+        var streamed = false
+
+        init(_ kind: Kind, at position: SourcePosition) {
+            self.kind = kind
+            self.position = position
+        }
     }
 
     // Touched on every SAX event of a single-threaded parse; the runtime exclusivity check on
     // each access cost about a tenth of the reading time of a large catalog.
     @exclusivity(unchecked) private var stack: [Frame] = []
     @exclusivity(unchecked) private var text: [UInt8] = []
+    @exclusivity(unchecked) private var internedKeys: [(bytes: [UInt8], key: String)] = []
     private(set) var root: PropertyListNode?
     private(set) var problems: [Problem] = []
     private let streamingKey: String?
@@ -123,51 +135,53 @@ private final class PropertyListBuilder: XMLEventHandler {
 
     func startElement(_ parser: XMLStreamParser, name: UnsafePointer<UInt8>, namespace: UnsafePointer<UInt8>?,
                       attributes: XMLAttributes, at position: SourcePosition) {
-        if case .skipped = stack.last {
-            stack.append(.skipped)
+        if stack.last?.kind == .skipped {
+            stack.append(Frame(.skipped, at: position))
             return
         }
         guard let element = PlistElement(name) else {
             problem("unknown property list element <\(String(cString: name))>", at: position)
-            stack.append(.skipped)
+            stack.append(Frame(.skipped, at: position))
             return
         }
-        if stack.isEmpty {
+        guard let parent = stack.last?.kind else {
             guard element == .plist else {
                 problem("root element must be <plist>, found <\(String(cString: name))>", at: position)
                 parser.stop()
                 return
             }
-            stack.append(.plist)
+            stack.append(Frame(.plist, at: position))
             return
         }
-        if case .scalar(let kind, _) = stack.last {
+        if case .scalar(let kind) = parent {
             problem("<\(String(cString: name))> cannot appear inside <\(kind)>", at: position)
-            stack.append(.skipped)
+            stack.append(Frame(.skipped, at: position))
             return
         }
         text.removeAll(keepingCapacity: true)
         switch element {
         case .plist:
             problem("<plist> can only be the root element", at: position)
-            stack.append(.skipped)
+            stack.append(Frame(.skipped, at: position))
         case .array:
-            stack.append(.array(items: [], position: position, streamed: isStreamedArrayStarting()))
+            var frame = Frame(.array, at: position)
+            frame.streamed = isStreamedArrayStarting()
+            stack.append(frame)
         case .dict:
-            stack.append(.dictionary(DictionaryFrame(position: position)))
+            stack.append(Frame(.dictionary, at: position))
         case .key, .string, .integer, .real, .true, .false, .date, .data:
-            stack.append(.scalar(element, position: position))
+            stack.append(Frame(.scalar(element), at: position))
         }
     }
 
     /// Whether the array starting now is the value of the streamed key in the root dict.
     private func isStreamedArrayStarting() -> Bool {
-        guard let streamingKey, stack.count == 2, case .dictionary(let frame) = stack[1] else { return false }
-        return frame.pendingKey?.name == streamingKey
+        guard let streamingKey, stack.count == 2, stack[1].kind == .dictionary else { return false }
+        return stack[1].pendingKey == streamingKey
     }
 
     func text(_ parser: XMLStreamParser, _ bytes: UnsafeBufferPointer<UInt8>) {
-        switch stack.last {
+        switch stack.last?.kind {
         case .scalar:
             if text.count + bytes.count > parser.limits.maximumTextBytes {
                 problem("text longer than \(parser.limits.maximumTextBytes) bytes", at: parser.cursorPosition)
@@ -188,30 +202,41 @@ private final class PropertyListBuilder: XMLEventHandler {
 
     func endElement(_ parser: XMLStreamParser) {
         guard let frame = stack.popLast() else { return }
-        switch frame {
+        switch frame.kind {
         case .plist:
             return
         case .skipped:
             // The end of a skipped subtree's outermost element: it stood where a value goes.
-            if case .skipped = stack.last {} else { discardValue() }
+            if stack.last?.kind != .skipped { discardValue() }
             return
-        case .array(let items, let position, _):
-            deliver(PropertyListNode(.array(items), at: position))
-        case .dictionary(let dictionary):
-            if let key = dictionary.pendingKey {
-                problem("key '\(key.name)' has no value", at: key.position)
+        case .array:
+            deliver(PropertyListNode(.array(frame.items), at: frame.position))
+        case .dictionary:
+            if let key = frame.pendingKey {
+                problem("key '\(key)' has no value", at: frame.pendingKeyPosition)
             }
-            deliver(PropertyListNode(.dictionary(PropertyListDictionary(entries: dictionary.entries)), at: dictionary.position))
-        case .scalar(.key, let position):
-            receiveKey(String(decoding: text, as: UTF8.self), at: position)
-        case .scalar(let kind, let position):
-            if let value = scalarValue(kind, at: position) {
-                deliver(PropertyListNode(value, at: position))
+            deliver(PropertyListNode(.dictionary(PropertyListDictionary(entries: frame.entries)), at: frame.position))
+        case .scalar(.key):
+            receiveKey(internedKey(), at: frame.position)
+        case .scalar(let kind):
+            if let value = scalarValue(kind, at: frame.position) {
+                deliver(PropertyListNode(value, at: frame.position))
             } else {
                 discardValue()
             }
         }
         text.removeAll(keepingCapacity: true)
+    }
+
+    /// The key in `text` as a String, shared with earlier equal keys: a big catalog repeats a
+    /// dozen keys a million times, and keys over 15 bytes would otherwise each allocate.
+    private func internedKey() -> String {
+        for entry in internedKeys where entry.bytes == text {
+            return entry.key
+        }
+        let key = String(decoding: text, as: UTF8.self)
+        if internedKeys.count < 64 { internedKeys.append((text, key)) }
+        return key
     }
 
     private func scalarValue(_ kind: PlistElement, at position: SourcePosition) -> PropertyListValue? {
@@ -265,77 +290,72 @@ private final class PropertyListBuilder: XMLEventHandler {
     }
 
     private func receiveKey(_ key: String, at position: SourcePosition) {
-        guard case .dictionary(var frame) = stack.last else {
+        let top = stack.count - 1
+        guard top >= 0, stack[top].kind == .dictionary else {
             problem("<key> '\(key)' outside a <dict>", at: position)
             return
         }
-        stack.removeLast()  // take the frame out so that its arrays are mutated in place
-        defer { stack.append(.dictionary(frame)) }
-        if let pending = frame.pendingKey {
-            problem("key '\(pending.name)' has no value", at: pending.position)
+        if let pending = stack[top].pendingKey {
+            problem("key '\(pending)' has no value", at: stack[top].pendingKeyPosition)
         }
-        if let first = firstPosition(of: key, in: frame) {
+        if let first = firstPosition(of: key, in: stack[top]) {
             problem("duplicate key '\(key)' (first at \(first))", at: position)
-            frame.pendingKey = nil
-            frame.dropsNextValue = true
+            stack[top].pendingKey = nil
+            stack[top].dropsNextValue = true
             return
         }
-        frame.pendingKey = (key, position)
+        stack[top].pendingKey = key
+        stack[top].pendingKeyPosition = position
     }
 
-    private func firstPosition(of key: String, in frame: DictionaryFrame) -> SourcePosition? {
+    private func firstPosition(of key: String, in frame: Frame) -> SourcePosition? {
         if let index = frame.keyIndex { return index[key].map { frame.entries[$0].keyPosition } }
         return frame.entries.first { $0.key == key }?.keyPosition
     }
 
-    /// Hands a completed value to its container.
+    /// Hands a completed value to its container, mutating the container in place.
     private func deliver(_ node: PropertyListNode) {
-        guard var parent = stack.popLast() else { return }
-        switch parent {
+        let top = stack.count - 1
+        guard top >= 0 else { return }
+        switch stack[top].kind {
         case .plist:
-            stack.append(parent)
             if root == nil {
                 root = node
             } else {
                 problem("<plist> holds more than one value", at: node.position)
             }
-        case .array(var items, let position, let streamed):
-            parent = .skipped  // drop the frame's reference so that `items` grows in place
-            if streamed {
+        case .array:
+            if stack[top].streamed {
                 onStreamedElement(node)
             } else {
-                items.append(node)
+                stack[top].items.append(node)
             }
-            stack.append(.array(items: items, position: position, streamed: streamed))
-        case .dictionary(var frame):
-            parent = .skipped  // drop the frame's reference so that `entries` grows in place
-            if let key = frame.pendingKey {
-                frame.entries.append(.init(key: key.name, keyPosition: key.position, value: node))
-                if frame.keyIndex != nil {
-                    frame.keyIndex![key.name] = frame.entries.count - 1
-                } else if frame.entries.count > 12 {
-                    frame.keyIndex = Dictionary(
-                        frame.entries.enumerated().map { ($1.key, $0) }, uniquingKeysWith: { first, _ in first })
+        case .dictionary:
+            if let key = stack[top].pendingKey {
+                stack[top].entries.append(.init(key: key, keyPosition: stack[top].pendingKeyPosition, value: node))
+                if stack[top].keyIndex != nil {
+                    stack[top].keyIndex![key] = stack[top].entries.count - 1
+                } else if stack[top].entries.count > 12 {
+                    stack[top].keyIndex = Dictionary(
+                        stack[top].entries.enumerated().map { ($1.key, $0) }, uniquingKeysWith: { first, _ in first })
                 }
-                frame.pendingKey = nil
-            } else if frame.dropsNextValue {
-                frame.dropsNextValue = false
+                stack[top].pendingKey = nil
+            } else if stack[top].dropsNextValue {
+                stack[top].dropsNextValue = false
             } else {
                 problem("\(node.value.kindName) in a <dict> needs a <key> before it", at: node.position)
             }
-            stack.append(.dictionary(frame))
         case .scalar, .skipped:
-            stack.append(parent)
+            break
         }
     }
 
     /// A value that was reported as invalid still uses up its dict key, so that the key is
     /// not also reported as having no value.
     private func discardValue() {
-        guard case .dictionary(var frame) = stack.last else { return }
-        stack.removeLast()
-        if frame.pendingKey != nil { frame.pendingKey = nil } else { frame.dropsNextValue = false }
-        stack.append(.dictionary(frame))
+        let top = stack.count - 1
+        guard top >= 0, stack[top].kind == .dictionary else { return }
+        if stack[top].pendingKey != nil { stack[top].pendingKey = nil } else { stack[top].dropsNextValue = false }
     }
 }
 

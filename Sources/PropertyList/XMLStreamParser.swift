@@ -46,9 +46,9 @@ final class XMLStreamParser {
     @exclusivity(unchecked) private var elementCount = 0
     @exclusivity(unchecked) private var context: xmlParserCtxtPtr?
     private var input: InputStream
-    // Strong: the handler never refers back to the parser, and an unowned reference would cost
-    // a check on every one of millions of callbacks.
-    private let handler: any XMLEventHandler
+    // unowned(unsafe): `parse` holds the handler for the whole synchronous pass, and counting
+    // references on each of millions of callbacks was a large part of reading time.
+    private unowned(unsafe) let handler: any XMLEventHandler
     @exclusivity(unchecked) private(set) var stopped = false
 
     private init(path: String, input: InputStream, limits: ReaderLimits, handler: any XMLEventHandler) {
@@ -73,7 +73,7 @@ final class XMLStreamParser {
         }
         let parser = XMLStreamParser(path: source.path, input: input, limits: limits, handler: handler)
         defer { parser.input.close() }
-        parser.run()
+        withExtendedLifetime(handler) { parser.run() }
         return parser.diagnostics
     }
 
@@ -81,17 +81,24 @@ final class XMLStreamParser {
         var sax = xmlSAXHandler()
         sax.initialized = UInt32(XML_SAX2_MAGIC)
         sax.startElementNs = { ctx, localname, _, uri, _, _, attributeCount, _, attributes in
-            guard let parser = XMLStreamParser.from(ctx), let localname else { return }
-            parser.didStartElement(localname, uri, XMLAttributes(count: Int(attributeCount), raw: attributes))
+            guard let localname else { return }
+            XMLStreamParser.with(ctx) { parser in
+                parser.didStartElement(localname, uri, XMLAttributes(count: Int(attributeCount), raw: attributes))
+            }
         }
         sax.endElementNs = { ctx, _, _, _ in
-            guard let parser = XMLStreamParser.from(ctx), !parser.stopped else { return }
-            parser.depth -= 1
-            parser.handler.endElement(parser)
+            XMLStreamParser.with(ctx) { parser in
+                guard !parser.stopped else { return }
+                parser.depth -= 1
+                parser.handler.endElement(parser)
+            }
         }
         let characters: charactersSAXFunc = { ctx, text, length in
-            guard let parser = XMLStreamParser.from(ctx), !parser.stopped, let text else { return }
-            parser.handler.text(parser, UnsafeBufferPointer(start: text, count: Int(length)))
+            guard let text else { return }
+            XMLStreamParser.with(ctx) { parser in
+                guard !parser.stopped else { return }
+                parser.handler.text(parser, UnsafeBufferPointer(start: text, count: Int(length)))
+            }
         }
         sax.characters = characters
         sax.ignorableWhitespace = characters
@@ -163,6 +170,15 @@ final class XMLStreamParser {
         if !stopped && context.pointee.wellFormed == 0 && !diagnostics.containsErrors {
             diagnostics.append(.error("malformed XML", file: path, at: cursorPosition))
         }
+    }
+
+    /// The parser behind a callback's context, without reference counting: the hot callbacks
+    /// run millions of times, and `parse` keeps the parser alive throughout.
+    private static func with(_ ctx: UnsafeMutableRawPointer?, _ body: (XMLStreamParser) -> Void) {
+        guard let ctx else { return }
+        let context = ctx.assumingMemoryBound(to: xmlParserCtxt.self)
+        guard let me = context.pointee._private else { return }
+        Unmanaged<XMLStreamParser>.fromOpaque(me)._withUnsafeGuaranteedRef(body)
     }
 
     private static func from(_ ctx: UnsafeMutableRawPointer?) -> XMLStreamParser? {
