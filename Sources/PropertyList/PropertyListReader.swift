@@ -133,9 +133,15 @@ private final class PropertyListBuilder: XMLEventHandler {
         problems.append(Problem(position: position, message: message))
     }
 
+    /// The kind of the innermost open element, read in place: `stack.last` would copy the whole
+    /// frame, with a reference count on each of its arrays, on every event.
+    private var topKind: Frame.Kind? {
+        stack.isEmpty ? nil : stack[stack.count - 1].kind
+    }
+
     func startElement(_ parser: XMLStreamParser, name: UnsafePointer<UInt8>, namespace: UnsafePointer<UInt8>?,
                       attributes: XMLAttributes, at position: SourcePosition) {
-        if stack.last?.kind == .skipped {
+        if topKind == .skipped {
             stack.append(Frame(.skipped, at: position))
             return
         }
@@ -144,7 +150,7 @@ private final class PropertyListBuilder: XMLEventHandler {
             stack.append(Frame(.skipped, at: position))
             return
         }
-        guard let parent = stack.last?.kind else {
+        guard let parent = topKind else {
             guard element == .plist else {
                 problem("root element must be <plist>, found <\(String(cString: name))>", at: position)
                 parser.stop()
@@ -181,7 +187,7 @@ private final class PropertyListBuilder: XMLEventHandler {
     }
 
     func text(_ parser: XMLStreamParser, _ bytes: UnsafeBufferPointer<UInt8>) {
-        switch stack.last?.kind {
+        switch topKind {
         case .scalar:
             if text.count + bytes.count > parser.limits.maximumTextBytes {
                 problem("text longer than \(parser.limits.maximumTextBytes) bytes", at: parser.cursorPosition)
@@ -207,7 +213,7 @@ private final class PropertyListBuilder: XMLEventHandler {
             return
         case .skipped:
             // The end of a skipped subtree's outermost element: it stood where a value goes.
-            if stack.last?.kind != .skipped { discardValue() }
+            if topKind != .skipped { discardValue() }
             return
         case .array:
             deliver(PropertyListNode(.array(frame.items), at: frame.position))
