@@ -70,9 +70,7 @@ public struct CatalogWorkflow: Sendable {
     /// Validates, then publishes each app whose feeds changed, unless any app has errors:
     /// a catalog is published whole or not at all.
     public func build(at moment: Timestamp, dryRun: Bool, publisher configure: (inout Publisher) -> Void = { _ in }) throws -> Build {
-        let t0 = Date()
         let validation = validate()
-        FileHandle.standardError.write("validate \(Date().timeIntervalSince(t0))\n".data(using: .utf8)!)
         guard !validation.hasErrors else { return Build(diagnostics: validation.diagnostics, plans: []) }
         // A dry run only reads; a build holds the lock from planning to the last manifest.
         let lock = dryRun ? nil : try BuildLock(publicDirectory: publicDirectory)
@@ -81,12 +79,8 @@ public struct CatalogWorkflow: Sendable {
         configure(&publisher)
         var plans: [PublicationPlan] = []
         for catalog in validation.catalogs {
-            let t1 = Date()
             let plan = try publisher.plan(catalog, at: moment)
-            FileHandle.standardError.write("plan \(Date().timeIntervalSince(t1))\n".data(using: .utf8)!)
-            let t2 = Date()
             if !dryRun { try publisher.publish(plan) }
-            FileHandle.standardError.write("publish \(Date().timeIntervalSince(t2))\n".data(using: .utf8)!)
             plans.append(plan)
         }
         return Build(diagnostics: validation.diagnostics, plans: plans)

@@ -1,3 +1,4 @@
+import Foundation
 internal import CLibXML2
 
 #if canImport(Glibc)
@@ -24,7 +25,11 @@ struct XMLAttributes {
     func value(_ index: Int) -> String {
         let start = raw![index * 5 + 3]!
         let end = raw![index * 5 + 4]!
-        return String(decoding: UnsafeBufferPointer(start: start, count: end - start), as: UTF8.self)
+        let value = String(decoding: UnsafeBufferPointer(start: start, count: end - start), as: UTF8.self)
+        // Without entity substitution (never enabled, see XMLStreamParser), libxml2 keeps an
+        // ampersand in an attribute value, from `&amp;` or `&#38;`, as the text `&#38;`; every
+        // other reference arrives decoded.
+        return value.contains("&#38;") ? value.replacingOccurrences(of: "&#38;", with: "&") : value
     }
 }
 

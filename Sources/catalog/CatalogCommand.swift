@@ -1,5 +1,6 @@
 import ArgumentParser
 import CMallocTuning
+import Foundation
 
 @main
 struct CatalogCommand: ParsableCommand {
@@ -7,6 +8,12 @@ struct CatalogCommand: ParsableCommand {
         // Big catalogs render feeds of many megabytes; see the module's header for why.
         cmalloctuning_fix_mmap_threshold(1 << 20)
         Self.main(nil)
+    }
+
+    /// A subcommand is required: without one, print the help to standard error and exit 64.
+    func run() throws {
+        FileHandle.standardError.write(Array((Self.helpMessage() + "\n").utf8))
+        throw ExitCode.validationFailure
     }
 
     static let configuration = CommandConfiguration(

@@ -8,16 +8,17 @@ import Foundation
 
 /// One build at a time per published tree: two builds racing would both take revision n+1.
 ///
-/// An advisory `flock` on `public/.build.lock`, released when the process ends however it
-/// ends, so a crashed build never leaves the tree locked.
+/// An advisory `flock` on the `public/` directory itself (no lock file to be deployed with the
+/// tree), released when the process ends however it ends, so a crashed build never leaves the
+/// tree locked.
 public final class BuildLock {
     private let descriptor: Int32
 
     /// Waits for the lock on `publicDirectory`, creating the directory if needed.
     public init(publicDirectory: URL) throws {
         try FileManager.default.createDirectory(at: publicDirectory, withIntermediateDirectories: true)
-        let path = publicDirectory.appendingPathComponent(".build.lock").path
-        descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o644)
+        let path = publicDirectory.path
+        descriptor = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard descriptor >= 0 else {
             throw CatalogError.io(path: path, message: "cannot open lock: \(String(cString: strerror(errno)))")
         }

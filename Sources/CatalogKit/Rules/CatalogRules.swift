@@ -14,21 +14,26 @@ public enum CatalogRules {
         let settings = mergedSettings(sources, into: &diagnostics)
         var products: [Product] = []
         let count = sources.definitions.reduce(0) { $0 + $1.products.count }
-        var firstIndex: [String: Int] = [:]
-        firstIndex.reserveCapacity(count)
+        // Every written id is recorded, valid or not, so that a duplicate is reported in the same
+        // run as the first definition's own problems.
+        var firstLocation: [String: SourceLocation] = [:]
+        firstLocation.reserveCapacity(count)
         products.reserveCapacity(count)
 
         for definition in sources.definitions {
             for product in definition.products {
-                guard let checked = check(product, appPlatforms: settings.platforms, into: &diagnostics) else { continue }
-                if let index = firstIndex[checked.id] {
-                    let first = products[index].location
-                    let place = first.file == checked.location.file ? "\(first.position)" : "\(first)"
-                    diagnostics.append(.error("duplicate product id '\(checked.id)' (first at \(place))", file: checked.location.file, at: checked.location.position))
-                    continue
+                if let id = product.id {
+                    let location = SourceLocation(file: product.file, position: id.position)
+                    if let first = firstLocation[id.value] {
+                        let place = first.file == location.file ? "\(first.position)" : "\(first)"
+                        diagnostics.append(.error("duplicate product id '\(id.value)' (first at \(place))", file: location.file, at: location.position))
+                        // Still checked, so that its own problems show in this run too.
+                        _ = check(product, appPlatforms: settings.platforms, into: &diagnostics)
+                        continue
+                    }
+                    firstLocation[id.value] = location
                 }
-                firstIndex[checked.id] = products.count
-                products.append(checked)
+                if let checked = check(product, appPlatforms: settings.platforms, into: &diagnostics) { products.append(checked) }
             }
         }
         // The feeds distinguish every platform named anywhere: the app's list and the products'.
@@ -62,7 +67,7 @@ public enum CatalogRules {
                     platformsSetIn = SourceLocation(file: file, position: platforms.position)
                     merged.platforms = checkPlatforms(platforms, file: file, into: &diagnostics)
                     if platforms.value.isEmpty {
-                        diagnostics.append(.error("app platforms list is empty; name at least one of \(Platform.expectedList) or leave it out", file: file, at: platforms.position))
+                        diagnostics.append(.error("app platforms list is empty; list the platforms the app ships on, or leave the key out", file: file, at: platforms.position))
                     }
                 }
             }
@@ -106,7 +111,7 @@ public enum CatalogRules {
         }
 
         guard let id = definition.id else {
-            error("product has no 'id'", at: definition.position)
+            if !definition.malformedKeys.contains("id") { error("product has no 'id'", at: definition.position) }
             return nil
         }
         if let problem = IdentifierRules.problem(id.value) {
@@ -145,7 +150,7 @@ public enum CatalogRules {
             if list.value.isEmpty { error("platforms list is empty; leave it out to sell on every platform of the app", at: list.position) }
             if !appPlatforms.isEmpty, let platforms {
                 for platform in platforms where !appPlatforms.contains(platform) {
-                    warning("platform '\(platform.name)' is not one of the app's platforms (\(appPlatforms.map(\.name).joined(separator: ", ")))", at: list.position)
+                    warning("platform '\(platform.name)' is not one of the app's platforms (\(appPlatforms.map(\.name).joined(separator: ", "))); add it there if the app ships on \(platform.name)", at: list.position)
                 }
             }
         }
@@ -238,6 +243,13 @@ public enum IdentifierRules {
     }
 }
 
+/// Dates are written `YYYY-MM-DDTHH:MM:SSZ` in both formats, and reported the same way.
+enum DateRules {
+    static func message(key: String, text: String) -> String {
+        "'\(key)' value '\(text)' is not a date; expected YYYY-MM-DDTHH:MM:SSZ"
+    }
+}
+
 /// ISO 8601 durations as subscriptions use them: `P` then years, months, weeks and days.
 enum SubscriptionPeriod {
     static func isValid(_ text: String) -> Bool {
@@ -279,7 +291,12 @@ enum FeedbackPolicyRules {
             }
         }
         if policy.quarantineAfterInstalls < policy.suspectAfterInstalls {
-            diagnostics.append(.error("quarantineAfterInstalls (\(policy.quarantineAfterInstalls)) must not be below suspectAfterInstalls (\(policy.suspectAfterInstalls))", file: file, at: definition.position))
+            func shown(_ key: String, _ value: Int64) -> String {
+                values[key] == nil ? "\(key) (\(value), the default)" : "\(key) (\(value))"
+            }
+            diagnostics.append(.error(
+                "\(shown("quarantineAfterInstalls", policy.quarantineAfterInstalls)) must not be below \(shown("suspectAfterInstalls", policy.suspectAfterInstalls))",
+                file: file, at: definition.position))
         }
         return policy
     }

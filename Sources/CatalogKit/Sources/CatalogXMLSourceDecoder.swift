@@ -138,7 +138,7 @@ struct CatalogXMLSourceDecoder {
     private func date(_ element: XMLElement, _ name: String, file: String, into diagnostics: inout [Diagnostic]) -> Located<Timestamp>? {
         guard let text = element.attribute(name) else { return nil }
         guard let value = Timestamp(iso8601: text) else {
-            diagnostics.append(.error("\(name) '\(text)' is not a date; expected YYYY-MM-DDTHH:MM:SSZ", file: file, at: element.position))
+            diagnostics.append(.error(DateRules.message(key: name, text: text), file: file, at: element.position))
             return nil
         }
         return Located(value, at: element.position)

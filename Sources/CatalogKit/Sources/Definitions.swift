@@ -27,6 +27,9 @@ public struct ProductDefinition: Sendable {
     public var subscription: SubscriptionDefinition?
     public var displayOrder: Located<Int64>?
     public var metadataJSON: [UInt8]?
+    /// Keys present in the source with a value the decoder already reported as malformed:
+    /// rules must not report them again as missing.
+    public var malformedKeys: Set<String> = []
 
     public init(file: String, position: SourcePosition) {
         self.file = file

@@ -65,6 +65,7 @@ struct PlistSourceDecoder {
         var product = ProductDefinition(file: file, position: node.position)
         for entry in dictionary.entries {
             let value = entry.value
+            let before = diagnostics.count
             switch entry.key {
             case "id": product.id = string(value, key: "id", file: file, into: &diagnostics)
             case "type": product.type = string(value, key: "type", file: file, into: &diagnostics)
@@ -79,13 +80,14 @@ struct PlistSourceDecoder {
             case "metadata":
                 guard case .dictionary = value.value else {
                     diagnostics.append(.error("'metadata' must be a <dict>, found \(value.value.kindName)", file: file, at: value.position))
-                    continue
+                    break
                 }
                 var writer = JSONWriter()
                 if writeJSON(value, to: &writer, file: file, into: &diagnostics) { product.metadataJSON = writer.bytes }
             default:
                 diagnostics.append(.warning("unknown product key '\(entry.key)' is ignored", file: file, at: entry.keyPosition))
             }
+            if diagnostics[before...].contains(where: { $0.severity == .error }) { product.malformedKeys.insert(entry.key) }
         }
         return product
     }
@@ -153,7 +155,7 @@ struct PlistSourceDecoder {
             return Located(value, at: node.position)
         case .string(let text):
             guard let value = Timestamp(iso8601: text) else {
-                diagnostics.append(.error("'\(key)' value '\(text)' is not a date; expected YYYY-MM-DDTHH:MM:SSZ", file: file, at: node.position))
+                diagnostics.append(.error(DateRules.message(key: key, text: text), file: file, at: node.position))
                 return nil
             }
             return Located(value, at: node.position)
@@ -169,10 +171,17 @@ struct PlistSourceDecoder {
             return nil
         }
         var values: [Located<String>] = []
+        var malformed = false
         for item in items {
-            if let value = string(item, key: key, file: file, into: &diagnostics) { values.append(value) }
+            guard case .string(let value) = item.value else {
+                diagnostics.append(.error("each entry of '\(key)' must be a <string>, found \(item.value.kindName)", file: file, at: item.position))
+                malformed = true
+                continue
+            }
+            values.append(Located(value, at: item.position))
         }
-        return Located(values, at: node.position)
+        // A list with a malformed entry is not judged again (it is not "empty", say).
+        return malformed ? nil : Located(values, at: node.position)
     }
 
     /// Encodes a plist value as JSON; false (with a diagnostic) when it has no JSON form.
