@@ -33,9 +33,10 @@ public struct CatalogWorkflow: Sendable {
         let sourceApps = Set(loaded.apps.map(\.app))
         for app in tree.publishedApps() where !sourceApps.contains(app) {
             let revision = (try? tree.currentManifest(app))??.revision ?? 0
-            diagnostics.append(.error(
-                "app '\(app)' was published (revision \(revision)) but has no sources; App Store identifiers can never disappear, so restore its definitions and mark its products 'retired'",
-                file: "\(base)/\(app)", at: .startOfFile))
+            diagnostics.append(
+                .error(
+                    "app '\(app)' was published (revision \(revision)) but has no sources; App Store identifiers can never disappear, so restore its definitions and mark its products 'retired'",
+                    file: "\(base)/\(app)", at: .startOfFile))
         }
         for sources in loaded.apps {
             let (catalog, found) = CatalogRules.check(sources)
@@ -55,7 +56,10 @@ public struct CatalogWorkflow: Sendable {
             catalogs.append(catalog)
         }
         if loaded.apps.isEmpty && !diagnostics.containsErrors {
-            diagnostics.append(.warning("no apps found; add <bundle-id>.plist, <bundle-id>.xml or a <bundle-id>/ folder", file: catalogDisplayPath, at: .startOfFile))
+            diagnostics.append(
+                .warning(
+                    "no apps found; add <bundle-id>.plist, <bundle-id>.xml or a <bundle-id>/ folder", file: catalogDisplayPath,
+                    at: .startOfFile))
         }
         return Validation(catalogs: catalogs, diagnostics: diagnostics.sorted())
     }

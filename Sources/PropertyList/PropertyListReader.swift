@@ -42,8 +42,9 @@ public struct PropertyListReader: Sendable {
                 diagnostics.append(.error("no property list found", file: source.path, at: .startOfFile))
             }
             diagnostics.sort()
-            return Result(root: diagnostics.containsErrors && builder.root == nil ? nil : builder.root,
-                          diagnostics: diagnostics)
+            return Result(
+                root: diagnostics.containsErrors && builder.root == nil ? nil : builder.root,
+                diagnostics: diagnostics)
         }
     }
 }
@@ -55,8 +56,9 @@ private enum PlistElement {
     init?(_ name: UnsafePointer<UInt8>) {
         // Compare raw bytes: this runs for every element of files with millions of them.
         func equals(_ literal: StaticString) -> Bool {
-            strcmp(UnsafeRawPointer(name).assumingMemoryBound(to: CChar.self),
-                   UnsafeRawPointer(literal.utf8Start).assumingMemoryBound(to: CChar.self)) == 0
+            strcmp(
+                UnsafeRawPointer(name).assumingMemoryBound(to: CChar.self),
+                UnsafeRawPointer(literal.utf8Start).assumingMemoryBound(to: CChar.self)) == 0
         }
         switch name[0] {
         case UInt8(ascii: "k") where equals("key"): self = .key
@@ -139,8 +141,10 @@ private final class PropertyListBuilder: XMLEventHandler {
         stack.isEmpty ? nil : stack[stack.count - 1].kind
     }
 
-    func startElement(_ parser: XMLStreamParser, name: UnsafePointer<UInt8>, namespace: UnsafePointer<UInt8>?,
-                      attributes: XMLAttributes, at position: SourcePosition) {
+    func startElement(
+        _ parser: XMLStreamParser, name: UnsafePointer<UInt8>, namespace: UnsafePointer<UInt8>?,
+        attributes: XMLAttributes, at position: SourcePosition
+    ) {
         if topKind == .skipped {
             stack.append(Frame(.skipped, at: position))
             return
@@ -288,7 +292,8 @@ private final class PropertyListBuilder: XMLEventHandler {
 
     private func integerProblem() -> String {
         let literal = trimmed(text)
-        let isNumeral = !literal.isEmpty && literal.drop { $0 == "-" || $0 == "+" }.allSatisfy(\.isASCIIDigit)
+        let isNumeral =
+            !literal.isEmpty && literal.drop { $0 == "-" || $0 == "+" }.allSatisfy(\.isASCIIDigit)
             && literal.contains(where: \.isASCIIDigit)
         return isNumeral
             ? "integer \(literal) does not fit in 64 bits"

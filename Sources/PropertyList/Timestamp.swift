@@ -46,8 +46,9 @@ public struct Timestamp: Sendable, Hashable, Comparable, Codable, CustomStringCo
             let year = number(0, 4), let month = number(5, 2), let day = number(8, 2),
             let hour = number(11, 2), let minute = number(14, 2), let second = number(17, 2)
         else { return nil }
-        guard let timestamp = Timestamp(
-            year: year, month: month, day: day, hour: hour, minute: minute, second: second)
+        guard
+            let timestamp = Timestamp(
+                year: year, month: month, day: day, hour: hour, minute: minute, second: second)
         else { return nil }
         self = timestamp
     }

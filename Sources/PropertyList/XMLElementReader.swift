@@ -41,8 +41,10 @@ private final class ElementTreeBuilder: XMLEventHandler {
     private var stack: [(element: XMLElement, text: [UInt8])] = []
     private(set) var root: XMLElement?
 
-    func startElement(_ parser: XMLStreamParser, name: UnsafePointer<UInt8>, namespace: UnsafePointer<UInt8>?,
-                      attributes: XMLAttributes, at position: SourcePosition) {
+    func startElement(
+        _ parser: XMLStreamParser, name: UnsafePointer<UInt8>, namespace: UnsafePointer<UInt8>?,
+        attributes: XMLAttributes, at position: SourcePosition
+    ) {
         let element = XMLElement(
             name: String(cString: name),
             namespace: namespace.map { String(cString: $0) },

@@ -49,8 +49,9 @@ public final class XMLSchema: @unchecked Sendable {
             return [error]
         }
         let collector = MessageCollector()
-        let options = Int32(XML_PARSE_NONET.rawValue | XML_PARSE_IGNORE_ENC.rawValue
-            | XML_PARSE_NOERROR.rawValue | XML_PARSE_NOWARNING.rawValue)
+        let options = Int32(
+            XML_PARSE_NONET.rawValue | XML_PARSE_IGNORE_ENC.rawValue
+                | XML_PARSE_NOERROR.rawValue | XML_PARSE_NOWARNING.rawValue)
         let document: xmlDocPtr? = bytes.withUnsafeBufferPointer { buffer in
             buffer.baseAddress!.withMemoryRebound(to: CChar.self, capacity: buffer.count) {
                 xmlReadMemory($0, Int32(buffer.count), nil, "UTF-8", options)
@@ -68,8 +69,9 @@ public final class XMLSchema: @unchecked Sendable {
         _ = xmlSchemaValidateDoc(context, document)
         return collector.messages.map { message in
             let line = max(1, message.line)
-            return .error(message.text, file: source.path,
-                          at: SourcePosition(line: line, column: firstNonBlankColumn(line: line, in: bytes)))
+            return .error(
+                message.text, file: source.path,
+                at: SourcePosition(line: line, column: firstNonBlankColumn(line: line, in: bytes)))
         }
     }
 }
@@ -91,7 +93,11 @@ private func readable(_ message: String) -> String {
     var result = ""
     var inBraces = false
     for character in message {
-        if character == "{" { inBraces = true } else if character == "}" && inBraces { inBraces = false } else if !inBraces {
+        if character == "{" {
+            inBraces = true
+        } else if character == "}" && inBraces {
+            inBraces = false
+        } else if !inBraces {
             result.append(character)
         }
     }

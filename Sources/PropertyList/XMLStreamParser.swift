@@ -1,5 +1,5 @@
-import Foundation
 internal import CLibXML2
+import Foundation
 
 #if canImport(Glibc)
     import Glibc
@@ -9,8 +9,9 @@ internal import CLibXML2
 
 /// What a SAX pass delivers to the code that builds values from it.
 protocol XMLEventHandler: AnyObject {
-    func startElement(_ parser: XMLStreamParser, name: UnsafePointer<UInt8>, namespace: UnsafePointer<UInt8>?,
-                      attributes: XMLAttributes, at position: SourcePosition)
+    func startElement(
+        _ parser: XMLStreamParser, name: UnsafePointer<UInt8>, namespace: UnsafePointer<UInt8>?,
+        attributes: XMLAttributes, at position: SourcePosition)
     func endElement(_ parser: XMLStreamParser)
     func text(_ parser: XMLStreamParser, _ bytes: UnsafeBufferPointer<UInt8>)
 }
@@ -234,7 +235,8 @@ final class XMLStreamParser {
             if scan.pointee == 0x0A { newlines += 1 }
             scan += 1
         }
-        return position(at: tag, line: Int(input.pointee.line) - newlines, base: base, fallbackColumn: Int(input.pointee.col) - (cursor - tag))
+        return position(
+            at: tag, line: Int(input.pointee.line) - newlines, base: base, fallbackColumn: Int(input.pointee.col) - (cursor - tag))
     }
 
     /// The position of libxml2's cursor, for problems found in text rather than at a tag.
@@ -247,7 +249,9 @@ final class XMLStreamParser {
 
     /// Byte column of `pointer`: the distance to the previous newline in the window, or
     /// libxml2's own (character) column when the line began before the window.
-    private func position(at pointer: UnsafePointer<xmlChar>, line: Int, base: UnsafePointer<xmlChar>, fallbackColumn: Int) -> SourcePosition {
+    private func position(at pointer: UnsafePointer<xmlChar>, line: Int, base: UnsafePointer<xmlChar>, fallbackColumn: Int)
+        -> SourcePosition
+    {
         var lineStart = pointer
         while lineStart > base && (lineStart - 1).pointee != 0x0A { lineStart -= 1 }
         let startsInWindow = lineStart > base || clibxml2_input_starts_at_beginning(context) != 0

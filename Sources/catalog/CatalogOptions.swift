@@ -34,7 +34,8 @@ func report(_ diagnostics: [Diagnostic]) {
     let errors = diagnostics.filter { $0.severity == .error }.count
     let warnings = diagnostics.count - errors
     if !diagnostics.isEmpty {
-        FileHandle.standardError.write(Array("\(errors) error\(errors == 1 ? "" : "s"), \(warnings) warning\(warnings == 1 ? "" : "s")\n".utf8))
+        FileHandle.standardError.write(
+            Array("\(errors) error\(errors == 1 ? "" : "s"), \(warnings) warning\(warnings == 1 ? "" : "s")\n".utf8))
     }
 }
 

@@ -15,6 +15,8 @@ struct ValidateCommand: ParsableCommand {
         report(validation.diagnostics)
         if validation.hasErrors { throw ExitCode(1) }
         let products = validation.catalogs.reduce(0) { $0 + $1.products.count }
-        print("\(validation.catalogs.count) app\(validation.catalogs.count == 1 ? "" : "s"), \(products) product\(products == 1 ? "" : "s"): valid")
+        print(
+            "\(validation.catalogs.count) app\(validation.catalogs.count == 1 ? "" : "s"), \(products) product\(products == 1 ? "" : "s"): valid"
+        )
     }
 }

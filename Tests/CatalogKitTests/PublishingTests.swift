@@ -8,7 +8,8 @@ import Testing
 @Suite struct PublishingTests {
     // MARK: - The seed example
 
-    static let seed = plist("""
+    static let seed = plist(
+        """
         <array>
         \t<string>com.example.level1</string>
         \t<string>com.example.level2</string>
@@ -29,13 +30,15 @@ import Testing
             let gzip = try #require(catalog.published("v1/apps/com.example.app/products.json.gz"))
             #expect(text(Gzip.decompress(gzip)) == expected)
             #expect(catalog.published("v1/apps/com.example.app/revisions/1/products.json.gz") == gzip)
-            #expect(try JSONSerialization.jsonObject(with: Data(expected.utf8)) as? [String] == [
-                "com.example.level1", "com.example.level2", "com.example.rocket_car",
-            ])
-            #expect(text(catalog.published("v1/apps/com.example.app/catalog.json")) == """
-                {"app":"com.example.app","revision":1,"publishedAt":"2026-03-01T12:00:00Z",\
-                "products":[{"id":"com.example.level1"},{"id":"com.example.level2"},{"id":"com.example.rocket_car"}],"known":[]}
-                """)
+            #expect(
+                try JSONSerialization.jsonObject(with: Data(expected.utf8)) as? [String] == [
+                    "com.example.level1", "com.example.level2", "com.example.rocket_car",
+                ])
+            #expect(
+                text(catalog.published("v1/apps/com.example.app/catalog.json")) == """
+                    {"app":"com.example.app","revision":1,"publishedAt":"2026-03-01T12:00:00Z",\
+                    "products":[{"id":"com.example.level1"},{"id":"com.example.level2"},{"id":"com.example.rocket_car"}],"known":[]}
+                    """)
         }
     }
 
@@ -45,7 +48,8 @@ import Testing
 
     /// Two platforms, a minimum version, a retired, a removed and a draft product, display
     /// orders, nested metadata, and availability windows around `buildMoment` (2026-03-01T12:00:00Z).
-    static let goldenSource = plist("""
+    static let goldenSource = plist(
+        """
         <dict>
         \t<key>platforms</key>
         \t<array>
@@ -164,22 +168,28 @@ import Testing
         </dict>
         """)
 
-    static let goldenDefaultProducts = #"["com.example.game.levels","com.example.game.spring","com.example.game.coins","com.example.game.pro"]"#
+    static let goldenDefaultProducts =
+        #"["com.example.game.levels","com.example.game.spring","com.example.game.coins","com.example.game.pro"]"#
     static let goldenIOSBaseProducts = #"["com.example.game.levels","com.example.game.spring","com.example.game.coins"]"#
 
     // The rich feed is lean: what apps need to offer and present a product. Reference name,
     // status, display order and the start of availability are for editors (the snapshot).
     static let levelsJSON = #"{"id":"com.example.game.levels","type":"non-consumable"}"#
     static let springJSON = #"{"id":"com.example.game.spring","availableUntil":"2026-04-01T00:00:00Z"}"#
-    static let coinsJSON = #"{"id":"com.example.game.coins","type":"consumable","#
+    static let coinsJSON =
+        #"{"id":"com.example.game.coins","type":"consumable","#
         + #""metadata":{"title":"100 Coins","amount":100,"price":0.99,"tags":["sale","new"],"art":{"width":512,"retina":true,"updated":"2026-01-02T03:04:05Z"}}}"#
-    static let proJSON = #"{"id":"com.example.game.pro","type":"auto-renewable","platforms":["iOS"],"minimumAppVersion":"2.0","#
+    static let proJSON =
+        #"{"id":"com.example.game.pro","type":"auto-renewable","platforms":["iOS"],"minimumAppVersion":"2.0","#
         + #""subscription":{"group":"premium","period":"P1M","rank":1}}"#
-    static let knownJSON = #""known":[{"id":"com.example.game.old","type":"non-consumable","status":"retired"},{"id":"com.example.game.gone","type":"consumable","status":"removed"}]"#
+    static let knownJSON =
+        #""known":[{"id":"com.example.game.old","type":"non-consumable","status":"retired"},{"id":"com.example.game.gone","type":"consumable","status":"removed"}]"#
 
-    static let goldenDefaultCatalog = #"{"app":"com.example.game","revision":1,"publishedAt":"2026-03-01T12:00:00Z","#
+    static let goldenDefaultCatalog =
+        #"{"app":"com.example.game","revision":1,"publishedAt":"2026-03-01T12:00:00Z","#
         + #""products":["# + [levelsJSON, springJSON, coinsJSON, proJSON].joined(separator: ",") + "]," + knownJSON + "}"
-    static let goldenIOSBaseCatalog = #"{"app":"com.example.game","revision":1,"publishedAt":"2026-03-01T12:00:00Z","#
+    static let goldenIOSBaseCatalog =
+        #"{"app":"com.example.game","revision":1,"publishedAt":"2026-03-01T12:00:00Z","#
         + #""products":["# + [levelsJSON, springJSON, coinsJSON].joined(separator: ",") + "]," + knownJSON + "}"
 
     /// Sellable means cleared and in its window; feed order is displayOrder, then source order.
@@ -201,11 +211,12 @@ import Testing
             #expect(text(catalog.published("v1/apps/com.example.game/revisions/1/catalog.json")) == Self.goldenDefaultCatalog)
             // The snapshot keeps every field, escaped as JSON.
             let snapshot = try catalog.tree.productSnapshot(Self.app, revision: 1)
-            #expect(snapshot.map(\.id) == [
-                "com.example.game.coins", "com.example.game.levels", "com.example.game.pro", "com.example.game.old",
-                "com.example.game.next", "com.example.game.summer", "com.example.game.winter", "com.example.game.spring",
-                "com.example.game.gone",
-            ])
+            #expect(
+                snapshot.map(\.id) == [
+                    "com.example.game.coins", "com.example.game.levels", "com.example.game.pro", "com.example.game.old",
+                    "com.example.game.next", "com.example.game.summer", "com.example.game.winter", "com.example.game.spring",
+                    "com.example.game.gone",
+                ])
             let coins = try #require(snapshot.first.map { try JSONSerialization.jsonObject(with: Data($0.json)) as? [String: Any] } ?? nil)
             #expect(coins["referenceName"] as? String == "100 \"Coins\" – Pièces")
             #expect(coins["status"] as? String == "cleared")
@@ -213,11 +224,12 @@ import Testing
     }
 
     /// pro needs iOS and 2.0; every other sellable product is offered everywhere.
-    @Test(arguments: [
-        (nil, nil, true), (nil, "0.0", false), (nil, "2.0", true),
-        (Platform.iOS, nil, true), (.iOS, "0.0", false), (.iOS, "2.0", true),
-        (.macOS, nil, false), (.macOS, "0.0", false), (.macOS, "2.0", false),
-    ] as [(Platform?, String?, Bool)])
+    @Test(
+        arguments: [
+            (nil, nil, true), (nil, "0.0", false), (nil, "2.0", true),
+            (Platform.iOS, nil, true), (.iOS, "0.0", false), (.iOS, "2.0", true),
+            (.macOS, nil, false), (.macOS, "0.0", false), (.macOS, "2.0", false),
+        ] as [(Platform?, String?, Bool)])
     func productsOfEveryVariant(platform: Platform?, band: String?, offersPro: Bool) throws {
         try withCatalog { catalog in
             try catalog.write("com.example.game.plist", Self.goldenSource)
@@ -247,30 +259,36 @@ import Testing
                 }
             }
             #expect(Set(manifest.variants.map(\.directory)).count == 2)
-            let stored = catalog.publicSnapshot().keys.filter { $0.hasPrefix("v1/apps/com.example.game/revisions/1/") && $0.hasSuffix("/products.json") }
+            let stored = catalog.publicSnapshot().keys.filter {
+                $0.hasPrefix("v1/apps/com.example.game/revisions/1/") && $0.hasSuffix("/products.json")
+            }
             #expect(stored.count == 2, "the default's and one other: \(stored.sorted())")
         }
     }
 
     /// availableFrom is inclusive and availableUntil exclusive, to the second.
-    @Test(arguments: [
-        (-1, false), (0, true), (1, true), (3599, true), (3600, false),
-    ] as [(Int64, Bool)])
+    @Test(
+        arguments: [
+            (-1, false), (0, true), (1, true), (3599, true), (3600, false),
+        ] as [(Int64, Bool)])
     func availabilityWindowBoundaries(offset: Int64, onSale: Bool) throws {
         try withCatalog { catalog in
-            try catalog.write("com.example.game.plist", productsPlist(
-                "<key>id</key>\n<string>com.example.game.always</string>",
-                """
-                <key>id</key>
-                <string>com.example.game.hour</string>
-                <key>availableFrom</key>
-                <date>2026-03-01T12:00:00Z</date>
-                <key>availableUntil</key>
-                <date>2026-03-01T13:00:00Z</date>
-                """))
+            try catalog.write(
+                "com.example.game.plist",
+                productsPlist(
+                    "<key>id</key>\n<string>com.example.game.always</string>",
+                    """
+                    <key>id</key>
+                    <string>com.example.game.hour</string>
+                    <key>availableFrom</key>
+                    <date>2026-03-01T12:00:00Z</date>
+                    <key>availableUntil</key>
+                    <date>2026-03-01T13:00:00Z</date>
+                    """))
             try catalog.publish(at: buildMoment.adding(offset))
-            #expect(text(catalog.published("v1/apps/com.example.game/products.json"))
-                == (onSale ? #"["com.example.game.always","com.example.game.hour"]"# : #"["com.example.game.always"]"#))
+            #expect(
+                text(catalog.published("v1/apps/com.example.game/products.json"))
+                    == (onSale ? #"["com.example.game.always","com.example.game.hour"]"# : #"["com.example.game.always"]"#))
         }
     }
 
@@ -288,16 +306,19 @@ import Testing
             #expect(plan.sellableCount == 4)
             #expect(plan.knownCount == 2)
             #expect(plan.changedFeedCount == plan.totalFeedCount)
-            #expect(plan.diff.added == [
-                "com.example.game.coins", "com.example.game.levels", "com.example.game.pro", "com.example.game.old",
-                "com.example.game.next", "com.example.game.summer", "com.example.game.winter", "com.example.game.spring",
-                "com.example.game.gone",
-            ])
+            #expect(
+                plan.diff.added == [
+                    "com.example.game.coins", "com.example.game.levels", "com.example.game.pro", "com.example.game.old",
+                    "com.example.game.next", "com.example.game.summer", "com.example.game.winter", "com.example.game.spring",
+                    "com.example.game.gone",
+                ])
             #expect(plan.diff.changed.isEmpty && plan.diff.removed.isEmpty)
 
             let manifest = try catalog.expectComplete(Self.app, revision: 1)
             #expect(try catalog.tree.currentManifest(Self.app) == manifest)
-            #expect(catalog.published("v1/apps/com.example.game/manifest.json") == catalog.published("v1/apps/com.example.game/revisions/1/manifest.json"))
+            #expect(
+                catalog.published("v1/apps/com.example.game/manifest.json")
+                    == catalog.published("v1/apps/com.example.game/revisions/1/manifest.json"))
             #expect(manifest == plan.manifest.withGzipOf(manifest))
             #expect(manifest.format == 1)
             #expect(manifest.app == Self.app)
@@ -306,9 +327,10 @@ import Testing
             #expect(manifest.platforms == [.iOS, .macOS])
             #expect(manifest.bands == ["0.0", "2.0"])
             #expect(manifest.selector == VariantSelector(platforms: [.iOS, .macOS], bands: [.zero, AppVersion("2.0")!]))
-            #expect(manifest.variants.map { "\($0.platform)/\($0.band)" } == [
-                "any/any", "any/0.0", "any/2.0", "ios/any", "ios/0.0", "ios/2.0", "macos/any", "macos/0.0", "macos/2.0",
-            ])
+            #expect(
+                manifest.variants.map { "\($0.platform)/\($0.band)" } == [
+                    "any/any", "any/0.0", "any/2.0", "ios/any", "ios/0.0", "ios/2.0", "macos/any", "macos/0.0", "macos/2.0",
+                ])
             #expect(manifest.variants.compactMap(variantOf) == manifest.selector.variants)
             for record in manifest.variants {
                 for feed in [record.products, record.catalog] {
@@ -323,7 +345,8 @@ import Testing
                 let variant = try #require(variantOf(record))
                 let catalogBytes = try catalog.feed(Self.app, manifest, variant, "catalog.json")
                 #expect(record.catalogContentSHA256 != record.catalog.sha256, "the content hash leaves out the revision details")
-                #expect(text(catalogBytes)?.hasPrefix(#"{"app":"com.example.game","revision":1,"publishedAt":"2026-03-01T12:00:00Z","#) == true)
+                #expect(
+                    text(catalogBytes)?.hasPrefix(#"{"app":"com.example.game","revision":1,"publishedAt":"2026-03-01T12:00:00Z","#) == true)
             }
             // The static copies are the default variant's bytes, gzip copies included.
             let base = "v1/apps/com.example.game/"
@@ -331,10 +354,11 @@ import Testing
                 #expect(catalog.published(base + name) == catalog.published(base + "revisions/1/" + name), "\(name)")
             }
             let history = try catalog.tree.history(Self.app, revision: 1)
-            #expect(history.order == [
-                "com.example.game.coins", "com.example.game.levels", "com.example.game.pro", "com.example.game.old",
-                "com.example.game.spring", "com.example.game.gone",
-            ])
+            #expect(
+                history.order == [
+                    "com.example.game.coins", "com.example.game.levels", "com.example.game.pro", "com.example.game.old",
+                    "com.example.game.spring", "com.example.game.gone",
+                ])
             #expect(history.entries["com.example.game.old"]?.retiredRevision == 1)
             #expect(history.entries["com.example.game.coins"]?.retiredRevision == nil)
             #expect(history.entries["com.example.game.coins"]?.firstRevision == 1)
@@ -396,7 +420,8 @@ import Testing
             body += "\t\t<dict>\n\t\t\t<key>id</key>\n\t\t\t<string>\(id)</string>\n\t\t</dict>\n"
         }
         for id in iOSOnly {
-            body += "\t\t<dict>\n\t\t\t<key>id</key>\n\t\t\t<string>\(id)</string>\n"
+            body +=
+                "\t\t<dict>\n\t\t\t<key>id</key>\n\t\t\t<string>\(id)</string>\n"
                 + "\t\t\t<key>platforms</key>\n\t\t\t<array>\n\t\t\t\t<string>iOS</string>\n\t\t\t</array>\n\t\t</dict>\n"
         }
         return plist(body + "\t</array>\n</dict>")
@@ -420,8 +445,9 @@ import Testing
             let second = try catalog.expectComplete(Self.app, revision: 2)
             // The revision carries the moment its changed feeds carry, so that both agree.
             #expect(second.publishedAt == t.adding(1))
-            #expect(text(try catalog.feed(Self.app, second, .all, "catalog.json"))?.hasPrefix(
-                #"{"app":"com.example.game","revision":2,"publishedAt":"2026-03-01T12:00:01Z","#) == true)
+            #expect(
+                text(try catalog.feed(Self.app, second, .all, "catalog.json"))?.hasPrefix(
+                    #"{"app":"com.example.game","revision":2,"publishedAt":"2026-03-01T12:00:01Z","#) == true)
             for variant in [Variant.all, iOS] {
                 let record = try #require(second.record(for: variant))
                 #expect(record.products.lastModified == t.adding(1), "\(variant)")
@@ -438,9 +464,11 @@ import Testing
             #expect(mac.catalogPublishedAt == t)
             #expect(try catalog.feed(Self.app, second, macOS, "catalog.json") == macCatalogBytes)
             #expect(text(macCatalogBytes)?.contains(#""revision":1,"#) == true)
-            #expect(text(try catalog.feed(Self.app, second, .all, "products.json"))
-                == #"["com.example.game.gold","com.example.game.silver","com.example.game.ruby"]"#)
-            #expect(text(try catalog.feed(Self.app, second, macOS, "products.json")) == #"["com.example.game.gold","com.example.game.silver"]"#)
+            #expect(
+                text(try catalog.feed(Self.app, second, .all, "products.json"))
+                    == #"["com.example.game.gold","com.example.game.silver","com.example.game.ruby"]"#)
+            #expect(
+                text(try catalog.feed(Self.app, second, macOS, "products.json")) == #"["com.example.game.gold","com.example.game.silver"]"#)
 
             // Again within the same second: later still.
             try catalog.write("com.example.game.plist", Self.twoPlatformApp(iOSOnly: ["com.example.game.ruby", "com.example.game.jade"]))
@@ -451,10 +479,13 @@ import Testing
             #expect(third.record(for: macOS)?.products.lastModified == t)
             #expect(third.record(for: macOS)?.catalog == macBefore.catalog)
             #expect(third.record(for: macOS)?.catalogRevision == 1)
-            #expect(catalog.published("v1/apps/com.example.game/products.json") == (try catalog.feed(Self.app, third, .all, "products.json")))
+            #expect(
+                catalog.published("v1/apps/com.example.game/products.json") == (try catalog.feed(Self.app, third, .all, "products.json")))
 
             // A later build moment is used as it is.
-            try catalog.write("com.example.game.plist", Self.twoPlatformApp(iOSOnly: ["com.example.game.ruby", "com.example.game.jade", "com.example.game.opal"]))
+            try catalog.write(
+                "com.example.game.plist",
+                Self.twoPlatformApp(iOSOnly: ["com.example.game.ruby", "com.example.game.jade", "com.example.game.opal"]))
             #expect(try catalog.publish(at: t.adding(60)).map(\.revision) == [4])
             let fourth = try catalog.expectComplete(Self.app, revision: 4)
             #expect(fourth.record(for: .all)?.products.lastModified == t.adding(60))
@@ -469,12 +500,15 @@ import Testing
             try catalog.write("com.example.app.plist", Self.seed)
             try catalog.publish(at: buildMoment)
             let before = catalog.publicSnapshot()
-            try catalog.write("com.example.app.plist", plist("""
-                <array>
-                \t<string>com.example.level1</string>
-                \t<string>com.example.level2</string>
-                </array>
-                """))
+            try catalog.write(
+                "com.example.app.plist",
+                plist(
+                    """
+                    <array>
+                    \t<string>com.example.level1</string>
+                    \t<string>com.example.level2</string>
+                    </array>
+                    """))
             let expected = [
                 "catalog/com.example.app.plist:1:1: error: product 'com.example.rocket_car' was published in revision 1 and can never be removed or reused; keep its definition with status 'retired'"
             ]
@@ -492,10 +526,11 @@ import Testing
             try catalog.write("com.example.app/a.plist", Self.seed)
             try catalog.publish(at: buildMoment)
             try catalog.write("com.example.app/a.plist", plist("<array>\n\t<string>com.example.level1</string>\n</array>"))
-            #expect(catalog.diagnostics() == [
-                "catalog/com.example.app:1:1: error: product 'com.example.level2' was published in revision 1 and can never be removed or reused; keep its definition with status 'retired'",
-                "catalog/com.example.app:1:1: error: product 'com.example.rocket_car' was published in revision 1 and can never be removed or reused; keep its definition with status 'retired'",
-            ])
+            #expect(
+                catalog.diagnostics() == [
+                    "catalog/com.example.app:1:1: error: product 'com.example.level2' was published in revision 1 and can never be removed or reused; keep its definition with status 'retired'",
+                    "catalog/com.example.app:1:1: error: product 'com.example.rocket_car' was published in revision 1 and can never be removed or reused; keep its definition with status 'retired'",
+                ])
         }
     }
 
@@ -537,10 +572,11 @@ import Testing
             #expect(plan.knownCount == 1)
             #expect(plan.diff.changed.map(\.summary) == ["com.example.rocket_car: status cleared → retired"])
             #expect(text(catalog.published("v1/apps/com.example.app/products.json")) == #"["com.example.level1","com.example.level2"]"#)
-            #expect(text(catalog.published("v1/apps/com.example.app/catalog.json")) == """
-                {"app":"com.example.app","revision":2,"publishedAt":"2026-03-01T12:01:00Z",\
-                "products":[{"id":"com.example.level1"},{"id":"com.example.level2"}],"known":[{"id":"com.example.rocket_car","status":"retired"}]}
-                """)
+            #expect(
+                text(catalog.published("v1/apps/com.example.app/catalog.json")) == """
+                    {"app":"com.example.app","revision":2,"publishedAt":"2026-03-01T12:01:00Z",\
+                    "products":[{"id":"com.example.level1"},{"id":"com.example.level2"}],"known":[{"id":"com.example.rocket_car","status":"retired"}]}
+                    """)
             #expect(try catalog.tree.history("com.example.app", revision: 2).entries["com.example.rocket_car"]?.retiredRevision == 2)
             let before = catalog.publicSnapshot()
 
@@ -548,22 +584,27 @@ import Testing
             for status in ["cleared", "removed", "draft"] {
                 try catalog.write("com.example.app.plist", Self.seedWithRocketCar(status: status))
                 let build = try catalog.build(at: buildMoment.adding(120))
-                #expect(build.diagnostics.map(\.description) == [
-                    "catalog/com.example.app.plist:17:4: error: product 'com.example.rocket_car' was retired in revision 2; App Store identifiers can never be reused, so it must stay 'retired'"
-                ], "status \(status)")
+                #expect(
+                    build.diagnostics.map(\.description) == [
+                        "catalog/com.example.app.plist:17:4: error: product 'com.example.rocket_car' was retired in revision 2; App Store identifiers can never be reused, so it must stay 'retired'"
+                    ], "status \(status)")
                 #expect(build.plans.isEmpty)
             }
             // Without a status it is cleared by default: the same error.
             try catalog.write("com.example.app.plist", Self.seedWithRocketCar(status: nil))
-            #expect(catalog.diagnostics() == [
-                "catalog/com.example.app.plist:17:4: error: product 'com.example.rocket_car' was retired in revision 2; App Store identifiers can never be reused, so it must stay 'retired'"
-            ])
+            #expect(
+                catalog.diagnostics() == [
+                    "catalog/com.example.app.plist:17:4: error: product 'com.example.rocket_car' was retired in revision 2; App Store identifiers can never be reused, so it must stay 'retired'"
+                ])
             // Deleting it is refused too.
-            try catalog.write("com.example.app.plist", productsPlist(
-                "<key>id</key>\n<string>com.example.level1</string>", "<key>id</key>\n<string>com.example.level2</string>"))
-            #expect(catalog.diagnostics() == [
-                "catalog/com.example.app.plist:1:1: error: product 'com.example.rocket_car' was published in revision 1 and can never be removed or reused; keep its definition with status 'retired'"
-            ])
+            try catalog.write(
+                "com.example.app.plist",
+                productsPlist(
+                    "<key>id</key>\n<string>com.example.level1</string>", "<key>id</key>\n<string>com.example.level2</string>"))
+            #expect(
+                catalog.diagnostics() == [
+                    "catalog/com.example.app.plist:1:1: error: product 'com.example.rocket_car' was published in revision 1 and can never be removed or reused; keep its definition with status 'retired'"
+                ])
             #expect(catalog.publicSnapshot() == before)
         }
     }
@@ -571,9 +612,11 @@ import Testing
     /// Only what was published is history: a draft may still be deleted.
     @Test func unpublishedDraftMayBeDeleted() throws {
         try withCatalog { catalog in
-            try catalog.write("com.example.app.plist", productsPlist(
-                "<key>id</key>\n<string>com.example.level1</string>",
-                "<key>id</key>\n<string>com.example.level9</string>\n<key>status</key>\n<string>draft</string>"))
+            try catalog.write(
+                "com.example.app.plist",
+                productsPlist(
+                    "<key>id</key>\n<string>com.example.level1</string>",
+                    "<key>id</key>\n<string>com.example.level9</string>\n<key>status</key>\n<string>draft</string>"))
             try catalog.publish(at: buildMoment)
             try catalog.write("com.example.app.plist", productsPlist("<key>id</key>\n<string>com.example.level1</string>"))
             #expect(catalog.diagnostics() == [])
@@ -602,29 +645,34 @@ import Testing
 
     @Test func dryRunShowsTheProductDiffAndWritesNothing() throws {
         try withCatalog { catalog in
-            try catalog.write("com.example.game.plist", productsPlist(
-                "<key>id</key>\n<string>com.example.game.a</string>\n<key>type</key>\n<string>consumable</string>",
-                "<key>id</key>\n<string>com.example.game.b</string>",
-                "<key>id</key>\n<string>com.example.game.c</string>\n<key>status</key>\n<string>draft</string>",
-                "<key>id</key>\n<string>com.example.game.d</string>\n<key>referenceName</key>\n<string>Dee</string>\n<key>displayOrder</key>\n<integer>1</integer>"))
+            try catalog.write(
+                "com.example.game.plist",
+                productsPlist(
+                    "<key>id</key>\n<string>com.example.game.a</string>\n<key>type</key>\n<string>consumable</string>",
+                    "<key>id</key>\n<string>com.example.game.b</string>",
+                    "<key>id</key>\n<string>com.example.game.c</string>\n<key>status</key>\n<string>draft</string>",
+                    "<key>id</key>\n<string>com.example.game.d</string>\n<key>referenceName</key>\n<string>Dee</string>\n<key>displayOrder</key>\n<integer>1</integer>"
+                ))
             try catalog.publish(at: buildMoment)
-            try catalog.write("com.example.game.plist", productsPlist(
-                "<key>id</key>\n<string>com.example.game.a</string>\n<key>type</key>\n<string>consumable</string>",
-                "<key>id</key>\n<string>com.example.game.b</string>\n<key>status</key>\n<string>retired</string>",
-                """
-                <key>id</key>
-                <string>com.example.game.d</string>
-                <key>referenceName</key>
-                <string>Dee 2</string>
-                <key>type</key>
-                <string>consumable</string>
-                <key>metadata</key>
-                <dict>
-                \t<key>title</key>
-                \t<string>Dee</string>
-                </dict>
-                """,
-                "<key>id</key>\n<string>com.example.game.e</string>"))
+            try catalog.write(
+                "com.example.game.plist",
+                productsPlist(
+                    "<key>id</key>\n<string>com.example.game.a</string>\n<key>type</key>\n<string>consumable</string>",
+                    "<key>id</key>\n<string>com.example.game.b</string>\n<key>status</key>\n<string>retired</string>",
+                    """
+                    <key>id</key>
+                    <string>com.example.game.d</string>
+                    <key>referenceName</key>
+                    <string>Dee 2</string>
+                    <key>type</key>
+                    <string>consumable</string>
+                    <key>metadata</key>
+                    <dict>
+                    \t<key>title</key>
+                    \t<string>Dee</string>
+                    </dict>
+                    """,
+                    "<key>id</key>\n<string>com.example.game.e</string>"))
             let before = catalog.publicSnapshot()
             let folders = directories(under: catalog.root)
 
@@ -634,10 +682,11 @@ import Testing
             #expect(plan.revision == 2)
             #expect(!plan.isUnchanged)
             #expect(plan.diff.added == ["com.example.game.e"])
-            #expect(plan.diff.changed.map(\.summary) == [
-                "com.example.game.b: status cleared → retired",
-                "com.example.game.d: displayOrder removed, metadata added, referenceName Dee → Dee 2, type added",
-            ])
+            #expect(
+                plan.diff.changed.map(\.summary) == [
+                    "com.example.game.b: status cleared → retired",
+                    "com.example.game.d: displayOrder removed, metadata added, referenceName Dee → Dee 2, type added",
+                ])
             #expect(plan.diff.removed == ["com.example.game.c"])
             #expect(plan.sellableCount == 3)
             #expect(plan.knownCount == 1)
@@ -650,7 +699,9 @@ import Testing
             #expect(published.revision == 2)
             #expect(published.diff == plan.diff)
             #expect(published.manifest == plan.manifest)
-            #expect(text(catalog.published("v1/apps/com.example.game/products.json")) == #"["com.example.game.a","com.example.game.d","com.example.game.e"]"#)
+            #expect(
+                text(catalog.published("v1/apps/com.example.game/products.json"))
+                    == #"["com.example.game.a","com.example.game.d","com.example.game.e"]"#)
         }
     }
 
@@ -687,7 +738,8 @@ import Testing
         var replaced: [Bool] { lock.withLock { manifestReplaced } }
     }
 
-    static let atomicityFirst = plist("""
+    static let atomicityFirst = plist(
+        """
         <dict>
         \t<key>platforms</key>
         \t<array>

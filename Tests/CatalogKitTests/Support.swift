@@ -208,7 +208,9 @@ extension TemporaryCatalog {
         #expect(manifest.revision == revision, sourceLocation: sourceLocation)
         #expect(manifest.app == app, sourceLocation: sourceLocation)
         #expect(manifest.variants.first.map { Variant(platform: nil, band: nil) == variantOf($0) } == true, sourceLocation: sourceLocation)
-        #expect(manifest.variants.first?.directory == "", "the default variant is at the top of the revision folder", sourceLocation: sourceLocation)
+        #expect(
+            manifest.variants.first?.directory == "", "the default variant is at the top of the revision folder",
+            sourceLocation: sourceLocation)
         for record in manifest.variants {
             for (name, feed) in [("products.json", record.products), ("catalog.json", record.catalog)] {
                 let place = "revisions/\(revision)/\(record.directory)\(name) of \(record.platform)/\(record.band)"

@@ -16,29 +16,30 @@ import Testing
     /// iOS and macOS distinguished; bands from 0.0, 2.0 and 3.1.
     static let selector = VariantSelector(platforms: [.iOS, .macOS], bands: [.zero, version("2.0"), version("3.1")])
 
-    @Test(arguments: [
-        // No parameters: the default variant.
-        (nil, nil, nil, nil),
-        // A platform the app does not distinguish gets the unnarrowed platform.
-        (Platform.tvOS, nil, nil, nil),
-        (.watchOS, "2.5", nil, "2.0"),
-        (.iOS, nil, Platform.iOS, nil),
-        (.macOS, nil, .macOS, nil),
-        // Below the first band's bound there is nothing lower: the first band starts at 0.0.
-        (.iOS, "0.1", .iOS, "0.0"),
-        (.iOS, "1.9.9", .iOS, "0.0"),
-        // Exactly on a bound, however it is spelled.
-        (.iOS, "2", .iOS, "2.0"),
-        (.iOS, "2.0.0", .iOS, "2.0"),
-        (.iOS, "3.1", .iOS, "3.1"),
-        // Between bounds.
-        (.iOS, "2.5", .iOS, "2.0"),
-        (.macOS, "3.0.9", .macOS, "2.0"),
-        // Above the last bound, compared numerically (10 > 3, although "10" < "3" as text).
-        (.iOS, "3.1.1", .iOS, "3.1"),
-        (.iOS, "10.0", .iOS, "3.1"),
-        (nil, "0", nil, "0.0"),
-    ] as [(Platform?, String?, Platform?, String?)])
+    @Test(
+        arguments: [
+            // No parameters: the default variant.
+            (nil, nil, nil, nil),
+            // A platform the app does not distinguish gets the unnarrowed platform.
+            (Platform.tvOS, nil, nil, nil),
+            (.watchOS, "2.5", nil, "2.0"),
+            (.iOS, nil, Platform.iOS, nil),
+            (.macOS, nil, .macOS, nil),
+            // Below the first band's bound there is nothing lower: the first band starts at 0.0.
+            (.iOS, "0.1", .iOS, "0.0"),
+            (.iOS, "1.9.9", .iOS, "0.0"),
+            // Exactly on a bound, however it is spelled.
+            (.iOS, "2", .iOS, "2.0"),
+            (.iOS, "2.0.0", .iOS, "2.0"),
+            (.iOS, "3.1", .iOS, "3.1"),
+            // Between bounds.
+            (.iOS, "2.5", .iOS, "2.0"),
+            (.macOS, "3.0.9", .macOS, "2.0"),
+            // Above the last bound, compared numerically (10 > 3, although "10" < "3" as text).
+            (.iOS, "3.1.1", .iOS, "3.1"),
+            (.iOS, "10.0", .iOS, "3.1"),
+            (nil, "0", nil, "0.0"),
+        ] as [(Platform?, String?, Platform?, String?)])
     func selectsTheVariantThatServesARequest(platform: Platform?, appVersion: String?, expectedPlatform: Platform?, expectedBand: String?) {
         let chosen = Self.selector.variant(platform: platform, appVersion: appVersion.map(Self.version))
         #expect(chosen == Variant(platform: expectedPlatform, band: expectedBand.map(Self.version)))
@@ -62,11 +63,12 @@ import Testing
         let bands: [AppVersion?] = [nil, .zero, Self.version("2.0"), Self.version("3.1")]
         let expected = [nil, Platform.iOS, .macOS].flatMap { platform in bands.map { Variant(platform: platform, band: $0) } }
         #expect(Self.selector.variants == expected)
-        #expect(Self.selector.variants.map(\.description) == [
-            "any/any", "any/0.0", "any/2.0", "any/3.1",
-            "ios/any", "ios/0.0", "ios/2.0", "ios/3.1",
-            "macos/any", "macos/0.0", "macos/2.0", "macos/3.1",
-        ])
+        #expect(
+            Self.selector.variants.map(\.description) == [
+                "any/any", "any/0.0", "any/2.0", "any/3.1",
+                "ios/any", "ios/0.0", "ios/2.0", "ios/3.1",
+                "macos/any", "macos/0.0", "macos/2.0", "macos/3.1",
+            ])
         #expect(Self.selector.variants == Self.selector.variants.sorted())
         #expect(Self.selector.variants.first == .all)
     }
@@ -78,9 +80,12 @@ import Testing
             let product = { (id: String, version: String) in
                 "<key>id</key>\n<string>com.example.game.\(id)</string>\n<key>minimumAppVersion</key>\n<string>\(version)</string>"
             }
-            try catalog.write("com.example.game.plist", productsPlist(
-                product("a", "2"), product("b", "2.0.0"), product("c", "1.5"), product("d", "0"),
-                "<key>id</key>\n<string>com.example.game.e</string>\n<key>platforms</key>\n<array>\n\t<string>tvOS</string>\n\t<string>iOS</string>\n</array>"))
+            try catalog.write(
+                "com.example.game.plist",
+                productsPlist(
+                    product("a", "2"), product("b", "2.0.0"), product("c", "1.5"), product("d", "0"),
+                    "<key>id</key>\n<string>com.example.game.e</string>\n<key>platforms</key>\n<array>\n\t<string>tvOS</string>\n\t<string>iOS</string>\n</array>"
+                ))
             let validation = catalog.workflow.validate()
             #expect(validation.diagnostics.map(\.description) == [])
             let app = try #require(validation.catalogs.first)

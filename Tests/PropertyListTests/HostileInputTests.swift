@@ -53,7 +53,8 @@ import Testing
         defer { try? FileManager.default.removeItem(at: directory) }
         let fifo = directory.appendingPathComponent("trap")
         #expect(mkfifo(fifo.path, 0o600) == 0)
-        let text = kind == "dtd"
+        let text =
+            kind == "dtd"
             ? "<?xml version=\"1.0\"?><!DOCTYPE plist SYSTEM \"file://\(fifo.path)\"><plist><true/></plist>"
             : "<?xml version=\"1.0\"?><!DOCTYPE plist [<!ENTITY x SYSTEM \"file://\(fifo.path)\">]><plist><string>&x;</string></plist>"
         let finished = DispatchSemaphore(value: 0)
@@ -83,7 +84,8 @@ import Testing
         let listener = try LoopbackListener()
         defer { listener.close() }
         let url = "http://127.0.0.1:\(listener.port)/evil.dtd"
-        let text = kind == "dtd"
+        let text =
+            kind == "dtd"
             ? "<?xml version=\"1.0\"?><!DOCTYPE plist PUBLIC \"-//Apple//DTD PLIST 1.0//EN\" \"\(url)\"><plist><true/></plist>"
             : "<?xml version=\"1.0\"?><!DOCTYPE plist [<!ENTITY x SYSTEM \"\(url)\">]><plist><string>&x;</string></plist>"
         _ = read(text)
@@ -140,7 +142,10 @@ import Testing
 
     @Test func gzipIsRefusedWithAnExplanation() {
         let result = PropertyListReader().read(SourceFile(path: "test.plist", bytes: [0x1F, 0x8B, 0x08, 0, 0, 0, 0, 0]))
-        #expect(printed(result) == ["test.plist:1:1: error: file is gzip-compressed; decompress it (gunzip) and keep the plain XML in the catalog"])
+        #expect(
+            printed(result) == [
+                "test.plist:1:1: error: file is gzip-compressed; decompress it (gunzip) and keep the plain XML in the catalog"
+            ])
     }
 
     @Test func binaryPlistsGetConversionAdvice() {
@@ -149,8 +154,9 @@ import Testing
     }
 
     @Test func otherEncodingsAreRefused() {
-        #expect(firstError("<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?><plist/>") ==
-            "test.plist:1:1: error: encoding 'ISO-8859-1' is not supported; save the file as UTF-8")
+        #expect(
+            firstError("<?xml version=\"1.0\" encoding=\"ISO-8859-1\"?><plist/>")
+                == "test.plist:1:1: error: encoding 'ISO-8859-1' is not supported; save the file as UTF-8")
         let utf16 = PropertyListReader().read(SourceFile(path: "test.plist", bytes: [0xFF, 0xFE, 0x3C, 0x00]))
         #expect(printed(utf16) == ["test.plist:1:1: error: file is UTF-16; save it as UTF-8"])
     }

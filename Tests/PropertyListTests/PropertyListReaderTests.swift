@@ -4,13 +4,15 @@ import Testing
 
 @Suite struct PropertyListReaderTests {
     @Test func readsApplesProductIdentifierExample() throws {
-        let result = read(plist("""
-            <array>
-            \t<string>com.example.level1</string>
-            \t<string>com.example.level2</string>
-            \t<string>com.example.rocket_car</string>
-            </array>
-            """))
+        let result = read(
+            plist(
+                """
+                <array>
+                \t<string>com.example.level1</string>
+                \t<string>com.example.level2</string>
+                \t<string>com.example.rocket_car</string>
+                </array>
+                """))
         #expect(result.diagnostics.isEmpty)
         guard case .array(let items) = try #require(result.root).value else {
             Issue.record("root is not an array")
@@ -22,25 +24,28 @@ import Testing
         }
         #expect(strings == ["com.example.level1", "com.example.level2", "com.example.rocket_car"])
         // Line 5, after a tab: column 2 is where <string> starts.
-        #expect(items.map(\.position) == [
-            SourcePosition(line: 5, column: 2), SourcePosition(line: 6, column: 2), SourcePosition(line: 7, column: 2),
-        ])
+        #expect(
+            items.map(\.position) == [
+                SourcePosition(line: 5, column: 2), SourcePosition(line: 6, column: 2), SourcePosition(line: 7, column: 2),
+            ])
     }
 
     @Test func readsEveryValueKind() throws {
-        let result = read(plist("""
-            <dict>
-              <key>s</key><string>a &amp; b &lt;c&gt; &#x41;</string>
-              <key>i</key><integer>-9223372036854775808</integer>
-              <key>r</key><real>2.5</real>
-              <key>t</key><true/>
-              <key>f</key><false/>
-              <key>d</key><date>2026-02-28T13:14:15Z</date>
-              <key>b</key><data>aGVs
-              bG8=</data>
-              <key>c</key><string><![CDATA[<raw>]]></string>
-            </dict>
-            """))
+        let result = read(
+            plist(
+                """
+                <dict>
+                  <key>s</key><string>a &amp; b &lt;c&gt; &#x41;</string>
+                  <key>i</key><integer>-9223372036854775808</integer>
+                  <key>r</key><real>2.5</real>
+                  <key>t</key><true/>
+                  <key>f</key><false/>
+                  <key>d</key><date>2026-02-28T13:14:15Z</date>
+                  <key>b</key><data>aGVs
+                  bG8=</data>
+                  <key>c</key><string><![CDATA[<raw>]]></string>
+                </dict>
+                """))
         #expect(result.diagnostics.isEmpty)
         guard case .dictionary(let dict) = try #require(result.root).value else {
             Issue.record("root is not a dict")
@@ -61,13 +66,17 @@ import Testing
 
     @Test func streamsTheProductsArray() throws {
         var streamed: [String] = []
-        let result = PropertyListReader().read(source(plist("""
-            <dict>
-            <key>app</key><string>x</string>
-            <key>products</key>
-            <array><dict><key>id</key><string>a</string></dict><dict><key>id</key><string>b</string></dict></array>
-            </dict>
-            """)), streamingArray: "products") { node in
+        let result = PropertyListReader().read(
+            source(
+                plist(
+                    """
+                    <dict>
+                    <key>app</key><string>x</string>
+                    <key>products</key>
+                    <array><dict><key>id</key><string>a</string></dict><dict><key>id</key><string>b</string></dict></array>
+                    </dict>
+                    """)), streamingArray: "products"
+        ) { node in
             if case .dictionary(let dict) = node.value, case .string(let id) = dict["id"]?.value { streamed.append(id) }
         }
         #expect(result.diagnostics.isEmpty)
@@ -81,45 +90,51 @@ import Testing
 
     /// Each content problem is reported at its element, and reading goes on to find the others.
     @Test func reportsEveryContentProblemAtItsPosition() {
-        let result = read(plist("""
-            <dict>
-              <key>a</key><integer>1</integer>
-              <key>a</key><integer>2</integer>
-              <key>big</key><integer>9223372036854775808</integer>
-              <key>nan</key><integer>12x</integer>
-              <key>day</key><date>2026-02-30T00:00:00Z</date>
-              <key>form</key><date>2026-01-01 00:00:00</date>
-              <key>bytes</key><data>aGVsbG8!</data>
-              <key>pad</key><data>aG=Vs</data>
-              <key>odd</key><foo>1</foo>
-              <key>r</key><real>one</real>
-              <key>lonely</key>
-            </dict>
-            """))
-        #expect(printed(result) == [
-            "test.plist:6:3: error: duplicate key 'a' (first at 5:3)",
-            "test.plist:7:17: error: integer 9223372036854775808 does not fit in 64 bits",
-            "test.plist:8:17: error: '12x' is not a valid <integer>",
-            "test.plist:9:17: error: '2026-02-30T00:00:00Z' is not a valid <date>; expected YYYY-MM-DDTHH:MM:SSZ",
-            "test.plist:10:18: error: '2026-01-01 00:00:00' is not a valid <date>; expected YYYY-MM-DDTHH:MM:SSZ",
-            "test.plist:11:19: error: <data> is not valid base64",
-            "test.plist:12:17: error: <data> is not valid base64",
-            "test.plist:13:17: error: unknown property list element <foo>",
-            "test.plist:14:15: error: 'one' is not a valid <real>",
-            "test.plist:15:3: error: key 'lonely' has no value",
-        ])
+        let result = read(
+            plist(
+                """
+                <dict>
+                  <key>a</key><integer>1</integer>
+                  <key>a</key><integer>2</integer>
+                  <key>big</key><integer>9223372036854775808</integer>
+                  <key>nan</key><integer>12x</integer>
+                  <key>day</key><date>2026-02-30T00:00:00Z</date>
+                  <key>form</key><date>2026-01-01 00:00:00</date>
+                  <key>bytes</key><data>aGVsbG8!</data>
+                  <key>pad</key><data>aG=Vs</data>
+                  <key>odd</key><foo>1</foo>
+                  <key>r</key><real>one</real>
+                  <key>lonely</key>
+                </dict>
+                """))
+        #expect(
+            printed(result) == [
+                "test.plist:6:3: error: duplicate key 'a' (first at 5:3)",
+                "test.plist:7:17: error: integer 9223372036854775808 does not fit in 64 bits",
+                "test.plist:8:17: error: '12x' is not a valid <integer>",
+                "test.plist:9:17: error: '2026-02-30T00:00:00Z' is not a valid <date>; expected YYYY-MM-DDTHH:MM:SSZ",
+                "test.plist:10:18: error: '2026-01-01 00:00:00' is not a valid <date>; expected YYYY-MM-DDTHH:MM:SSZ",
+                "test.plist:11:19: error: <data> is not valid base64",
+                "test.plist:12:17: error: <data> is not valid base64",
+                "test.plist:13:17: error: unknown property list element <foo>",
+                "test.plist:14:15: error: 'one' is not a valid <real>",
+                "test.plist:15:3: error: key 'lonely' has no value",
+            ])
     }
 
     @Test func reportsStructuralMistakes() {
-        #expect(printed(read(plist("<dict><string>x</string></dict>"))) == [
-            "test.plist:4:7: error: <string> in a <dict> needs a <key> before it"
-        ])
-        #expect(printed(read(plist("<array><key>k</key></array>"))) == [
-            "test.plist:4:8: error: <key> 'k' outside a <dict>"
-        ])
-        #expect(printed(read(plist("<string>a</string><string>b</string>"))) == [
-            "test.plist:4:19: error: <plist> holds more than one value"
-        ])
+        #expect(
+            printed(read(plist("<dict><string>x</string></dict>"))) == [
+                "test.plist:4:7: error: <string> in a <dict> needs a <key> before it"
+            ])
+        #expect(
+            printed(read(plist("<array><key>k</key></array>"))) == [
+                "test.plist:4:8: error: <key> 'k' outside a <dict>"
+            ])
+        #expect(
+            printed(read(plist("<string>a</string><string>b</string>"))) == [
+                "test.plist:4:19: error: <plist> holds more than one value"
+            ])
         #expect(printed(read(plist("<array>text</array>"))).first?.contains("unexpected text 'text' between elements") == true)
         #expect(printed(read("<dict></dict>")) == ["test.plist:1:1: error: root element must be <plist>, found <dict>"])
         #expect(printed(read(plist("<true>yes</true>"))) == ["test.plist:4:1: error: <true/> must be empty"])

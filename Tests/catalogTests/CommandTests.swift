@@ -135,7 +135,8 @@ import Testing
         """
     }
 
-    static let seed = plist("""
+    static let seed = plist(
+        """
         <array>
         \t<string>com.example.level1</string>
         \t<string>com.example.level2</string>
@@ -146,7 +147,9 @@ import Testing
     /// A demo-like clean catalog: Apple's minimal form, the full form in catalog XML, and a folder app.
     static func writeDemo(_ workspace: Workspace) throws {
         try workspace.write("catalog/com.example.app.plist", seed)
-        try workspace.write("catalog/com.example.game.xml", """
+        try workspace.write(
+            "catalog/com.example.game.xml",
+            """
             <?xml version="1.0" encoding="UTF-8"?>
             <catalog xmlns="urn:iap-catalog:1" app="com.example.game">
             \t<platforms>
@@ -161,21 +164,27 @@ import Testing
             </catalog>
 
             """)
-        try workspace.write("catalog/com.example.tools/settings.plist", plist("""
-            <dict>
-            \t<key>app</key>
-            \t<string>com.example.tools</string>
-            \t<key>platforms</key>
-            \t<array>
-            \t\t<string>macOS</string>
-            \t</array>
-            </dict>
-            """))
-        try workspace.write("catalog/com.example.tools/products.plist", plist("""
-            <array>
-            \t<string>com.example.tools.export</string>
-            </array>
-            """))
+        try workspace.write(
+            "catalog/com.example.tools/settings.plist",
+            plist(
+                """
+                <dict>
+                \t<key>app</key>
+                \t<string>com.example.tools</string>
+                \t<key>platforms</key>
+                \t<array>
+                \t\t<string>macOS</string>
+                \t</array>
+                </dict>
+                """))
+        try workspace.write(
+            "catalog/com.example.tools/products.plist",
+            plist(
+                """
+                <array>
+                \t<string>com.example.tools.export</string>
+                </array>
+                """))
     }
 
     // MARK: - validate
@@ -218,36 +227,41 @@ import Testing
             let run = try workspace.run("validate")
             #expect(run.status == 0)
             #expect(run.stdout == "1 app, 1 product: valid\n")
-            #expect(run.stderr == """
-                catalog/com.example.app.plist:5:2: warning: product id 'com.example.Level-1' contains '-'; older App Store rules and other stores reject it
-                catalog/com.example.app.plist:5:2: warning: product id 'com.example.Level-1' contains upper case letters; other stores reject them
-                0 errors, 2 warnings
+            #expect(
+                run.stderr == """
+                    catalog/com.example.app.plist:5:2: warning: product id 'com.example.Level-1' contains '-'; older App Store rules and other stores reject it
+                    catalog/com.example.app.plist:5:2: warning: product id 'com.example.Level-1' contains upper case letters; other stores reject them
+                    0 errors, 2 warnings
 
-                """)
+                    """)
         }
     }
 
     @Test func validateWithErrors() throws {
         try Self.withWorkspace { workspace in
             try Self.writeDemo(workspace)
-            try workspace.write("catalog/com.example.app.plist", Self.plist("""
-                <array>
-                \t<string>com.example.level1</string>
-                \t<string>com.example.level1</string>
-                \t<string>com.example.Level2</string>
-                \t<integer>3</integer>
-                </array>
-                """))
+            try workspace.write(
+                "catalog/com.example.app.plist",
+                Self.plist(
+                    """
+                    <array>
+                    \t<string>com.example.level1</string>
+                    \t<string>com.example.level1</string>
+                    \t<string>com.example.Level2</string>
+                    \t<integer>3</integer>
+                    </array>
+                    """))
             let run = try workspace.run("validate")
             #expect(run.status == 1)
             #expect(run.stdout == "")
-            #expect(run.stderr == """
-                catalog/com.example.app.plist:6:2: error: duplicate product id 'com.example.level1' (first at 5:2)
-                catalog/com.example.app.plist:7:2: warning: product id 'com.example.Level2' contains upper case letters; other stores reject them
-                catalog/com.example.app.plist:8:2: error: expected a product identifier <string>, found <integer>
-                2 errors, 1 warning
+            #expect(
+                run.stderr == """
+                    catalog/com.example.app.plist:6:2: error: duplicate product id 'com.example.level1' (first at 5:2)
+                    catalog/com.example.app.plist:7:2: warning: product id 'com.example.Level2' contains upper case letters; other stores reject them
+                    catalog/com.example.app.plist:8:2: error: expected a product identifier <string>, found <integer>
+                    2 errors, 1 warning
 
-                """)
+                    """)
         }
     }
 
@@ -257,11 +271,12 @@ import Testing
             try workspace.write("sources/com.example.app.plist", Self.plist("<array>\n\t<string>bad id</string>\n</array>"))
             let run = try workspace.run("validate", "--catalog", "sources")
             #expect(run.status == 1)
-            #expect(run.stderr == """
-                sources/com.example.app.plist:5:2: error: product id 'bad id' contains ' '; only letters, digits, '.', '_' and '-' are allowed
-                1 error, 0 warnings
+            #expect(
+                run.stderr == """
+                    sources/com.example.app.plist:5:2: error: product id 'bad id' contains ' '; only letters, digits, '.', '_' and '-' are allowed
+                    1 error, 0 warnings
 
-                """)
+                    """)
             let slash = try workspace.run("validate", "--catalog", "sources/")
             #expect(slash.stderr.hasPrefix("sources/com.example.app.plist:5:2: error: "))
         }
@@ -308,7 +323,9 @@ import Testing
             let expected = #"["com.example.level1","com.example.level2","com.example.rocket_car"]"#
             #expect(workspace.read("public/v1/apps/com.example.app/products.json") == expected)
             #expect(workspace.read("public/v1/apps/com.example.app/revisions/1/products.json") == expected)
-            let gzip = try #require(FileManager.default.contents(atPath: workspace.root.appendingPathComponent("public/v1/apps/com.example.app/products.json.gz").path))
+            let gzip = try #require(
+                FileManager.default.contents(
+                    atPath: workspace.root.appendingPathComponent("public/v1/apps/com.example.app/products.json.gz").path))
             #expect(Gzip.decompress([UInt8](gzip)).map { String(decoding: $0, as: UTF8.self) } == expected)
 
             // Unchanged sources: nothing published, nothing touched.
@@ -326,12 +343,13 @@ import Testing
             let run = try workspace.run("build", "--public", "site")
             #expect(run.status == 0)
             #expect(run.stderr == "")
-            #expect(run.stdout == """
-                com.example.app: published revision 1: 3 on sale, 0 known; products 3 added; 2 of 2 feeds changed
-                com.example.game: published revision 1: 2 on sale, 1 known; products 3 added; 18 of 18 feeds changed
-                com.example.tools: published revision 1: 1 on sale, 0 known; products 1 added; 4 of 4 feeds changed
+            #expect(
+                run.stdout == """
+                    com.example.app: published revision 1: 3 on sale, 0 known; products 3 added; 2 of 2 feeds changed
+                    com.example.game: published revision 1: 2 on sale, 1 known; products 3 added; 18 of 18 feeds changed
+                    com.example.tools: published revision 1: 1 on sale, 0 known; products 1 added; 4 of 4 feeds changed
 
-                """)
+                    """)
             #expect(workspace.read("site/v1/apps/com.example.game/products.json") == #"["com.example.game.coins","com.example.game.pro"]"#)
             #expect(workspace.read("site/v1/apps/com.example.tools/products.json") == #"["com.example.tools.export"]"#)
             #expect(!workspace.exists("public"))
@@ -345,11 +363,12 @@ import Testing
             let run = try workspace.run("build")
             #expect(run.status == 1)
             #expect(run.stdout == "")
-            #expect(run.stderr == """
-                catalog/com.example.broken.plist:5:2: error: product id 'bad id' contains ' '; only letters, digits, '.', '_' and '-' are allowed
-                1 error, 0 warnings
+            #expect(
+                run.stderr == """
+                    catalog/com.example.broken.plist:5:2: error: product id 'bad id' contains ' '; only letters, digits, '.', '_' and '-' are allowed
+                    1 error, 0 warnings
 
-                """)
+                    """)
             #expect(!workspace.exists("public"))
         }
     }
@@ -360,53 +379,58 @@ import Testing
             let first = try workspace.run("build", "--dry-run")
             #expect(first.status == 0)
             #expect(first.stderr == "")
-            #expect(first.stdout == """
-                com.example.app: would publish revision 1: 3 on sale, 0 known; products 3 added; 2 of 2 feeds changed
-                  + com.example.level1
-                  + com.example.level2
-                  + com.example.rocket_car
+            #expect(
+                first.stdout == """
+                    com.example.app: would publish revision 1: 3 on sale, 0 known; products 3 added; 2 of 2 feeds changed
+                      + com.example.level1
+                      + com.example.level2
+                      + com.example.rocket_car
 
-                """)
+                    """)
             #expect(!workspace.exists("public"))
 
             #expect(try workspace.run("build").status == 0)
-            try workspace.write("catalog/com.example.app.plist", Self.plist("""
-                <dict>
-                \t<key>products</key>
-                \t<array>
-                \t\t<dict>
-                \t\t\t<key>id</key>
-                \t\t\t<string>com.example.level1</string>
-                \t\t</dict>
-                \t\t<dict>
-                \t\t\t<key>id</key>
-                \t\t\t<string>com.example.level2</string>
-                \t\t\t<key>referenceName</key>
-                \t\t\t<string>Level 2</string>
-                \t\t</dict>
-                \t\t<dict>
-                \t\t\t<key>id</key>
-                \t\t\t<string>com.example.rocket_car</string>
-                \t\t\t<key>status</key>
-                \t\t\t<string>retired</string>
-                \t\t</dict>
-                \t\t<dict>
-                \t\t\t<key>id</key>
-                \t\t\t<string>com.example.level3</string>
-                \t\t</dict>
-                \t</array>
-                </dict>
-                """))
+            try workspace.write(
+                "catalog/com.example.app.plist",
+                Self.plist(
+                    """
+                    <dict>
+                    \t<key>products</key>
+                    \t<array>
+                    \t\t<dict>
+                    \t\t\t<key>id</key>
+                    \t\t\t<string>com.example.level1</string>
+                    \t\t</dict>
+                    \t\t<dict>
+                    \t\t\t<key>id</key>
+                    \t\t\t<string>com.example.level2</string>
+                    \t\t\t<key>referenceName</key>
+                    \t\t\t<string>Level 2</string>
+                    \t\t</dict>
+                    \t\t<dict>
+                    \t\t\t<key>id</key>
+                    \t\t\t<string>com.example.rocket_car</string>
+                    \t\t\t<key>status</key>
+                    \t\t\t<string>retired</string>
+                    \t\t</dict>
+                    \t\t<dict>
+                    \t\t\t<key>id</key>
+                    \t\t\t<string>com.example.level3</string>
+                    \t\t</dict>
+                    \t</array>
+                    </dict>
+                    """))
             let before = workspace.files()
             let second = try workspace.run("build", "--dry-run")
             #expect(second.status == 0)
-            #expect(second.stdout == """
-                com.example.app: would publish revision 2: 3 on sale, 1 known; products 1 added, 2 changed; 2 of 2 feeds changed
-                  + com.example.level3
-                  ~ com.example.level2: referenceName added
-                  ~ com.example.rocket_car: status cleared → retired
+            #expect(
+                second.stdout == """
+                    com.example.app: would publish revision 2: 3 on sale, 1 known; products 1 added, 2 changed; 2 of 2 feeds changed
+                      + com.example.level3
+                      ~ com.example.level2: referenceName added
+                      ~ com.example.rocket_car: status cleared → retired
 
-                """)
+                    """)
             #expect(workspace.files() == before)
             #expect(!workspace.exists("public/v1/apps/com.example.app/revisions/2"))
         }

@@ -21,7 +21,8 @@ import Testing
         func writeCatalog() throws {
             var body = ""
             for index in 0..<productCount {
-                body += "\t\t<dict><key>id</key><string>com.example.crash.item\(index)</string>"
+                body +=
+                    "\t\t<dict><key>id</key><string>com.example.crash.item\(index)</string>"
                     + "<key>type</key><string>consumable</string>"
                     + (index % 7 == 0 ? "<key>platforms</key><array><string>iOS</string></array>" : "")
                     + "<key>metadata</key><dict><key>n</key><integer>\(index)</integer></dict></dict>\n"
@@ -69,7 +70,10 @@ import Testing
         try expectCompleteRevision(publicDirectory, app: "com.example.crash")
         let tree = PublicTree(root: publicDirectory)
         let manifest = try #require(try tree.currentManifest("com.example.crash"))
-        let ids = try JSONSerialization.jsonObject(with: Data(tree.feedBytes("com.example.crash", revision: manifest.revision, directory: "", name: "products.json"))) as? [String]
+        let ids =
+            try JSONSerialization.jsonObject(
+                with: Data(tree.feedBytes("com.example.crash", revision: manifest.revision, directory: "", name: "products.json")))
+            as? [String]
         #expect(ids?.count == productCount, "the final build publishes the final sources")
         #expect(kills > 0, "no build was killed mid-way; the test proved nothing")
     }

@@ -1,5 +1,5 @@
-import Foundation
 internal import CLibDeflate
+import Foundation
 
 /// gzip through libdeflate. Its header has no name and a zero mtime, so identical input gives
 /// identical bytes and therefore an unchanged ETag.
@@ -35,7 +35,8 @@ public enum Gzip {
         var actual = 0
         let status = input.withUnsafeBytes { source in
             output.withUnsafeMutableBytes { destination in
-                libdeflate_gzip_decompress(decompressor, source.baseAddress, source.count, destination.baseAddress, destination.count, &actual)
+                libdeflate_gzip_decompress(
+                    decompressor, source.baseAddress, source.count, destination.baseAddress, destination.count, &actual)
             }
         }
         guard status == LIBDEFLATE_SUCCESS, actual == size else { return nil }

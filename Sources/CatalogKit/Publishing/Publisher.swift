@@ -114,30 +114,37 @@ public struct Publisher: Sendable {
         for (group, result) in zip(groups, results) {
             sellable.formUnion(group.selection)
             let directory = group.variants[0].relativeDirectory
-            outputs.append(PlannedOutput(directory: directory, selection: group.selection,
-                                         catalogRevision: result.stampRevision, catalogPublishedAt: result.stampTime))
+            outputs.append(
+                PlannedOutput(
+                    directory: directory, selection: group.selection,
+                    catalogRevision: result.stampRevision, catalogPublishedAt: result.stampTime))
             for variant in group.variants {
                 let old = previous?.record(for: variant)
                 let productsSame = old?.products.sha256 == result.productsHash
                 let catalogSame = old?.catalog.sha256 == result.catalogHash
                 changed += (productsSame ? 0 : 1) + (catalogSame ? 0 : 1)
-                records.append(VariantRecord(
-                    platform: variant.platformKey, band: variant.bandKey, directory: directory,
-                    products: FeedRecord(sha256: result.productsHash, bytes: result.productsBytes,
-                                         lastModified: productsSame ? old!.products.lastModified : changedAt,
-                                         gzip: EncodedRecord(sha256: "", bytes: 0)),
-                    catalog: FeedRecord(sha256: result.catalogHash, bytes: result.catalogBytes,
-                                        lastModified: catalogSame ? old!.catalog.lastModified : changedAt,
-                                        gzip: EncodedRecord(sha256: "", bytes: 0)),
-                    catalogContentSHA256: result.contentHash, catalogRevision: result.stampRevision,
-                    catalogPublishedAt: result.stampTime))
+                records.append(
+                    VariantRecord(
+                        platform: variant.platformKey, band: variant.bandKey, directory: directory,
+                        products: FeedRecord(
+                            sha256: result.productsHash, bytes: result.productsBytes,
+                            lastModified: productsSame ? old!.products.lastModified : changedAt,
+                            gzip: EncodedRecord(sha256: "", bytes: 0)),
+                        catalog: FeedRecord(
+                            sha256: result.catalogHash, bytes: result.catalogBytes,
+                            lastModified: catalogSame ? old!.catalog.lastModified : changedAt,
+                            gzip: EncodedRecord(sha256: "", bytes: 0)),
+                        catalogContentSHA256: result.contentHash, catalogRevision: result.stampRevision,
+                        catalogPublishedAt: result.stampTime))
             }
         }
         // Keep the manifest in variant order, the default first.
-        let order = Dictionary(uniqueKeysWithValues: renderer.selector.variants.enumerated().map { ("\($1.platformKey)/\($1.bandKey)", $0) })
+        let order = Dictionary(
+            uniqueKeysWithValues: renderer.selector.variants.enumerated().map { ("\($1.platformKey)/\($1.bandKey)", $0) })
         records.sort { order["\($0.platform)/\($0.band)"]! < order["\($1.platform)/\($1.band)"]! }
 
-        let sameVariants = previous.map { $0.variants.map { "\($0.platform)/\($0.band)" } == records.map { "\($0.platform)/\($0.band)" } } ?? false
+        let sameVariants =
+            previous.map { $0.variants.map { "\($0.platform)/\($0.band)" } == records.map { "\($0.platform)/\($0.band)" } } ?? false
         let isUnchanged = sameVariants && changed == 0
 
         var history = previous == nil ? IdentifierHistory() : try tree.history(app, revision: previous!.revision)
@@ -147,11 +154,12 @@ public struct Publisher: Sendable {
             history.record(product.id, revision: revision, at: changedAt, retired: product.status == .retired)
         }
 
-        let diff = try previous.map { previous in
-            try ProductDiff(
-                old: tree.productSnapshot(app, revision: previous.revision),
-                new: catalog.products.map { ($0.id, FeedRenderer.encode($0, for: .snapshot)) })
-        } ?? ProductDiff(added: catalog.products.map(\.id))
+        let diff =
+            try previous.map { previous in
+                try ProductDiff(
+                    old: tree.productSnapshot(app, revision: previous.revision),
+                    new: catalog.products.map { ($0.id, FeedRenderer.encode($0, for: .snapshot)) })
+            } ?? ProductDiff(added: catalog.products.map(\.id))
         let manifest = RevisionManifest(
             format: RevisionManifest.currentFormat, app: app, revision: isUnchanged ? previous!.revision : revision,
             publishedAt: isUnchanged ? previous!.publishedAt : changedAt,
@@ -212,8 +220,9 @@ public struct Publisher: Sendable {
         }
         let manifestBytes = try encode(manifest)
         try AtomicFile.writeDurably(plan.history.tsv, to: staging.appendingPathComponent("identifiers.tsv"))
-        try AtomicFile.writeDurably(try Gzip.compress(snapshot(renderer.catalog.products), level: 1),
-                                    to: staging.appendingPathComponent(PublicTree.snapshotName))
+        try AtomicFile.writeDurably(
+            try Gzip.compress(snapshot(renderer.catalog.products), level: 1),
+            to: staging.appendingPathComponent(PublicTree.snapshotName))
         try AtomicFile.writeDurably(manifestBytes, to: staging.appendingPathComponent("manifest.json"))
         try beforeStep("staged manifest")
         try syncDirectories(under: staging)

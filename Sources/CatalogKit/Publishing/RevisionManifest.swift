@@ -119,7 +119,8 @@ public struct IdentifierHistory: Sendable, Hashable {
         for line in bytes.split(separator: 0x0A) where line.first != UInt8(ascii: "#") {
             let fields = line.split(separator: 0x09, omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
             guard fields.count == 4, let first = Int(fields[1]), let moment = Timestamp(iso8601: fields[2]) else {
-                throw CatalogError.corruptPublication(path: "identifiers.tsv", message: "bad line '\(String(decoding: line, as: UTF8.self))'")
+                throw CatalogError.corruptPublication(
+                    path: "identifiers.tsv", message: "bad line '\(String(decoding: line, as: UTF8.self))'")
             }
             entries[fields[0]] = Entry(firstRevision: first, firstPublishedAt: moment, retiredRevision: Int(fields[3]))
             order.append(fields[0])
@@ -137,15 +138,17 @@ public enum HistoryRules {
         for id in history.order {
             let entry = history.entries[id]!
             guard let product = byID[id] else {
-                diagnostics.append(.error(
-                    "product '\(id)' was published in revision \(entry.firstRevision) and can never be removed or reused; keep its definition with status 'retired'",
-                    file: origin, at: .startOfFile))
+                diagnostics.append(
+                    .error(
+                        "product '\(id)' was published in revision \(entry.firstRevision) and can never be removed or reused; keep its definition with status 'retired'",
+                        file: origin, at: .startOfFile))
                 continue
             }
             if let retired = entry.retiredRevision, product.status != .retired {
-                diagnostics.append(.error(
-                    "product '\(id)' was retired in revision \(retired); App Store identifiers can never be reused, so it must stay 'retired'",
-                    file: product.location.file, at: product.location.position))
+                diagnostics.append(
+                    .error(
+                        "product '\(id)' was retired in revision \(retired); App Store identifiers can never be reused, so it must stay 'retired'",
+                        file: product.location.file, at: product.location.position))
             }
         }
         return diagnostics

@@ -26,7 +26,8 @@ public enum CatalogRules {
                     let location = SourceLocation(file: product.file, position: id.position)
                     if let first = firstLocation[id.value] {
                         let place = first.file == location.file ? "\(first.position)" : "\(first)"
-                        diagnostics.append(.error("duplicate product id '\(id.value)' (first at \(place))", file: location.file, at: location.position))
+                        diagnostics.append(
+                            .error("duplicate product id '\(id.value)' (first at \(place))", file: location.file, at: location.position))
                         // Still checked, so that its own problems show in this run too.
                         _ = check(product, appPlatforms: settings.platforms, into: &diagnostics)
                         continue
@@ -58,7 +59,8 @@ public enum CatalogRules {
             let settings = definition.settings
             let file = settings.file
             if let app = settings.app, app.value != sources.app {
-                diagnostics.append(.error("app '\(app.value)' does not match the file name; expected '\(sources.app)'", file: file, at: app.position))
+                diagnostics.append(
+                    .error("app '\(app.value)' does not match the file name; expected '\(sources.app)'", file: file, at: app.position))
             }
             if let platforms = settings.platforms {
                 if let earlier = platformsSetIn {
@@ -67,7 +69,10 @@ public enum CatalogRules {
                     platformsSetIn = SourceLocation(file: file, position: platforms.position)
                     merged.platforms = checkPlatforms(platforms, file: file, into: &diagnostics)
                     if platforms.value.isEmpty {
-                        diagnostics.append(.error("app platforms list is empty; list the platforms the app ships on, or leave the key out", file: file, at: platforms.position))
+                        diagnostics.append(
+                            .error(
+                                "app platforms list is empty; list the platforms the app ships on, or leave the key out", file: file,
+                                at: platforms.position))
                     }
                 }
             }
@@ -83,11 +88,13 @@ public enum CatalogRules {
         return merged
     }
 
-    private static func checkPlatforms(_ list: Located<[Located<String>]>, file: String, into diagnostics: inout [Diagnostic]) -> [Platform] {
+    private static func checkPlatforms(_ list: Located<[Located<String>]>, file: String, into diagnostics: inout [Diagnostic]) -> [Platform]
+    {
         var result: [Platform] = []
         for name in list.value {
             guard let platform = Platform(name: name.value) else {
-                diagnostics.append(.error("unknown platform '\(name.value)'; expected \(Platform.expectedList)", file: file, at: name.position))
+                diagnostics.append(
+                    .error("unknown platform '\(name.value)'; expected \(Platform.expectedList)", file: file, at: name.position))
                 continue
             }
             if result.contains(platform) {
@@ -150,7 +157,9 @@ public enum CatalogRules {
             if list.value.isEmpty { error("platforms list is empty; leave it out to sell on every platform of the app", at: list.position) }
             if !appPlatforms.isEmpty, let platforms {
                 for platform in platforms where !appPlatforms.contains(platform) {
-                    warning("platform '\(platform.name)' is not one of the app's platforms (\(appPlatforms.map(\.name).joined(separator: ", "))); add it there if the app ships on \(platform.name)", at: list.position)
+                    warning(
+                        "platform '\(platform.name)' is not one of the app's platforms (\(appPlatforms.map(\.name).joined(separator: ", "))); add it there if the app ships on \(platform.name)",
+                        at: list.position)
                 }
             }
         }
@@ -180,7 +189,9 @@ public enum CatalogRules {
             }
             if definition.period == nil { error("subscription has no 'period'", at: definition.position) }
             if let period = definition.period, !SubscriptionPeriod.isValid(period.value) {
-                error("'\(period.value)' is not a subscription period; expected an ISO 8601 duration such as P1W, P1M, P3M, P6M or P1Y", at: period.position)
+                error(
+                    "'\(period.value)' is not a subscription period; expected an ISO 8601 duration such as P1W, P1M, P3M, P6M or P1Y",
+                    at: period.position)
             }
             if let rank = definition.rank, rank.value < 1 {
                 error("subscription rank must be 1 or more", at: rank.position)
@@ -273,7 +284,8 @@ enum SubscriptionPeriod {
 enum FeedbackPolicyRules {
     static let integerKeys = ["suspectAfterInstalls", "quarantineAfterInstalls", "windowHours", "graceHours"]
 
-    static func check(_ definition: Located<FeedbackPolicyDefinition>, file: String, into diagnostics: inout [Diagnostic]) -> FeedbackPolicy {
+    static func check(_ definition: Located<FeedbackPolicyDefinition>, file: String, into diagnostics: inout [Diagnostic]) -> FeedbackPolicy
+    {
         var policy = FeedbackPolicy()
         let values = definition.value.integers
         for (key, value) in values where value.value < (key.hasSuffix("Installs") ? 1 : 0) {
@@ -294,9 +306,10 @@ enum FeedbackPolicyRules {
             func shown(_ key: String, _ value: Int64) -> String {
                 values[key] == nil ? "\(key) (\(value), the default)" : "\(key) (\(value))"
             }
-            diagnostics.append(.error(
-                "\(shown("quarantineAfterInstalls", policy.quarantineAfterInstalls)) must not be below \(shown("suspectAfterInstalls", policy.suspectAfterInstalls))",
-                file: file, at: definition.position))
+            diagnostics.append(
+                .error(
+                    "\(shown("quarantineAfterInstalls", policy.quarantineAfterInstalls)) must not be below \(shown("suspectAfterInstalls", policy.suspectAfterInstalls))",
+                    file: file, at: definition.position))
         }
         return policy
     }

@@ -58,7 +58,10 @@ public struct CatalogLoader: Sendable {
                 files = [(url, display)]
             }
             if let earlier = originByApp[app] {
-                diagnostics.append(.error("app '\(app)' is already defined by \(earlier); use one file or one folder per app", file: display, at: .startOfFile))
+                diagnostics.append(
+                    .error(
+                        "app '\(app)' is already defined by \(earlier); use one file or one folder per app", file: display, at: .startOfFile
+                    ))
                 continue
             }
             if let problem = AppName.problem(app) {
@@ -108,7 +111,10 @@ public struct CatalogLoader: Sendable {
             diagnostics += readDiagnostics
             guard let root else { return nil }
             guard root.name == "catalog", root.namespace == CatalogXMLSourceDecoder.namespace else {
-                diagnostics.append(.error("root element must be <catalog xmlns=\"\(CatalogXMLSourceDecoder.namespace)\"> or <plist>", file: display, at: root.position))
+                diagnostics.append(
+                    .error(
+                        "root element must be <catalog xmlns=\"\(CatalogXMLSourceDecoder.namespace)\"> or <plist>", file: display,
+                        at: root.position))
                 return nil
             }
             return CatalogXMLSourceDecoder(reader: XMLElementReader(limits: limits)).decode(source, root: root, into: &diagnostics)

@@ -76,14 +76,18 @@ struct CatalogXMLSourceDecoder {
                 switch entry.attribute("type") ?? "string" {
                 case "integer":
                     guard let value = Int64(entry.text.trimmingCharacters(in: .whitespaces)) else {
-                        diagnostics.append(.error("metadata entry '\(entry.attribute("key") ?? "")' is not a 64-bit integer", file: file, at: entry.position))
+                        diagnostics.append(
+                            .error(
+                                "metadata entry '\(entry.attribute("key") ?? "")' is not a 64-bit integer", file: file, at: entry.position))
                         valid = false
                         continue
                     }
                     writer.integer(value)
                 case "real":
                     guard let value = Double(entry.text.trimmingCharacters(in: .whitespaces)), value.isFinite else {
-                        diagnostics.append(.error("metadata entry '\(entry.attribute("key") ?? "")' is not a finite number", file: file, at: entry.position))
+                        diagnostics.append(
+                            .error(
+                                "metadata entry '\(entry.attribute("key") ?? "")' is not a finite number", file: file, at: entry.position))
                         valid = false
                         continue
                     }
@@ -93,7 +97,9 @@ struct CatalogXMLSourceDecoder {
                     case "true": writer.boolean(true)
                     case "false": writer.boolean(false)
                     default:
-                        diagnostics.append(.error("metadata entry '\(entry.attribute("key") ?? "")' must be true or false", file: file, at: entry.position))
+                        diagnostics.append(
+                            .error("metadata entry '\(entry.attribute("key") ?? "")' must be true or false", file: file, at: entry.position)
+                        )
                         valid = false
                     }
                 default:
@@ -107,11 +113,14 @@ struct CatalogXMLSourceDecoder {
     }
 
     private func platforms(_ element: XMLElement) -> Located<[Located<String>]> {
-        Located(element.children.map { Located($0.text.trimmingCharacters(in: .whitespacesAndNewlines), at: $0.position) },
-                at: element.position)
+        Located(
+            element.children.map { Located($0.text.trimmingCharacters(in: .whitespacesAndNewlines), at: $0.position) },
+            at: element.position)
     }
 
-    private func feedbackPolicy(_ element: XMLElement, file: String, into diagnostics: inout [Diagnostic]) -> Located<FeedbackPolicyDefinition> {
+    private func feedbackPolicy(_ element: XMLElement, file: String, into diagnostics: inout [Diagnostic]) -> Located<
+        FeedbackPolicyDefinition
+    > {
         var policy = FeedbackPolicyDefinition()
         for key in FeedbackPolicyRules.integerKeys {
             if let value = integer(element, key, file: file, into: &diagnostics) { policy.integers[key] = value }

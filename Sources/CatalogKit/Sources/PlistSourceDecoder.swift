@@ -24,7 +24,8 @@ struct PlistSourceDecoder {
             // Apple's minimal form: identifiers only.
             for item in items {
                 guard case .string(let id) = item.value else {
-                    diagnostics.append(.error("expected a product identifier <string>, found \(item.value.kindName)", file: file, at: item.position))
+                    diagnostics.append(
+                        .error("expected a product identifier <string>, found \(item.value.kindName)", file: file, at: item.position))
                     continue
                 }
                 var product = ProductDefinition(file: file, position: item.position)
@@ -44,14 +45,20 @@ struct PlistSourceDecoder {
                             if let product = decodeProduct(item, file: file, into: &diagnostics) { products.append(product) }
                         }
                     } else {
-                        diagnostics.append(.error("'products' must be an <array> of product dicts, found \(entry.value.value.kindName)", file: file, at: entry.value.position))
+                        diagnostics.append(
+                            .error(
+                                "'products' must be an <array> of product dicts, found \(entry.value.value.kindName)", file: file,
+                                at: entry.value.position))
                     }
                 default:
                     diagnostics.append(.warning("unknown app setting '\(entry.key)' is ignored", file: file, at: entry.keyPosition))
                 }
             }
         default:
-            diagnostics.append(.error("the root must be an <array> of product identifiers or a <dict> with app settings and 'products', found \(root.value.kindName)", file: file, at: root.position))
+            diagnostics.append(
+                .error(
+                    "the root must be an <array> of product identifiers or a <dict> with app settings and 'products', found \(root.value.kindName)",
+                    file: file, at: root.position))
             return nil
         }
         return SourceDefinition(settings: settings, products: products)
@@ -110,7 +117,9 @@ struct PlistSourceDecoder {
         return result
     }
 
-    private func feedbackPolicy(_ node: PropertyListNode, file: String, into diagnostics: inout [Diagnostic]) -> Located<FeedbackPolicyDefinition>? {
+    private func feedbackPolicy(_ node: PropertyListNode, file: String, into diagnostics: inout [Diagnostic]) -> Located<
+        FeedbackPolicyDefinition
+    >? {
         guard case .dictionary(let dictionary) = node.value else {
             diagnostics.append(.error("'feedbackPolicy' must be a <dict>, found \(node.value.kindName)", file: file, at: node.position))
             return nil
@@ -122,7 +131,10 @@ struct PlistSourceDecoder {
                 case .real(let rate): policy.minimumInvalidRate = Located(rate, at: entry.value.position)
                 case .integer(let rate): policy.minimumInvalidRate = Located(Double(rate), at: entry.value.position)
                 default:
-                    diagnostics.append(.error("'minimumInvalidRate' must be a <real>, found \(entry.value.value.kindName)", file: file, at: entry.value.position))
+                    diagnostics.append(
+                        .error(
+                            "'minimumInvalidRate' must be a <real>, found \(entry.value.value.kindName)", file: file,
+                            at: entry.value.position))
                 }
             } else if FeedbackPolicyRules.integerKeys.contains(entry.key) {
                 policy.integers[entry.key] = integer(entry.value, key: entry.key, file: file, into: &diagnostics)
@@ -165,16 +177,20 @@ struct PlistSourceDecoder {
         }
     }
 
-    private func stringArray(_ node: PropertyListNode, key: String, file: String, into diagnostics: inout [Diagnostic]) -> Located<[Located<String>]>? {
+    private func stringArray(_ node: PropertyListNode, key: String, file: String, into diagnostics: inout [Diagnostic]) -> Located<
+        [Located<String>]
+    >? {
         guard case .array(let items) = node.value else {
-            diagnostics.append(.error("'\(key)' must be an <array> of strings, found \(node.value.kindName)", file: file, at: node.position))
+            diagnostics.append(
+                .error("'\(key)' must be an <array> of strings, found \(node.value.kindName)", file: file, at: node.position))
             return nil
         }
         var values: [Located<String>] = []
         var malformed = false
         for item in items {
             guard case .string(let value) = item.value else {
-                diagnostics.append(.error("each entry of '\(key)' must be a <string>, found \(item.value.kindName)", file: file, at: item.position))
+                diagnostics.append(
+                    .error("each entry of '\(key)' must be a <string>, found \(item.value.kindName)", file: file, at: item.position))
                 malformed = true
                 continue
             }
@@ -185,7 +201,9 @@ struct PlistSourceDecoder {
     }
 
     /// Encodes a plist value as JSON; false (with a diagnostic) when it has no JSON form.
-    private func writeJSON(_ node: PropertyListNode, to writer: inout JSONWriter, file: String, into diagnostics: inout [Diagnostic]) -> Bool {
+    private func writeJSON(_ node: PropertyListNode, to writer: inout JSONWriter, file: String, into diagnostics: inout [Diagnostic])
+        -> Bool
+    {
         switch node.value {
         case .string(let value): writer.string(value)
         case .integer(let value): writer.integer(value)
