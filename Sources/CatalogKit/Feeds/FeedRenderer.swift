@@ -44,14 +44,15 @@ public struct RenderedFeeds: Sendable {
 public struct FeedRenderer: Sendable {
     public let catalog: AppCatalog
     public let selector: VariantSelector
-    /// The product objects of the rich feed, one per product in source order, encoded once.
-    public let feedJSON: [[UInt8]]
+    /// Each product's rich-feed object up to its metadata, encoded once, in one buffer: the
+    /// metadata itself is spliced in from the model so that it is not held twice.
+    let feedHeads: ByteArena
     /// Indices into `catalog.products` in feed order: displayOrder, then source order.
     let feedOrder: [Int]
     /// Products that apps may meet in restored purchases although they are no longer sold.
     public let known: [Int]
-    /// Each product's identifier as a JSON string, encoded once.
-    let quotedIDs: [[UInt8]]
+    /// Each product's identifier as a JSON string, encoded once, in one buffer.
+    let quotedIDs: ByteArena
     /// What selection needs of each product, kept apart from `Product` so that the selection
     /// loop (products × variants) touches small plain values, not whole structs of strings.
     let saleFacts: [SaleFacts]
@@ -68,12 +69,16 @@ public struct FeedRenderer: Sendable {
     public init(catalog: AppCatalog) {
         self.catalog = catalog
         selector = VariantSelector(catalog: catalog)
-        feedJSON = catalog.products.map { FeedRenderer.encode($0, for: .feed) }
-        quotedIDs = catalog.products.map { product in
+        var heads = ByteArena(capacity: catalog.products.count)
+        var ids = ByteArena(capacity: catalog.products.count)
+        for product in catalog.products {
+            heads.append(FeedRenderer.encodeHead(product, for: .feed).bytes)
             var writer = JSONWriter(capacity: product.id.utf8.count + 2)
             writer.string(product.id)
-            return writer.bytes
+            ids.append(writer.bytes)
         }
+        feedHeads = heads
+        quotedIDs = ids
         let appMask = FeedRenderer.mask(catalog.platforms)
         saleFacts = catalog.products.map { product in
             SaleFacts(
@@ -119,18 +124,24 @@ public struct FeedRenderer: Sendable {
     }
 
     public func render(_ selection: [Int]) -> RenderedFeeds {
-        var ids = JSONWriter(capacity: selection.reduce(2) { $0 + quotedIDs[$1].count + 1 })
+        var ids = JSONWriter(capacity: selection.reduce(2) { $0 + quotedIDs.count(at: $1) + 1 })
         ids.beginArray()
         for index in selection { ids.raw(quotedIDs[index]) }
         ids.endArray()
 
-        var body = JSONWriter(capacity: selection.reduce(RenderedFeeds.headroom + 64) { $0 + feedJSON[$1].count + 1 })
+        var body = JSONWriter(
+            capacity: selection.reduce(RenderedFeeds.headroom + 64) {
+                $0 + feedHeads.count(at: $1) + (catalog.products[$1].metadataJSON?.count ?? 0) + 14
+            })
         body.raw(Array(repeating: UInt8(ascii: " "), count: RenderedFeeds.headroom))
         body.resetSeparator()
         body.beginObject()
         body.key("products")
         body.beginArray()
-        for index in selection { body.raw(feedJSON[index]) }
+        for index in selection {
+            body.raw(feedHeads[index])
+            FeedRenderer.finish(&body, metadata: catalog.products[index].metadataJSON)
+        }
         body.endArray()
         body.key("known")
         body.beginArray()
@@ -163,6 +174,25 @@ public struct FeedRenderer: Sendable {
     /// One product as JSON. The feed leaves out what only editors use (reference name, status,
     /// display order, the start of availability), which is also much of a big feed's size.
     public static func encode(_ product: Product, for audience: Audience) -> [UInt8] {
+        var json = encodeHead(product, for: audience)
+        finish(&json, metadata: product.metadataJSON)
+        return json.bytes
+    }
+
+    /// The metadata and the closing brace of a product object whose head is already written.
+    static func finish(_ json: inout JSONWriter, metadata: [UInt8]?) {
+        if let metadata {
+            json.appendUnseparated(metadataKey)
+            json.appendUnseparated(metadata)
+        }
+        json.appendUnseparated(closingBrace)
+    }
+
+    private static let metadataKey = Array(#","metadata":"#.utf8)
+    private static let closingBrace = Array("}".utf8)
+
+    /// A product object without its metadata and closing brace.
+    static func encodeHead(_ product: Product, for audience: Audience) -> JSONWriter {
         let full = audience == .snapshot
         var json = JSONWriter()
         json.beginObject()
@@ -215,11 +245,29 @@ public struct FeedRenderer: Sendable {
             json.key("displayOrder")
             json.integer(order)
         }
-        if let metadata = product.metadataJSON {
-            json.key("metadata")
-            json.raw(metadata)
-        }
-        json.endObject()
-        return json.bytes
+        return json
+    }
+}
+
+/// Many small byte strings in one buffer: one allocation instead of one per product.
+struct ByteArena: Sendable {
+    private var bytes: [UInt8] = []
+    private var ends: [Int] = []
+
+    init(capacity: Int) {
+        ends.reserveCapacity(capacity)
+    }
+
+    mutating func append(_ item: [UInt8]) {
+        bytes.append(contentsOf: item)
+        ends.append(bytes.count)
+    }
+
+    func count(at index: Int) -> Int {
+        ends[index] - (index == 0 ? 0 : ends[index - 1])
+    }
+
+    subscript(index: Int) -> ArraySlice<UInt8> {
+        bytes[(index == 0 ? 0 : ends[index - 1])..<ends[index]]
     }
 }

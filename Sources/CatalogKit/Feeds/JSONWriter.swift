@@ -72,9 +72,15 @@ public struct JSONWriter: Sendable {
         needsComma = false
     }
 
-    /// Inserts bytes that already are one complete JSON value.
-    public mutating func raw(_ json: [UInt8]) {
+    /// Inserts bytes that already are one complete JSON value (or the start of one, finished
+    /// with ``appendUnseparated(_:)``).
+    public mutating func raw(_ json: some Collection<UInt8>) {
         separate()
+        bytes.append(contentsOf: json)
+    }
+
+    /// Appends bytes as they are, with no separator: the rest of a value begun with ``raw(_:)``.
+    mutating func appendUnseparated(_ json: some Collection<UInt8>) {
         bytes.append(contentsOf: json)
     }
 
