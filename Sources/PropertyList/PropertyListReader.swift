@@ -90,7 +90,6 @@ private final class PropertyListBuilder: XMLEventHandler {
     private struct Frame {
         enum Kind: Equatable {
             case plist, array, dictionary
-            case scalar(PlistElement)
             /// An unknown element: its content is skipped.
             case skipped
         }
@@ -119,6 +118,9 @@ private final class PropertyListBuilder: XMLEventHandler {
     @exclusivity(unchecked) private var stack: [Frame] = []
     @exclusivity(unchecked) private var text: [UInt8] = []
     @exclusivity(unchecked) private var internedKeys: [(bytes: [UInt8], key: String)] = []
+    /// The scalar element being read, if any. Scalars cannot nest and are most of the elements,
+    /// so they are kept here rather than pushed as frames.
+    @exclusivity(unchecked) private var openScalar: (kind: PlistElement, position: SourcePosition)?
     private(set) var root: PropertyListNode?
     private(set) var problems: [Problem] = []
     private let streamingKey: String?
@@ -154,7 +156,7 @@ private final class PropertyListBuilder: XMLEventHandler {
             stack.append(Frame(.skipped, at: position))
             return
         }
-        guard let parent = topKind else {
+        guard topKind != nil else {
             guard element == .plist else {
                 problem("root element must be <plist>, found <\(String(cString: name))>", at: position)
                 parser.stop()
@@ -163,8 +165,8 @@ private final class PropertyListBuilder: XMLEventHandler {
             stack.append(Frame(.plist, at: position))
             return
         }
-        if case .scalar(let kind) = parent {
-            problem("<\(String(cString: name))> cannot appear inside <\(kind)>", at: position)
+        if let scalar = openScalar {
+            problem("<\(String(cString: name))> cannot appear inside <\(scalar.kind)>", at: position)
             stack.append(Frame(.skipped, at: position))
             return
         }
@@ -178,9 +180,12 @@ private final class PropertyListBuilder: XMLEventHandler {
             frame.streamed = isStreamedArrayStarting()
             stack.append(frame)
         case .dict:
-            stack.append(Frame(.dictionary, at: position))
+            var frame = Frame(.dictionary, at: position)
+            // Product dicts have a dozen keys: grow once, not four times.
+            frame.entries.reserveCapacity(16)
+            stack.append(frame)
         case .key, .string, .integer, .real, .true, .false, .date, .data:
-            stack.append(Frame(.scalar(element), at: position))
+            openScalar = (element, position)
         }
     }
 
@@ -191,14 +196,16 @@ private final class PropertyListBuilder: XMLEventHandler {
     }
 
     func text(_ parser: XMLStreamParser, _ bytes: UnsafeBufferPointer<UInt8>) {
-        switch topKind {
-        case .scalar:
+        if openScalar != nil && topKind != .skipped {
             if text.count + bytes.count > parser.limits.maximumTextBytes {
                 problem("text longer than \(parser.limits.maximumTextBytes) bytes", at: parser.cursorPosition)
                 parser.stop()
                 return
             }
             text.append(contentsOf: bytes)
+            return
+        }
+        switch topKind {
         case .skipped, nil:
             break
         default:
@@ -211,13 +218,20 @@ private final class PropertyListBuilder: XMLEventHandler {
     }
 
     func endElement(_ parser: XMLStreamParser) {
+        // Skipped elements close first: they may sit inside an open scalar.
+        if let scalar = openScalar, topKind != .skipped {
+            openScalar = nil
+            endScalar(scalar.kind, at: scalar.position)
+            return
+        }
         guard let frame = stack.popLast() else { return }
         switch frame.kind {
         case .plist:
             return
         case .skipped:
-            // The end of a skipped subtree's outermost element: it stood where a value goes.
-            if topKind != .skipped { discardValue() }
+            // The end of a skipped subtree's outermost element: it stood where a value goes,
+            // unless it sat inside a scalar, which goes on.
+            if topKind != .skipped && openScalar == nil { discardValue() }
             return
         case .array:
             deliver(PropertyListNode(.array(frame.items), at: frame.position))
@@ -226,14 +240,17 @@ private final class PropertyListBuilder: XMLEventHandler {
                 problem("key '\(key)' has no value", at: frame.pendingKeyPosition)
             }
             deliver(PropertyListNode(.dictionary(PropertyListDictionary(entries: frame.entries)), at: frame.position))
-        case .scalar(.key):
-            receiveKey(internedKey(), at: frame.position)
-        case .scalar(let kind):
-            if let value = scalarValue(kind, at: frame.position) {
-                deliver(PropertyListNode(value, at: frame.position))
-            } else {
-                discardValue()
-            }
+        }
+        text.removeAll(keepingCapacity: true)
+    }
+
+    private func endScalar(_ kind: PlistElement, at position: SourcePosition) {
+        if kind == .key {
+            receiveKey(internedKey(), at: position)
+        } else if let value = scalarValue(kind, at: position) {
+            deliver(PropertyListNode(value, at: position))
+        } else {
+            discardValue()
         }
         text.removeAll(keepingCapacity: true)
     }
@@ -309,7 +326,7 @@ private final class PropertyListBuilder: XMLEventHandler {
         if let pending = stack[top].pendingKey {
             problem("key '\(pending)' has no value", at: stack[top].pendingKeyPosition)
         }
-        if let first = firstPosition(of: key, in: stack[top]) {
+        if let first = firstPosition(of: key, inFrameAt: top) {
             problem("duplicate key '\(key)' (first at \(first))", at: position)
             stack[top].pendingKey = nil
             stack[top].dropsNextValue = true
@@ -319,9 +336,12 @@ private final class PropertyListBuilder: XMLEventHandler {
         stack[top].pendingKeyPosition = position
     }
 
-    private func firstPosition(of key: String, in frame: Frame) -> SourcePosition? {
-        if let index = frame.keyIndex { return index[key].map { frame.entries[$0].keyPosition } }
-        return frame.entries.first { $0.key == key }?.keyPosition
+    /// Where `key` first appears in the dict frame at `index`, looked up in place (passing the
+    /// frame would copy it, with a reference count on each of its arrays).
+    private func firstPosition(of key: String, inFrameAt index: Int) -> SourcePosition? {
+        if let keyIndex = stack[index].keyIndex { return keyIndex[key].map { stack[index].entries[$0].keyPosition } }
+        for entry in stack[index].entries where entry.key == key { return entry.keyPosition }
+        return nil
     }
 
     /// Hands a completed value to its container, mutating the container in place.
@@ -356,7 +376,7 @@ private final class PropertyListBuilder: XMLEventHandler {
             } else {
                 problem("\(node.value.kindName) in a <dict> needs a <key> before it", at: node.position)
             }
-        case .scalar, .skipped:
+        case .skipped:
             break
         }
     }
