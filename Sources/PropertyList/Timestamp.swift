@@ -107,7 +107,8 @@ public struct Timestamp: Sendable, Hashable, Comparable, Codable, CustomStringCo
     public var description: String { iso8601 }
 }
 
-func pad(_ value: Int, _ width: Int) -> String {
+/// `value` in decimal with leading zeros up to `width` digits, as date formats write numbers.
+public func pad(_ value: Int, _ width: Int) -> String {
     let digits = String(value)
     return digits.count >= width ? digits : String(repeating: "0", count: width - digits.count) + digits
 }

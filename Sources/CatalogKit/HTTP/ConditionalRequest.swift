@@ -1,0 +1,84 @@
+import PropertyList
+
+/// The validators a client sent, and how they decide between a full response and 304.
+///
+/// RFC 9110 §13.1.2 (If-None-Match), §13.1.3 (If-Modified-Since) and §13.2.2 (their order),
+/// as a pure function, so that every rule is tested without a server. Only safe methods reach
+/// feeds, so If-Match and If-Unmodified-Since are not part of it.
+public struct ConditionalRequest: Sendable, Hashable {
+    /// Each If-None-Match field line as received.
+    public var ifNoneMatch: [String]
+    /// Each If-Modified-Since field line as received.
+    public var ifModifiedSince: [String]
+    /// GET or HEAD: If-Modified-Since applies to nothing else.
+    public var isGetOrHead: Bool
+
+    public init(ifNoneMatch: [String] = [], ifModifiedSince: [String] = [], isGetOrHead: Bool = true) {
+        self.ifNoneMatch = ifNoneMatch
+        self.ifModifiedSince = ifModifiedSince
+        self.isGetOrHead = isGetOrHead
+    }
+
+    public enum Outcome: Sendable, Hashable {
+        /// Send the representation (200, or whatever the request would get without conditions).
+        case send
+        /// 304 Not Modified: validators and caching headers, no body.
+        case notModified
+        /// 412 Precondition Failed: If-None-Match matched on a method other than GET or HEAD.
+        case preconditionFailed
+    }
+
+    /// Decides the response for a representation with `entityTag` and `lastModified`.
+    ///
+    /// - Parameters:
+    ///   - lastModified: used as sent, that is never later than `now` (callers clamp it, §8.8.2.1).
+    ///   - wouldSucceed: whether the response without conditions would be 2xx; if not, every
+    ///     condition is ignored (§13.2.1).
+    public func evaluate(entityTag: String, lastModified: Timestamp, now: Timestamp, wouldSucceed: Bool = true) -> Outcome {
+        guard wouldSucceed else { return .send }
+        if !ifNoneMatch.isEmpty {
+            // Present If-None-Match decides alone; If-Modified-Since is then ignored (§13.2.2).
+            guard EntityTagList(fieldLines: ifNoneMatch).matchesWeakly(entityTag) else { return .send }
+            return isGetOrHead ? .notModified : .preconditionFailed
+        }
+        // One member only: a second field line, or a value that is not one date, is ignored.
+        guard isGetOrHead, ifModifiedSince.count == 1, let since = HTTPDate.parse(ifModifiedSince[0], now: now),
+            since <= now
+        else { return .send }
+        return min(lastModified, now) <= since ? .notModified : .send
+    }
+}
+
+/// An If-None-Match value: `*`, or entity-tags separated by commas over one or more field lines.
+struct EntityTagList: Hashable {
+    var isWildcard = false
+    /// The opaque tags (quotes included), whatever their weakness: only weak comparison is used.
+    var opaqueTags: [String] = []
+
+    init(fieldLines: [String]) {
+        for line in fieldLines {
+            var rest = Substring(line)
+            while true {
+                rest = rest.drop { $0 == " " || $0 == "\t" || $0 == "," }
+                if rest.isEmpty { break }
+                if rest.first == "*" {
+                    isWildcard = true
+                    rest = rest.dropFirst()
+                    continue
+                }
+                if rest.hasPrefix("W/") { rest = rest.dropFirst(2) }
+                // An opaque tag runs from a quote to the next quote; commas may sit inside it.
+                guard rest.first == "\"", let close = rest.dropFirst().firstIndex(of: "\"") else { break }
+                opaqueTags.append(String(rest[rest.startIndex...close]))
+                rest = rest[rest.index(after: close)...]
+            }
+        }
+    }
+
+    /// Weak comparison (§8.8.3.2): opaque tags equal, `W/` ignored on either side.
+    func matchesWeakly(_ entityTag: String) -> Bool {
+        if isWildcard { return true }
+        let opaque = entityTag.hasPrefix("W/") ? String(entityTag.dropFirst(2)) : entityTag
+        return opaqueTags.contains(opaque)
+    }
+}
