@@ -1,0 +1,166 @@
+import Foundation
+import PropertyList
+
+/// One encoding of one feed, ready to send: bytes and their strong entity tag.
+public struct FeedRepresentation: Sendable {
+    public let bytes: [UInt8]
+    public let entityTag: String
+}
+
+/// A feed as served: identity and gzip encodings with validators formatted once, at load.
+public struct ServedFeed: Sendable {
+    public let identity: FeedRepresentation
+    public let gzip: FeedRepresentation
+    public let lastModified: Timestamp
+    /// `lastModified` as IMF-fixdate.
+    public let lastModifiedHeader: String
+}
+
+/// The two feeds of one variant.
+public struct ServedVariant: Sendable {
+    public let products: ServedFeed
+    public let catalog: ServedFeed
+}
+
+/// Which feed a request asks for.
+public enum FeedKind: String, Sendable, CaseIterable {
+    case products = "products.json"
+    case catalog = "catalog.json"
+}
+
+/// Everything `public/` publishes, in memory, checked against its manifests: what a server answers
+/// feed requests from without touching the disk. Loaded whole and replaced whole, so a request
+/// always sees one revision's body and validators together.
+public struct FeedIndex: Sendable {
+    /// One app's current revision.
+    public struct App: Sendable {
+        public let manifest: RevisionManifest
+        public let selector: VariantSelector
+        public let variants: [Variant: ServedVariant]
+    }
+
+    public let apps: [String: App]
+
+    /// Why a feed request has no feed.
+    public enum LookupError: Error, Equatable, CustomStringConvertible {
+        case unknownApp(String)
+        case unknownPlatform(String)
+        case malformedAppVersion(String)
+
+        /// 404 for an app that is not published, 400 for parameters that are not valid.
+        public var status: Int {
+            if case .unknownApp = self { return 404 }
+            return 400
+        }
+
+        public var description: String {
+            switch self {
+            case .unknownApp(let app): "no published app '\(app)'"
+            case .unknownPlatform(let platform): "unknown platform '\(platform)'; expected ios, macos, tvos, watchos or visionos"
+            case .malformedAppVersion(let version): "appVersion '\(version)' is not a version such as 2.3.1"
+            }
+        }
+    }
+
+    /// Loads every published app; an app whose files do not match its manifest is left out and
+    /// reported, so one damaged app does not take the others down.
+    public static func load(_ tree: PublicTree) -> (index: FeedIndex, problems: [String]) {
+        var apps: [String: App] = [:]
+        var problems: [String] = []
+        for app in tree.publishedApps() {
+            do {
+                apps[app] = try loadApp(app, from: tree)
+            } catch {
+                problems.append("\(app): \(error)")
+            }
+        }
+        return (FeedIndex(apps: apps), problems)
+    }
+
+    static func loadApp(_ app: String, from tree: PublicTree) throws -> App {
+        guard let manifest = try tree.currentManifest(app) else {
+            throw CatalogError.corruptPublication(path: tree.currentManifestURL(app).path, message: "missing")
+        }
+        var variants: [Variant: ServedVariant] = [:]
+        var cache: [String: ServedVariant] = [:]  // variants that share files share their bytes
+        for record in manifest.variants {
+            guard let variant = Variant(platformKey: record.platform, bandKey: record.band) else {
+                throw CatalogError.corruptPublication(
+                    path: tree.currentManifestURL(app).path, message: "bad variant \(record.platform)/\(record.band)")
+            }
+            if let shared = cache[record.directory],
+                shared.products.identity.entityTag == record.products.entityTag,
+                shared.catalog.identity.entityTag == record.catalog.entityTag
+            {
+                variants[variant] = ServedVariant(
+                    products: shared.products.with(lastModified: record.products.lastModified),
+                    catalog: shared.catalog.with(lastModified: record.catalog.lastModified))
+                continue
+            }
+            let served = ServedVariant(
+                products: try feed(app, manifest.revision, record.directory, .products, record.products, tree),
+                catalog: try feed(app, manifest.revision, record.directory, .catalog, record.catalog, tree))
+            cache[record.directory] = served
+            variants[variant] = served
+        }
+        return App(manifest: manifest, selector: manifest.selector, variants: variants)
+    }
+
+    private static func feed(
+        _ app: String, _ revision: Int, _ directory: String, _ kind: FeedKind, _ record: FeedRecord, _ tree: PublicTree
+    ) throws -> ServedFeed {
+        let identity = try tree.feedBytes(app, revision: revision, directory: directory, name: kind.rawValue)
+        let gzip = try tree.feedBytes(app, revision: revision, directory: directory, name: kind.rawValue + ".gz")
+        // Served validators must describe the served bytes: check them once, at load.
+        guard ContentHash.sha256Hex(identity) == record.sha256, ContentHash.sha256Hex(gzip) == record.gzip.sha256 else {
+            throw CatalogError.corruptPublication(
+                path: tree.revisionDirectory(app, revision).appendingPathComponent(directory + kind.rawValue).path,
+                message: "content does not match the manifest")
+        }
+        return ServedFeed(
+            identity: FeedRepresentation(bytes: identity, entityTag: record.entityTag),
+            gzip: FeedRepresentation(bytes: gzip, entityTag: record.gzip.entityTag),
+            lastModified: record.lastModified, lastModifiedHeader: HTTPDate.format(record.lastModified))
+    }
+
+    /// The feed for a request's app and query parameters (`platform`, `appVersion`; both optional).
+    public func feed(app: String, kind: FeedKind, platform: String?, appVersion: String?) -> Result<ServedFeed, LookupError> {
+        guard let published = apps[app] else { return .failure(.unknownApp(app)) }
+        var chosenPlatform: Platform?
+        if let platform {
+            guard let known = Platform(name: platform) else { return .failure(.unknownPlatform(platform)) }
+            chosenPlatform = known
+        }
+        var version: AppVersion?
+        if let appVersion {
+            guard let parsed = AppVersion(appVersion) else { return .failure(.malformedAppVersion(appVersion)) }
+            version = parsed
+        }
+        let variant = published.selector.variant(platform: chosenPlatform, appVersion: version)
+        guard let served = published.variants[variant] ?? published.variants[.all] else { return .failure(.unknownApp(app)) }
+        return .success(kind == .products ? served.products : served.catalog)
+    }
+}
+
+extension ServedFeed {
+    fileprivate func with(lastModified: Timestamp) -> ServedFeed {
+        ServedFeed(identity: identity, gzip: gzip, lastModified: lastModified, lastModifiedHeader: HTTPDate.format(lastModified))
+    }
+}
+
+extension Variant {
+    /// The variant a manifest record names (`any` or a platform; `any` or a band's lower bound).
+    init?(platformKey: String, bandKey: String) {
+        var platform: Platform?
+        if platformKey != "any" {
+            guard let known = Platform(rawValue: platformKey) else { return nil }
+            platform = known
+        }
+        var band: AppVersion?
+        if bandKey != "any" {
+            guard let version = AppVersion(bandKey) else { return nil }
+            band = version
+        }
+        self.init(platform: platform, band: band)
+    }
+}

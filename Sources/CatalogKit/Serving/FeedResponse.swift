@@ -1,0 +1,73 @@
+import PropertyList
+
+/// A feed response decided from the request alone: status, headers in order, and body.
+///
+/// Pure, so that every header rule is tested without a server (RFC 9110 §8.8, §13, §15.4.5):
+/// strong ETag and Last-Modified on every 200 and 304; a 304 carries ETag, Last-Modified,
+/// Cache-Control, Vary and Date but no body or Content-Type; HEAD is GET without the body;
+/// `Vary: Accept-Encoding` always; gzip when accepted, with its own ETag.
+public struct FeedResponse: Sendable {
+    public var status: Int
+    public var headers: [(name: String, value: String)]
+    public var body: [UInt8]?
+
+    public func header(_ name: String) -> String? {
+        headers.first { $0.name.lowercased() == name.lowercased() }?.value
+    }
+
+    /// The response to a GET or HEAD for `feed`.
+    public static func decide(
+        feed: ServedFeed, conditions: ConditionalRequest, acceptEncoding: [String], isHead: Bool,
+        now: Timestamp, cacheControl: String
+    ) -> FeedResponse {
+        let gzip = AcceptEncoding.acceptsGzip(acceptEncoding)
+        let representation = gzip ? feed.gzip : feed.identity
+        // Last-Modified is never later than Date (§8.8.2.1): a publish can stamp a second ahead.
+        let lastModified = min(feed.lastModified, now)
+        let lastModifiedHeader = lastModified == feed.lastModified ? feed.lastModifiedHeader : HTTPDate.format(lastModified)
+        var headers: [(String, String)] = [
+            ("Date", HTTPDate.format(now)),
+            ("ETag", representation.entityTag),
+            ("Last-Modified", lastModifiedHeader),
+            ("Cache-Control", cacheControl),
+            ("Vary", "Accept-Encoding"),
+        ]
+        switch conditions.evaluate(entityTag: representation.entityTag, lastModified: lastModified, now: now) {
+        case .notModified:
+            return FeedResponse(status: 304, headers: headers, body: nil)
+        case .preconditionFailed:
+            return FeedResponse(status: 412, headers: [("Date", HTTPDate.format(now))], body: nil)
+        case .send:
+            headers.append(("Content-Type", "application/json"))
+            if gzip { headers.append(("Content-Encoding", "gzip")) }
+            headers.append(("Content-Length", String(representation.bytes.count)))
+            return FeedResponse(status: 200, headers: headers, body: isHead ? nil : representation.bytes)
+        }
+    }
+}
+
+/// Accept-Encoding (RFC 9110 §12.5.3), as far as choosing between gzip and identity needs.
+public enum AcceptEncoding {
+    /// Whether gzip is acceptable: named (or `x-gzip`, or `*`) with a non-zero quality.
+    public static func acceptsGzip(_ fieldLines: [String]) -> Bool {
+        var gzipQuality: Double?
+        var wildcardQuality: Double?
+        for line in fieldLines {
+            for member in line.split(separator: ",") {
+                let parts = member.split(separator: ";").map { $0.trimmingHTTPWhitespace() }
+                guard let coding = parts.first?.lowercased(), !coding.isEmpty else { continue }
+                var quality = 1.0
+                for parameter in parts.dropFirst() {
+                    let pair = parameter.split(separator: "=", maxSplits: 1).map { $0.trimmingHTTPWhitespace() }
+                    if pair.count == 2, pair[0].lowercased() == "q" { quality = Double(pair[1]) ?? 0 }
+                }
+                switch coding {
+                case "gzip", "x-gzip": gzipQuality = max(gzipQuality ?? 0, quality)
+                case "*": wildcardQuality = quality
+                default: break
+                }
+            }
+        }
+        return (gzipQuality ?? wildcardQuality ?? 0) > 0
+    }
+}
