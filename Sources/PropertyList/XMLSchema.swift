@@ -17,6 +17,7 @@ public final class XMLSchema: @unchecked Sendable {
     public init(bytes: [UInt8]) throws {
         LibXML2.initializeOnce()
         let collector = MessageCollector()
+        guard !bytes.isEmpty else { throw CompileError(messages: ["the schema is empty"]) }
         let compiled: xmlSchemaPtr? = bytes.withUnsafeBufferPointer { buffer in
             buffer.baseAddress!.withMemoryRebound(to: CChar.self, capacity: buffer.count) { pointer in
                 guard let context = xmlSchemaNewMemParserCtxt(pointer, Int32(buffer.count)) else { return nil }
@@ -48,6 +49,7 @@ public final class XMLSchema: @unchecked Sendable {
         } catch {
             return [error]
         }
+        guard !bytes.isEmpty else { return [.error("file is empty", file: source.path, at: .startOfFile)] }
         let collector = MessageCollector()
         let options = Int32(
             XML_PARSE_NONET.rawValue | XML_PARSE_IGNORE_ENC.rawValue

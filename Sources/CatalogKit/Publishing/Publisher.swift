@@ -128,11 +128,11 @@ public struct Publisher: Sendable {
                         platform: variant.platformKey, band: variant.bandKey, directory: directory,
                         products: FeedRecord(
                             sha256: result.productsHash, bytes: result.productsBytes,
-                            lastModified: productsSame ? old!.products.lastModified : changedAt,
+                            lastModified: (productsSame ? old?.products.lastModified : nil) ?? changedAt,
                             gzip: EncodedRecord(sha256: "", bytes: 0)),
                         catalog: FeedRecord(
                             sha256: result.catalogHash, bytes: result.catalogBytes,
-                            lastModified: catalogSame ? old!.catalog.lastModified : changedAt,
+                            lastModified: (catalogSame ? old?.catalog.lastModified : nil) ?? changedAt,
                             gzip: EncodedRecord(sha256: "", bytes: 0)),
                         catalogContentSHA256: result.contentHash, catalogRevision: result.stampRevision,
                         catalogPublishedAt: result.stampTime))
@@ -147,7 +147,7 @@ public struct Publisher: Sendable {
             previous.map { $0.variants.map { "\($0.platform)/\($0.band)" } == records.map { "\($0.platform)/\($0.band)" } } ?? false
         let isUnchanged = sameVariants && changed == 0
 
-        var history = previous == nil ? IdentifierHistory() : try tree.history(app, revision: previous!.revision)
+        var history = try previous.map { try tree.history(app, revision: $0.revision) } ?? IdentifierHistory()
         let published = sellable.union(renderer.known)
         for index in catalog.products.indices where published.contains(index) {
             let product = catalog.products[index]
@@ -161,8 +161,9 @@ public struct Publisher: Sendable {
                     new: catalog.products.map { ($0.id, FeedRenderer.encode($0, for: .snapshot)) })
             } ?? ProductDiff(added: catalog.products.map(\.id))
         let manifest = RevisionManifest(
-            format: RevisionManifest.currentFormat, app: app, revision: isUnchanged ? previous!.revision : revision,
-            publishedAt: isUnchanged ? previous!.publishedAt : changedAt,
+            format: RevisionManifest.currentFormat, app: app,
+            revision: (isUnchanged ? previous?.revision : nil) ?? revision,
+            publishedAt: (isUnchanged ? previous?.publishedAt : nil) ?? changedAt,
             platforms: renderer.selector.platforms, bands: renderer.selector.bands.map(\.description), variants: records)
         return PublicationPlan(
             app: app, previous: previous, revision: manifest.revision, publishedAt: manifest.publishedAt,
