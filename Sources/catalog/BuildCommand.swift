@@ -44,9 +44,15 @@ struct BuildCommand: ParsableCommand {
         if !diff.added.isEmpty { changes.append("\(diff.added.count) added") }
         if !diff.changed.isEmpty { changes.append("\(diff.changed.count) changed") }
         if !diff.removed.isEmpty { changes.append("\(diff.removed.count) removed") }
-        return "\(plan.app): \(verb) revision \(plan.revision): \(plan.sellableCount) on sale, \(plan.knownCount) known"
-            + (changes.isEmpty ? "" : "; products \(changes.joined(separator: ", "))")
-            + "; \(plan.changedFeedCount) of \(plan.totalFeedCount) feeds changed"
+        var summary = "\(plan.app): \(verb) revision \(plan.revision): \(plan.sellableCount) on sale, \(plan.knownCount) known"
+        if !changes.isEmpty { summary += "; products \(changes.joined(separator: ", "))" }
+        summary += "; \(plan.changedFeedCount) of \(plan.totalFeedCount) feeds changed"
+        if !plan.scheduledChanges.isEmpty {
+            let count = plan.scheduledChanges.count
+            summary += "; \(count) scheduled change\(count == 1 ? "" : "s") until \(plan.scheduledChanges[count - 1])"
+        }
+        if let later = plan.scheduleEndsBefore { summary += "; build again before \(later) for later changes" }
+        return summary
     }
 
     private func printDiff(_ diff: ProductDiff) {

@@ -38,7 +38,7 @@ import Testing
         let (catalog, index) = try published()
         defer { try? FileManager.default.removeItem(at: catalog.root) }
         func lookup(_ platform: String?, _ version: String?) -> String? {
-            ids(index.feed(app: "com.example.serve", kind: .products, platform: platform, appVersion: version))
+            ids(index.feed(app: "com.example.serve", kind: .products, platform: platform, appVersion: version, at: buildMoment))
         }
         #expect(lookup(nil, nil) == #"["com.example.serve.coins","com.example.serve.mac","com.example.serve.new"]"#)
         #expect(lookup("ios", nil) == #"["com.example.serve.coins","com.example.serve.new"]"#)
@@ -59,7 +59,8 @@ import Testing
             ("com.example.serve", nil, "", .malformedAppVersion("")),
         ]
         for (app, platform, version, error) in cases {
-            guard case .failure(let actual) = index.feed(app: app, kind: .catalog, platform: platform, appVersion: version) else {
+            guard case .failure(let actual) = index.feed(app: app, kind: .catalog, platform: platform, appVersion: version, at: buildMoment)
+            else {
                 Issue.record("\(app) \(String(describing: platform)) \(String(describing: version)) found a feed")
                 continue
             }
@@ -85,7 +86,7 @@ import Testing
     @Test func fullResponsesCarryEveryValidator() throws {
         let (catalog, index) = try published()
         defer { try? FileManager.default.removeItem(at: catalog.root) }
-        let feed = try index.feed(app: "com.example.serve", kind: .products, platform: nil, appVersion: nil).get()
+        let feed = try index.feed(app: "com.example.serve", kind: .products, platform: nil, appVersion: nil, at: buildMoment).get()
         let now = buildMoment.adding(60)
         let response = FeedResponse.decide(
             feed: feed, conditions: ConditionalRequest(), acceptEncoding: [], isHead: false, now: now, cacheControl: "public, max-age=300")
@@ -110,7 +111,7 @@ import Testing
     @Test func gzipHasItsOwnEntityTag() throws {
         let (catalog, index) = try published()
         defer { try? FileManager.default.removeItem(at: catalog.root) }
-        let feed = try index.feed(app: "com.example.serve", kind: .catalog, platform: "ios", appVersion: nil).get()
+        let feed = try index.feed(app: "com.example.serve", kind: .catalog, platform: "ios", appVersion: nil, at: buildMoment).get()
         let now = buildMoment.adding(60)
         let gzip = FeedResponse.decide(
             feed: feed, conditions: ConditionalRequest(), acceptEncoding: ["br, gzip;q=0.8"], isHead: false, now: now, cacheControl: "c")
@@ -128,7 +129,7 @@ import Testing
     @Test func notModifiedHasValidatorsAndNoBody() throws {
         let (catalog, index) = try published()
         defer { try? FileManager.default.removeItem(at: catalog.root) }
-        let feed = try index.feed(app: "com.example.serve", kind: .products, platform: nil, appVersion: nil).get()
+        let feed = try index.feed(app: "com.example.serve", kind: .products, platform: nil, appVersion: nil, at: buildMoment).get()
         let now = buildMoment.adding(60)
         for conditions in [
             ConditionalRequest(ifNoneMatch: [feed.identity.entityTag]),
@@ -145,7 +146,7 @@ import Testing
     @Test func lastModifiedIsNeverLaterThanDate() throws {
         let (catalog, index) = try published()
         defer { try? FileManager.default.removeItem(at: catalog.root) }
-        let feed = try index.feed(app: "com.example.serve", kind: .products, platform: nil, appVersion: nil).get()
+        let feed = try index.feed(app: "com.example.serve", kind: .products, platform: nil, appVersion: nil, at: buildMoment).get()
         let early = buildMoment.adding(-1)  // a clock just behind the publish moment
         let response = FeedResponse.decide(
             feed: feed, conditions: ConditionalRequest(), acceptEncoding: [], isHead: false, now: early, cacheControl: "c")

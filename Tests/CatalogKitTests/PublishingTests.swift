@@ -260,7 +260,7 @@ import Testing
             }
             #expect(Set(manifest.variants.map(\.directory)).count == 2)
             let stored = catalog.publicSnapshot().keys.filter {
-                $0.hasPrefix("v1/apps/com.example.game/revisions/1/") && $0.hasSuffix("/products.json")
+                $0.hasPrefix("v1/apps/com.example.game/revisions/1/") && $0.hasSuffix("/products.json") && !$0.contains("/scheduled/")
             }
             #expect(stored.count == 2, "the default's and one other: \(stored.sorted())")
         }
@@ -357,8 +357,10 @@ import Testing
             #expect(
                 history.order == [
                     "com.example.game.coins", "com.example.game.levels", "com.example.game.pro", "com.example.game.old",
-                    "com.example.game.spring", "com.example.game.gone",
+                    "com.example.game.spring", "com.example.game.gone", "com.example.game.summer",
                 ])
+            // On sale from 2026-06-01 by the schedule: published from then, not from the build.
+            #expect(history.entries["com.example.game.summer"]?.firstPublishedAt == Timestamp(iso8601: "2026-06-01T00:00:00Z"))
             #expect(history.entries["com.example.game.old"]?.retiredRevision == 1)
             #expect(history.entries["com.example.game.coins"]?.retiredRevision == nil)
             #expect(history.entries["com.example.game.coins"]?.firstRevision == 1)
@@ -854,6 +856,12 @@ extension RevisionManifest {
         for index in copy.variants.indices where index < other.variants.count {
             copy.variants[index].products.gzip = other.variants[index].products.gzip
             copy.variants[index].catalog.gzip = other.variants[index].catalog.gzip
+        }
+        for state in (copy.schedule ?? []).indices where state < (other.schedule ?? []).count {
+            for index in copy.schedule![state].variants.indices where index < other.schedule![state].variants.count {
+                copy.schedule![state].variants[index].products.gzip = other.schedule![state].variants[index].products.gzip
+                copy.schedule![state].variants[index].catalog.gzip = other.schedule![state].variants[index].catalog.gzip
+            }
         }
         return copy
     }

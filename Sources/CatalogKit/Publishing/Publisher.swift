@@ -17,6 +17,10 @@ public struct PublicationPlan: Sendable {
     /// Feeds (one per variant and kind) whose bytes differ from the current revision's.
     public var changedFeedCount: Int
     public var totalFeedCount: Int
+    /// The moments ahead at which the published feeds switch by themselves (see ``ScheduleRules``).
+    public var scheduledChanges: [Timestamp]
+    /// A change the schedule stops short of: the catalog must be built again before it.
+    public var scheduleEndsBefore: Timestamp?
     public var sellableCount: Int
     public var knownCount: Int
 
@@ -31,6 +35,113 @@ struct PlannedOutput: Sendable {
     var selection: [Int]
     var catalogRevision: Int
     var catalogPublishedAt: Timestamp
+}
+
+/// Plans the feeds of one state (now, or a scheduled moment): groups variants by selection,
+/// renders each new selection once for its validators, and reuses files and stamps wherever the
+/// same products were already planned.
+struct StatePlanner {
+    let app: String
+    let renderer: FeedRenderer
+    let revision: Int
+    private(set) var outputs: [PlannedOutput] = []
+    /// Outputs already planned, by selection, with their validators.
+    private var planned: [[Int]: (output: PlannedOutput, result: GroupResult)] = [:]
+
+    init(app: String, renderer: FeedRenderer, revision: Int) {
+        self.app = app
+        self.renderer = renderer
+        self.revision = revision
+    }
+
+    struct GroupResult: Sendable {
+        var productsHash: String
+        var productsBytes: Int
+        var contentHash: String
+        var catalogHash: String
+        var catalogBytes: Int
+    }
+
+    /// - Parameters:
+    ///   - stampTime: the publication time new rich-feed content carries, and the Last-Modified
+    ///     of feeds whose bytes differ from `previous`.
+    ///   - previous: what each variant served just before this state, for validators.
+    ///   - stampSource: a record whose rich-feed stamp may be reused if its content is the same.
+    mutating func plan(
+        at moment: Timestamp, stampTime: Timestamp, directoryPrefix: String,
+        previous: (Variant) -> VariantRecord?, stampSource: (Variant) -> VariantRecord?
+    ) -> (records: [VariantRecord], changed: Int, sellable: Set<Int>) {
+        var groups: [VariantGroup] = []
+        var groupIndex: [[Int]: Int] = [:]
+        for variant in renderer.selector.variants {
+            let selection = renderer.selection(variant, at: moment)
+            if let index = groupIndex[selection] {
+                groups[index].variants.append(variant)
+            } else {
+                groupIndex[selection] = groups.count
+                groups.append(VariantGroup(variants: [variant], selection: selection))
+            }
+        }
+        // Render each new selection once, keep only hashes and sizes: publish renders again.
+        let fresh = groups.filter { planned[$0.selection] == nil }
+        let sources = fresh.map { $0.variants.compactMap(stampSource) }
+        let app = self.app
+        let renderer = self.renderer
+        let newRevision = revision
+        let results = parallelMap(Array(zip(fresh, sources))) { group, sources -> (GroupResult, Int, Timestamp) in
+            var rendered = renderer.render(group.selection)
+            let contentHash = ContentHash.sha256Hex(rendered.catalogBody)
+            // Rich-feed bytes carry the revision that first published them: reuse that stamp if
+            // a variant already served this exact content.
+            let reused = sources.first { $0.catalogContentSHA256 == contentHash }
+            let stampRevision = reused?.catalogRevision ?? newRevision
+            let stampTime = reused?.catalogPublishedAt ?? stampTime
+            let catalog = rendered.stampedCatalog(app: app, revision: stampRevision, publishedAt: stampTime)
+            let result = GroupResult(
+                productsHash: ContentHash.sha256Hex(rendered.products), productsBytes: rendered.products.count,
+                contentHash: contentHash, catalogHash: ContentHash.sha256Hex(catalog), catalogBytes: catalog.count)
+            return (result, stampRevision, stampTime)
+        }
+        for (group, (result, stampRevision, stampTime)) in zip(fresh, results) {
+            let output = PlannedOutput(
+                directory: directoryPrefix + group.variants[0].relativeDirectory, selection: group.selection,
+                catalogRevision: stampRevision, catalogPublishedAt: stampTime)
+            outputs.append(output)
+            planned[group.selection] = (output, result)
+        }
+
+        var records: [VariantRecord] = []
+        var changed = 0
+        var sellable = Set<Int>()
+        for group in groups {
+            sellable.formUnion(group.selection)
+            guard let (output, result) = planned[group.selection] else { continue }
+            for variant in group.variants {
+                let old = previous(variant)
+                let productsSame = old?.products.sha256 == result.productsHash
+                let catalogSame = old?.catalog.sha256 == result.catalogHash
+                changed += (productsSame ? 0 : 1) + (catalogSame ? 0 : 1)
+                records.append(
+                    VariantRecord(
+                        platform: variant.platformKey, band: variant.bandKey, directory: output.directory,
+                        products: FeedRecord(
+                            sha256: result.productsHash, bytes: result.productsBytes,
+                            lastModified: (productsSame ? old?.products.lastModified : nil) ?? stampTime,
+                            gzip: EncodedRecord(sha256: "", bytes: 0)),
+                        catalog: FeedRecord(
+                            sha256: result.catalogHash, bytes: result.catalogBytes,
+                            lastModified: (catalogSame ? old?.catalog.lastModified : nil) ?? stampTime,
+                            gzip: EncodedRecord(sha256: "", bytes: 0)),
+                        catalogContentSHA256: result.contentHash, catalogRevision: output.catalogRevision,
+                        catalogPublishedAt: output.catalogPublishedAt))
+            }
+        }
+        // In variant order, the default first.
+        let order = Dictionary(
+            uniqueKeysWithValues: renderer.selector.variants.enumerated().map { ("\($1.platformKey)/\($1.bandKey)", $0) })
+        records.sort { order["\($0.platform)/\($0.band)", default: 0] < order["\($1.platform)/\($1.band)", default: 0] }
+        return (records, changed, sellable)
+    }
 }
 
 /// Variants that select exactly the same products.
@@ -69,89 +180,48 @@ public struct Publisher: Sendable {
         let latestPrevious = previous?.variants.flatMap { [$0.products.lastModified, $0.catalog.lastModified] }.max()
         let changedAt = Timestamp(secondsSince1970: max(moment.secondsSince1970, (latestPrevious?.secondsSince1970 ?? .min) + 1))
 
-        // Group variants by the products they select: each group shares one set of files.
-        var groups: [VariantGroup] = []
-        var groupIndex: [[Int]: Int] = [:]
-        for variant in renderer.selector.variants {
-            let selection = renderer.selection(variant, at: moment)
-            if let index = groupIndex[selection] {
-                groups[index].variants.append(variant)
-            } else {
-                groupIndex[selection] = groups.count
-                groups.append(VariantGroup(variants: [variant], selection: selection))
-            }
+        // The feeds now, then at each scheduled moment ahead, each state compared with the one
+        // before it: the previous revision for now, the state just planned for the schedule.
+        // The current state is the one at `changedAt`, the moment its changed feeds claim; only
+        // later moments are scheduled, so each switch has a Last-Modified of its own.
+        let moments = ScheduleRules.moments(of: catalog, after: changedAt)
+        var planner = StatePlanner(app: app, renderer: renderer, revision: revision)
+        let current = planner.plan(
+            at: changedAt, stampTime: changedAt, directoryPrefix: "",
+            previous: { previous?.record(for: $0) }, stampSource: { previous?.record(for: $0) })
+        var schedule: [ScheduledVariants] = []
+        var scheduledSellable: [(from: Timestamp, sellable: Set<Int>)] = []
+        var before = current.records
+        for (offset, at) in moments.scheduled.enumerated() {
+            let state = planner.plan(
+                at: at, stampTime: at, directoryPrefix: "scheduled/\(offset + 1)/",
+                previous: { variant in before.first { $0.platform == variant.platformKey && $0.band == variant.bandKey } },
+                stampSource: { variant in previous?.scheduledRecord(at: at, for: variant) })
+            schedule.append(ScheduledVariants(from: at, variants: state.records))
+            scheduledSellable.append((at, state.sellable))
+            before = state.records
         }
-
-        // Render each group once, keep only hashes and sizes: the bytes are made again on publish.
-        struct GroupResult: Sendable {
-            var productsHash: String
-            var productsBytes: Int
-            var contentHash: String
-            var catalogHash: String
-            var catalogBytes: Int
-            var stampRevision: Int
-            var stampTime: Timestamp
-        }
-        let results = parallelMap(groups) { group -> GroupResult in
-            var rendered = renderer.render(group.selection)
-            let contentHash = ContentHash.sha256Hex(rendered.catalogBody)
-            // Rich-feed bytes carry the revision that first published them: reuse that stamp if
-            // any variant of the group already serves this exact content.
-            let reused = group.variants.compactMap { previous?.record(for: $0) }.first { $0.catalogContentSHA256 == contentHash }
-            let stampRevision = reused?.catalogRevision ?? revision
-            let stampTime = reused?.catalogPublishedAt ?? changedAt
-            let catalog = rendered.stampedCatalog(app: app, revision: stampRevision, publishedAt: stampTime)
-            return GroupResult(
-                productsHash: ContentHash.sha256Hex(rendered.products), productsBytes: rendered.products.count,
-                contentHash: contentHash, catalogHash: ContentHash.sha256Hex(catalog), catalogBytes: catalog.count,
-                stampRevision: stampRevision, stampTime: stampTime)
-        }
-
-        var records: [VariantRecord] = []
-        var outputs: [PlannedOutput] = []
-        var changed = 0
-        var sellable = Set<Int>()
-        for (group, result) in zip(groups, results) {
-            sellable.formUnion(group.selection)
-            let directory = group.variants[0].relativeDirectory
-            outputs.append(
-                PlannedOutput(
-                    directory: directory, selection: group.selection,
-                    catalogRevision: result.stampRevision, catalogPublishedAt: result.stampTime))
-            for variant in group.variants {
-                let old = previous?.record(for: variant)
-                let productsSame = old?.products.sha256 == result.productsHash
-                let catalogSame = old?.catalog.sha256 == result.catalogHash
-                changed += (productsSame ? 0 : 1) + (catalogSame ? 0 : 1)
-                records.append(
-                    VariantRecord(
-                        platform: variant.platformKey, band: variant.bandKey, directory: directory,
-                        products: FeedRecord(
-                            sha256: result.productsHash, bytes: result.productsBytes,
-                            lastModified: (productsSame ? old?.products.lastModified : nil) ?? changedAt,
-                            gzip: EncodedRecord(sha256: "", bytes: 0)),
-                        catalog: FeedRecord(
-                            sha256: result.catalogHash, bytes: result.catalogBytes,
-                            lastModified: (catalogSame ? old?.catalog.lastModified : nil) ?? changedAt,
-                            gzip: EncodedRecord(sha256: "", bytes: 0)),
-                        catalogContentSHA256: result.contentHash, catalogRevision: result.stampRevision,
-                        catalogPublishedAt: result.stampTime))
-            }
-        }
-        // Keep the manifest in variant order, the default first.
-        let order = Dictionary(
-            uniqueKeysWithValues: renderer.selector.variants.enumerated().map { ("\($1.platformKey)/\($1.bandKey)", $0) })
-        records.sort { order["\($0.platform)/\($0.band)"]! < order["\($1.platform)/\($1.band)"]! }
+        let records = current.records
+        let outputs = planner.outputs
+        let changed = current.changed
 
         let sameVariants =
             previous.map { $0.variants.map { "\($0.platform)/\($0.band)" } == records.map { "\($0.platform)/\($0.band)" } } ?? false
-        let isUnchanged = sameVariants && changed == 0
+        let sameSchedule = previous.map { ($0.schedule ?? []).map(\.fingerprint) == schedule.map(\.fingerprint) } ?? false
+        let isUnchanged = sameVariants && sameSchedule && changed == 0
 
+        // Every identifier this revision shows, now or by its schedule, is published from the
+        // moment it first appears: feedback's grace period counts from then.
         var history = try previous.map { try tree.history(app, revision: $0.revision) } ?? IdentifierHistory()
-        let published = sellable.union(renderer.known)
-        for index in catalog.products.indices where published.contains(index) {
+        let visibleNow = current.sellable.union(renderer.known)
+        for index in catalog.products.indices where visibleNow.contains(index) {
             let product = catalog.products[index]
             history.record(product.id, revision: revision, at: changedAt, retired: product.status == .retired)
+        }
+        for state in scheduledSellable {
+            for index in catalog.products.indices where state.sellable.contains(index) {
+                history.record(catalog.products[index].id, revision: revision, at: state.from, retired: false)
+            }
         }
 
         let diff =
@@ -164,12 +234,14 @@ public struct Publisher: Sendable {
             format: RevisionManifest.currentFormat, app: app,
             revision: (isUnchanged ? previous?.revision : nil) ?? revision,
             publishedAt: (isUnchanged ? previous?.publishedAt : nil) ?? changedAt,
-            platforms: renderer.selector.platforms, bands: renderer.selector.bands.map(\.description), variants: records)
+            platforms: renderer.selector.platforms, bands: renderer.selector.bands.map(\.description), variants: records,
+            schedule: schedule.isEmpty ? nil : schedule)
         return PublicationPlan(
             app: app, previous: previous, revision: manifest.revision, publishedAt: manifest.publishedAt,
             isUnchanged: isUnchanged, diff: diff, manifest: manifest, history: history,
             changedFeedCount: changed, totalFeedCount: records.count * 2,
-            sellableCount: sellable.count, knownCount: renderer.known.count,
+            scheduledChanges: schedule.map(\.from), scheduleEndsBefore: moments.firstUnscheduled,
+            sellableCount: current.sellable.count, knownCount: renderer.known.count,
             renderer: renderer, outputs: outputs)
     }
 
@@ -214,10 +286,19 @@ public struct Publisher: Sendable {
 
         var manifest = plan.manifest
         let gzipByDirectory = Dictionary(uniqueKeysWithValues: zip(plan.outputs.map(\.directory), written))
-        for index in manifest.variants.indices {
-            let records = gzipByDirectory[manifest.variants[index].directory]!
-            manifest.variants[index].products.gzip = records.0
-            manifest.variants[index].catalog.gzip = records.1
+        func fillGzip(_ records: inout [VariantRecord]) throws {
+            for index in records.indices {
+                guard let gzip = gzipByDirectory[records[index].directory] else {
+                    throw CatalogError.io(path: records[index].directory, message: "no output planned for this variant")
+                }
+                records[index].products.gzip = gzip.0
+                records[index].catalog.gzip = gzip.1
+            }
+        }
+        try fillGzip(&manifest.variants)
+        if var schedule = manifest.schedule {
+            for index in schedule.indices { try fillGzip(&schedule[index].variants) }
+            manifest.schedule = schedule
         }
         let manifestBytes = try encode(manifest)
         try AtomicFile.writeDurably(plan.history.tsv, to: staging.appendingPathComponent("identifiers.tsv"))

@@ -17,6 +17,8 @@ public struct RevisionManifest: Codable, Sendable, Hashable {
     public var bands: [String]
     /// Every variant, the default first.
     public var variants: [VariantRecord]
+    /// What the variants switch to at moments ahead, in order; absent when nothing is scheduled.
+    public var schedule: [ScheduledVariants]?
 
     public var selector: VariantSelector {
         VariantSelector(platforms: platforms, bands: bands.compactMap(AppVersion.init))
@@ -24,6 +26,22 @@ public struct RevisionManifest: Codable, Sendable, Hashable {
 
     public func record(for variant: Variant) -> VariantRecord? {
         variants.first { $0.platform == variant.platformKey && $0.band == variant.bandKey }
+    }
+
+    /// The record `variant` switches to at `moment`, if this revision scheduled that moment.
+    public func scheduledRecord(at moment: Timestamp, for variant: Variant) -> VariantRecord? {
+        schedule?.first { $0.from == moment }?.variants.first { $0.platform == variant.platformKey && $0.band == variant.bandKey }
+    }
+}
+
+/// The variants as they are from a moment on, until the next scheduled moment.
+public struct ScheduledVariants: Codable, Sendable, Hashable {
+    public var from: Timestamp
+    public var variants: [VariantRecord]
+
+    /// What must be equal for two schedules to publish the same bytes at the same moments.
+    var fingerprint: String {
+        "\(from.iso8601):" + variants.map { "\($0.platform)/\($0.band)=\($0.products.sha256),\($0.catalog.sha256)" }.joined(separator: ";")
     }
 }
 

@@ -36,7 +36,13 @@ public struct FeedIndex: Sendable {
     public struct App: Sendable {
         public let manifest: RevisionManifest
         public let selector: VariantSelector
-        public let variants: [Variant: ServedVariant]
+        /// The variants as published, then as scheduled from each moment ahead.
+        public let states: [(from: Timestamp?, variants: [Variant: ServedVariant])]
+
+        /// The variants in effect at `moment`: the last state that has begun.
+        public func variants(at moment: Timestamp) -> [Variant: ServedVariant] {
+            states.last { ($0.from ?? moment) <= moment }?.variants ?? states[0].variants
+        }
     }
 
     public let apps: [String: App]
@@ -81,29 +87,36 @@ public struct FeedIndex: Sendable {
         guard let manifest = try tree.currentManifest(app) else {
             throw CatalogError.corruptPublication(path: tree.currentManifestURL(app).path, message: "missing")
         }
-        var variants: [Variant: ServedVariant] = [:]
         var cache: [String: ServedVariant] = [:]  // variants that share files share their bytes
-        for record in manifest.variants {
-            guard let variant = Variant(platformKey: record.platform, bandKey: record.band) else {
-                throw CatalogError.corruptPublication(
-                    path: tree.currentManifestURL(app).path, message: "bad variant \(record.platform)/\(record.band)")
+        func load(_ records: [VariantRecord]) throws -> [Variant: ServedVariant] {
+            var variants: [Variant: ServedVariant] = [:]
+            for record in records {
+                guard let variant = Variant(platformKey: record.platform, bandKey: record.band) else {
+                    throw CatalogError.corruptPublication(
+                        path: tree.currentManifestURL(app).path, message: "bad variant \(record.platform)/\(record.band)")
+                }
+                if let shared = cache[record.directory],
+                    shared.products.identity.entityTag == record.products.entityTag,
+                    shared.catalog.identity.entityTag == record.catalog.entityTag
+                {
+                    variants[variant] = ServedVariant(
+                        products: shared.products.with(lastModified: record.products.lastModified),
+                        catalog: shared.catalog.with(lastModified: record.catalog.lastModified))
+                    continue
+                }
+                let served = ServedVariant(
+                    products: try feed(app, manifest.revision, record.directory, .products, record.products, tree),
+                    catalog: try feed(app, manifest.revision, record.directory, .catalog, record.catalog, tree))
+                cache[record.directory] = served
+                variants[variant] = served
             }
-            if let shared = cache[record.directory],
-                shared.products.identity.entityTag == record.products.entityTag,
-                shared.catalog.identity.entityTag == record.catalog.entityTag
-            {
-                variants[variant] = ServedVariant(
-                    products: shared.products.with(lastModified: record.products.lastModified),
-                    catalog: shared.catalog.with(lastModified: record.catalog.lastModified))
-                continue
-            }
-            let served = ServedVariant(
-                products: try feed(app, manifest.revision, record.directory, .products, record.products, tree),
-                catalog: try feed(app, manifest.revision, record.directory, .catalog, record.catalog, tree))
-            cache[record.directory] = served
-            variants[variant] = served
+            return variants
         }
-        return App(manifest: manifest, selector: manifest.selector, variants: variants)
+        var states: [(from: Timestamp?, variants: [Variant: ServedVariant])] = [(nil, try load(manifest.variants))]
+        for scheduled in manifest.schedule ?? [] {
+            states.append((scheduled.from, try load(scheduled.variants)))
+        }
+        return App(manifest: manifest, selector: manifest.selector, states: states)
     }
 
     private static func feed(
@@ -123,8 +136,11 @@ public struct FeedIndex: Sendable {
             lastModified: record.lastModified, lastModifiedHeader: HTTPDate.format(record.lastModified))
     }
 
-    /// The feed for a request's app and query parameters (`platform`, `appVersion`; both optional).
-    public func feed(app: String, kind: FeedKind, platform: String?, appVersion: String?) -> Result<ServedFeed, LookupError> {
+    /// The feed for a request's app and query parameters (`platform`, `appVersion`; both optional),
+    /// as in effect at `moment`: scheduled changes switch on time without a rebuild.
+    public func feed(app: String, kind: FeedKind, platform: String?, appVersion: String?, at moment: Timestamp) -> Result<
+        ServedFeed, LookupError
+    > {
         guard let published = apps[app] else { return .failure(.unknownApp(app)) }
         var chosenPlatform: Platform?
         if let platform {
@@ -137,7 +153,8 @@ public struct FeedIndex: Sendable {
             version = parsed
         }
         let variant = published.selector.variant(platform: chosenPlatform, appVersion: version)
-        guard let served = published.variants[variant] ?? published.variants[.all] else { return .failure(.unknownApp(app)) }
+        let variants = published.variants(at: moment)
+        guard let served = variants[variant] ?? variants[.all] else { return .failure(.unknownApp(app)) }
         return .success(kind == .products ? served.products : served.catalog)
     }
 }

@@ -1,0 +1,25 @@
+import PropertyList
+
+/// Which future moments a build publishes feeds for, so that sale windows open and close on time
+/// without a rebuild (PRODUCT.md section 2).
+///
+/// Bounded so that a catalog with thousands of distant dates does not publish thousands of
+/// states: changes within `horizonDays` ahead, at most `maximumStates` of them. A change beyond
+/// the bound needs a build before it happens; the build says so.
+public enum ScheduleRules {
+    public static let horizonDays: Int64 = 400
+    public static let maximumStates = 16
+
+    public static func moments(of catalog: AppCatalog, after moment: Timestamp) -> (scheduled: [Timestamp], firstUnscheduled: Timestamp?) {
+        var upcoming = Set<Timestamp>()
+        for product in catalog.products where product.status == .cleared {
+            for edge in [product.availableFrom, product.availableUntil].compactMap({ $0 }) where edge > moment {
+                upcoming.insert(edge)
+            }
+        }
+        let sorted = upcoming.sorted()
+        let horizon = Timestamp(secondsSince1970: moment.secondsSince1970 + horizonDays * 86_400)
+        let scheduled = Array(sorted.prefix { $0 <= horizon }.prefix(maximumStates))
+        return (scheduled, sorted.dropFirst(scheduled.count).first)
+    }
+}
