@@ -3,7 +3,7 @@ import PackageDescription
 
 let package = Package(
     name: "iap-catalog",
-    platforms: [.macOS(.v14)],
+    platforms: [.macOS(.v15)],
     products: [
         .executable(name: "catalog", targets: ["catalog"]),
         .library(name: "CatalogKit", targets: ["CatalogKit"]),
@@ -11,6 +11,10 @@ let package = Package(
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-crypto", from: "3.12.3"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.1"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.13.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
     ],
     targets: [
         // The only target that sees libxml2; everything else goes through PropertyList.
@@ -35,15 +39,34 @@ let package = Package(
             ],
             resources: [.copy("Resources/catalog.xsd")]
         ),
+        .target(
+            name: "CatalogServer",
+            dependencies: [
+                "CatalogKit",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .executableTarget(
             name: "catalog",
             dependencies: [
-                "CatalogKit", "CMallocTuning",
+                "CatalogKit", "CatalogServer", "CMallocTuning",
+                .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+                .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
             ]
         ),
         .testTarget(name: "PropertyListTests", dependencies: ["PropertyList"]),
         .testTarget(name: "CatalogKitTests", dependencies: ["CatalogKit"]),
+        .testTarget(
+            name: "CatalogServerTests",
+            dependencies: [
+                "CatalogServer", "CatalogKit",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+            ]
+        ),
         .testTarget(
             name: "catalogTests",
             dependencies: ["catalog", "CatalogKit"]

@@ -3,11 +3,20 @@ import CMallocTuning
 import Foundation
 
 @main
-struct CatalogCommand: ParsableCommand {
-    static func main() {
+struct CatalogCommand: AsyncParsableCommand {
+    static func main() async {
         // Big catalogs render feeds of many megabytes; see the module's header for why.
         cmalloctuning_fix_mmap_threshold(1 << 20)
-        Self.main(nil)
+        do {
+            var command = try parseAsRoot()
+            if var command = command as? any AsyncParsableCommand {
+                try await command.run()
+            } else {
+                try command.run()
+            }
+        } catch {
+            exit(withError: error)
+        }
     }
 
     /// A subcommand is required: without one, print the help to standard error and exit 64.
@@ -19,6 +28,6 @@ struct CatalogCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "catalog",
         abstract: "Validate and publish in-app-purchase product catalogs.",
-        subcommands: [ValidateCommand.self, BuildCommand.self]
+        subcommands: [ValidateCommand.self, BuildCommand.self, ServeCommand.self]
     )
 }

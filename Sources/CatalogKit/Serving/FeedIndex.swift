@@ -47,6 +47,19 @@ public struct FeedIndex: Sendable {
 
     public let apps: [String: App]
 
+    public init(apps: [String: App]) {
+        self.apps = apps
+    }
+
+    /// A revision's default-variant feed, read and checked against its manifest on demand:
+    /// snapshots are rarely asked for, so they are not kept in memory.
+    public static func snapshot(_ app: String, revision: Int, kind: FeedKind, in tree: PublicTree) -> ServedFeed? {
+        guard let manifest = try? tree.manifest(app, revision: revision), let record = manifest.record(for: .all) else {
+            return nil
+        }
+        return try? feed(app, revision, "", kind, kind == .products ? record.products : record.catalog, tree)
+    }
+
     /// Why a feed request has no feed.
     public enum LookupError: Error, Equatable, CustomStringConvertible {
         case unknownApp(String)

@@ -1,0 +1,189 @@
+import CatalogKit
+import Foundation
+import HTTPTypes
+import Hummingbird
+import PropertyList
+
+/// What `catalog serve` answers with, and how.
+public struct ServeConfiguration: Sendable {
+    /// Cache-Control of the current feeds.
+    public var cacheControl = "public, max-age=300"
+    /// Cache-Control of revision snapshots, which never change.
+    public var immutableCacheControl = "public, max-age=31536000, immutable"
+
+    public init() {}
+}
+
+/// The routes of PRODUCT.md section 3, matched by path segments.
+///
+/// A small fixed set of routes needs no general router, and matching them directly gives
+/// what Hummingbird's router does not: 405 with `Allow` for a known path and a wrong method,
+/// and JSON errors everywhere. Request paths never reach the filesystem: app names must be
+/// bundle identifiers and revisions numbers before anything is looked up.
+public struct CatalogResponder: HTTPResponder {
+    public typealias Context = BasicRequestContext
+
+    let store: FeedStore
+    let configuration: ServeConfiguration
+
+    public init(store: FeedStore, configuration: ServeConfiguration) {
+        self.store = store
+        self.configuration = configuration
+    }
+
+    public func respond(to request: Request, context: Context) async throws -> Response {
+        let segments = request.uri.path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map(String.init)
+        guard let route = Route(segments) else {
+            return JSONError.response(.notFound, "no such resource: \(request.uri.path)")
+        }
+        guard request.method == .get || request.method == .head else {
+            var response = JSONError.response(.methodNotAllowed, "\(request.method.rawValue) is not allowed here; use GET or HEAD")
+            response.headers[.allow] = "GET, HEAD"
+            return response
+        }
+        let now = Timestamp.now
+        switch route {
+        case .health:
+            return JSONResponse.ok(#"{"status":"ok"}"#)
+        case .readiness:
+            let apps = store.index.apps.count
+            return JSONResponse.ok(#"{"status":"ready","apps":\#(apps)}"#)
+        case .apps:
+            return JSONResponse.ok(appsIndex())
+        case .feed(let app, let kind):
+            let query = request.uri.queryParameters
+            let lookup = store.index.feed(
+                app: app, kind: kind, platform: query.get("platform"), appVersion: query.get("appVersion"), at: now)
+            switch lookup {
+            case .failure(let error):
+                return JSONError.response(HTTPResponse.Status(code: error.status), error.description)
+            case .success(let feed):
+                return respond(with: feed, to: request, now: now, cacheControl: configuration.cacheControl)
+            }
+        case .revisions(let app):
+            return revisionList(app)
+        case .snapshot(let app, let revision, let kind):
+            guard let feed = FeedIndex.snapshot(app, revision: revision, kind: kind, in: store.tree) else {
+                return JSONError.response(.notFound, "no revision \(revision) of app '\(app)'")
+            }
+            return respond(with: feed, to: request, now: now, cacheControl: configuration.immutableCacheControl)
+        }
+    }
+
+    private func respond(with feed: ServedFeed, to request: Request, now: Timestamp, cacheControl: String) -> Response {
+        let decided = FeedResponse.decide(
+            feed: feed,
+            conditions: ConditionalRequest(
+                ifNoneMatch: request.headers[values: .ifNoneMatch], ifModifiedSince: request.headers[values: .ifModifiedSince]),
+            acceptEncoding: request.headers[values: .acceptEncoding], isHead: request.method == .head, now: now,
+            cacheControl: cacheControl)
+        var headers = HTTPFields()
+        for (name, value) in decided.headers {
+            if let field = HTTPField.Name(name) { headers[field] = value }
+        }
+        let body = decided.body.map { ResponseBody(byteBuffer: ByteBuffer(bytes: $0)) } ?? ResponseBody()
+        return Response(status: HTTPResponse.Status(code: decided.status), headers: headers, body: body)
+    }
+
+    private func appsIndex() -> String {
+        var json = JSONWriter()
+        json.beginObject()
+        json.key("apps")
+        json.beginArray()
+        for (app, published) in store.index.apps.sorted(by: { $0.key < $1.key }) {
+            json.beginObject()
+            json.key("app")
+            json.string(app)
+            json.key("revision")
+            json.integer(Int64(published.manifest.revision))
+            json.key("publishedAt")
+            json.string(published.manifest.publishedAt.iso8601)
+            json.endObject()
+        }
+        json.endArray()
+        json.endObject()
+        return String(decoding: json.bytes, as: UTF8.self)
+    }
+
+    private func revisionList(_ app: String) -> Response {
+        guard let current = store.index.apps[app] else { return JSONError.response(.notFound, "no published app '\(app)'") }
+        var json = JSONWriter()
+        json.beginObject()
+        json.key("app")
+        json.string(app)
+        json.key("revisions")
+        json.beginArray()
+        for revision in stride(from: current.manifest.revision, through: 1, by: -1) {
+            guard let manifest = try? store.tree.manifest(app, revision: revision) else { continue }
+            json.beginObject()
+            json.key("revision")
+            json.integer(Int64(revision))
+            json.key("publishedAt")
+            json.string(manifest.publishedAt.iso8601)
+            json.endObject()
+        }
+        json.endArray()
+        json.endObject()
+        return JSONResponse.ok(String(decoding: json.bytes, as: UTF8.self))
+    }
+}
+
+/// The paths the server knows.
+enum Route: Equatable {
+    case health, readiness, apps
+    case feed(app: String, kind: FeedKind)
+    case revisions(app: String)
+    case snapshot(app: String, revision: Int, kind: FeedKind)
+
+    init?(_ segments: [String]) {
+        switch segments.count {
+        case 1 where segments[0] == "healthz": self = .health
+        case 1 where segments[0] == "readyz": self = .readiness
+        case 2 where segments == ["v1", "apps"]: self = .apps
+        case 4 where segments[0] == "v1" && segments[1] == "apps":
+            guard AppName.problem(segments[2]) == nil else { return nil }
+            if let kind = FeedKind(rawValue: segments[3]) {
+                self = .feed(app: segments[2], kind: kind)
+            } else if segments[3] == "revisions" {
+                self = .revisions(app: segments[2])
+            } else {
+                return nil
+            }
+        case 6 where segments[0] == "v1" && segments[1] == "apps" && segments[3] == "revisions":
+            guard AppName.problem(segments[2]) == nil, segments[4].allSatisfy(\.isASCIIDigitCharacter),
+                let revision = Int(segments[4]), revision > 0, let kind = FeedKind(rawValue: segments[5])
+            else { return nil }
+            self = .snapshot(app: segments[2], revision: revision, kind: kind)
+        default:
+            return nil
+        }
+    }
+}
+
+extension Character {
+    fileprivate var isASCIIDigitCharacter: Bool { isASCII && isNumber }
+}
+
+/// `{"error":{"message":"…"}}` with the right status, as every error of the service.
+enum JSONError {
+    static func response(_ status: HTTPResponse.Status, _ message: String) -> Response {
+        var json = JSONWriter()
+        json.beginObject()
+        json.key("error")
+        json.beginObject()
+        json.key("message")
+        json.string(message)
+        json.endObject()
+        json.endObject()
+        return Response(
+            status: status, headers: [.contentType: "application/json"], body: ResponseBody(byteBuffer: ByteBuffer(bytes: json.bytes)))
+    }
+}
+
+enum JSONResponse {
+    static func ok(_ json: String) -> Response {
+        Response(
+            status: .ok, headers: [.contentType: "application/json", .cacheControl: "no-store"],
+            body: ResponseBody(byteBuffer: ByteBuffer(string: json)))
+    }
+}
