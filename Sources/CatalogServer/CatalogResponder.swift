@@ -2,6 +2,7 @@ import CatalogKit
 import Foundation
 import HTTPTypes
 import Hummingbird
+import NIOCore
 import PropertyList
 
 /// What `catalog serve` answers with, and how.
@@ -10,6 +11,11 @@ public struct ServeConfiguration: Sendable {
     public var cacheControl = "public, max-age=300"
     /// Cache-Control of revision snapshots, which never change.
     public var immutableCacheControl = "public, max-age=31536000, immutable"
+    /// A connection on which nothing arrives for this long is closed.
+    public var idleTimeout: TimeAmount = .seconds(30)
+    /// Each request must be read completely within this time after the connection opened or the
+    /// previous response was sent, however steadily its bytes trickle in.
+    public var requestReadDeadline: TimeAmount = .seconds(10)
 
     public init() {}
 }

@@ -1,0 +1,134 @@
+import CatalogKit
+import CatalogServer
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import Logging
+import NIOCore
+import Testing
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// Slow and oversized clients cannot hold the server's connections.
+@Suite struct ProtectionTests {
+    private func application(_ fixture: CatalogServerTests.Fixture) -> some ApplicationProtocol {
+        var configuration = ServeConfiguration()
+        configuration.requestReadDeadline = .seconds(1)
+        // Long, so that only the read deadline can close the connections below.
+        configuration.idleTimeout = .seconds(60)
+        return buildApplication(
+            publicDirectory: fixture.publicTree, port: 0, configuration: configuration, logger: Logger(label: "test"))
+    }
+
+    /// A client that sends one header byte every 200 ms keeps the connection busy but never
+    /// finishes its request: the read deadline closes it anyway.
+    @Test func slowHeadersAreCutOffAtTheDeadline() async throws {
+        let fixture = try CatalogServerTests.Fixture(ids: ["com.example.served.coins"])
+        defer { fixture.remove() }
+        try await application(fixture).test(.live) { client in
+            let socket = try LoopbackSocket(port: try #require(client.port))
+            defer { socket.close() }
+            let request = Array("GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa".utf8)
+            var closed = false
+            for byte in request {
+                guard socket.send([byte]) else {
+                    closed = true
+                    break
+                }
+                try await Task.sleep(for: .milliseconds(200))
+                if socket.isClosedByPeer() {
+                    closed = true
+                    break
+                }
+            }
+            #expect(closed, "a request still trickling in after its deadline was not cut off")
+        }
+    }
+
+    /// A body that trickles in chunk by chunk keeps looking busy to an idle timeout, which sees
+    /// every chunk; only the read deadline ends it.
+    @Test func slowBodiesAreCutOffAtTheDeadline() async throws {
+        let fixture = try CatalogServerTests.Fixture(ids: ["com.example.served.coins"])
+        defer { fixture.remove() }
+        try await application(fixture).test(.live) { client in
+            let socket = try LoopbackSocket(port: try #require(client.port))
+            defer { socket.close() }
+            #expect(socket.send(Array("GET /healthz HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n".utf8)))
+            var closed = false
+            for _ in 0..<40 {
+                guard socket.send(Array("1\r\na\r\n".utf8)) else {
+                    closed = true
+                    break
+                }
+                try await Task.sleep(for: .milliseconds(200))
+                if socket.isClosedByPeer() {
+                    closed = true
+                    break
+                }
+            }
+            #expect(closed, "a body still trickling in after the deadline was not cut off")
+        }
+    }
+
+    @Test func aCompleteRequestIsAnsweredAndTheConnectionKept() async throws {
+        let fixture = try CatalogServerTests.Fixture(ids: ["com.example.served.coins"])
+        defer { fixture.remove() }
+        try await application(fixture).test(.live) { client in
+            let socket = try LoopbackSocket(port: try #require(client.port))
+            defer { socket.close() }
+            #expect(socket.send(Array("GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n".utf8)))
+            try await Task.sleep(for: .milliseconds(300))
+            #expect(String(decoding: socket.receive(), as: UTF8.self).hasPrefix("HTTP/1.1 200 OK"))
+        }
+    }
+
+    @Test func oversizedHeadersAreRefused() async throws {
+        let fixture = try CatalogServerTests.Fixture(ids: ["com.example.served.coins"])
+        defer { fixture.remove() }
+        try await application(fixture).test(.live) { client in
+            let response = try await client.execute(
+                uri: "/healthz", method: .get, headers: [.init("X-Big")!: String(repeating: "a", count: 20_000)])
+            #expect(response.status == .badRequest)
+        }
+    }
+}
+
+/// A raw TCP connection to 127.0.0.1, for behaving like clients that HTTP libraries will not.
+struct LoopbackSocket {
+    let descriptor: Int32
+
+    init(port: Int) throws {
+        descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+        var address = sockaddr_in()
+        address.sin_family = sa_family_t(AF_INET)
+        address.sin_addr.s_addr = inet_addr("127.0.0.1")
+        address.sin_port = in_port_t(UInt16(port).bigEndian)
+        let connected = withUnsafePointer(to: &address) {
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+        }
+        guard connected == 0 else { throw POSIXError(.ECONNREFUSED) }
+    }
+
+    func send(_ bytes: [UInt8]) -> Bool {
+        bytes.withUnsafeBytes { Glibc.send(descriptor, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) } == bytes.count
+    }
+
+    /// Whether the server closed its side: a read that would not block returns 0 bytes.
+    func isClosedByPeer() -> Bool {
+        var byte: UInt8 = 0
+        let count = recv(descriptor, &byte, 1, Int32(MSG_DONTWAIT | MSG_PEEK))
+        return count == 0 || (count < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+    }
+
+    func receive() -> [UInt8] {
+        var buffer = [UInt8](repeating: 0, count: 65_536)
+        let count = buffer.withUnsafeMutableBytes { recv(descriptor, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
+        return count > 0 ? Array(buffer[0..<count]) : []
+    }
+
+    func close() {
+        Glibc.close(descriptor)
+    }
+}
