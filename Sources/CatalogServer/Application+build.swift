@@ -9,6 +9,8 @@ public func buildApplication(
     configuration: ServeConfiguration = ServeConfiguration(), reloadInterval: Duration = .milliseconds(250), logger: Logger
 ) -> some ApplicationProtocol {
     let store = FeedStore(tree: publicDirectory, logger: logger)
+    let metrics = ServerMetrics()
+    metrics.recordFeeds(store.index, reloaded: false)
     let deadline = configuration.requestReadDeadline
     // A handler per connection (the closure runs for each), small header limits: feed requests
     // carry a handful of short headers.
@@ -17,9 +19,9 @@ public func buildApplication(
         httpDecoderConfiguration: HTTP1Channel.Configuration.DecoderConfiguration(
             maxHeaderFieldSize: 8 * 1024, maxHeaderListSize: 16 * 1024, maxHeaderFieldCount: 100))
     return Application(
-        responder: CatalogResponder(store: store, configuration: configuration),
+        responder: CatalogResponder(store: store, configuration: configuration, metrics: metrics),
         server: .http1(configuration: http),
         configuration: ApplicationConfiguration(address: .hostname(host, port: port), serverName: nil),
-        services: [FeedReloadService(store: store, interval: reloadInterval, logger: logger)],
+        services: [FeedReloadService(store: store, interval: reloadInterval, metrics: metrics, logger: logger)],
         logger: logger)
 }

@@ -31,17 +31,37 @@ public struct CatalogResponder: HTTPResponder {
 
     let store: FeedStore
     let configuration: ServeConfiguration
+    let metrics: ServerMetrics
 
-    public init(store: FeedStore, configuration: ServeConfiguration) {
+    public init(store: FeedStore, configuration: ServeConfiguration, metrics: ServerMetrics) {
         self.store = store
         self.configuration = configuration
+        self.metrics = metrics
     }
 
     public func respond(to request: Request, context: Context) async throws -> Response {
+        let (route, response) = answer(request)
+        metrics.recordRequest(
+            route: route, status: response.status.code,
+            bodyBytes: request.method == .head ? 0 : (response.body.contentLength ?? 0))
+        return response
+    }
+
+    /// The response, and the route label it is counted under.
+    private func answer(_ request: Request) -> (String, Response) {
+        let (route, response) = route(request)
+        return (route?.label ?? "unknown", response)
+    }
+
+    private func route(_ request: Request) -> (Route?, Response) {
         let segments = request.uri.path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map(String.init)
         guard let route = Route(segments) else {
-            return JSONError.response(.notFound, "no such resource: \(request.uri.path)")
+            return (nil, JSONError.response(.notFound, "no such resource: \(request.uri.path)"))
         }
+        return (route, respond(to: request, at: route))
+    }
+
+    private func respond(to request: Request, at route: Route) -> Response {
         guard request.method == .get || request.method == .head else {
             var response = JSONError.response(.methodNotAllowed, "\(request.method.rawValue) is not allowed here; use GET or HEAD")
             response.headers[.allow] = "GET, HEAD"
@@ -51,6 +71,10 @@ public struct CatalogResponder: HTTPResponder {
         switch route {
         case .health:
             return JSONResponse.ok(#"{"status":"ok"}"#)
+        case .metrics:
+            return Response(
+                status: .ok, headers: [.contentType: "text/plain; version=0.0.4", .cacheControl: "no-store"],
+                body: ResponseBody(byteBuffer: ByteBuffer(bytes: metrics.render())))
         case .readiness:
             let apps = store.index.apps.count
             return JSONResponse.ok(#"{"status":"ready","apps":\#(apps)}"#)
@@ -136,7 +160,7 @@ public struct CatalogResponder: HTTPResponder {
 
 /// The paths the server knows.
 enum Route: Equatable {
-    case health, readiness, apps
+    case health, readiness, metrics, apps
     case feed(app: String, kind: FeedKind)
     case revisions(app: String)
     case snapshot(app: String, revision: Int, kind: FeedKind)
@@ -145,6 +169,7 @@ enum Route: Equatable {
         switch segments.count {
         case 1 where segments[0] == "healthz": self = .health
         case 1 where segments[0] == "readyz": self = .readiness
+        case 1 where segments[0] == "metrics": self = .metrics
         case 2 where segments == ["v1", "apps"]: self = .apps
         case 4 where segments[0] == "v1" && segments[1] == "apps":
             guard AppName.problem(segments[2]) == nil else { return nil }
@@ -162,6 +187,21 @@ enum Route: Equatable {
             self = .snapshot(app: segments[2], revision: revision, kind: kind)
         default:
             return nil
+        }
+    }
+}
+
+extension Route {
+    /// The route's name in metrics: a few fixed values, never an app or a revision.
+    var label: String {
+        switch self {
+        case .health: "healthz"
+        case .readiness: "readyz"
+        case .metrics: "metrics"
+        case .apps: "apps"
+        case .feed(_, let kind): kind == .products ? "products" : "catalog"
+        case .revisions: "revisions"
+        case .snapshot(_, _, let kind): kind == .products ? "revision_products" : "revision_catalog"
         }
     }
 }

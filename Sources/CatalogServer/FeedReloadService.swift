@@ -5,11 +5,13 @@ import ServiceLifecycle
 public struct FeedReloadService: Service {
     let store: FeedStore
     let interval: Duration
+    let metrics: ServerMetrics
     let logger: Logger
 
-    public init(store: FeedStore, interval: Duration = .milliseconds(250), logger: Logger) {
+    public init(store: FeedStore, interval: Duration = .milliseconds(250), metrics: ServerMetrics, logger: Logger) {
         self.store = store
         self.interval = interval
+        self.metrics = metrics
         self.logger = logger
     }
 
@@ -18,7 +20,7 @@ public struct FeedReloadService: Service {
             try await cancelWhenGracefulShutdown {
                 while true {
                     try await Task.sleep(for: interval)
-                    store.reloadIfChanged(logger: logger)
+                    if store.reloadIfChanged(logger: logger) { metrics.recordFeeds(store.index, reloaded: true) }
                 }
             }
         } catch is CancellationError {
