@@ -100,13 +100,17 @@ public struct CatalogResponder: HTTPResponder {
         }
     }
 
+    /// Hummingbird replaces the Date header with a value it refreshes once a second, up to a
+    /// second behind the clock; Last-Modified must never be later than it.
+    static let dateLag: Int64 = 1
+
     private func respond(with feed: ServedFeed, to request: Request, now: Timestamp, cacheControl: String) -> Response {
         let decided = FeedResponse.decide(
             feed: feed,
             conditions: ConditionalRequest(
                 ifNoneMatch: request.headers[values: .ifNoneMatch], ifModifiedSince: request.headers[values: .ifModifiedSince]),
             acceptEncoding: request.headers[values: .acceptEncoding], isHead: request.method == .head, now: now,
-            cacheControl: cacheControl)
+            cacheControl: cacheControl, dateLag: Self.dateLag)
         var headers = HTTPFields()
         for (name, value) in decided.headers {
             if let field = HTTPField.Name(name) { headers[field] = value }

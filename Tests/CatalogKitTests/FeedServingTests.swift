@@ -151,6 +151,16 @@ import Testing
         let response = FeedResponse.decide(
             feed: feed, conditions: ConditionalRequest(), acceptEncoding: [], isHead: false, now: early, cacheControl: "c")
         #expect(response.header("Last-Modified") == response.header("Date"))
+        // With a Date header up to a second behind, Last-Modified shows a second earlier still...
+        let lagging = FeedResponse.decide(
+            feed: feed, conditions: ConditionalRequest(), acceptEncoding: [], isHead: false, now: buildMoment, cacheControl: "c",
+            dateLag: 1)
+        #expect(lagging.header("Last-Modified") == HTTPDate.format(buildMoment.adding(-1)))
+        // ...and a client revalidating with that earlier date gets the full response, not a stale 304.
+        let revalidated = FeedResponse.decide(
+            feed: feed, conditions: ConditionalRequest(ifModifiedSince: [lagging.header("Last-Modified")!]), acceptEncoding: [],
+            isHead: false, now: buildMoment, cacheControl: "c", dateLag: 1)
+        #expect(revalidated.status == 200)
     }
 
     @Test(arguments: [

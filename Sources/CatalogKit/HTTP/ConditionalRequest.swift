@@ -31,7 +31,10 @@ public struct ConditionalRequest: Sendable, Hashable {
     /// Decides the response for a representation with `entityTag` and `lastModified`.
     ///
     /// - Parameters:
-    ///   - lastModified: used as sent, that is never later than `now` (callers clamp it, §8.8.2.1).
+    ///   - lastModified: the representation's true modification time. It may be a moment ahead of
+    ///     the clock (a publish pushes Last-Modified forward) and is compared as it is: a date the
+    ///     client sent is never in the future, so such a representation is sent in full. The
+    ///     header may show an earlier time (§8.8.2.1), which at worst costs one full response.
     ///   - wouldSucceed: whether the response without conditions would be 2xx; if not, every
     ///     condition is ignored (§13.2.1).
     public func evaluate(entityTag: String, lastModified: Timestamp, now: Timestamp, wouldSucceed: Bool = true) -> Outcome {
@@ -45,7 +48,7 @@ public struct ConditionalRequest: Sendable, Hashable {
         guard isGetOrHead, ifModifiedSince.count == 1, let since = HTTPDate.parse(ifModifiedSince[0], now: now),
             since <= now
         else { return .send }
-        return min(lastModified, now) <= since ? .notModified : .send
+        return lastModified <= since ? .notModified : .send
     }
 }
 

@@ -16,15 +16,18 @@ public struct FeedResponse: Sendable {
     }
 
     /// The response to a GET or HEAD for `feed`.
+    ///
+    /// - Parameter dateLag: how far behind `now` the Date header the server sends may be. The
+    ///   Last-Modified header is never later than Date (§8.8.2.1), so a feed published less than
+    ///   that long ago shows `now - dateLag`; conditions are still evaluated against its true time.
     public static func decide(
         feed: ServedFeed, conditions: ConditionalRequest, acceptEncoding: [String], isHead: Bool,
-        now: Timestamp, cacheControl: String
+        now: Timestamp, cacheControl: String, dateLag: Int64 = 0
     ) -> FeedResponse {
         let gzip = AcceptEncoding.acceptsGzip(acceptEncoding)
         let representation = gzip ? feed.gzip : feed.identity
-        // Last-Modified is never later than Date (§8.8.2.1): a publish can stamp a second ahead.
-        let lastModified = min(feed.lastModified, now)
-        let lastModifiedHeader = lastModified == feed.lastModified ? feed.lastModifiedHeader : HTTPDate.format(lastModified)
+        let latestShown = Timestamp(secondsSince1970: now.secondsSince1970 - dateLag)
+        let lastModifiedHeader = feed.lastModified <= latestShown ? feed.lastModifiedHeader : HTTPDate.format(latestShown)
         var headers: [(String, String)] = [
             ("Date", HTTPDate.format(now)),
             ("ETag", representation.entityTag),
@@ -32,7 +35,7 @@ public struct FeedResponse: Sendable {
             ("Cache-Control", cacheControl),
             ("Vary", "Accept-Encoding"),
         ]
-        switch conditions.evaluate(entityTag: representation.entityTag, lastModified: lastModified, now: now) {
+        switch conditions.evaluate(entityTag: representation.entityTag, lastModified: feed.lastModified, now: now) {
         case .notModified:
             return FeedResponse(status: 304, headers: headers, body: nil)
         case .preconditionFailed:
