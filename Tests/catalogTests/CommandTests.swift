@@ -2,6 +2,14 @@ import CatalogKit
 import Foundation
 import Testing
 
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// The real `catalog` executable, run as a subprocess in a temporary working directory with
 /// `catalog/` and `public/` in it, as an editor or CI would run it.
 @Suite struct CommandTests {
@@ -122,6 +130,12 @@ import Testing
         let workspace = try Workspace()
         defer { workspace.remove() }
         return try body(workspace)
+    }
+
+    static func withWorkspaceAsync<T>(_ body: (Workspace) async throws -> T) async throws -> T {
+        let workspace = try Workspace()
+        defer { workspace.remove() }
+        return try await body(workspace)
     }
 
     static func plist(_ body: String) -> String {
@@ -450,6 +464,39 @@ import Testing
             #expect(build.stdout.contains("--dry-run"))
             #expect(build.stdout.contains("--catalog <catalog>"))
             #expect(build.stdout.contains("--public <public>"))
+        }
+    }
+}
+
+/// `catalog serve` as a process: it answers, then stops cleanly on SIGTERM and SIGINT.
+@Suite struct ServeCommandTests {
+    @Test(arguments: [SIGTERM, SIGINT])
+    func stopsGracefullyOnSignal(_ signal: Int32) async throws {
+        try await CommandTests.withWorkspaceAsync { workspace in
+            try workspace.write("catalog/com.example.app.plist", CommandTests.seed)
+            let port = Int.random(in: 20_000...40_000)
+            let process = Process()
+            process.executableURL = try CommandTests.executable()
+            process.arguments = ["serve", "--port", String(port)]
+            process.currentDirectoryURL = workspace.root
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            defer { if process.isRunning { process.terminate() } }
+
+            // Up within ten seconds: it builds the catalog first, then listens.
+            var body: String?
+            for _ in 0..<100 where body == nil {
+                try await Task.sleep(for: .milliseconds(100))
+                let url = URL(string: "http://127.0.0.1:\(port)/v1/apps/com.example.app/products.json")!
+                if let (data, _) = try? await URLSession.shared.data(from: url) { body = String(decoding: data, as: UTF8.self) }
+            }
+            #expect(body == #"["com.example.level1","com.example.level2","com.example.rocket_car"]"#)
+
+            kill(process.processIdentifier, signal)
+            for _ in 0..<100 where process.isRunning { try await Task.sleep(for: .milliseconds(100)) }
+            #expect(!process.isRunning, "still running ten seconds after the signal")
+            #expect(process.terminationReason == .exit && process.terminationStatus == 0)
         }
     }
 }
