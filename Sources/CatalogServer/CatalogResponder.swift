@@ -40,25 +40,13 @@ public struct CatalogResponder: HTTPResponder {
     }
 
     public func respond(to request: Request, context: Context) async throws -> Response {
-        let (route, response) = answer(request)
-        metrics.recordRequest(
-            route: route, status: response.status.code,
-            bodyBytes: request.method == .head ? 0 : (response.body.contentLength ?? 0))
-        return response
-    }
-
-    /// The response, and the route label it is counted under.
-    private func answer(_ request: Request) -> (String, Response) {
-        let (route, response) = route(request)
-        return (route?.label ?? "unknown", response)
-    }
-
-    private func route(_ request: Request) -> (Route?, Response) {
         let segments = request.uri.path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map(String.init)
-        guard let route = Route(segments) else {
-            return (nil, JSONError.response(.notFound, "no such resource: \(request.uri.path)"))
-        }
-        return (route, respond(to: request, at: route))
+        let route = Route(segments)
+        let response =
+            route.map { respond(to: request, at: $0) }
+            ?? JSONError.response(.notFound, "no such resource: \(request.uri.path)")
+        metrics.recordRequest(route: route?.label ?? "unknown", status: response.status.code, bodyBytes: response.body.contentLength ?? 0)
+        return response
     }
 
     private func respond(to request: Request, at route: Route) -> Response {
