@@ -1,27 +1,46 @@
 import CatalogKit
+import Foundation
 import Hummingbird
 import HummingbirdCore
 import Logging
+import NIOCore
 
 /// The serving application: the catalog's routes and the reload service, ready to run or test.
 public func buildApplication(
     publicDirectory: PublicTree, host: String = "127.0.0.1", port: Int = 8080,
-    configuration: ServeConfiguration = ServeConfiguration(), reloadInterval: Duration = .milliseconds(250), logger: Logger
+    configuration: ServeConfiguration = ServeConfiguration(), reloadInterval: Duration = .milliseconds(250),
+    eventLoopGroup: EventLoopGroupProvider = .singleton, logger: Logger
 ) -> some ApplicationProtocol {
     let store = FeedStore(tree: publicDirectory, logger: logger)
     let metrics = ServerMetrics()
     metrics.recordFeeds(store.index, reloaded: false)
     let deadline = configuration.requestReadDeadline
-    // A handler per connection (the closure runs for each), small header limits: feed requests
-    // carry a handful of short headers.
-    let http = HTTP1Channel.Configuration(
-        additionalChannelHandlers: [RequestDeadlineHandler(deadline: deadline)], idleTimeout: configuration.idleTimeout,
-        httpDecoderConfiguration: HTTP1Channel.Configuration.DecoderConfiguration(
-            maxHeaderFieldSize: 8 * 1024, maxHeaderListSize: 16 * 1024, maxHeaderFieldCount: 100))
+    let cacheControl = configuration.cacheControl
+    let server = HTTPServerBuilder { responder in
+        FeedHTTP1Channel(responder: responder) {
+            FeedConnectionHandler(store: store, metrics: metrics, cacheControl: cacheControl, deadline: deadline)
+        }
+    }
     return Application(
         responder: CatalogResponder(store: store, configuration: configuration, metrics: metrics),
-        server: .http1(configuration: http),
+        server: server,
         configuration: ApplicationConfiguration(address: .hostname(host, port: port), serverName: nil),
         services: [FeedReloadService(store: store, interval: reloadInterval, metrics: metrics, logger: logger)],
+        eventLoopGroupProvider: eventLoopGroup,
         logger: logger)
+}
+
+/// How many CPUs this process may run on: one event loop each. NIO's default counts the
+/// machine's cores, so a server pinned to one core would time-share two or more loops on it.
+public func availableCPUCount() -> Int {
+    // `Cpus_allowed_list: 0-1,4` in /proc/self/status is the affinity mask, readable without C.
+    guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
+        let line = status.split(separator: "\n").first(where: { $0.hasPrefix("Cpus_allowed_list:") })
+    else { return System.coreCount }
+    var count = 0
+    for range in line.dropFirst("Cpus_allowed_list:".count).split(separator: ",") {
+        let bounds = range.split(separator: "-").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
+        if bounds.count == 2 { count += bounds[1] - bounds[0] + 1 } else if bounds.count == 1 { count += 1 }
+    }
+    return count > 0 ? count : System.coreCount
 }

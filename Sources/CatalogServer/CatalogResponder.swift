@@ -11,10 +11,9 @@ public struct ServeConfiguration: Sendable {
     public var cacheControl = "public, max-age=300"
     /// Cache-Control of revision snapshots, which never change.
     public var immutableCacheControl = "public, max-age=31536000, immutable"
-    /// A connection on which nothing arrives for this long is closed.
-    public var idleTimeout: TimeAmount = .seconds(30)
     /// Each request must be read completely within this time after the connection opened or the
-    /// previous response was sent, however steadily its bytes trickle in.
+    /// previous response was sent, however steadily its bytes trickle in; an idle connection is
+    /// closed after it too.
     public var requestReadDeadline: TimeAmount = .seconds(10)
 
     public init() {}
@@ -191,7 +190,7 @@ extension Route {
         case .readiness: "readyz"
         case .metrics: "metrics"
         case .apps: "apps"
-        case .feed(_, let kind): kind == .products ? "products" : "catalog"
+        case .feed(_, let kind): kind.routeLabel
         case .revisions: "revisions"
         case .snapshot(_, _, let kind): kind == .products ? "revision_products" : "revision_catalog"
         }

@@ -4,6 +4,7 @@ import CatalogServer
 import Foundation
 import Hummingbird
 import Logging
+import NIOPosix
 
 struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -43,7 +44,9 @@ struct ServeCommand: AsyncParsableCommand {
         }
         var configuration = ServeConfiguration()
         configuration.cacheControl = cacheControl
-        let app = buildApplication(publicDirectory: tree, host: host, port: port, configuration: configuration, logger: logger)
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: availableCPUCount())
+        let app = buildApplication(
+            publicDirectory: tree, host: host, port: port, configuration: configuration, eventLoopGroup: .shared(group), logger: logger)
         try await app.runService()
     }
 }

@@ -1,0 +1,260 @@
+import CatalogKit
+import Foundation
+import NIOCore
+import NIOHTTP1
+import PropertyList
+
+/// The lean path for feed requests, and each connection's read deadline.
+///
+/// Sits right after the HTTP/1 request decoder. A plain `GET` or `HEAD` of a current feed is
+/// answered here with pre-serialized bytes written past the response encoder: no conversion to
+/// HTTP types, no async hand-off, no header encoding, a cached buffer per feed and second. Any
+/// other request goes on to the Hummingbird application unchanged, and while one of those is
+/// being answered, every later request on the connection follows it, so that responses leave
+/// in request order.
+///
+/// Because requests answered here never reach the handlers behind it, this handler also keeps
+/// the read deadline: a request must be read completely within `deadline` of the connection
+/// opening or the previous response, however slowly its bytes arrive; an idle connection is
+/// closed after the same time.
+final class FeedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias InboundOut = HTTPServerRequestPart
+    typealias OutboundIn = HTTPServerResponsePart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    private let store: FeedStore
+    private let metrics: ServerMetrics
+    private let cacheControl: String
+    private let deadline: TimeAmount
+    private var timer: Scheduled<Void>?
+    /// The response encoder's context: raw bytes written there skip it.
+    private var encoder: ChannelHandlerContext?
+    /// Requests handed to the application and not yet answered.
+    private var forwardedInFlight = 0
+    /// What the request being read is: answered here, or forwarded.
+    private var current: Current = .none
+    private var wroteSinceFlush = false
+    /// Whether anything was passed on in this read batch: if not, the application's async channel
+    /// is not told that a batch ended, which would only wake its task for nothing.
+    private var forwardedSinceReadComplete = false
+    private var cache = ResponseCache()
+
+    private enum Current {
+        case none
+        case fast(HTTPRequestHead)
+        case forwarded
+    }
+
+    init(store: FeedStore, metrics: ServerMetrics, cacheControl: String, deadline: TimeAmount) {
+        self.store = store
+        self.metrics = metrics
+        self.cacheControl = cacheControl
+        self.deadline = deadline
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        encoder = try? context.pipeline.syncOperations.context(handlerType: HTTPResponseEncoder.self)
+        if context.channel.isActive { arm(context) }
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        arm(context)
+        context.fireChannelActive()
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        timer?.cancel()
+        timer = nil
+        context.fireChannelInactive()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let part = unwrapInboundIn(data)
+        switch (part, current) {
+        case (.head(let head), _):
+            if forwardedInFlight == 0, encoder != nil, Self.isFeedRequest(head) {
+                current = .fast(head)
+            } else {
+                current = .forwarded
+                forwardedSinceReadComplete = true
+                context.fireChannelRead(data)
+            }
+        case (.body, .fast):
+            break  // GET and HEAD bodies mean nothing to a feed
+        case (.end, .fast(let head)):
+            current = .none
+            timer?.cancel()
+            timer = nil
+            if !answer(head, context: context) {
+                // Not a feed after all (an unknown app, a bad parameter): the application explains.
+                forwardedInFlight += 1
+                forwardedSinceReadComplete = true
+                context.fireChannelRead(wrapInboundOut(.head(head)))
+                context.fireChannelRead(wrapInboundOut(.end(nil)))
+            }
+        case (.end, _):
+            current = .none
+            forwardedInFlight += 1
+            forwardedSinceReadComplete = true
+            timer?.cancel()
+            timer = nil
+            context.fireChannelRead(data)
+        default:
+            forwardedSinceReadComplete = true
+            context.fireChannelRead(data)
+        }
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        if wroteSinceFlush {
+            wroteSinceFlush = false
+            encoder?.flush()
+        }
+        if forwardedSinceReadComplete {
+            forwardedSinceReadComplete = false
+            context.fireChannelReadComplete()
+        }
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        if case .end = unwrapOutboundIn(data) {
+            forwardedInFlight -= 1
+            if forwardedInFlight == 0 { arm(context) }
+        }
+        context.write(data, promise: promise)
+    }
+
+    /// `GET` or `HEAD` of `/v1/apps/<app>/products.json` or `catalog.json` over HTTP/1.1 with keep-alive,
+    /// no body and no escapes in the URI: everything else takes the general path.
+    static func isFeedRequest(_ head: HTTPRequestHead) -> Bool {
+        guard head.method == .GET || head.method == .HEAD, head.version == .http1_1, head.isKeepAlive,
+            head.headers.first(name: "content-length").map({ $0 == "0" }) ?? true,
+            !head.headers.contains(name: "transfer-encoding")
+        else { return false }
+        return FeedTarget(head.uri) != nil
+    }
+
+    /// Writes the response to a feed request; false if the request is not for a published feed.
+    private func answer(_ head: HTTPRequestHead, context: ChannelHandlerContext) -> Bool {
+        guard let target = FeedTarget(head.uri) else { return false }
+        let (app, kind, platform, appVersion) = (target.app, target.kind, target.platform, target.appVersion)
+        let now = Timestamp.now
+        guard case .success(let feed) = store.index.feed(app: app, kind: kind, platform: platform, appVersion: appVersion, at: now)
+        else { return false }
+
+        let gzip = AcceptEncoding.acceptsGzip(head.headers[canonicalForm: "accept-encoding"].map(String.init))
+        let representation = gzip ? feed.gzip : feed.identity
+        let ifNoneMatch = head.headers["if-none-match"]
+        let ifModifiedSince = head.headers["if-modified-since"]
+        let notModified: Bool
+        if ifNoneMatch.count == 1 && ifNoneMatch[0] == representation.entityTag {
+            notModified = true  // the usual revalidation: our own tag sent back
+        } else if ifNoneMatch.isEmpty && ifModifiedSince.count == 1 && ifModifiedSince[0] == feed.lastModifiedHeader
+            && feed.lastModified <= now
+        {
+            notModified = true  // our own Last-Modified sent back
+        } else {
+            let conditions = ConditionalRequest(ifNoneMatch: ifNoneMatch, ifModifiedSince: ifModifiedSince)
+            notModified =
+                conditions.evaluate(entityTag: representation.entityTag, lastModified: feed.lastModified, now: now) == .notModified
+        }
+        let key = ResponseCache.Key(
+            entityTag: representation.entityTag, lastModified: feed.lastModified.secondsSince1970, notModified: notModified,
+            head: head.method == .HEAD)
+        let response = cache.response(for: key, now: now, allocator: context.channel.allocator) { buffer, date in
+            // Written here, Date and Last-Modified come from the same clock: no hold-back needed.
+            let lastModified = feed.lastModified <= now ? feed.lastModifiedHeader : date
+            buffer.writeString(notModified ? "HTTP/1.1 304 Not Modified\r\n" : "HTTP/1.1 200 OK\r\n")
+            buffer.writeString("Date: \(date)\r\nETag: \(representation.entityTag)\r\nLast-Modified: \(lastModified)\r\n")
+            buffer.writeString("Cache-Control: \(cacheControl)\r\nVary: Accept-Encoding\r\n")
+            if !notModified {
+                buffer.writeString("Content-Type: application/json\r\n")
+                if gzip { buffer.writeString("Content-Encoding: gzip\r\n") }
+                buffer.writeString("Content-Length: \(representation.bytes.count)\r\n")
+            }
+            buffer.writeString("\r\n")
+            if !notModified && head.method != .HEAD { buffer.writeBytes(representation.bytes) }
+        }
+        encoder?.write(NIOAny(IOData.byteBuffer(response)), promise: nil)
+        wroteSinceFlush = true
+        metrics.recordFeed(kind, notModified: notModified, bodyBytes: notModified || head.method == .HEAD ? 0 : representation.bytes.count)
+        arm(context)
+        return true
+    }
+
+    private func arm(_ context: ChannelHandlerContext) {
+        timer?.cancel()
+        let channel = context.channel
+        timer = context.eventLoop.scheduleTask(in: deadline) {
+            channel.close(promise: nil)
+        }
+    }
+}
+
+/// Serialized responses of this connection for the current second (the Date header's resolution).
+struct ResponseCache {
+    struct Key: Hashable {
+        var entityTag: String
+        var lastModified: Int64
+        var notModified: Bool
+        var head: Bool
+    }
+
+    private var second: Int64 = -1
+    private var date = ""
+    private var responses: [Key: ByteBuffer] = [:]
+
+    mutating func response(
+        for key: Key, now: Timestamp, allocator: ByteBufferAllocator, build: (inout ByteBuffer, String) -> Void
+    ) -> ByteBuffer {
+        if now.secondsSince1970 != second {
+            second = now.secondsSince1970
+            date = HTTPDate.format(now)
+            responses.removeAll(keepingCapacity: true)
+        }
+        if let cached = responses[key] { return cached }
+        var buffer = allocator.buffer(capacity: 512)
+        build(&buffer, date)
+        responses[key] = buffer
+        return buffer
+    }
+}
+
+/// A feed URI read byte by byte: `/v1/apps/<app>/<products|catalog>.json[?platform=…&appVersion=…]`.
+/// This runs for nearly every request, so it avoids Foundation and splitting into arrays.
+struct FeedTarget {
+    var app: String
+    var kind: FeedKind
+    var platform: String?
+    var appVersion: String?
+
+    init?(_ uri: String) {
+        var utf8 = Substring(uri).utf8
+        let prefix = "/v1/apps/".utf8
+        guard utf8.starts(with: prefix), !utf8.contains(UInt8(ascii: "%")) else { return nil }
+        utf8 = utf8.dropFirst(prefix.count)
+        let query = utf8.firstIndex(of: UInt8(ascii: "?"))
+        let path = utf8[..<(query ?? utf8.endIndex)]
+        guard let slash = path.firstIndex(of: UInt8(ascii: "/")) else { return nil }
+        let name = Substring(path[path.index(after: slash)...])
+        switch name {
+        case "products.json": kind = .products
+        case "catalog.json": kind = .catalog
+        default: return nil
+        }
+        app = String(Substring(path[..<slash]))
+        guard AppName.problem(app) == nil else { return nil }
+        if let query {
+            for pair in Substring(utf8[utf8.index(after: query)...]).split(separator: "&") {
+                guard let equals = pair.firstIndex(of: "=") else { continue }
+                let value = String(pair[pair.index(after: equals)...])
+                switch pair[..<equals] {
+                case "platform": platform = value
+                case "appVersion": appVersion = value
+                default: break
+                }
+            }
+        }
+    }
+}

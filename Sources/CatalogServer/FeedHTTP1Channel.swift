@@ -1,0 +1,38 @@
+import HummingbirdCore
+import Logging
+import NIOCore
+import NIOHTTP1
+import NIOHTTPTypes
+import NIOHTTPTypesHTTP1
+
+/// Hummingbird's HTTP/1 child channel with ``FeedConnectionHandler`` right after the request
+/// decoder, where feed requests are cheapest to answer.
+struct FeedHTTP1Channel: HTTPChannelHandler {
+    typealias Value = NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>
+
+    let responder: HTTPChannelHandler.Responder
+    let connectionHandler: @Sendable () -> FeedConnectionHandler
+
+    func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
+        channel.eventLoop.makeCompletedFuture {
+            var limits = NIOHTTPDecoderLimitConfiguration()
+            // Feed requests carry a handful of short headers.
+            limits.maxHeaderFieldSize = 8 * 1024
+            limits.maxHeaderListSize = 16 * 1024
+            limits.maxHeaderFieldCount = 100
+            try channel.pipeline.syncOperations.configureHTTPServerPipeline(
+                withPipeliningAssistance: false, withErrorHandling: false, withOutboundHeaderValidation: false,
+                withEncoderConfiguration: .init(), withDecoderLimitConfiguration: limits)
+            try channel.pipeline.syncOperations.addHandler(connectionHandler())
+            try channel.pipeline.syncOperations.addHandler(HTTP1ToHTTPServerCodec(secure: false))
+            // No idle timeout behind this point: requests answered by the connection handler never
+            // reach it, so the connection handler keeps time for the whole connection.
+            try channel.pipeline.syncOperations.addHandler(HTTPConnectionStateHandler(idleTimeout: nil, logger: logger))
+            return try NIOAsyncChannel(wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true))
+        }
+    }
+
+    func handle(value asyncChannel: Value, logger: Logger) async {
+        await handleHTTP(asyncChannel: asyncChannel, logger: logger)
+    }
+}
