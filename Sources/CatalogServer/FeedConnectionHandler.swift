@@ -46,7 +46,7 @@ final class FeedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
 
     private enum Current {
         case none
-        case fast(HTTPRequestHead)
+        case fast(HTTPRequestHead, FeedTarget)
         case forwarded
     }
 
@@ -77,8 +77,8 @@ final class FeedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         let part = unwrapInboundIn(data)
         switch (part, current) {
         case (.head(let head), _):
-            if forwardedInFlight == 0, encoder != nil, Self.isFeedRequest(head) {
-                current = .fast(head)
+            if forwardedInFlight == 0, encoder != nil, let target = Self.feedTarget(head) {
+                current = .fast(head, target)
             } else {
                 current = .forwarded
                 forwardedSinceReadComplete = true
@@ -86,9 +86,9 @@ final class FeedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
             }
         case (.body, .fast):
             break  // GET and HEAD bodies mean nothing to a feed
-        case (.end, .fast(let head)):
+        case (.end, .fast(let head, let target)):
             current = .none
-            if !answer(head, context: context) {
+            if !answer(head, target, context: context) {
                 waitingSince = nil
                 // Not a feed after all (an unknown app, a bad parameter): the application explains.
                 forwardedInFlight += 1
@@ -129,17 +129,16 @@ final class FeedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
 
     /// `GET` or `HEAD` of `/v1/apps/<app>/products.json` or `catalog.json` over HTTP/1.1 with keep-alive,
     /// no body and no escapes in the URI: everything else takes the general path.
-    static func isFeedRequest(_ head: HTTPRequestHead) -> Bool {
+    static func feedTarget(_ head: HTTPRequestHead) -> FeedTarget? {
         guard head.method == .GET || head.method == .HEAD, head.version == .http1_1, head.isKeepAlive,
             head.headers.first(name: "content-length").map({ $0 == "0" }) ?? true,
             !head.headers.contains(name: "transfer-encoding")
-        else { return false }
-        return FeedTarget(head.uri) != nil
+        else { return nil }
+        return FeedTarget(head.uri)
     }
 
     /// Writes the response to a feed request; false if the request is not for a published feed.
-    private func answer(_ head: HTTPRequestHead, context: ChannelHandlerContext) -> Bool {
-        guard let target = FeedTarget(head.uri) else { return false }
+    private func answer(_ head: HTTPRequestHead, _ target: FeedTarget, context: ChannelHandlerContext) -> Bool {
         let (app, kind, platform, appVersion) = (target.app, target.kind, target.platform, target.appVersion)
         let now = Timestamp.now
         guard case .success(let feed) = store.index.feed(app: app, kind: kind, platform: platform, appVersion: appVersion, at: now)

@@ -148,7 +148,12 @@ public enum AppName {
             (byte >= 48 && byte <= 57) || (byte >= 65 && byte <= 90) || (byte >= 97 && byte <= 122)
                 || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "-")
         }
-        if name.isEmpty || !allowed || name.hasPrefix(".") || name.hasPrefix("-") || name.contains("..") || name.count > 155 {
+        // Bytes, not Foundation's substring search: servers check every request's app name.
+        let utf8 = name.utf8
+        let hasDoubleDot = zip(utf8, utf8.dropFirst()).contains { $0 == UInt8(ascii: ".") && $1 == UInt8(ascii: ".") }
+        if name.isEmpty || !allowed || utf8.first == UInt8(ascii: ".") || utf8.first == UInt8(ascii: "-") || hasDoubleDot
+            || utf8.count > 155
+        {
             return "'\(name)' is not a bundle identifier; use letters, digits, '.' and '-', such as com.example.game"
         }
         return nil
