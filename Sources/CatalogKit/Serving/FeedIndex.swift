@@ -8,12 +8,22 @@ public struct FeedRepresentation: Sendable {
 }
 
 /// A feed as served: identity and gzip encodings with validators formatted once, at load.
-public struct ServedFeed: Sendable {
+///
+/// A class, immutable: a request takes one reference to it instead of copying (and counting
+/// references to) every byte array and string it holds.
+public final class ServedFeed: Sendable {
     public let identity: FeedRepresentation
     public let gzip: FeedRepresentation
     public let lastModified: Timestamp
     /// `lastModified` as IMF-fixdate.
     public let lastModifiedHeader: String
+
+    init(identity: FeedRepresentation, gzip: FeedRepresentation, lastModified: Timestamp, lastModifiedHeader: String) {
+        self.identity = identity
+        self.gzip = gzip
+        self.lastModified = lastModified
+        self.lastModifiedHeader = lastModifiedHeader
+    }
 }
 
 /// The two feeds of one variant.
