@@ -71,11 +71,13 @@ let package = Package(
             ]
         ),
         .testTarget(name: "PropertyListTests", dependencies: ["PropertyList"]),
-        .testTarget(name: "CatalogKitTests", dependencies: ["CatalogKit"]),
+        // Tables shared by the domain tests and the tests that send them through HTTP.
+        .target(name: "CatalogTestSupport", dependencies: ["CatalogKit"], path: "Tests/CatalogTestSupport"),
+        .testTarget(name: "CatalogKitTests", dependencies: ["CatalogKit", "CatalogTestSupport"]),
         .testTarget(
             name: "CatalogServerTests",
             dependencies: [
-                "CatalogServer", "CatalogKit",
+                "CatalogServer", "CatalogKit", "CatalogTestSupport",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
             ]

@@ -14,11 +14,9 @@ public func buildApplication(
     let store = FeedStore(tree: publicDirectory, logger: logger)
     let metrics = ServerMetrics()
     metrics.recordFeeds(store.index, reloaded: false)
-    let deadline = configuration.requestReadDeadline
-    let cacheControl = configuration.cacheControl
     let server = HTTPServerBuilder { responder in
         FeedHTTP1Channel(responder: responder) {
-            FeedConnectionHandler(store: store, metrics: metrics, cacheControl: cacheControl, deadline: deadline)
+            FeedConnectionHandler(store: store, metrics: metrics, configuration: configuration)
         }
     }
     return Application(

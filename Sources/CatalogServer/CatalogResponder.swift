@@ -15,6 +15,8 @@ public struct ServeConfiguration: Sendable {
     /// previous response was sent, however steadily its bytes trickle in; an idle connection is
     /// closed after it too.
     public var requestReadDeadline: TimeAmount = .seconds(10)
+    /// The time responses are dated by and scheduled changes switch at; tests fix it.
+    public var clock: @Sendable () -> Timestamp = { .now }
 
     public init() {}
 }
@@ -54,7 +56,7 @@ public struct CatalogResponder: HTTPResponder {
             response.headers[.allow] = "GET, HEAD"
             return response
         }
-        let now = Timestamp.now
+        let now = configuration.clock()
         switch route {
         case .health:
             return JSONResponse.ok(#"{"status":"ok"}"#)

@@ -26,6 +26,7 @@ final class FeedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     private let store: FeedStore
     private let metrics: ServerMetrics
     private let cacheControl: String
+    private let clock: @Sendable () -> Timestamp
     private let deadline: TimeAmount
     private var timer: Scheduled<Void>?
     /// When the wait for the next complete request began; nil while the application is
@@ -50,11 +51,12 @@ final class FeedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         case forwarded
     }
 
-    init(store: FeedStore, metrics: ServerMetrics, cacheControl: String, deadline: TimeAmount) {
+    init(store: FeedStore, metrics: ServerMetrics, configuration: ServeConfiguration) {
         self.store = store
         self.metrics = metrics
-        self.cacheControl = cacheControl
-        self.deadline = deadline
+        self.cacheControl = configuration.cacheControl
+        self.clock = configuration.clock
+        self.deadline = configuration.requestReadDeadline
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -140,7 +142,7 @@ final class FeedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     /// Writes the response to a feed request; false if the request is not for a published feed.
     private func answer(_ head: HTTPRequestHead, _ target: FeedTarget, context: ChannelHandlerContext) -> Bool {
         let (app, kind, platform, appVersion) = (target.app, target.kind, target.platform, target.appVersion)
-        let now = Timestamp.now
+        let now = clock()
         guard case .success(let feed) = store.index.feed(app: app, kind: kind, platform: platform, appVersion: appVersion, at: now)
         else { return false }
 

@@ -18,10 +18,10 @@ import Testing
         var catalog: URL { root.appendingPathComponent("catalog") }
         var publicTree: PublicTree { PublicTree(root: root.appendingPathComponent("public")) }
 
-        init(ids: [String]) throws {
+        init(ids: [String], at moment: Timestamp? = nil) throws {
             root = FileManager.default.temporaryDirectory.appendingPathComponent("server-\(UUID().uuidString)")
             try FileManager.default.createDirectory(at: root.appendingPathComponent("catalog"), withIntermediateDirectories: true)
-            try publish(ids)
+            if let moment { try publish(ids, at: moment) } else { try publish(ids) }
         }
 
         /// Publishes `ids`, by default ten seconds ago: a publication in the current second shows a

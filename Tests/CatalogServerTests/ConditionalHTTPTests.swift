@@ -1,5 +1,6 @@
 import CatalogKit
 import CatalogServer
+import CatalogTestSupport
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -156,5 +157,49 @@ import Testing
 extension Timestamp {
     fileprivate func adding(_ seconds: Int64) -> Timestamp {
         Timestamp(secondsSince1970: secondsSince1970 + seconds)
+    }
+}
+
+/// Every row of the RFC 9110 table (``ConditionalExamples``) through real HTTP: a server whose
+/// clock says the table's `now`, serving a feed last modified at the row's moment, with the
+/// table's entity tag `"abc"` standing for the served one.
+@Suite struct ConditionalTableOverHTTPTests {
+    @Test(arguments: ConditionalExamples.cases)
+    func row(_ row: ConditionalExamples.Case) async throws {
+        let fixture = try CatalogServerTests.Fixture(ids: ["com.example.served.coins"], at: row.lastModified)
+        defer { fixture.remove() }
+        let manifest = try #require(try fixture.publicTree.currentManifest(CatalogServerTests.app))
+        let record = manifest.variants[0].products
+        var configuration = ServeConfiguration()
+        configuration.clock = { ConditionalExamples.now }
+        let application = buildApplication(
+            publicDirectory: fixture.publicTree, port: 0, configuration: configuration, logger: Logger(label: "test"))
+        func served(_ value: String) -> String {
+            value.replacingOccurrences(of: ConditionalExamples.entityTag, with: record.entityTag)
+        }
+        var headers = HTTPFields()
+        for value in row.ifNoneMatch { headers.append(HTTPField(name: .ifNoneMatch, value: served(value))) }
+        for value in row.ifModifiedSince { headers.append(HTTPField(name: .ifModifiedSince, value: value)) }
+
+        // Unsafe methods are not allowed on feeds (405), and a request that fails without its
+        // conditions (here an unknown platform, 400) fails with them too: conditions are ignored.
+        let uri = row.wouldSucceed ? CatalogServerTests.feedPath : CatalogServerTests.feedPath + "?platform=android"
+        let method: HTTPRequest.Method = row.isGetOrHead ? .get : .post
+        let expected: HTTPResponse.Status =
+            !row.isGetOrHead
+            ? .methodNotAllowed
+            : !row.wouldSucceed
+                ? .badRequest
+                : row.expected == .notModified ? .notModified : .ok
+        let requestHeaders = headers
+        try await application.test(.live) { client in
+            let response = try await client.execute(uri: uri, method: method, headers: requestHeaders)
+            #expect(response.status == expected)
+            if expected == .ok || expected == .notModified {
+                #expect(response.headers[.eTag] == record.entityTag)
+                #expect(response.headers[.date] == HTTPDate.format(ConditionalExamples.now))
+                #expect(response.headers[.lastModified] == HTTPDate.format(min(row.lastModified, ConditionalExamples.now)))
+            }
+        }
     }
 }
