@@ -81,3 +81,25 @@ import Testing
         #expect(manifest.variants[0].products.lastModified == later)
     }
 }
+
+extension ScheduleTests {
+    /// A rebuild in the very second a scheduled switch happened gives changed bytes a
+    /// Last-Modified after the switch, which clients may already hold.
+    @Test func rebuildingAtTheSwitchMovesPastIt() throws {
+        let catalog = try TemporaryCatalog()
+        defer { try? FileManager.default.removeItem(at: catalog.root) }
+        try catalog.write("com.example.timed.plist", Self.source)
+        try catalog.publish(at: buildMoment)
+        try catalog.write(
+            "com.example.timed.plist",
+            Self.source.replacingOccurrences(
+                of: "<dict><key>id</key><string>com.example.timed.always</string></dict>",
+                with:
+                    "<dict><key>id</key><string>com.example.timed.always</string></dict><dict><key>id</key><string>com.example.timed.extra</string></dict>"
+            ))
+        let plan = try #require(try catalog.publish(at: Self.opens).first)
+        #expect(!plan.isUnchanged)
+        let manifest = try #require(try catalog.tree.currentManifest("com.example.timed"))
+        #expect(manifest.variants[0].products.lastModified == Self.opens.adding(1))
+    }
+}

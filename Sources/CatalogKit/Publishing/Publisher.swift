@@ -175,9 +175,11 @@ public struct Publisher: Sendable {
         let renderer = FeedRenderer(catalog: catalog)
         let revision = (previous?.revision ?? 0) + 1
 
-        // Changed bytes get this Last-Modified: now, but after everything published before,
-        // and the revision carries the same moment so that feed and revision agree.
-        let latestPrevious = previous?.variants.flatMap { [$0.products.lastModified, $0.catalog.lastModified] }.max()
+        // Changed bytes get this Last-Modified: now, but after everything published before
+        // (scheduled states that have begun included: they were served), and the revision
+        // carries the same moment so that feed and revision agree.
+        let served = (previous?.variants ?? []) + (previous?.schedule ?? []).filter { $0.from <= moment }.flatMap(\.variants)
+        let latestPrevious = served.flatMap { [$0.products.lastModified, $0.catalog.lastModified] }.max()
         let changedAt = Timestamp(secondsSince1970: max(moment.secondsSince1970, (latestPrevious?.secondsSince1970 ?? .min) + 1))
 
         // The feeds now, then at each scheduled moment ahead, each state compared with the one
