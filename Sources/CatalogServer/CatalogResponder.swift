@@ -46,7 +46,7 @@ public struct CatalogResponder: HTTPResponder {
         let response =
             route.map { respond(to: request, at: $0) }
             ?? JSONError.response(.notFound, "no such resource: \(request.uri.path)")
-        metrics.recordRequest(route: route?.label ?? "unknown", status: response.status.code, bodyBytes: response.body.contentLength ?? 0)
+        metrics.recordRequest(route?.metricsRoute ?? .unknown, status: response.status.code, bodyBytes: response.body.contentLength ?? 0)
         return response
     }
 
@@ -185,16 +185,15 @@ enum Route: Equatable {
 }
 
 extension Route {
-    /// The route's name in metrics: a few fixed values, never an app or a revision.
-    var label: String {
+    var metricsRoute: MetricsRoute {
         switch self {
-        case .health: "healthz"
-        case .readiness: "readyz"
-        case .metrics: "metrics"
-        case .apps: "apps"
-        case .feed(_, let kind): kind.routeLabel
-        case .revisions: "revisions"
-        case .snapshot(_, _, let kind): kind == .products ? "revision_products" : "revision_catalog"
+        case .health: .healthz
+        case .readiness: .readyz
+        case .metrics: .metrics
+        case .apps: .apps
+        case .feed(_, let kind): MetricsRoute(kind)
+        case .revisions: .revisions
+        case .snapshot(_, _, let kind): kind == .products ? .revisionProducts : .revisionCatalog
         }
     }
 }

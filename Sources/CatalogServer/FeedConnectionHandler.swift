@@ -146,42 +146,28 @@ final class FeedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         guard case .success(let feed) = store.index.feed(app: app, kind: kind, platform: platform, appVersion: appVersion, at: now)
         else { return false }
 
-        let gzip = AcceptEncoding.acceptsGzip(head.headers[canonicalForm: "accept-encoding"].map(String.init))
-        let representation = gzip ? feed.gzip : feed.identity
-        let ifNoneMatch = head.headers["if-none-match"]
-        let ifModifiedSince = head.headers["if-modified-since"]
-        let notModified: Bool
-        if ifNoneMatch.count == 1 && ifNoneMatch[0] == representation.entityTag {
-            notModified = true  // the usual revalidation: our own tag sent back
-        } else if ifNoneMatch.isEmpty && ifModifiedSince.count == 1 && ifModifiedSince[0] == feed.lastModifiedHeader
-            && feed.lastModified <= now
-        {
-            notModified = true  // our own Last-Modified sent back
-        } else {
-            let conditions = ConditionalRequest(ifNoneMatch: ifNoneMatch, ifModifiedSince: ifModifiedSince)
-            notModified =
-                conditions.evaluate(entityTag: representation.entityTag, lastModified: feed.lastModified, now: now) == .notModified
-        }
+        let choice = FeedResponse.choose(
+            feed: feed,
+            conditions: ConditionalRequest(ifNoneMatch: head.headers["if-none-match"], ifModifiedSince: head.headers["if-modified-since"]),
+            acceptEncoding: head.headers["accept-encoding"], now: now)
+        let representation = choice.gzip ? feed.gzip : feed.identity
+        let isHead = head.method == .HEAD
         let key = ResponseCache.Key(
-            entityTag: representation.entityTag, lastModified: feed.lastModified.secondsSince1970, notModified: notModified,
-            head: head.method == .HEAD)
-        let response = cache.response(for: key, now: now, allocator: context.channel.allocator) { buffer, date in
-            // Written here, Date and Last-Modified come from the same clock: no hold-back needed.
-            let lastModified = feed.lastModified <= now ? feed.lastModifiedHeader : date
-            buffer.writeString(notModified ? "HTTP/1.1 304 Not Modified\r\n" : "HTTP/1.1 200 OK\r\n")
-            buffer.writeString("Date: \(date)\r\nETag: \(representation.entityTag)\r\nLast-Modified: \(lastModified)\r\n")
-            buffer.writeString("Cache-Control: \(cacheControl)\r\nVary: Accept-Encoding\r\n")
-            if !notModified {
-                buffer.writeString("Content-Type: application/json\r\n")
-                if gzip { buffer.writeString("Content-Encoding: gzip\r\n") }
-                buffer.writeString("Content-Length: \(representation.bytes.count)\r\n")
+            entityTag: representation.entityTag, lastModified: feed.lastModified.secondsSince1970, status: choice.status, head: isHead)
+        let response = cache.response(for: key, now: now, allocator: context.channel.allocator) { buffer in
+            // The same headers as the general path; written here, Date comes from the same
+            // clock as Last-Modified, so nothing is held back (dateLag 0).
+            buffer.writeString(choice.status == 304 ? "HTTP/1.1 304 Not Modified\r\n" : "HTTP/1.1 200 OK\r\n")
+            for (name, value) in FeedResponse.headers(feed: feed, choice: choice, now: now, cacheControl: cacheControl) {
+                buffer.writeString("\(name): \(value)\r\n")
             }
             buffer.writeString("\r\n")
-            if !notModified && head.method != .HEAD { buffer.writeBytes(representation.bytes) }
+            if choice.status == 200 && !isHead { buffer.writeBytes(representation.bytes) }
         }
         encoder?.write(NIOAny(IOData.byteBuffer(response)), promise: nil)
         wroteSinceFlush = true
-        metrics.recordFeed(kind, notModified: notModified, bodyBytes: notModified || head.method == .HEAD ? 0 : representation.bytes.count)
+        metrics.recordRequest(
+            MetricsRoute(kind), status: choice.status, bodyBytes: choice.status == 200 && !isHead ? representation.bytes.count : 0)
         waitingSince = .now()
         if timer == nil { arm(context) }
         return true
@@ -216,25 +202,23 @@ struct ResponseCache {
     struct Key: Hashable {
         var entityTag: String
         var lastModified: Int64
-        var notModified: Bool
+        var status: Int
         var head: Bool
     }
 
     private var second: Int64 = -1
-    private var date = ""
     private var responses: [Key: ByteBuffer] = [:]
 
     mutating func response(
-        for key: Key, now: Timestamp, allocator: ByteBufferAllocator, build: (inout ByteBuffer, String) -> Void
+        for key: Key, now: Timestamp, allocator: ByteBufferAllocator, build: (inout ByteBuffer) -> Void
     ) -> ByteBuffer {
         if now.secondsSince1970 != second {
             second = now.secondsSince1970
-            date = HTTPDate.format(now)
             responses.removeAll(keepingCapacity: true)
         }
         if let cached = responses[key] { return cached }
         var buffer = allocator.buffer(capacity: 512)
-        build(&buffer, date)
+        build(&buffer)
         responses[key] = buffer
         return buffer
     }

@@ -14,7 +14,6 @@ import Synchronization
 public final class FeedStore: Sendable {
     public let tree: PublicTree
     private let state: Mutex<(index: FeedIndex, signature: [String])>
-    private let reloads = Atomic<Int>(0)
 
     /// Loads what is published now.
     public init(tree: PublicTree, logger: Logger) {
@@ -26,9 +25,6 @@ public final class FeedStore: Sendable {
     }
 
     public var index: FeedIndex { state.withLock { $0.index } }
-
-    /// How many times a new publication was loaded.
-    public var reloadCount: Int { reloads.load(ordering: .relaxed) }
 
     /// Loads the published tree again if any app's manifest was replaced since the last load.
     /// An app whose new files do not check out keeps being served from its previous revision.
@@ -45,7 +41,6 @@ public final class FeedStore: Sendable {
         }
         let index = FeedIndex(apps: apps)
         state.withLock { $0 = (index, signature) }
-        reloads.add(1, ordering: .relaxed)
         for (app, served) in apps where previous.apps[app]?.manifest.revision != served.manifest.revision {
             logger.info("feed.reloaded", metadata: ["feed.app": "\(app)", "feed.revision": "\(served.manifest.revision)"])
         }

@@ -3,6 +3,18 @@ import CoreMetrics
 import Prometheus
 import Synchronization
 
+/// The route a request is counted under: a few fixed values, never an app or a revision.
+enum MetricsRoute: String, Sendable {
+    case products, catalog
+    case revisionProducts = "revision_products"
+    case revisionCatalog = "revision_catalog"
+    case apps, revisions, healthz, readyz, metrics, unknown
+
+    init(_ kind: FeedKind) {
+        self = kind == .products ? .products : .catalog
+    }
+}
+
 /// What the server counts, served at `/metrics` in Prometheus text format.
 ///
 /// Metrics go through the swift-metrics API with a factory over this server's own registry,
@@ -10,52 +22,31 @@ import Synchronization
 public final class ServerMetrics: Sendable {
     public let registry = PrometheusCollectorRegistry()
     private let factory: PrometheusMetricsFactory
-    /// Counters by route and status, made once: the registry lookup takes a lock per call.
-    private let requestCounters = Mutex<[String: (requests: CoreMetrics.Counter, bytes: CoreMetrics.Counter)]>([:])
     private let reloads: CoreMetrics.Counter
-    /// The lean path's counters, made up front: it answers most requests and must not allocate.
-    private let feedCounters: [FeedKind: (ok: (CoreMetrics.Counter, CoreMetrics.Counter), notModified: CoreMetrics.Counter)]
 
-    public init() {
-        let factory = PrometheusMetricsFactory(registry: registry)
-        self.factory = factory
-        reloads = CoreMetrics.Counter(label: "catalog_feed_reloads_total", factory: factory)
-        func counter(_ name: String, _ route: String, _ status: Int) -> CoreMetrics.Counter {
-            CoreMetrics.Counter(label: name, dimensions: [("route", route), ("status", String(status))], factory: factory)
-        }
-        var counters: [FeedKind: (ok: (CoreMetrics.Counter, CoreMetrics.Counter), notModified: CoreMetrics.Counter)] = [:]
-        for kind in FeedKind.allCases {
-            let route = kind.routeLabel
-            counters[kind] = (
-                (counter("catalog_http_requests_total", route, 200), counter("catalog_http_response_body_bytes_total", route, 200)),
-                counter("catalog_http_requests_total", route, 304)
-            )
-        }
-        feedCounters = counters
+    private struct RequestKey: Hashable {
+        var route: MetricsRoute
+        var status: Int
     }
 
-    /// A feed request answered by the lean path.
-    func recordFeed(_ kind: FeedKind, notModified: Bool, bodyBytes: Int) {
-        guard let counters = feedCounters[kind] else { return }
-        if notModified {
-            counters.notModified.increment()
-        } else {
-            counters.ok.0.increment()
-            if bodyBytes > 0 { counters.ok.1.increment(by: bodyBytes) }
-        }
+    /// Counters by route and status, each made once: the registry takes a lock and builds
+    /// labels per lookup, and the lean path counts nearly every request.
+    private let requestCounters = Mutex<[RequestKey: (requests: CoreMetrics.Counter, bytes: CoreMetrics.Counter)]>([:])
+
+    public init() {
+        factory = PrometheusMetricsFactory(registry: registry)
+        reloads = CoreMetrics.Counter(label: "catalog_feed_reloads_total", factory: factory)
     }
 
     /// One answered request; the share of 304s follows from the `status` label.
-    func recordRequest(route: String, status: Int, bodyBytes: Int) {
-        let key = "\(route) \(status)"
+    func recordRequest(_ route: MetricsRoute, status: Int, bodyBytes: Int) {
+        let key = RequestKey(route: route, status: status)
         let counters = requestCounters.withLock { counters in
             if let existing = counters[key] { return existing }
-            let made: (requests: CoreMetrics.Counter, bytes: CoreMetrics.Counter) = (
-                CoreMetrics.Counter(
-                    label: "catalog_http_requests_total", dimensions: [("route", route), ("status", String(status))], factory: factory),
-                CoreMetrics.Counter(
-                    label: "catalog_http_response_body_bytes_total", dimensions: [("route", route), ("status", String(status))],
-                    factory: factory)
+            let dimensions = [("route", route.rawValue), ("status", String(status))]
+            let made = (
+                requests: CoreMetrics.Counter(label: "catalog_http_requests_total", dimensions: dimensions, factory: factory),
+                bytes: CoreMetrics.Counter(label: "catalog_http_response_body_bytes_total", dimensions: dimensions, factory: factory)
             )
             counters[key] = made
             return made
@@ -77,9 +68,4 @@ public final class ServerMetrics: Sendable {
     public func render() -> [UInt8] {
         registry.emitToBuffer()
     }
-}
-
-extension FeedKind {
-    /// The route label of a feed in metrics.
-    var routeLabel: String { self == .products ? "products" : "catalog" }
 }

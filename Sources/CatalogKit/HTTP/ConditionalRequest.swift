@@ -37,17 +37,27 @@ public struct ConditionalRequest: Sendable, Hashable {
     ///     header may show an earlier time (§8.8.2.1), which at worst costs one full response.
     ///   - wouldSucceed: whether the response without conditions would be 2xx; if not, every
     ///     condition is ignored (§13.2.1).
-    public func evaluate(entityTag: String, lastModified: Timestamp, now: Timestamp, wouldSucceed: Bool = true) -> Outcome {
+    ///   - lastModifiedHeader: `lastModified` as the server sends it, when the caller has it: a
+    ///     client usually echoes it back, and then no date needs parsing.
+    public func evaluate(
+        entityTag: String, lastModified: Timestamp, lastModifiedHeader: String? = nil, now: Timestamp, wouldSucceed: Bool = true
+    ) -> Outcome {
         guard wouldSucceed else { return .send }
         if !ifNoneMatch.isEmpty {
             // Present If-None-Match decides alone; If-Modified-Since is then ignored (§13.2.2).
-            guard EntityTagList(fieldLines: ifNoneMatch).matchesWeakly(entityTag) else { return .send }
+            // The usual revalidation sends back exactly our tag: no list to parse.
+            let matches =
+                (ifNoneMatch.count == 1 && ifNoneMatch[0] == entityTag)
+                || EntityTagList(fieldLines: ifNoneMatch).matchesWeakly(entityTag)
+            guard matches else { return .send }
             return isGetOrHead ? .notModified : .preconditionFailed
         }
         // One member only: a second field line, or a value that is not one date, is ignored.
-        guard isGetOrHead, ifModifiedSince.count == 1, let since = HTTPDate.parse(ifModifiedSince[0], now: now),
-            since <= now
-        else { return .send }
+        guard isGetOrHead, ifModifiedSince.count == 1 else { return .send }
+        let echoed = lastModifiedHeader != nil && ifModifiedSince[0] == lastModifiedHeader
+        guard let since = echoed ? lastModified : HTTPDate.parse(ifModifiedSince[0], now: now), since <= now else {
+            return .send
+        }
         return lastModified <= since ? .notModified : .send
     }
 }

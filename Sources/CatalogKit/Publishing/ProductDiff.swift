@@ -12,8 +12,6 @@ public struct ProductDiff: Sendable, Hashable {
     public var changed: [Change] = []
     public var removed: [String] = []
 
-    public var isEmpty: Bool { added.isEmpty && changed.isEmpty && removed.isEmpty }
-
     /// The diff of a first publication: everything is new.
     public init(added: [String]) {
         self.added = added

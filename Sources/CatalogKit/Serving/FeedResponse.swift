@@ -15,37 +15,64 @@ public struct FeedResponse: Sendable {
         headers.first { $0.name.lowercased() == name.lowercased() }?.value
     }
 
-    /// The response to a GET or HEAD for `feed`.
+    /// What every request needs decided before anything is written: which encoding answers,
+    /// and with which status (200, 304, or 412 for an unsafe method).
+    public struct Choice: Sendable, Hashable {
+        public var gzip: Bool
+        public var status: Int
+    }
+
+    public static func choose(feed: ServedFeed, conditions: ConditionalRequest, acceptEncoding: [String], now: Timestamp) -> Choice {
+        let gzip = AcceptEncoding.acceptsGzip(acceptEncoding)
+        let representation = gzip ? feed.gzip : feed.identity
+        let outcome = conditions.evaluate(
+            entityTag: representation.entityTag, lastModified: feed.lastModified, lastModifiedHeader: feed.lastModifiedHeader, now: now)
+        switch outcome {
+        case .notModified: return Choice(gzip: gzip, status: 304)
+        case .preconditionFailed: return Choice(gzip: gzip, status: 412)
+        case .send: return Choice(gzip: gzip, status: 200)
+        }
+    }
+
+    /// The headers of the response `choice` makes, in order; the body, if any, is the chosen
+    /// representation's bytes.
     ///
     /// - Parameter dateLag: how far behind `now` the Date header the server sends may be. The
     ///   Last-Modified header is never later than Date (§8.8.2.1), so a feed published less than
     ///   that long ago shows `now - dateLag`; conditions are still evaluated against its true time.
-    public static func decide(
-        feed: ServedFeed, conditions: ConditionalRequest, acceptEncoding: [String], isHead: Bool,
-        now: Timestamp, cacheControl: String, dateLag: Int64 = 0
-    ) -> FeedResponse {
-        let gzip = AcceptEncoding.acceptsGzip(acceptEncoding)
-        let representation = gzip ? feed.gzip : feed.identity
+    public static func headers(
+        feed: ServedFeed, choice: Choice, now: Timestamp, cacheControl: String, dateLag: Int64 = 0
+    ) -> [(name: String, value: String)] {
+        let date = HTTPDate.format(now)
+        guard choice.status != 412 else { return [("Date", date)] }
+        let representation = choice.gzip ? feed.gzip : feed.identity
         let latestShown = Timestamp(secondsSince1970: now.secondsSince1970 - dateLag)
         let lastModifiedHeader = feed.lastModified <= latestShown ? feed.lastModifiedHeader : HTTPDate.format(latestShown)
-        var headers: [(String, String)] = [
-            ("Date", HTTPDate.format(now)),
+        var headers: [(name: String, value: String)] = [
+            ("Date", date),
             ("ETag", representation.entityTag),
             ("Last-Modified", lastModifiedHeader),
             ("Cache-Control", cacheControl),
             ("Vary", "Accept-Encoding"),
         ]
-        switch conditions.evaluate(entityTag: representation.entityTag, lastModified: feed.lastModified, now: now) {
-        case .notModified:
-            return FeedResponse(status: 304, headers: headers, body: nil)
-        case .preconditionFailed:
-            return FeedResponse(status: 412, headers: [("Date", HTTPDate.format(now))], body: nil)
-        case .send:
+        if choice.status == 200 {
             headers.append(("Content-Type", "application/json"))
-            if gzip { headers.append(("Content-Encoding", "gzip")) }
+            if choice.gzip { headers.append(("Content-Encoding", "gzip")) }
             headers.append(("Content-Length", String(representation.bytes.count)))
-            return FeedResponse(status: 200, headers: headers, body: isHead ? nil : representation.bytes)
         }
+        return headers
+    }
+
+    /// The response to a GET or HEAD for `feed`.
+    public static func decide(
+        feed: ServedFeed, conditions: ConditionalRequest, acceptEncoding: [String], isHead: Bool,
+        now: Timestamp, cacheControl: String, dateLag: Int64 = 0
+    ) -> FeedResponse {
+        let choice = choose(feed: feed, conditions: conditions, acceptEncoding: acceptEncoding, now: now)
+        let body = choice.status == 200 && !isHead ? (choice.gzip ? feed.gzip : feed.identity).bytes : nil
+        return FeedResponse(
+            status: choice.status, headers: headers(feed: feed, choice: choice, now: now, cacheControl: cacheControl, dateLag: dateLag),
+            body: body)
     }
 }
 
