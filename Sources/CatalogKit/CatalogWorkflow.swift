@@ -90,10 +90,3 @@ public struct CatalogWorkflow: Sendable {
         return Build(diagnostics: validation.diagnostics, plans: plans)
     }
 }
-
-extension Timestamp {
-    /// The current moment, truncated to the second.
-    public static var now: Timestamp {
-        Timestamp(secondsSince1970: Int64(Date().timeIntervalSince1970.rounded(.down)))
-    }
-}

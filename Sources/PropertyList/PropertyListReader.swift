@@ -394,18 +394,21 @@ func isXMLWhitespace(_ byte: UInt8) -> Bool {
     byte == 0x20 || byte == 0x0A || byte == 0x09 || byte == 0x0D
 }
 
-private func trimmed(_ bytes: [UInt8]) -> String {
+/// `bytes` without XML whitespace at either end.
+private func trimmedSlice(_ bytes: [UInt8]) -> ArraySlice<UInt8> {
     var slice = bytes[...]
     while let first = slice.first, isXMLWhitespace(first) { slice = slice.dropFirst() }
     while let last = slice.last, isXMLWhitespace(last) { slice = slice.dropLast() }
-    return String(decoding: slice, as: UTF8.self)
+    return slice
+}
+
+private func trimmed(_ bytes: [UInt8]) -> String {
+    String(decoding: trimmedSlice(bytes), as: UTF8.self)
 }
 
 /// A decimal integer with optional sign and surrounding whitespace, or nil (including on overflow).
 private func parseInteger(_ bytes: [UInt8]) -> Int64? {
-    var slice = bytes[...]
-    while let first = slice.first, isXMLWhitespace(first) { slice = slice.dropFirst() }
-    while let last = slice.last, isXMLWhitespace(last) { slice = slice.dropLast() }
+    var slice = trimmedSlice(bytes)
     var negative = false
     if let sign = slice.first, sign == UInt8(ascii: "-") || sign == UInt8(ascii: "+") {
         negative = sign == UInt8(ascii: "-")

@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
 /// A moment in UTC with one-second resolution, the resolution of plist dates and HTTP dates.
 ///
 /// Parsed and printed without Foundation's date formatters: they are slow, and their
@@ -7,6 +13,11 @@ public struct Timestamp: Sendable, Hashable, Comparable, Codable, CustomStringCo
 
     public init(secondsSince1970: Int64) {
         self.secondsSince1970 = secondsSince1970
+    }
+
+    /// The current moment, truncated to the second.
+    public static var now: Timestamp {
+        Timestamp(secondsSince1970: Int64(time(nil)))
     }
 
     public static func < (lhs: Timestamp, rhs: Timestamp) -> Bool {

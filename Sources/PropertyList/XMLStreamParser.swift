@@ -110,40 +110,40 @@ final class XMLStreamParser {
         sax.ignorableWhitespace = characters
         sax.cdataBlock = characters
         sax.serror = { ctx, error in
-            guard let parser = XMLStreamParser.from(ctx), let error else { return }
-            parser.didReceiveLibXMLError(error.pointee)
+            guard let error else { return }
+            XMLStreamParser.with(ctx) { $0.didReceiveLibXMLError(error.pointee) }
         }
         // Declarations and references: plists and catalog files have none, and they are what
         // billion-laughs, quadratic blow-up and external-entity attacks are made of.
         sax.entityDecl = { ctx, name, _, _, _, _ in
-            XMLStreamParser.from(ctx)?.refuse("entity declarations are not allowed (entity '\(text(name))')")
+            XMLStreamParser.with(ctx) { $0.refuse("entity declarations are not allowed (entity '\(text(name))')") }
         }
         sax.unparsedEntityDecl = { ctx, name, _, _, _ in
-            XMLStreamParser.from(ctx)?.refuse("entity declarations are not allowed (entity '\(text(name))')")
+            XMLStreamParser.with(ctx) { $0.refuse("entity declarations are not allowed (entity '\(text(name))')") }
         }
         sax.elementDecl = { ctx, name, _, _ in
-            XMLStreamParser.from(ctx)?.refuse("DTD declarations are not allowed (element '\(text(name))')")
+            XMLStreamParser.with(ctx) { $0.refuse("DTD declarations are not allowed (element '\(text(name))')") }
         }
         sax.attributeDecl = { ctx, element, name, _, _, _, tree in
             if let tree { xmlFreeEnumeration(tree) }  // ownership passes to the callback
-            XMLStreamParser.from(ctx)?.refuse("DTD declarations are not allowed (attribute '\(text(name))' of '\(text(element))')")
+            XMLStreamParser.with(ctx) { $0.refuse("DTD declarations are not allowed (attribute '\(text(name))' of '\(text(element))')") }
         }
         sax.notationDecl = { ctx, name, _, _ in
-            XMLStreamParser.from(ctx)?.refuse("DTD declarations are not allowed (notation '\(text(name))')")
+            XMLStreamParser.with(ctx) { $0.refuse("DTD declarations are not allowed (notation '\(text(name))')") }
         }
         sax.reference = { ctx, name in
-            XMLStreamParser.from(ctx)?.refuse("entity references are not allowed ('&\(text(name));')")
+            XMLStreamParser.with(ctx) { $0.refuse("entity references are not allowed ('&\(text(name));')") }
         }
         sax.getEntity = { ctx, name in
-            XMLStreamParser.from(ctx)?.refuse("entity references are not allowed ('&\(text(name));')")
+            XMLStreamParser.with(ctx) { $0.refuse("entity references are not allowed ('&\(text(name));')") }
             return nil
         }
         sax.getParameterEntity = { ctx, name in
-            XMLStreamParser.from(ctx)?.refuse("parameter entities are not allowed ('%\(text(name));')")
+            XMLStreamParser.with(ctx) { $0.refuse("parameter entities are not allowed ('%\(text(name));')") }
             return nil
         }
         sax.resolveEntity = { ctx, _, systemID in
-            XMLStreamParser.from(ctx)?.refuse("external entities are not loaded ('\(text(systemID))')")
+            XMLStreamParser.with(ctx) { $0.refuse("external entities are not loaded ('\(text(systemID))')") }
             return nil
         }
         // internalSubset and externalSubset stay nil: the DOCTYPE line is accepted and nothing is fetched.
@@ -178,20 +178,13 @@ final class XMLStreamParser {
         }
     }
 
-    /// The parser behind a callback's context, without reference counting: the hot callbacks
-    /// run millions of times, and `parse` keeps the parser alive throughout.
+    /// Runs `body` with the parser behind a callback's context, without reference counting:
+    /// the hot callbacks run millions of times, and `parse` keeps the parser alive throughout.
     private static func with(_ ctx: UnsafeMutableRawPointer?, _ body: (XMLStreamParser) -> Void) {
         guard let ctx else { return }
         let context = ctx.assumingMemoryBound(to: xmlParserCtxt.self)
         guard let me = context.pointee._private else { return }
         Unmanaged<XMLStreamParser>.fromOpaque(me)._withUnsafeGuaranteedRef(body)
-    }
-
-    private static func from(_ ctx: UnsafeMutableRawPointer?) -> XMLStreamParser? {
-        guard let ctx else { return nil }
-        let context = ctx.assumingMemoryBound(to: xmlParserCtxt.self)
-        guard let me = context.pointee._private else { return nil }
-        return Unmanaged<XMLStreamParser>.fromOpaque(me).takeUnretainedValue()
     }
 
     private func didStartElement(_ name: UnsafePointer<xmlChar>, _ uri: UnsafePointer<xmlChar>?, _ attributes: XMLAttributes) {

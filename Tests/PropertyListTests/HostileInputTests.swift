@@ -117,8 +117,6 @@ import Testing
 
     @Test func invalidUTF8IsRefusedAtItsPosition() {
         var bytes = Array(plist("<string>caf</string>").utf8)
-        let index = bytes.firstIndex(of: UInt8(ascii: "<"))! + 0
-        _ = index
         let marker = Array("caf".utf8)
         let at = bytes.indices.first { bytes[$0...].starts(with: marker) }! + 3
         bytes.insert(0xE9, at: at)  // Latin-1 é, invalid in UTF-8

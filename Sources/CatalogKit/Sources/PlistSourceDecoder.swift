@@ -39,16 +39,13 @@ struct PlistSourceDecoder {
                 case "platforms": settings.platforms = stringArray(entry.value, key: "platforms", file: file, into: &diagnostics)
                 case "feedbackPolicy": settings.feedbackPolicy = feedbackPolicy(entry.value, file: file, into: &diagnostics)
                 case "products":
-                    if case .array(let items) = entry.value.value {
-                        // Not streamed only if the reader was asked otherwise; decode what is here.
-                        for item in items {
-                            if let product = decodeProduct(item, file: file, into: &diagnostics) { products.append(product) }
-                        }
-                    } else {
+                    // Its elements were streamed to decodeProduct as they were read; only its kind is left to check.
+                    guard case .array = entry.value.value else {
                         diagnostics.append(
                             .error(
                                 "'products' must be an <array> of product dicts, found \(entry.value.value.kindName)", file: file,
                                 at: entry.value.position))
+                        break
                     }
                 default:
                     diagnostics.append(.warning("unknown app setting '\(entry.key)' is ignored", file: file, at: entry.keyPosition))
