@@ -84,7 +84,7 @@ let package = Package(
         ),
         .testTarget(
             name: "catalogTests",
-            dependencies: ["catalog", "CatalogKit"]
+            dependencies: ["catalog", "CatalogKit", "CatalogTestSupport"]
         ),
     ],
     swiftLanguageModes: [.v6]

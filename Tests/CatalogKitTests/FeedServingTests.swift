@@ -1,4 +1,5 @@
 import CatalogKit
+import CatalogTestSupport
 import Foundation
 import PropertyList
 import Testing

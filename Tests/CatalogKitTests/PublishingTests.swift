@@ -1,4 +1,5 @@
 import CatalogKit
+import CatalogTestSupport
 import Foundation
 import PropertyList
 import Testing
@@ -8,14 +9,7 @@ import Testing
 @Suite struct PublishingTests {
     // MARK: - The seed example
 
-    static let seed = plist(
-        """
-        <array>
-        \t<string>com.example.level1</string>
-        \t<string>com.example.level2</string>
-        \t<string>com.example.rocket_car</string>
-        </array>
-        """)
+    static let seed = seedCatalog
 
     /// Apple's `product_ids.plist` example becomes exactly the JSON array Apple's sample code parses.
     @Test func seedExample() throws {
@@ -24,7 +18,7 @@ import Testing
             let plans = try catalog.publish(at: buildMoment)
             #expect(plans.map(\.app) == ["com.example.app"])
             #expect(plans.map(\.revision) == [1])
-            let expected = #"["com.example.level1","com.example.level2","com.example.rocket_car"]"#
+            let expected = seedProductsJSON
             #expect(text(catalog.published("v1/apps/com.example.app/products.json")) == expected)
             #expect(text(catalog.published("v1/apps/com.example.app/revisions/1/products.json")) == expected)
             let gzip = try #require(catalog.published("v1/apps/com.example.app/products.json.gz"))

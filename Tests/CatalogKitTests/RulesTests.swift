@@ -1,4 +1,5 @@
 import CatalogKit
+import CatalogTestSupport
 import Foundation
 import PropertyList
 import Testing
@@ -17,14 +18,7 @@ import Testing
         try withCatalog { catalog in
             try catalog.write(
                 "com.example.game.plist",
-                plist(
-                    """
-                    <array>
-                    \t<string>com.example.level1</string>
-                    \t<string>com.example.level2</string>
-                    \t<string>com.example.rocket_car</string>
-                    </array>
-                    """))
+                seedCatalog)
             let validation = catalog.workflow.validate()
             #expect(validation.diagnostics.map(\.description) == [])
             #expect(!validation.hasErrors)

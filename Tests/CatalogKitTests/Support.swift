@@ -1,4 +1,5 @@
 import CatalogKit
+import CatalogTestSupport
 import Foundation
 import PropertyList
 import Testing
@@ -107,19 +108,6 @@ func directories(under directory: URL) -> Set<String> {
         }
     }
     return result
-}
-
-/// An Apple XML property list around `body`: the declaration, the DOCTYPE and `<plist>` take
-/// lines 1–3, so the body's first line is line 4.
-func plist(_ body: String) -> String {
-    """
-    <?xml version="1.0" encoding="UTF-8"?>
-    <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
-    <plist version="1.0">
-    \(body)
-    </plist>
-
-    """
 }
 
 /// A catalog XML document around `body`: the declaration and `<catalog>` take lines 1–2,

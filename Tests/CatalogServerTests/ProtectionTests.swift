@@ -29,18 +29,7 @@ import Testing
             let socket = try LoopbackSocket(port: try #require(client.port))
             defer { socket.close() }
             let request = Array("GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Slow: aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa".utf8)
-            var closed = false
-            for byte in request {
-                guard socket.send([byte]) else {
-                    closed = true
-                    break
-                }
-                try await Task.sleep(for: .milliseconds(200))
-                if socket.isClosedByPeer() {
-                    closed = true
-                    break
-                }
-            }
+            let closed = try await socket.trickle(request.map { [$0] })
             #expect(closed, "a request still trickling in after its deadline was not cut off")
         }
     }
@@ -54,18 +43,7 @@ import Testing
             let socket = try LoopbackSocket(port: try #require(client.port))
             defer { socket.close() }
             #expect(socket.send(Array("GET /healthz HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n".utf8)))
-            var closed = false
-            for _ in 0..<40 {
-                guard socket.send(Array("1\r\na\r\n".utf8)) else {
-                    closed = true
-                    break
-                }
-                try await Task.sleep(for: .milliseconds(200))
-                if socket.isClosedByPeer() {
-                    closed = true
-                    break
-                }
-            }
+            let closed = try await socket.trickle(Array(repeating: Array("1\r\na\r\n".utf8), count: 40))
             #expect(closed, "a body still trickling in after the deadline was not cut off")
         }
     }
@@ -107,6 +85,17 @@ struct LoopbackSocket {
             $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(descriptor, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
         }
         guard connected == 0 else { throw POSIXError(.ECONNREFUSED) }
+    }
+
+    /// Sends `pieces` 200 ms apart, like a slow client; true as soon as the server has closed
+    /// the connection, false if every piece went out and it is still open.
+    func trickle(_ pieces: [[UInt8]]) async throws -> Bool {
+        for piece in pieces {
+            guard send(piece) else { return true }
+            try await Task.sleep(for: .milliseconds(200))
+            if isClosedByPeer() { return true }
+        }
+        return false
     }
 
     func send(_ bytes: [UInt8]) -> Bool {

@@ -1,4 +1,5 @@
 import CatalogKit
+import CatalogTestSupport
 import Foundation
 import Testing
 
@@ -138,25 +139,7 @@ import Testing
         return try await body(workspace)
     }
 
-    static func plist(_ body: String) -> String {
-        """
-        <?xml version="1.0" encoding="UTF-8"?>
-        <!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
-        <plist version="1.0">
-        \(body)
-        </plist>
-
-        """
-    }
-
-    static let seed = plist(
-        """
-        <array>
-        \t<string>com.example.level1</string>
-        \t<string>com.example.level2</string>
-        \t<string>com.example.rocket_car</string>
-        </array>
-        """)
+    static let seed = seedCatalog
 
     /// A demo-like clean catalog: Apple's minimal form, the full form in catalog XML, and a folder app.
     static func writeDemo(_ workspace: Workspace) throws {
@@ -237,7 +220,7 @@ import Testing
 
     @Test func validateWithWarningsOnly() throws {
         try Self.withWorkspace { workspace in
-            try workspace.write("catalog/com.example.app.plist", Self.plist("<array>\n\t<string>com.example.Level-1</string>\n</array>"))
+            try workspace.write("catalog/com.example.app.plist", plist("<array>\n\t<string>com.example.Level-1</string>\n</array>"))
             let run = try workspace.run("validate")
             #expect(run.status == 0)
             #expect(run.stdout == "1 app, 1 product: valid\n")
@@ -256,7 +239,7 @@ import Testing
             try Self.writeDemo(workspace)
             try workspace.write(
                 "catalog/com.example.app.plist",
-                Self.plist(
+                plist(
                     """
                     <array>
                     \t<string>com.example.level1</string>
@@ -282,7 +265,7 @@ import Testing
     /// Diagnostics show the catalog directory as it was typed.
     @Test func validateShowsTheCatalogPathAsTyped() throws {
         try Self.withWorkspace { workspace in
-            try workspace.write("sources/com.example.app.plist", Self.plist("<array>\n\t<string>bad id</string>\n</array>"))
+            try workspace.write("sources/com.example.app.plist", plist("<array>\n\t<string>bad id</string>\n</array>"))
             let run = try workspace.run("validate", "--catalog", "sources")
             #expect(run.status == 1)
             #expect(
@@ -334,7 +317,7 @@ import Testing
             #expect(run.status == 0)
             #expect(run.stderr == "")
             #expect(run.stdout == "com.example.app: published revision 1: 3 on sale, 0 known; products 3 added; 2 of 2 feeds changed\n")
-            let expected = #"["com.example.level1","com.example.level2","com.example.rocket_car"]"#
+            let expected = seedProductsJSON
             #expect(workspace.read("public/v1/apps/com.example.app/products.json") == expected)
             #expect(workspace.read("public/v1/apps/com.example.app/revisions/1/products.json") == expected)
             let gzip = try #require(
@@ -373,7 +356,7 @@ import Testing
     @Test func buildWithErrorsPublishesNothing() throws {
         try Self.withWorkspace { workspace in
             try Self.writeDemo(workspace)
-            try workspace.write("catalog/com.example.broken.plist", Self.plist("<array>\n\t<string>bad id</string>\n</array>"))
+            try workspace.write("catalog/com.example.broken.plist", plist("<array>\n\t<string>bad id</string>\n</array>"))
             let run = try workspace.run("build")
             #expect(run.status == 1)
             #expect(run.stdout == "")
@@ -406,7 +389,7 @@ import Testing
             #expect(try workspace.run("build").status == 0)
             try workspace.write(
                 "catalog/com.example.app.plist",
-                Self.plist(
+                plist(
                     """
                     <dict>
                     \t<key>products</key>
@@ -491,7 +474,7 @@ import Testing
                 let url = URL(string: "http://127.0.0.1:\(port)/v1/apps/com.example.app/products.json")!
                 if let (data, _) = try? await URLSession.shared.data(from: url) { body = String(decoding: data, as: UTF8.self) }
             }
-            #expect(body == #"["com.example.level1","com.example.level2","com.example.rocket_car"]"#)
+            #expect(body == seedProductsJSON)
 
             kill(process.processIdentifier, signal)
             for _ in 0..<100 where process.isRunning { try await Task.sleep(for: .milliseconds(100)) }
