@@ -237,6 +237,26 @@ import Testing
         }
     }
 
+    /// A rebuild writes the snapshot its diff was computed from: every product, every field,
+    /// in source order, as a first publication would.
+    @Test func aRebuildWritesTheCompleteSnapshot() throws {
+        try withCatalog { catalog in
+            try catalog.write("com.example.game.plist", Self.goldenSource)
+            try catalog.publish(at: buildMoment)
+            try catalog.write(
+                "com.example.game.plist",
+                Self.goldenSource.replacingOccurrences(
+                    of: "<string>com.example.game.next</string>\n\t\t\t<key>status</key>\n\t\t\t<string>draft</string>",
+                    with: "<string>com.example.game.next</string>\n\t\t\t<key>status</key>\n\t\t\t<string>cleared</string>"))
+            let plan = try #require(try catalog.publish(at: buildMoment.adding(60)).first)
+            #expect(plan.revision == 2)
+            let products = try #require(catalog.workflow.validate().catalogs.first).products
+            let written = try catalog.tree.productSnapshot(Self.app, revision: 2)
+            #expect(written.map(\.id) == products.map(\.id))
+            #expect(written.map(\.json) == products.map { FeedRenderer.encode($0, for: .snapshot) })
+        }
+    }
+
     /// Variants that select the same products may share one folder; whatever the sharing, each
     /// distinct feed is stored once per revision and every variant's record names where it is.
     @Test func variantsWithTheSameSelectionShareTheirFiles() throws {

@@ -27,6 +27,8 @@ public struct PublicationPlan: Sendable {
     let renderer: FeedRenderer
     /// One entry per distinct selection of products: the folder its files go to.
     let outputs: [PlannedOutput]
+    /// The product snapshot (`products.jsonl`), when planning already encoded it for the diff.
+    let snapshot: [UInt8]?
 }
 
 /// Files shared by every variant that selects exactly these products.
@@ -226,12 +228,18 @@ public struct Publisher: Sendable {
             }
         }
 
-        let diff =
-            try previous.map { previous in
-                try ProductDiff(
-                    old: tree.productSnapshot(app, revision: previous.revision),
-                    new: catalog.products.map { ($0.id, FeedRenderer.encode($0, for: .snapshot)) })
-            } ?? ProductDiff(added: catalog.products.map(\.id))
+        // The diff compares each product's snapshot line with the previous revision's; the lines
+        // made for it are kept for publish, which writes them (a first publication needs none).
+        var snapshot: [UInt8]?
+        var diff = ProductDiff(added: catalog.products.map(\.id))
+        if let previous {
+            let encoded = Self.snapshot(catalog.products)
+            let lines = encoded.split(separator: 0x0A, omittingEmptySubsequences: false).dropLast()
+            diff = try ProductDiff(
+                old: tree.productSnapshot(app, revision: previous.revision),
+                new: zip(catalog.products, lines).map { ($0.id, Array($1)) })
+            snapshot = encoded
+        }
         let manifest = RevisionManifest(
             format: RevisionManifest.currentFormat, app: app,
             revision: (isUnchanged ? previous?.revision : nil) ?? revision,
@@ -244,7 +252,7 @@ public struct Publisher: Sendable {
             changedFeedCount: changed, totalFeedCount: records.count * 2,
             scheduledChanges: schedule.map(\.from), scheduleEndsBefore: moments.firstUnscheduled,
             sellableCount: current.sellable.count, knownCount: renderer.known.count,
-            renderer: renderer, outputs: outputs)
+            renderer: renderer, outputs: outputs, snapshot: snapshot)
     }
 
     /// Writes a plan's revision; does nothing for an unchanged plan.
@@ -305,7 +313,7 @@ public struct Publisher: Sendable {
         let manifestBytes = try encode(manifest)
         try AtomicFile.writeDurably(plan.history.tsv, to: staging.appendingPathComponent("identifiers.tsv"))
         try AtomicFile.writeDurably(
-            try Gzip.compress(snapshot(renderer.catalog.products), level: 1),
+            try Gzip.compress(plan.snapshot ?? Self.snapshot(renderer.catalog.products), level: 1),
             to: staging.appendingPathComponent(PublicTree.snapshotName))
         try AtomicFile.writeDurably(manifestBytes, to: staging.appendingPathComponent("manifest.json"))
         try beforeStep("staged manifest")
@@ -350,7 +358,7 @@ public struct Publisher: Sendable {
     }
 
     /// One line per product, every field: what history, diffs and rollback read back.
-    private func snapshot(_ products: [Product]) -> [UInt8] {
+    private static func snapshot(_ products: [Product]) -> [UInt8] {
         var bytes: [UInt8] = []
         for product in products {
             bytes.append(contentsOf: FeedRenderer.encode(product, for: .snapshot))
