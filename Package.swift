@@ -34,6 +34,11 @@ let package = Package(
         ),
         // Process-wide allocator setting, applied by the executable only.
         .systemLibrary(name: "CMallocTuning"),
+        .systemLibrary(
+            name: "CSQLite",
+            pkgConfig: "sqlite3",
+            providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]
+        ),
         .target(name: "PropertyList", dependencies: ["CLibXML2"]),
         .target(
             name: "CatalogKit",
@@ -43,10 +48,15 @@ let package = Package(
             ],
             resources: [.copy("Resources/catalog.xsd")]
         ),
+        // Where invalid-identifier reports are kept: SQLite by default, PostgreSQL to scale out.
+        .target(
+            name: "ReportStorage",
+            dependencies: ["CatalogKit", "CSQLite", .product(name: "Logging", package: "swift-log")]
+        ),
         .target(
             name: "CatalogServer",
             dependencies: [
-                "CatalogKit",
+                "CatalogKit", "ReportStorage",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -63,7 +73,7 @@ let package = Package(
         .executableTarget(
             name: "catalog",
             dependencies: [
-                "CatalogKit", "CatalogServer", "CMallocTuning",
+                "CatalogKit", "CatalogServer", "ReportStorage", "CMallocTuning",
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
@@ -82,6 +92,7 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
+        .testTarget(name: "ReportStorageTests", dependencies: ["ReportStorage", "CatalogKit", "CatalogTestSupport"]),
         .testTarget(
             name: "catalogTests",
             dependencies: ["catalog", "CatalogKit", "CatalogTestSupport"]

@@ -1,0 +1,64 @@
+import CatalogKit
+import Synchronization
+
+/// Commits reports that arrive together in one transaction: while one commit waits for the
+/// disk, the reports that arrive queue up and go in the next. Durability then costs one flush
+/// per batch instead of one per request, and each caller still returns only once its own
+/// report is committed.
+public final class GroupCommitter: Sendable {
+    private let store: any ReportStore
+    private let maximumBatch: Int
+    private let acknowledgeBeforeCommit: Bool
+    private let state = Mutex(State())
+
+    private struct State {
+        var pending: [(InvalidIdentifierReport, CheckedContinuation<StoreOutcome, any Error>)] = []
+        var committing = false
+    }
+
+    /// - Parameter acknowledgeBeforeCommit: a deliberately broken mode for `scripts/crash-test`
+    ///   to prove that it catches a server that answers before the commit. Never for real use.
+    public init(store: any ReportStore, maximumBatch: Int = 4096, acknowledgeBeforeCommit: Bool = false) {
+        self.store = store
+        self.maximumBatch = maximumBatch
+        self.acknowledgeBeforeCommit = acknowledgeBeforeCommit
+    }
+
+    /// Stores `report` with whatever else is waiting; returns once that transaction is durable.
+    public func submit(_ report: InvalidIdentifierReport) async throws -> StoreOutcome {
+        try await withCheckedThrowingContinuation { continuation in
+            let startCommitting = state.withLock { state in
+                state.pending.append((report, continuation))
+                guard !state.committing else { return false }
+                state.committing = true
+                return true
+            }
+            if startCommitting {
+                Task { await commitUntilEmpty() }
+            }
+        }
+    }
+
+    private func commitUntilEmpty() async {
+        while true {
+            let batch = state.withLock { state in
+                let batch = Array(state.pending.prefix(maximumBatch))
+                state.pending.removeFirst(batch.count)
+                if batch.isEmpty { state.committing = false }
+                return batch
+            }
+            guard !batch.isEmpty else { return }
+            if acknowledgeBeforeCommit {
+                for (_, continuation) in batch { continuation.resume(returning: .stored) }
+                _ = try? await store.store(batch.map(\.0))
+                continue
+            }
+            do {
+                let outcomes = try await store.store(batch.map(\.0))
+                for ((_, continuation), outcome) in zip(batch, outcomes) { continuation.resume(returning: outcome) }
+            } catch {
+                for (_, continuation) in batch { continuation.resume(throwing: error) }
+            }
+        }
+    }
+}

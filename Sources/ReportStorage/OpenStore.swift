@@ -1,0 +1,12 @@
+import CatalogKit
+import Logging
+
+/// Opens the store `url` names, migrated and ready. Callers `close()` it when done.
+public func openReportStore(_ url: StoreURL, logger: Logger) async throws -> any ReportStore {
+    switch url {
+    case .sqlite(let path):
+        return try await SQLiteReportStore.open(path: path)
+    case .postgres(let address):
+        return try await PostgresReportStore.open(address, logger: logger)
+    }
+}

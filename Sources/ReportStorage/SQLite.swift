@@ -1,0 +1,115 @@
+import CSQLite
+
+/// A thin layer over the SQLite C API: one connection, prepared statements, errors with
+/// SQLite's own message. Not thread-safe; each user confines a connection to one queue.
+final class SQLiteConnection {
+    let handle: OpaquePointer
+
+    init(path: String) throws(SQLiteError) {
+        var db: OpaquePointer?
+        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+        let code = sqlite3_open_v2(path, &db, flags, nil)
+        guard code == SQLITE_OK, let db else {
+            let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"
+            sqlite3_close(db)
+            throw SQLiteError("cannot open \(path): \(message)")
+        }
+        handle = db
+        // Another process (a second `catalog` command) may hold the write lock for a moment.
+        sqlite3_busy_timeout(db, 10_000)
+    }
+
+    deinit {
+        sqlite3_close_v2(handle)
+    }
+
+    func execute(_ sql: String) throws(SQLiteError) {
+        var message: UnsafeMutablePointer<CChar>?
+        guard sqlite3_exec(handle, sql, nil, nil, &message) == SQLITE_OK else {
+            let text = message.map { String(cString: $0) } ?? lastError
+            sqlite3_free(message)
+            throw SQLiteError(text)
+        }
+    }
+
+    func prepare(_ sql: String) throws(SQLiteError) -> SQLiteStatement {
+        var statement: OpaquePointer?
+        guard sqlite3_prepare_v3(handle, sql, -1, UInt32(SQLITE_PREPARE_PERSISTENT), &statement, nil) == SQLITE_OK,
+            let statement
+        else { throw SQLiteError(lastError) }
+        return SQLiteStatement(statement, connection: self)
+    }
+
+    /// The first column of the first row of `sql`, as text.
+    func scalar(_ sql: String) throws(SQLiteError) -> String? {
+        let statement = try prepare(sql)
+        return try statement.step() ? statement.text(0) : nil
+    }
+
+    var changes: Int { Int(sqlite3_changes(handle)) }
+
+    var lastError: String { String(cString: sqlite3_errmsg(handle)) }
+}
+
+final class SQLiteStatement {
+    private let statement: OpaquePointer
+    private let connection: SQLiteConnection
+
+    fileprivate init(_ statement: OpaquePointer, connection: SQLiteConnection) {
+        self.statement = statement
+        self.connection = connection
+    }
+
+    deinit {
+        sqlite3_finalize(statement)
+    }
+
+    /// Binds values to `?1`, `?2`, … in order, after clearing the previous run.
+    func bind(_ values: [SQLiteValue]) throws(SQLiteError) {
+        sqlite3_reset(statement)
+        sqlite3_clear_bindings(statement)
+        for (offset, value) in values.enumerated() {
+            let index = Int32(offset + 1)
+            let code: Int32
+            switch value {
+            case .null: code = sqlite3_bind_null(statement, index)
+            case .integer(let number): code = sqlite3_bind_int64(statement, index, number)
+            case .text(let text): code = sqlite3_bind_text(statement, index, text, -1, SQLiteStatement.transient)
+            }
+            guard code == SQLITE_OK else { throw SQLiteError(connection.lastError) }
+        }
+    }
+
+    /// Runs to the next row: true when there is one, false when done.
+    func step() throws(SQLiteError) -> Bool {
+        switch sqlite3_step(statement) {
+        case SQLITE_ROW: return true
+        case SQLITE_DONE: return false
+        default: throw SQLiteError(connection.lastError)
+        }
+    }
+
+    func integer(_ column: Int32) -> Int64 { sqlite3_column_int64(statement, column) }
+
+    func text(_ column: Int32) -> String? {
+        guard let bytes = sqlite3_column_text(statement, column) else { return nil }
+        return String(cString: bytes)
+    }
+
+    /// SQLite copies bound text at once, so Swift's temporary C string may go away.
+    private static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+}
+
+enum SQLiteValue {
+    case null
+    case integer(Int64)
+    case text(String)
+
+    init(_ text: String?) { self = text.map(SQLiteValue.text) ?? .null }
+    init(_ number: Int?) { self = number.map { .integer(Int64($0)) } ?? .null }
+}
+
+public struct SQLiteError: Error, CustomStringConvertible {
+    public let description: String
+    init(_ description: String) { self.description = "SQLite: \(description)" }
+}

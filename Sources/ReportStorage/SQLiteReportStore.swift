@@ -1,0 +1,211 @@
+import CatalogKit
+import Dispatch
+import Foundation
+import PropertyList
+
+/// Reports in one SQLite file, in WAL mode with `synchronous = FULL`: a commit is on disk when
+/// `store` returns, and readers (`catalog reports`, feedback) never block the writer.
+///
+/// One connection writes and one reads, each confined to its own serial queue so that SQLite's
+/// blocking calls (a commit waits for fsync) never occupy Swift's cooperative threads.
+public final class SQLiteReportStore: ReportStore {
+    private let writer: Confined<Writer>
+    private let reader: Confined<SQLiteConnection>
+    public let path: String
+
+    /// Opens (creating it and its folder if needed) and migrates the store at `path`.
+    public static func open(path: String) async throws -> SQLiteReportStore {
+        let folder = URL(fileURLWithPath: path).deletingLastPathComponent()
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let writerQueue = DispatchQueue(label: "catalog.sqlite.writer")
+        let writer = try await Confined.make(on: writerQueue) { try Writer(path: path) }
+        let reader = try await Confined.make(on: DispatchQueue(label: "catalog.sqlite.reader")) {
+            try SQLiteConnection(path: path)
+        }
+        return SQLiteReportStore(path: path, writer: writer, reader: reader)
+    }
+
+    private init(path: String, writer: Confined<Writer>, reader: Confined<SQLiteConnection>) {
+        self.path = path
+        self.writer = writer
+        self.reader = reader
+    }
+
+    /// The writer connection's `PRAGMA synchronous` (2 is FULL) and journal mode, for the test
+    /// that durability really is what this type promises.
+    public func durabilitySettings() async throws -> (synchronous: Int, journalMode: String) {
+        try await writer.run { writer in
+            (Int(try writer.connection.scalar("PRAGMA synchronous") ?? "") ?? -1, try writer.connection.scalar("PRAGMA journal_mode") ?? "")
+        }
+    }
+
+    public func store(_ reports: [InvalidIdentifierReport]) async throws -> [StoreOutcome] {
+        try await writer.run { try $0.store(reports) }
+    }
+
+    public func aggregate(_ query: AggregateQuery) async throws -> [ReportAggregate] {
+        try await reader.run { connection in
+            let filters: [SQLiteValue] = [.integer(query.since?.secondsSince1970 ?? .min), .init(query.app), .init(query.identifier)]
+            let invalidStatement = try connection.prepare(Self.invalidQuery)
+            try invalidStatement.bind(filters)
+            var invalid: [InvalidRow] = []
+            while try invalidStatement.step() {
+                let s = invalidStatement
+                invalid.append(
+                    InvalidRow(
+                        app: s.text(0) ?? "", identifier: s.text(1) ?? "", platform: s.text(2), environment: s.text(3),
+                        reports: Int(s.integer(4)), installs: Int(s.integer(5)), firstSeen: s.integer(6), lastSeen: s.integer(7),
+                        appVersions: s.text(8), storefronts: s.text(9), feedRevisions: s.text(10)))
+            }
+            let requestedStatement = try connection.prepare(Self.requestedQuery)
+            try requestedStatement.bind(filters)
+            var requested: [RequestedRow] = []
+            while try requestedStatement.step() {
+                let s = requestedStatement
+                requested.append(
+                    RequestedRow(
+                        app: s.text(0) ?? "", identifier: s.text(1) ?? "", platform: s.text(2), environment: s.text(3),
+                        requested: Int(s.integer(4)), invalidWhenRequested: Int(s.integer(5))))
+            }
+            return AggregateAssembly.assemble(invalid, requested: requested)
+        }
+    }
+
+    public func prune(receivedBefore moment: Timestamp) async throws -> Int {
+        try await writer.run { writer in
+            let statement = try writer.connection.prepare("DELETE FROM reports WHERE received_at < ?1")
+            try statement.bind([.integer(moment.secondsSince1970)])
+            _ = try statement.step()
+            return writer.connection.changes
+        }
+    }
+
+    public func ping() async throws {
+        _ = try await reader.run { try $0.scalar("SELECT 1") }
+    }
+
+    public func close() async throws {}
+
+    /// `?1` since, `?2` app or NULL, `?3` identifier or NULL.
+    private static let invalidQuery = """
+        SELECT r.app, j.value, r.platform, r.environment, COUNT(*), COUNT(DISTINCT r.install_id),
+               MIN(r.received_at), MAX(r.received_at),
+               group_concat(DISTINCT r.app_version), group_concat(DISTINCT r.storefront), group_concat(DISTINCT r.feed_revision)
+        FROM reports r, json_each(r.invalid) j
+        WHERE r.received_at >= ?1 AND (?2 IS NULL OR r.app = ?2) AND (?3 IS NULL OR j.value = ?3)
+        GROUP BY r.app, j.value, r.platform, r.environment
+        """
+
+    private static let requestedQuery = """
+        SELECT r.app, q.value, r.platform, r.environment, COUNT(*),
+               SUM(EXISTS (SELECT 1 FROM json_each(r.invalid) i WHERE i.value = q.value))
+        FROM reports r, json_each(r.requested) q
+        WHERE r.requested IS NOT NULL AND r.received_at >= ?1 AND (?2 IS NULL OR r.app = ?2) AND (?3 IS NULL OR q.value = ?3)
+        GROUP BY r.app, q.value, r.platform, r.environment
+        """
+
+    /// The writing connection and its prepared insert.
+    final class Writer {
+        let connection: SQLiteConnection
+        private let insert: SQLiteStatement
+
+        init(path: String) throws {
+            connection = try SQLiteConnection(path: path)
+            let mode = try connection.scalar("PRAGMA journal_mode = WAL")
+            guard mode == "wal" else { throw SQLiteError("\(path) cannot use write-ahead logging (journal mode is \(mode ?? "unknown"))") }
+            // FULL: WAL's default (NORMAL) may lose the last commits on power loss, and a 202
+            // promises the report survives. Set here, after opening, where nothing resets it.
+            try connection.execute("PRAGMA synchronous = FULL")
+            try Writer.migrate(connection)
+            insert = try connection.prepare(
+                """
+                INSERT INTO reports (app, report_id, received_at, platform, environment, app_version, storefront,
+                                     feed_revision, install_id, invalid, requested)
+                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
+                ON CONFLICT (app, report_id) DO NOTHING
+                """)
+        }
+
+        private static func migrate(_ connection: SQLiteConnection) throws {
+            try connection.execute("BEGIN IMMEDIATE")
+            do {
+                try connection.execute(
+                    "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)")
+                let current = Int(try connection.scalar("SELECT COALESCE(MAX(version), 0) FROM schema_migrations") ?? "0") ?? 0
+                try Schema.check(storeVersion: current, known: Schema.sqlite)
+                for migration in Schema.sqlite where migration.version > current {
+                    try connection.execute(migration.sql)
+                    let record = try connection.prepare("INSERT INTO schema_migrations (version, applied_at) VALUES (?1, ?2)")
+                    try record.bind([.integer(Int64(migration.version)), .integer(Timestamp.now.secondsSince1970)])
+                    _ = try record.step()
+                }
+                try connection.execute("COMMIT")
+            } catch {
+                try? connection.execute("ROLLBACK")
+                throw error
+            }
+        }
+
+        func store(_ reports: [InvalidIdentifierReport]) throws -> [StoreOutcome] {
+            try connection.execute("BEGIN IMMEDIATE")
+            do {
+                var outcomes: [StoreOutcome] = []
+                outcomes.reserveCapacity(reports.count)
+                for report in reports {
+                    try insert.bind([
+                        .text(report.app), .text(report.reportID), .integer(report.receivedAt.secondsSince1970),
+                        .init(report.platform?.rawValue), .init(report.environment?.rawValue), .init(report.appVersion?.description),
+                        .init(report.storefront), .init(report.feedRevision), .init(report.installID),
+                        .text(jsonArray(report.invalid)), .init(report.requested.map(jsonArray)),
+                    ])
+                    _ = try insert.step()
+                    outcomes.append(connection.changes == 1 ? .stored : .duplicate)
+                }
+                try connection.execute("COMMIT")
+                return outcomes
+            } catch {
+                try? connection.execute("ROLLBACK")
+                throw error
+            }
+        }
+    }
+}
+
+/// A JSON array of strings, as SQLite's `json_each` reads it.
+private func jsonArray(_ strings: [String]) -> String {
+    var json = JSONWriter(capacity: strings.reduce(2) { $0 + $1.utf8.count + 3 })
+    json.beginArray()
+    for string in strings { json.string(string) }
+    json.endArray()
+    return String(decoding: json.bytes, as: UTF8.self)
+}
+
+/// A value used only on one serial queue: the one place where a non-Sendable SQLite connection
+/// is handed across concurrency domains, safely because every access goes through `queue`.
+final class Confined<Value>: @unchecked Sendable {
+    private let queue: DispatchQueue
+    private let value: Value
+
+    private init(queue: DispatchQueue, value: Value) {
+        self.queue = queue
+        self.value = value
+    }
+
+    static func make(on queue: DispatchQueue, _ create: @escaping @Sendable () throws -> Value) async throws -> Confined {
+        let box = try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<UncheckedBox<Value>, any Error>) in
+            queue.async { continuation.resume(with: Result { UncheckedBox(try create()) }) }
+        }
+        return Confined(queue: queue, value: box.value)
+    }
+
+    func run<Result: Sendable>(_ body: @escaping @Sendable (Value) throws -> Result) async throws -> Result {
+        try await withCheckedThrowingContinuation { continuation in
+            queue.async { continuation.resume(with: Swift.Result { try body(self.value) }) }
+        }
+    }
+}
+
+private struct UncheckedBox<Value>: @unchecked Sendable {
+    let value: Value
+    init(_ value: Value) { self.value = value }
+}

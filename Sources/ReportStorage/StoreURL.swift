@@ -1,0 +1,58 @@
+import Foundation
+
+/// Where reports are stored, as given by `--store`: `sqlite:PATH` (the default,
+/// `sqlite:var/catalog.sqlite`) or `postgres://user[:password]@host[:port]/database`.
+public enum StoreURL: Sendable, Hashable, CustomStringConvertible {
+    case sqlite(path: String)
+    case postgres(PostgresAddress)
+
+    public struct PostgresAddress: Sendable, Hashable {
+        public var host: String
+        public var port: Int
+        public var user: String
+        public var password: String?
+        public var database: String
+    }
+
+    public static let `default` = StoreURL.sqlite(path: "var/catalog.sqlite")
+
+    /// Parses `text`, or throws a message that says what a valid one looks like.
+    public init(parsing text: String) throws(StoreURLError) {
+        if text.hasPrefix("sqlite:") {
+            var path = String(text.dropFirst("sqlite:".count))
+            // Accept the URL spelling `sqlite:///abs/path` too.
+            if path.hasPrefix("//") { path.removeFirst(2) }
+            guard !path.isEmpty else { throw StoreURLError("'\(text)' names no file; use sqlite:PATH, e.g. sqlite:var/catalog.sqlite") }
+            self = .sqlite(path: path)
+            return
+        }
+        if text.hasPrefix("postgres://") || text.hasPrefix("postgresql://") {
+            guard let components = URLComponents(string: text), let host = components.host, !host.isEmpty else {
+                throw StoreURLError("'\(text)' is not a valid PostgreSQL URL; use postgres://user@host:port/database")
+            }
+            let database = String(components.path.drop(while: { $0 == "/" }))
+            guard !database.isEmpty else { throw StoreURLError("'\(text)' names no database; use postgres://user@host:port/database") }
+            guard let user = components.user, !user.isEmpty else {
+                throw StoreURLError("'\(text)' names no user; use postgres://user@host:port/database")
+            }
+            self = .postgres(
+                PostgresAddress(
+                    host: host, port: components.port ?? 5432, user: user, password: components.password, database: database))
+            return
+        }
+        throw StoreURLError("unknown store '\(text)'; use sqlite:PATH or postgres://user@host:port/database")
+    }
+
+    /// The URL without its password, for logs and messages.
+    public var description: String {
+        switch self {
+        case .sqlite(let path): "sqlite:\(path)"
+        case .postgres(let address): "postgres://\(address.user)@\(address.host):\(address.port)/\(address.database)"
+        }
+    }
+}
+
+public struct StoreURLError: Error, CustomStringConvertible {
+    public let description: String
+    init(_ description: String) { self.description = description }
+}

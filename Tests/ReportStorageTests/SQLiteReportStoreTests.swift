@@ -1,0 +1,71 @@
+import CatalogKit
+import Foundation
+import ReportStorage
+import XCTest
+
+final class SQLiteReportStoreTests: XCTestCase {
+    private var folder: URL!
+
+    override func setUpWithError() throws {
+        folder = FileManager.default.temporaryDirectory.appendingPathComponent("sqlite-store-\(UUID().uuidString)")
+    }
+
+    override func tearDownWithError() throws {
+        try? FileManager.default.removeItem(at: folder)
+    }
+
+    /// A fresh store in a folder that does not exist yet: opening creates both.
+    private func withStore(_ body: (SQLiteReportStore) async throws -> Void) async throws {
+        let store = try await SQLiteReportStore.open(path: folder.appendingPathComponent("var/catalog.sqlite").path)
+        try await body(store)
+        try await store.close()
+    }
+
+    func testDeduplicates() async throws { try await withStore(StoreConformance.deduplicates) }
+    func testAggregates() async throws { try await withStore(StoreConformance.aggregates) }
+    func testFilters() async throws { try await withStore(StoreConformance.filters) }
+    func testPrunes() async throws { try await withStore(StoreConformance.prunes) }
+    func testGroupCommits() async throws { try await withStore(StoreConformance.groupCommits) }
+
+    /// WAL with synchronous FULL, read back from the connection that commits: a library that
+    /// resets it after setup (GRDB's DatabasePool does) would fail here.
+    func testCommitsAreFullySynchronousInWALMode() async throws {
+        try await withStore { store in
+            let settings = try await store.durabilitySettings()
+            XCTAssertEqual(settings.synchronous, 2, "PRAGMA synchronous must be FULL (2)")
+            XCTAssertEqual(settings.journalMode, "wal")
+        }
+    }
+
+    /// Reports survive closing and reopening, and reopening does not migrate twice.
+    func testReopenKeepsReports() async throws {
+        try await withStore { store in _ = try await store.store([StoreConformance.report(["com.example.a"])]) }
+        try await withStore { store in
+            let counts = try await store.aggregate(AggregateQuery()).map(\.reports)
+            XCTAssertEqual(counts, [1])
+        }
+    }
+
+    func testUnwritablePathIsAClearError() async throws {
+        do {
+            _ = try await SQLiteReportStore.open(path: "/proc/catalog.sqlite")
+            XCTFail("opened a store under /proc")
+        } catch {
+            XCTAssertFalse("\(error)".isEmpty)
+        }
+    }
+
+    func testStoreURLs() throws {
+        XCTAssertEqual(try StoreURL(parsing: "sqlite:var/catalog.sqlite"), .sqlite(path: "var/catalog.sqlite"))
+        XCTAssertEqual(try StoreURL(parsing: "sqlite:///tmp/x.sqlite"), .sqlite(path: "/tmp/x.sqlite"))
+        guard case .postgres(let address) = try StoreURL(parsing: "postgres://catalog:secret@127.0.0.1:5433/reports") else {
+            return XCTFail("not a PostgreSQL URL")
+        }
+        XCTAssertEqual([address.user, address.password, address.host, address.database], ["catalog", "secret", "127.0.0.1", "reports"])
+        XCTAssertEqual(address.port, 5433)
+        XCTAssertEqual("\(StoreURL.postgres(address))", "postgres://catalog@127.0.0.1:5433/reports", "no password in logs")
+        for bad in ["", "sqlite:", "mysql://x/y", "postgres://127.0.0.1/db", "postgres://u@127.0.0.1/"] {
+            XCTAssertThrowsError(try StoreURL(parsing: bad), bad)
+        }
+    }
+}

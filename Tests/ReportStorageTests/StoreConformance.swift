@@ -1,0 +1,120 @@
+import CatalogKit
+import PropertyList
+import ReportStorage
+import XCTest
+
+/// What every `ReportStore` must do, the same on SQLite and PostgreSQL: each engine's test case
+/// runs these checks against a fresh, real store.
+enum StoreConformance {
+    static let noon = Timestamp(year: 2026, month: 11, day: 20, hour: 12, minute: 0, second: 0)!
+
+    static func report(
+        _ invalid: [String], id: String = UUID().uuidString.lowercased(), app: String = "com.example.app", at moment: Timestamp = noon,
+        requested: [String]? = nil, platform: Platform? = .iOS, environment: ReportEnvironment? = .production,
+        install: String? = "install-1", version: String? = "2.3", storefront: String? = "USA", revision: Int? = 7
+    ) -> InvalidIdentifierReport {
+        InvalidIdentifierReport(
+            app: app, reportID: id, receivedAt: moment, invalid: invalid, requested: requested, platform: platform,
+            appVersion: version.flatMap(AppVersion.init), environment: environment, storefront: storefront, feedRevision: revision,
+            installID: install)
+    }
+
+    /// A retried report (same app and reportId) is stored once, also within one batch; the same
+    /// reportId in another app is another report.
+    static func deduplicates(_ store: any ReportStore) async throws {
+        let first = report(["com.example.a"], id: "11111111-1111-1111-1111-111111111111")
+        let firstTime = try await store.store([first])
+        XCTAssertEqual(firstTime, [.stored])
+        let retried = try await store.store([first, first])
+        XCTAssertEqual(retried, [.duplicate, .duplicate])
+        var otherApp = first
+        otherApp.app = "com.example.game"
+        let second = report(["com.example.a"], id: "22222222-2222-2222-2222-222222222222")
+        let mixed = try await store.store([otherApp, second, second])
+        XCTAssertEqual(mixed, [.stored, .stored, .duplicate])
+        let aggregates = try await store.aggregate(AggregateQuery())
+        XCTAssertEqual(aggregates.map(\.reports).reduce(0, +), 3)
+    }
+
+    /// Per app × identifier × platform × environment, with distinct installs, the seen range,
+    /// distinct facts, the invalid rate and the most-affected-first order.
+    static func aggregates(_ store: any ReportStore) async throws {
+        let later = Timestamp(secondsSince1970: noon.secondsSince1970 + 3600)
+        _ = try await store.store([
+            report(["com.example.a", "com.example.b"], requested: ["com.example.a", "com.example.b", "com.example.c"], install: "i1"),
+            report(
+                ["com.example.a"], at: later, requested: ["com.example.a", "com.example.c"], install: "i2", version: "2.4",
+                storefront: "FRA", revision: 8),
+            report(["com.example.a"], requested: ["com.example.a"], install: "i2"),
+            report(["com.example.a"], install: nil),
+            report(["com.example.a"], platform: .macOS, environment: .sandbox, install: "i9"),
+            report(["com.example.b"], requested: ["com.example.b"], install: "i3", version: "10.0"),
+            report([], requested: ["com.example.b"], install: "i4"),
+        ])
+        let aggregates = try await store.aggregate(AggregateQuery(app: "com.example.app"))
+        XCTAssertEqual(
+            aggregates.map { "\($0.identifier) \($0.platform?.name ?? "-") \($0.environment?.rawValue ?? "-")" },
+            ["com.example.a iOS production", "com.example.b iOS production", "com.example.a macOS sandbox"])
+        let a = aggregates[0]
+        XCTAssertEqual(a.reports, 4)
+        XCTAssertEqual(a.installs, 2)
+        XCTAssertEqual(a.firstSeen, noon)
+        XCTAssertEqual(a.lastSeen, later)
+        XCTAssertEqual(a.appVersions, ["2.3", "2.4"])
+        XCTAssertEqual(a.storefronts, ["FRA", "USA"])
+        XCTAssertEqual(a.feedRevisions, [7, 8])
+        XCTAssertEqual(a.requestedReports, 3)
+        XCTAssertEqual(a.invalidWhenRequested, 3)
+        let b = aggregates[1]
+        XCTAssertEqual(b.reports, 2)
+        XCTAssertEqual(b.installs, 2)
+        XCTAssertEqual(b.appVersions, ["2.3", "10.0"], "versions sort numerically")
+        XCTAssertEqual(b.requestedReports, 3)
+        XCTAssertEqual(b.invalidWhenRequested, 2)
+        XCTAssertEqual(b.invalidRate!, 2.0 / 3.0, accuracy: 1e-9)
+        XCTAssertNil(aggregates[2].invalidRate, "no report of it said what was requested")
+    }
+
+    /// `since`, `app` and `identifier` narrow what is counted.
+    static func filters(_ store: any ReportStore) async throws {
+        let later = Timestamp(secondsSince1970: noon.secondsSince1970 + 600)
+        _ = try await store.store([
+            report(["com.example.a"], install: "old"),
+            report(["com.example.a"], at: later, install: "new"),
+            report(["com.example.b"], at: later, install: "new"),
+            report(["com.example.a"], app: "com.example.game", at: later, install: "game"),
+        ])
+        let recent = try await store.aggregate(AggregateQuery(app: "com.example.app", identifier: "com.example.a", since: later))
+        XCTAssertEqual(recent.map { "\($0.app) \($0.identifier) \($0.reports)" }, ["com.example.app com.example.a 1"])
+        let all = try await store.aggregate(AggregateQuery())
+        XCTAssertEqual(all.map(\.reports).reduce(0, +), 4)
+        XCTAssertEqual(Set(all.map(\.app)), ["com.example.app", "com.example.game"])
+    }
+
+    /// Retention: raw reports received before the cut are deleted and counted.
+    static func prunes(_ store: any ReportStore) async throws {
+        let later = Timestamp(secondsSince1970: noon.secondsSince1970 + 60)
+        _ = try await store.store([report(["com.example.a"]), report(["com.example.a"]), report(["com.example.a"], at: later)])
+        let pruned = try await store.prune(receivedBefore: later)
+        XCTAssertEqual(pruned, 2)
+        let prunedAgain = try await store.prune(receivedBefore: later)
+        XCTAssertEqual(prunedAgain, 0)
+        let remaining = try await store.aggregate(AggregateQuery()).map(\.reports)
+        XCTAssertEqual(remaining, [1])
+    }
+
+    /// Many reports submitted concurrently through group commit are all stored, each once.
+    static func groupCommits(_ store: any ReportStore) async throws {
+        let committer = GroupCommitter(store: store, maximumBatch: 64)
+        let outcomes = try await withThrowingTaskGroup(of: StoreOutcome.self) { group in
+            for index in 0..<500 {
+                group.addTask { try await committer.submit(report(["com.example.a"], id: "report-\(index % 400)", install: "i\(index)")) }
+            }
+            return try await group.reduce(into: [StoreOutcome]()) { $0.append($1) }
+        }
+        XCTAssertEqual(outcomes.filter { $0 == .stored }.count, 400)
+        XCTAssertEqual(outcomes.filter { $0 == .duplicate }.count, 100)
+        let storedOnce = try await store.aggregate(AggregateQuery()).first?.reports
+        XCTAssertEqual(storedOnce, 400)
+    }
+}
