@@ -87,7 +87,7 @@ let package = Package(
         .testTarget(
             name: "CatalogServerTests",
             dependencies: [
-                "CatalogServer", "CatalogKit", "CatalogTestSupport",
+                "CatalogServer", "CatalogKit", "CatalogTestSupport", "ReportStorage",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
             ]

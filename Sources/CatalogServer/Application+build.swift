@@ -4,12 +4,14 @@ import Hummingbird
 import HummingbirdCore
 import Logging
 import NIOCore
+import ServiceLifecycle
 
 /// The serving application: the catalog's routes and the reload service, ready to run or test.
 public func buildApplication(
     publicDirectory: PublicTree, host: String = "127.0.0.1", port: Int = 8080,
     configuration: ServeConfiguration = ServeConfiguration(), reloadInterval: Duration = .milliseconds(250),
-    eventLoopGroup: EventLoopGroupProvider = .singleton, logger: Logger
+    reportStore: (any ReportStore)? = nil, reportsConfiguration: ReportsConfiguration = ReportsConfiguration(),
+    extraServices: [any Service] = [], eventLoopGroup: EventLoopGroupProvider = .singleton, logger: Logger
 ) -> some ApplicationProtocol {
     let store = FeedStore(tree: publicDirectory, logger: logger)
     let metrics = ServerMetrics()
@@ -19,11 +21,20 @@ public func buildApplication(
             FeedConnectionHandler(store: store, metrics: metrics, configuration: configuration)
         }
     }
+    var services: [any Service] = [FeedReloadService(store: store, interval: reloadInterval, metrics: metrics, logger: logger)]
+    if let reportStore {
+        services.append(
+            ReportRetentionService(
+                store: reportStore, retention: reportsConfiguration.retention, interval: reportsConfiguration.pruneInterval,
+                clock: configuration.clock, logger: logger))
+    }
     return Application(
-        responder: CatalogResponder(store: store, configuration: configuration, metrics: metrics),
+        responder: CatalogResponder(
+            store: store, configuration: configuration, metrics: metrics,
+            reports: reportStore.map { ReportIntake(store: $0, configuration: reportsConfiguration) }),
         server: server,
         configuration: ApplicationConfiguration(address: .hostname(host, port: port), serverName: nil),
-        services: [FeedReloadService(store: store, interval: reloadInterval, metrics: metrics, logger: logger)],
+        services: services + extraServices,
         eventLoopGroupProvider: eventLoopGroup,
         logger: logger)
 }

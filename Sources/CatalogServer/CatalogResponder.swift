@@ -28,34 +28,66 @@ public struct ServeConfiguration: Sendable {
 /// and JSON errors everywhere. Request paths never reach the filesystem: app names must be
 /// bundle identifiers and revisions numbers before anything is looked up.
 public struct CatalogResponder: HTTPResponder {
-    public typealias Context = BasicRequestContext
+    public typealias Context = CatalogRequestContext
 
     let store: FeedStore
     let configuration: ServeConfiguration
     let metrics: ServerMetrics
+    /// nil: this server stores no reports (tests of the feeds alone); the endpoint answers 503.
+    let reports: ReportIntake?
 
-    public init(store: FeedStore, configuration: ServeConfiguration, metrics: ServerMetrics) {
+    init(store: FeedStore, configuration: ServeConfiguration, metrics: ServerMetrics, reports: ReportIntake?) {
         self.store = store
         self.configuration = configuration
         self.metrics = metrics
+        self.reports = reports
     }
 
     public func respond(to request: Request, context: Context) async throws -> Response {
         let segments = request.uri.path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map(String.init)
         let route = Route(segments)
-        let response =
-            route.map { respond(to: request, at: $0) }
-            ?? JSONError.response(.notFound, "no such resource: \(request.uri.path)")
+        let response: Response
+        switch route {
+        case nil: response = JSONError.response(.notFound, "no such resource: \(request.uri.path)")
+        case .reports(let app)?: response = await receiveReport(request, app: app, context: context)
+        case .readiness?: response = await readiness(request)
+        case let route?: response = respond(to: request, at: route)
+        }
         metrics.recordRequest(route?.metricsRoute ?? .unknown, status: response.status.code, bodyBytes: response.body.contentLength ?? 0)
         return response
     }
 
-    private func respond(to request: Request, at route: Route) -> Response {
-        guard request.method == .get || request.method == .head else {
-            var response = JSONError.response(.methodNotAllowed, "\(request.method.rawValue) is not allowed here; use GET or HEAD")
-            response.headers[.allow] = "GET, HEAD"
-            return response
+    private func receiveReport(_ request: Request, app: String, context: Context) async -> Response {
+        guard request.method == .post else { return Self.methodNotAllowed(request, allow: "POST") }
+        guard let reports else { return JSONError.response(.serviceUnavailable, "this server does not store reports") }
+        return await reports.respond(
+            to: request, app: app, isPublished: store.index.apps[app] != nil,
+            clientAddress: context.remoteAddress?.ipAddress ?? "unknown", now: configuration.clock())
+    }
+
+    /// Ready once the feeds are loaded and the report store answers.
+    private func readiness(_ request: Request) async -> Response {
+        guard request.method == .get || request.method == .head else { return Self.methodNotAllowed(request, allow: "GET, HEAD") }
+        let apps = store.index.apps.count
+        if let reports {
+            do {
+                try await reports.store.ping()
+            } catch {
+                return JSONError.response(.serviceUnavailable, "the report store does not answer: \(error)")
+            }
         }
+        return JSONResponse.ok(#"{"status":"ready","apps":\#(apps)}"#)
+    }
+
+    private static func methodNotAllowed(_ request: Request, allow: String) -> Response {
+        var response = JSONError.response(
+            .methodNotAllowed, "\(request.method.rawValue) is not allowed here; use \(allow.replacingOccurrences(of: ", ", with: " or "))")
+        response.headers[.allow] = allow
+        return response
+    }
+
+    private func respond(to request: Request, at route: Route) -> Response {
+        guard request.method == .get || request.method == .head else { return Self.methodNotAllowed(request, allow: "GET, HEAD") }
         let now = configuration.clock()
         switch route {
         case .health:
@@ -64,9 +96,8 @@ public struct CatalogResponder: HTTPResponder {
             return Response(
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4", .cacheControl: "no-store"],
                 body: ResponseBody(byteBuffer: ByteBuffer(bytes: metrics.render())))
-        case .readiness:
-            let apps = store.index.apps.count
-            return JSONResponse.ok(#"{"status":"ready","apps":\#(apps)}"#)
+        case .readiness, .reports:
+            preconditionFailure("answered by respond(to:context:)")
         case .apps:
             return JSONResponse.ok(appsIndex())
         case .feed(let app, let kind):
@@ -156,6 +187,7 @@ enum Route: Equatable {
     case health, readiness, metrics, apps
     case feed(app: String, kind: FeedKind)
     case revisions(app: String)
+    case reports(app: String)
     case snapshot(app: String, revision: Int, kind: FeedKind)
 
     init?(_ segments: [String]) {
@@ -170,6 +202,8 @@ enum Route: Equatable {
                 self = .feed(app: segments[2], kind: kind)
             } else if segments[3] == "revisions" {
                 self = .revisions(app: segments[2])
+            } else if segments[3] == "invalid-identifiers" {
+                self = .reports(app: segments[2])
             } else {
                 return nil
             }
@@ -193,6 +227,7 @@ extension Route {
         case .apps: .apps
         case .feed(_, let kind): MetricsRoute(kind)
         case .revisions: .revisions
+        case .reports: .reports
         case .snapshot(_, _, let kind): kind == .products ? .revisionProducts : .revisionCatalog
         }
     }

@@ -44,6 +44,8 @@ final class FeedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     /// is not told that a batch ended, which would only wake its task for nothing.
     private var forwardedSinceReadComplete = false
     private var cache = ResponseCache()
+    /// A forwarded response said `Connection: close`: close once it is written.
+    private var closeAfterResponse = false
 
     private enum Current {
         case none
@@ -122,9 +124,20 @@ final class FeedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     }
 
     func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        if case .end = unwrapOutboundIn(data) {
+        switch unwrapOutboundIn(data) {
+        case .head(let head):
+            // The application refused a request without reading its body (too large, say):
+            // closing is the only way not to read the rest, and Hummingbird would drain it.
+            if head.headers[canonicalForm: "connection"].contains(where: { $0.lowercased() == "close" }) { closeAfterResponse = true }
+        case .end where closeAfterResponse:
+            context.writeAndFlush(data, promise: promise)
+            context.close(promise: nil)
+            return
+        case .end:
             forwardedInFlight -= 1
             if forwardedInFlight == 0 { arm(context) }
+        case .body:
+            break
         }
         context.write(data, promise: promise)
     }

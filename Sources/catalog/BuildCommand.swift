@@ -23,7 +23,7 @@ struct BuildCommand: ParsableCommand {
         do {
             build = try options.workflow.build(at: .now, dryRun: dryRun)
         } catch {
-            FileHandle.standardError.write(Array("error: \(error)\n".utf8))
+            printError("\(error)")
             throw ExitCode(1)
         }
         report(build.diagnostics)

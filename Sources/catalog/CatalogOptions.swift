@@ -44,3 +44,8 @@ extension FileHandle {
         write(Data(bytes))
     }
 }
+
+/// `error: message` on standard error, as every command reports a failure that is not a diagnostic.
+func printError(_ message: String) {
+    FileHandle.standardError.write(Array("error: \(message)\n".utf8))
+}

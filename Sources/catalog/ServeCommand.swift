@@ -5,6 +5,7 @@ import Foundation
 import Hummingbird
 import Logging
 import NIOPosix
+import ReportStorage
 
 struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -17,6 +18,7 @@ struct ServeCommand: AsyncParsableCommand {
     )
 
     @OptionGroup var options: CatalogOptions
+    @OptionGroup var storeOptions: StoreOptions
 
     @Option(help: "The address to listen on.")
     var host = "127.0.0.1"
@@ -27,8 +29,24 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Cache-Control of the current feeds (revision snapshots are always immutable).")
     var cacheControl = "public, max-age=300"
 
+    @Option(help: ArgumentHelp("Reports per minute accepted from one client address; 0 for no limit.", valueName: "n"))
+    var reportLimitAddress = 600
+
+    @Option(help: ArgumentHelp("Reports per minute accepted from one install (installId); 0 for no limit.", valueName: "n"))
+    var reportLimitInstall = 30
+
+    @Option(help: ArgumentHelp("Days raw reports are kept before they are pruned.", valueName: "days"))
+    var retentionDays = 90
+
     func validate() throws {
         guard (1...65535).contains(port) else { throw ValidationError("port \(port) is not between 1 and 65535") }
+        guard reportLimitAddress >= 0, reportLimitInstall >= 0 else { throw ValidationError("report limits cannot be negative") }
+        guard retentionDays >= 1 else { throw ValidationError("--retention-days must be at least 1") }
+    }
+
+    /// A limit with a burst of a fifth of a minute's worth (at least 10), or none for 0.
+    private static func limit(perMinute: Int) -> RateLimit? {
+        perMinute == 0 ? nil : RateLimit(perMinute: perMinute, burst: max(10, perMinute / 5))
     }
 
     func run() async throws {
@@ -44,9 +62,23 @@ struct ServeCommand: AsyncParsableCommand {
         }
         var configuration = ServeConfiguration()
         configuration.cacheControl = cacheControl
+        var reports = ReportsConfiguration()
+        reports.perAddress = Self.limit(perMinute: reportLimitAddress)
+        reports.perInstall = Self.limit(perMinute: reportLimitInstall)
+        reports.retention = .seconds(Int64(retentionDays) * 86_400)
+        // For scripts/crash-test only: proves the harness catches a server that answers early.
+        if ProcessInfo.processInfo.environment["CATALOG_UNSAFE_ACKNOWLEDGE_BEFORE_COMMIT"] == "1" {
+            logger.critical("reports.unsafe", metadata: ["reason": "acknowledging reports before they are committed (crash-test mode)"])
+            reports.acknowledgeBeforeCommit = true
+        }
         let group = MultiThreadedEventLoopGroup(numberOfThreads: availableCPUCount())
-        let app = buildApplication(
-            publicDirectory: tree, host: host, port: port, configuration: configuration, eventLoopGroup: .shared(group), logger: logger)
-        try await app.runService()
+        let storeName = try storeOptions.url.description
+        try await storeOptions.withStore(logger: logger) { store in
+            logger.info("reports.store", metadata: ["store": "\(storeName)"])
+            let app = buildApplication(
+                publicDirectory: tree, host: host, port: port, configuration: configuration, reportStore: store,
+                reportsConfiguration: reports, eventLoopGroup: .shared(group), logger: logger)
+            try await app.runService()
+        }
     }
 }
