@@ -155,6 +155,29 @@ import Testing
         }
     }
 
+    /// Raw reports past the retention are pruned as soon as the server starts.
+    @Test func reportsPastTheRetentionArePruned() async throws {
+        let fixture = try CatalogServerTests.Fixture(ids: ["com.example.served.coins"])
+        defer { fixture.remove() }
+        let store = try await SQLiteReportStore.open(path: fixture.root.appendingPathComponent("reports.sqlite").path)
+        let now = Timestamp.now
+        func report(ageInDays days: Int64) -> InvalidIdentifierReport {
+            InvalidIdentifierReport(
+                app: CatalogServerTests.app, reportID: "age-\(days)", receivedAt: Timestamp(secondsSince1970: now.secondsSince1970 - days * 86_400),
+                invalid: ["com.example.a"])
+        }
+        _ = try await store.store([report(ageInDays: 91), report(ageInDays: 89), report(ageInDays: 0)])
+        let app = buildApplication(publicDirectory: fixture.publicTree, port: 0, reportStore: store, logger: Logger(label: "test"))
+        try await app.test(.live) { _ in
+            var remaining = 3
+            for _ in 0..<100 where remaining != 2 {
+                try await Task.sleep(for: .milliseconds(50))
+                remaining = try await store.aggregate(AggregateQuery()).reduce(0) { $0 + $1.reports }
+            }
+            #expect(remaining == 2, "the 91-day-old report is pruned, the 89-day-old one kept")
+        }
+    }
+
     @Test func readinessAsksTheStoreAndMetricsCountReports() async throws {
         try await withServer { client, _ in
             let ready = try await client.execute(uri: "/readyz", method: .get)
