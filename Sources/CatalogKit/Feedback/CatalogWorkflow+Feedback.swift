@@ -25,7 +25,8 @@ extension CatalogWorkflow {
     }
 
     /// Applies each app's policy to the reports in `store` and writes the feedback files that
-    /// changed. A build afterwards publishes the quarantines.
+    /// changed. A build afterwards publishes the quarantines. Waits (blocking, as a build does)
+    /// while a build or another feedback run holds the lock.
     public func runFeedback(store: any ReportStore, at now: Timestamp) async throws -> FeedbackRun {
         let lock = try BuildLock(publicDirectory: publicDirectory)
         defer { withExtendedLifetime(lock) {} }

@@ -66,6 +66,8 @@ extension AppCatalog {
     mutating func apply(_ feedback: FeedbackFile, positions: [String: SourcePosition], file: String) -> [Diagnostic] {
         self.feedback = feedback
         var reasons = feedback.quarantined
+        // Most builds have no quarantine: no pass over a catalog of any size.
+        guard !reasons.isEmpty else { return [] }
         var diagnostics: [Diagnostic] = []
         for index in products.indices {
             if let reason = reasons.removeValue(forKey: products[index].id) { products[index].quarantineReason = reason }
