@@ -95,7 +95,7 @@ let package = Package(
         .testTarget(name: "ReportStorageTests", dependencies: ["ReportStorage", "CatalogKit", "CatalogTestSupport"]),
         .testTarget(
             name: "catalogTests",
-            dependencies: ["catalog", "CatalogKit", "CatalogTestSupport"]
+            dependencies: ["catalog", "CatalogKit", "CatalogTestSupport", "ReportStorage"]
         ),
     ],
     swiftLanguageModes: [.v6]

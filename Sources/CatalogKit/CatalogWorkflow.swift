@@ -39,9 +39,9 @@ public struct CatalogWorkflow: Sendable {
                     file: "\(base)/\(app)", at: .startOfFile))
         }
         for sources in loaded.apps {
-            let (catalog, found) = CatalogRules.check(sources)
+            let (checked, found) = CatalogRules.check(sources)
             diagnostics += found
-            guard let catalog, !sources.isIncomplete else { continue }
+            guard var catalog = checked, !sources.isIncomplete else { continue }
             do {
                 if let manifest = try tree.currentManifest(catalog.app) {
                     let history = try tree.history(catalog.app, revision: manifest.revision)
@@ -53,6 +53,13 @@ public struct CatalogWorkflow: Sendable {
                 diagnostics.append(.error("cannot read the published history: \(error)", file: sources.origin, at: .startOfFile))
                 continue
             }
+            // A feedback file with errors stops the app: ignoring it would put its quarantined
+            // identifiers back on sale.
+            let feedbackPath = "\(base)/\(FeedbackFile.name(for: catalog.app))"
+            let feedback = FeedbackFile.read(feedbackURL(catalog.app), displayPath: feedbackPath, limits: limits)
+            diagnostics += feedback.diagnostics
+            guard let file = feedback.file else { continue }
+            diagnostics += catalog.apply(file, positions: feedback.positions, file: feedbackPath)
             catalogs.append(catalog)
         }
         if loaded.apps.isEmpty && !diagnostics.containsErrors {

@@ -30,6 +30,8 @@ struct BuildCommand: ParsableCommand {
         if build.hasErrors { throw ExitCode(1) }
         for plan in build.plans {
             print(summary(plan))
+            // What the feedback files changed in the published feeds.
+            for change in plan.feedbackChanges { print(change) }
             if dryRun && !plan.isUnchanged { printDiff(plan.diff) }
         }
     }

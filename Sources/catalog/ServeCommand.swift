@@ -38,6 +38,12 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Days raw reports are kept before they are pruned.", valueName: "days"))
     var retentionDays = 90
 
+    @Option(
+        help: ArgumentHelp(
+            "Run 'catalog feedback' then 'catalog build' at start and then this often (30m, 6h, …), logging every verdict change.",
+            valueName: "interval"))
+    var autoFeedback: Interval?
+
     func validate() throws {
         guard (1...65535).contains(port) else { throw ValidationError("port \(port) is not between 1 and 65535") }
         guard reportLimitAddress >= 0, reportLimitInstall >= 0 else { throw ValidationError("report limits cannot be negative") }
@@ -77,7 +83,11 @@ struct ServeCommand: AsyncParsableCommand {
             logger.info("reports.store", metadata: ["store": "\(storeName)"])
             let app = buildApplication(
                 publicDirectory: tree, host: host, port: port, configuration: configuration, reportStore: store,
-                reportsConfiguration: reports, eventLoopGroup: .shared(group), logger: logger)
+                reportsConfiguration: reports,
+                extraServices: autoFeedback.map {
+                    [AutoFeedbackService(workflow: options.workflow, store: store, interval: $0.duration, logger: logger)]
+                } ?? [],
+                eventLoopGroup: .shared(group), logger: logger)
             try await app.runService()
         }
     }

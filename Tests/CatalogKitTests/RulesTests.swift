@@ -1036,7 +1036,8 @@ import Testing
     @Test func feedbackFilesAreNotSources() throws {
         try withCatalog { catalog in
             try catalog.write("com.example.game.plist", plist("<array>\n\t<string>com.example.game.gold</string>\n</array>"))
-            try catalog.write("com.example.game.feedback.plist", "not a plist at all")
+            // Read as the app's feedback (see FeedbackFileTests), never as a source.
+            try catalog.write("com.example.game.feedback.plist", bytes: FeedbackFile().encoded)
             try catalog.write("com.example.tools/a.plist", plist("<array>\n\t<string>com.example.tools.gold</string>\n</array>"))
             try catalog.write("com.example.tools/verdicts.feedback.plist", "not a plist at all")
             let validation = catalog.workflow.validate()

@@ -288,6 +288,8 @@ import Testing
         ["validate", "--catalog"],
         ["publish"],
         ["validate", "extra"],
+        ["feedback", "release", "com.example.app"],
+        ["feedback", "--store", "mysql://localhost/reports"],
     ])
     func misuseExitsWith64(arguments: [String]) throws {
         try Self.withWorkspace { workspace in

@@ -59,6 +59,7 @@ public struct FeedRenderer: Sendable {
 
     struct SaleFacts: Sendable {
         var status: ProductStatus
+        var isQuarantined: Bool
         var availableFrom: Timestamp?
         var availableUntil: Timestamp?
         /// Bit i set: sold on `Platform.allCases[i]`; 0 means every platform.
@@ -82,7 +83,8 @@ public struct FeedRenderer: Sendable {
         let appMask = FeedRenderer.mask(catalog.platforms)
         saleFacts = catalog.products.map { product in
             SaleFacts(
-                status: product.status, availableFrom: product.availableFrom, availableUntil: product.availableUntil,
+                status: product.status, isQuarantined: product.isQuarantined, availableFrom: product.availableFrom,
+                availableUntil: product.availableUntil,
                 platformMask: product.platforms.map(FeedRenderer.mask) ?? appMask,
                 minimumAppVersion: product.minimumAppVersion)
         }
@@ -92,7 +94,10 @@ public struct FeedRenderer: Sendable {
             return a != b ? a < b : left < right
         }
         feedOrder = order
-        known = order.filter { catalog.products[$0].status == .retired || catalog.products[$0].status == .removed }
+        known = order.filter {
+            let product = catalog.products[$0]
+            return product.status == .retired || product.status == .removed || product.isQuarantined
+        }
     }
 
     /// The products on sale in `variant` at `moment`, as indices in feed order.
@@ -103,7 +108,7 @@ public struct FeedRenderer: Sendable {
         saleFacts.withUnsafeBufferPointer { facts in
             for index in feedOrder {
                 let fact = facts[index]
-                guard fact.status == .cleared,
+                guard fact.status == .cleared, !fact.isQuarantined,
                     fact.availableFrom.map({ $0 <= moment }) ?? true,
                     fact.availableUntil.map({ moment < $0 }) ?? true
                 else { continue }
@@ -155,7 +160,13 @@ public struct FeedRenderer: Sendable {
                 body.string(type.rawValue)
             }
             body.key("status")
-            body.string(product.status.rawValue)
+            if let reason = product.isQuarantined ? product.quarantineReason : nil {
+                body.string("quarantined")
+                body.key("reason")
+                body.string(reason)
+            } else {
+                body.string(product.status.rawValue)
+            }
             body.endObject()
         }
         body.endArray()
@@ -244,6 +255,11 @@ public struct FeedRenderer: Sendable {
         if full, let order = product.displayOrder {
             json.key("displayOrder")
             json.integer(order)
+        }
+        // In the snapshot, so that history and `--dry-run` show a quarantine as a product change.
+        if full, product.isQuarantined, let reason = product.quarantineReason {
+            json.key("quarantine")
+            json.string(reason)
         }
         return json
     }

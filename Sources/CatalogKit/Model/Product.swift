@@ -38,10 +38,16 @@ public struct Product: Sendable {
     /// The free-form `metadata` dict, already encoded as a JSON object for the rich feed.
     public var metadataJSON: [UInt8]?
     public var location: SourceLocation
+    /// Why the feedback loop quarantined it (from `<app>.feedback.plist`); nil when it did not.
+    public var quarantineReason: String?
+
+    /// Whether feedback takes the product off sale: only a cleared product is on sale to begin
+    /// with, and a retired or removed one keeps its own status in the known list.
+    public var isQuarantined: Bool { status == .cleared && quarantineReason != nil }
 
     /// Whether the product is on sale at `moment`, ignoring platform and version.
     public func isOnSale(at moment: Timestamp) -> Bool {
-        status == .cleared
+        status == .cleared && !isQuarantined
             && (availableFrom.map { $0 <= moment } ?? true)
             && (availableUntil.map { moment < $0 } ?? true)
     }
@@ -65,6 +71,8 @@ public struct AppCatalog: Sendable {
     /// The platforms the app declares; empty when neither it nor its products name any.
     public var platforms: [Platform]
     public var feedbackPolicy: FeedbackPolicy
+    /// The app's feedback file as read; its quarantines are applied to `products`.
+    public var feedback = FeedbackFile()
     /// Products in source order: files by name, then position in the file.
     public var products: [Product]
     /// The source files, in the order they were merged.

@@ -23,6 +23,8 @@ public struct PublicationPlan: Sendable {
     public var scheduleEndsBefore: Timestamp?
     public var sellableCount: Int
     public var knownCount: Int
+    /// Quarantines this plan publishes or lifts, compared with the current revision.
+    public var feedbackChanges: [VerdictChange]
 
     let renderer: FeedRenderer
     /// One entry per distinct selection of products: the folder its files go to.
@@ -240,18 +242,29 @@ public struct Publisher: Sendable {
                 new: zip(catalog.products, lines).map { ($0.id, Array($1)) })
             snapshot = encoded
         }
+        // A quarantine always changes the rich feed (its known list), so the revision records it.
+        let quarantined = catalog.products.filter(\.isQuarantined)
+        let wasQuarantined = Set(previous?.quarantined ?? [])
+        let isQuarantined = Set(quarantined.map(\.id))
+        let feedbackChanges =
+            quarantined.filter { !wasQuarantined.contains($0.id) }.map {
+                VerdictChange(app: app, identifier: $0.id, kind: .quarantined, reason: $0.quarantineReason)
+            }
+            + (previous?.quarantined ?? []).filter { !isQuarantined.contains($0) }.map {
+                VerdictChange(app: app, identifier: $0, kind: .released)
+            }
         let manifest = RevisionManifest(
             format: RevisionManifest.currentFormat, app: app,
             revision: (isUnchanged ? previous?.revision : nil) ?? revision,
             publishedAt: (isUnchanged ? previous?.publishedAt : nil) ?? changedAt,
             platforms: renderer.selector.platforms, bands: renderer.selector.bands.map(\.description), variants: records,
-            schedule: schedule.isEmpty ? nil : schedule)
+            schedule: schedule.isEmpty ? nil : schedule, quarantined: quarantined.isEmpty ? nil : quarantined.map(\.id))
         return PublicationPlan(
             app: app, previous: previous, revision: manifest.revision, publishedAt: manifest.publishedAt,
             isUnchanged: isUnchanged, diff: diff, manifest: manifest, history: history,
             changedFeedCount: changed, totalFeedCount: records.count * 2,
             scheduledChanges: schedule.map(\.from), scheduleEndsBefore: moments.firstUnscheduled,
-            sellableCount: current.sellable.count, knownCount: renderer.known.count,
+            sellableCount: current.sellable.count, knownCount: renderer.known.count, feedbackChanges: feedbackChanges,
             renderer: renderer, outputs: outputs, snapshot: snapshot)
     }
 

@@ -19,6 +19,10 @@ public struct RevisionManifest: Codable, Sendable, Hashable {
     public var variants: [VariantRecord]
     /// What the variants switch to at moments ahead, in order; absent when nothing is scheduled.
     public var schedule: [ScheduledVariants]?
+    /// Identifiers the feedback loop took off sale, in source order; absent when none, so that
+    /// manifests from before the feedback loop read the same. What a build compares to say
+    /// which quarantines it published or lifted.
+    public var quarantined: [String]?
 
     public var selector: VariantSelector {
         VariantSelector(platforms: platforms, bands: bands.compactMap(AppVersion.init))

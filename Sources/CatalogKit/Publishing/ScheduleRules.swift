@@ -12,7 +12,7 @@ public enum ScheduleRules {
 
     public static func moments(of catalog: AppCatalog, after moment: Timestamp) -> (scheduled: [Timestamp], firstUnscheduled: Timestamp?) {
         var upcoming = Set<Timestamp>()
-        for product in catalog.products where product.status == .cleared {
+        for product in catalog.products where product.status == .cleared && !product.isQuarantined {
             for edge in [product.availableFrom, product.availableUntil].compactMap({ $0 }) where edge > moment {
                 upcoming.insert(edge)
             }

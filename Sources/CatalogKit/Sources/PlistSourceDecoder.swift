@@ -35,8 +35,8 @@ struct PlistSourceDecoder {
         case .dictionary(let dictionary):
             for entry in dictionary.entries {
                 switch entry.key {
-                case "app": settings.app = string(entry.value, key: "app", file: file, into: &diagnostics)
-                case "platforms": settings.platforms = stringArray(entry.value, key: "platforms", file: file, into: &diagnostics)
+                case "app": settings.app = entry.value.string(key: "app", file: file, into: &diagnostics)
+                case "platforms": settings.platforms = entry.value.stringArray(key: "platforms", file: file, into: &diagnostics)
                 case "feedbackPolicy": settings.feedbackPolicy = feedbackPolicy(entry.value, file: file, into: &diagnostics)
                 case "products":
                     // Its elements were streamed to decodeProduct as they were read; only its kind is left to check.
@@ -71,15 +71,15 @@ struct PlistSourceDecoder {
             let value = entry.value
             let before = diagnostics.count
             switch entry.key {
-            case "id": product.id = string(value, key: "id", file: file, into: &diagnostics)
-            case "type": product.type = string(value, key: "type", file: file, into: &diagnostics)
-            case "referenceName": product.referenceName = string(value, key: "referenceName", file: file, into: &diagnostics)
-            case "status": product.status = string(value, key: "status", file: file, into: &diagnostics)
-            case "platforms": product.platforms = stringArray(value, key: "platforms", file: file, into: &diagnostics)
-            case "minimumAppVersion": product.minimumAppVersion = string(value, key: "minimumAppVersion", file: file, into: &diagnostics)
-            case "availableFrom": product.availableFrom = date(value, key: "availableFrom", file: file, into: &diagnostics)
-            case "availableUntil": product.availableUntil = date(value, key: "availableUntil", file: file, into: &diagnostics)
-            case "displayOrder": product.displayOrder = integer(value, key: "displayOrder", file: file, into: &diagnostics)
+            case "id": product.id = value.string(key: "id", file: file, into: &diagnostics)
+            case "type": product.type = value.string(key: "type", file: file, into: &diagnostics)
+            case "referenceName": product.referenceName = value.string(key: "referenceName", file: file, into: &diagnostics)
+            case "status": product.status = value.string(key: "status", file: file, into: &diagnostics)
+            case "platforms": product.platforms = value.stringArray(key: "platforms", file: file, into: &diagnostics)
+            case "minimumAppVersion": product.minimumAppVersion = value.string(key: "minimumAppVersion", file: file, into: &diagnostics)
+            case "availableFrom": product.availableFrom = value.date(key: "availableFrom", file: file, into: &diagnostics)
+            case "availableUntil": product.availableUntil = value.date(key: "availableUntil", file: file, into: &diagnostics)
+            case "displayOrder": product.displayOrder = value.integer(key: "displayOrder", file: file, into: &diagnostics)
             case "subscription": product.subscription = subscription(value, file: file, into: &diagnostics)
             case "metadata":
                 guard case .dictionary = value.value else {
@@ -104,9 +104,9 @@ struct PlistSourceDecoder {
         var result = SubscriptionDefinition(position: node.position)
         for entry in dictionary.entries {
             switch entry.key {
-            case "group": result.group = string(entry.value, key: "group", file: file, into: &diagnostics)
-            case "period": result.period = string(entry.value, key: "period", file: file, into: &diagnostics)
-            case "rank": result.rank = integer(entry.value, key: "rank", file: file, into: &diagnostics)
+            case "group": result.group = entry.value.string(key: "group", file: file, into: &diagnostics)
+            case "period": result.period = entry.value.string(key: "period", file: file, into: &diagnostics)
+            case "rank": result.rank = entry.value.integer(key: "rank", file: file, into: &diagnostics)
             default:
                 diagnostics.append(.warning("unknown subscription key '\(entry.key)' is ignored", file: file, at: entry.keyPosition))
             }
@@ -134,67 +134,12 @@ struct PlistSourceDecoder {
                             at: entry.value.position))
                 }
             } else if FeedbackPolicyRules.integerKeys.contains(entry.key) {
-                policy.integers[entry.key] = integer(entry.value, key: entry.key, file: file, into: &diagnostics)
+                policy.integers[entry.key] = entry.value.integer(key: entry.key, file: file, into: &diagnostics)
             } else {
                 diagnostics.append(.warning("unknown feedbackPolicy key '\(entry.key)' is ignored", file: file, at: entry.keyPosition))
             }
         }
         return Located(policy, at: node.position)
-    }
-
-    private func string(_ node: PropertyListNode, key: String, file: String, into diagnostics: inout [Diagnostic]) -> Located<String>? {
-        guard case .string(let value) = node.value else {
-            diagnostics.append(.error("'\(key)' must be a <string>, found \(node.value.kindName)", file: file, at: node.position))
-            return nil
-        }
-        return Located(value, at: node.position)
-    }
-
-    private func integer(_ node: PropertyListNode, key: String, file: String, into diagnostics: inout [Diagnostic]) -> Located<Int64>? {
-        guard case .integer(let value) = node.value else {
-            diagnostics.append(.error("'\(key)' must be an <integer>, found \(node.value.kindName)", file: file, at: node.position))
-            return nil
-        }
-        return Located(value, at: node.position)
-    }
-
-    private func date(_ node: PropertyListNode, key: String, file: String, into diagnostics: inout [Diagnostic]) -> Located<Timestamp>? {
-        switch node.value {
-        case .date(let value):
-            return Located(value, at: node.position)
-        case .string(let text):
-            guard let value = Timestamp(iso8601: text) else {
-                diagnostics.append(.error(DateRules.message(key: key, text: text), file: file, at: node.position))
-                return nil
-            }
-            return Located(value, at: node.position)
-        default:
-            diagnostics.append(.error("'\(key)' must be a <date>, found \(node.value.kindName)", file: file, at: node.position))
-            return nil
-        }
-    }
-
-    private func stringArray(_ node: PropertyListNode, key: String, file: String, into diagnostics: inout [Diagnostic]) -> Located<
-        [Located<String>]
-    >? {
-        guard case .array(let items) = node.value else {
-            diagnostics.append(
-                .error("'\(key)' must be an <array> of strings, found \(node.value.kindName)", file: file, at: node.position))
-            return nil
-        }
-        var values: [Located<String>] = []
-        var malformed = false
-        for item in items {
-            guard case .string(let value) = item.value else {
-                diagnostics.append(
-                    .error("each entry of '\(key)' must be a <string>, found \(item.value.kindName)", file: file, at: item.position))
-                malformed = true
-                continue
-            }
-            values.append(Located(value, at: item.position))
-        }
-        // A list with a malformed entry is not judged again (it is not "empty", say).
-        return malformed ? nil : Located(values, at: node.position)
     }
 
     /// Encodes a plist value as JSON; false (with a diagnostic) when it has no JSON form.

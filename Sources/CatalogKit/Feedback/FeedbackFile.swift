@@ -1,0 +1,307 @@
+import Foundation
+import PropertyList
+
+/// `catalog/<app>.feedback.plist`: the verdicts of the feedback loop on an app's identifiers,
+/// and the identifiers editors released.
+///
+/// An Apple XML property list that editors read, diff and commit, so it is canonical: the same
+/// verdicts always give the same bytes (identifiers sorted, keys in a fixed order), and a run
+/// that changes nothing writes nothing.
+///
+/// ```
+/// <dict>
+///     <key>verdicts</key>
+///     <dict>
+///         <key>com.example.x</key>     status, reason, since, evidence (see docs/feedback.md)
+///     </dict>
+///     <key>released</key>
+///     <dict>
+///         <key>com.example.y</key>     <date> of the release
+///     </dict>
+/// </dict>
+/// ```
+public struct FeedbackFile: Sendable, Hashable {
+    public var verdicts: [String: Verdict]
+    /// When an editor last released each identifier: reports before that no longer count.
+    public var released: [String: Timestamp]
+
+    public init(verdicts: [String: Verdict] = [:], released: [String: Timestamp] = [:]) {
+        self.verdicts = verdicts
+        self.released = released
+    }
+
+    public var isEmpty: Bool { verdicts.isEmpty && released.isEmpty }
+
+    /// The identifiers taken off sale, with their reasons.
+    public var quarantined: [String: String] {
+        verdicts.filter { $0.value.status == .quarantined }.mapValues(\.reason)
+    }
+
+    /// The file name of `app`'s feedback, next to its sources.
+    public static func name(for app: String) -> String {
+        app + CatalogLoader.feedbackSuffix
+    }
+
+    /// Clears `identifier`'s verdict and records the release; nil (and no change) when it has none.
+    public mutating func release(_ identifier: String, at moment: Timestamp) -> Verdict? {
+        guard let verdict = verdicts.removeValue(forKey: identifier) else { return nil }
+        released[identifier] = moment
+        return verdict
+    }
+
+    // MARK: - Writing
+
+    public var encoded: [UInt8] {
+        var writer = PropertyListWriter()
+        writer.comment("Written by 'catalog feedback'. Release an identifier with: catalog feedback release <app> <id>")
+        writer.beginDictionary()
+        writer.key("verdicts")
+        writer.beginDictionary()
+        for identifier in verdicts.keys.sorted() {
+            writer.key(identifier)
+            Self.write(verdicts[identifier]!, to: &writer)
+        }
+        writer.endDictionary()
+        writer.key("released")
+        writer.beginDictionary()
+        for identifier in released.keys.sorted() {
+            writer.key(identifier)
+            writer.date(released[identifier]!)
+        }
+        writer.endDictionary()
+        writer.endDictionary()
+        return writer.document
+    }
+
+    private static func write(_ verdict: Verdict, to writer: inout PropertyListWriter) {
+        writer.beginDictionary()
+        writer.key("status")
+        writer.string(verdict.status.rawValue)
+        writer.key("reason")
+        writer.string(verdict.reason)
+        writer.key("since")
+        writer.date(verdict.since)
+        if let evidence = verdict.evidence {
+            writer.key("evidence")
+            writer.beginDictionary()
+            writer.key("countedFrom")
+            writer.date(evidence.countedFrom)
+            writer.key("reports")
+            writer.integer(Int64(evidence.reports))
+            writer.key("installs")
+            writer.beginDictionary()
+            for (name, count) in evidence.installs.nonZero {
+                writer.key(name)
+                writer.integer(Int64(count))
+            }
+            writer.endDictionary()
+            if let rate = evidence.invalidRate {
+                writer.key("invalidRate")
+                writer.real(rate)
+            }
+            writer.key("firstSeen")
+            writer.date(evidence.firstSeen)
+            writer.key("lastSeen")
+            writer.date(evidence.lastSeen)
+            for (key, values) in [
+                ("platforms", evidence.platforms), ("appVersions", evidence.appVersions), ("storefronts", evidence.storefronts),
+            ] {
+                writer.key(key)
+                writer.beginArray()
+                for value in values { writer.string(value) }
+                writer.endArray()
+            }
+            writer.key("feedRevisions")
+            writer.beginArray()
+            for revision in evidence.feedRevisions { writer.integer(Int64(revision)) }
+            writer.endArray()
+            writer.endDictionary()
+        }
+        writer.endDictionary()
+    }
+
+    /// Writes the file atomically, unless it already holds these bytes (or would be created
+    /// empty); returns whether it wrote.
+    @discardableResult
+    public func write(to url: URL) throws -> Bool {
+        let bytes = encoded
+        if let existing = FileManager.default.contents(atPath: url.path) {
+            if [UInt8](existing) == bytes { return false }
+        } else if isEmpty {
+            return false
+        }
+        try AtomicFile.write(bytes, to: url)
+        return true
+    }
+
+    // MARK: - Reading
+
+    /// What reading a feedback file found.
+    public struct Read: Sendable {
+        /// nil when the file has errors: callers must neither act on it nor overwrite it.
+        public var file: FeedbackFile?
+        public var diagnostics: [Diagnostic]
+        /// Where each verdict's identifier is written, for diagnostics about it.
+        public var positions: [String: SourcePosition]
+    }
+
+    /// Reads `url` with the hardened plist reader; a missing file is an empty one.
+    public static func read(_ url: URL, displayPath: String, limits: ReaderLimits = ReaderLimits()) -> Read {
+        guard FileManager.default.fileExists(atPath: url.path) else { return Read(file: FeedbackFile(), diagnostics: [], positions: [:]) }
+        let source: SourceFile
+        switch SourceFile.read(url, displayPath: displayPath, limits: limits) {
+        case .success(let file): source = file
+        case .failure(let diagnostic): return Read(file: nil, diagnostics: [diagnostic], positions: [:])
+        }
+        if let problem = source.formatProblem() { return Read(file: nil, diagnostics: [problem], positions: [:]) }
+        return decode(source, limits: limits)
+    }
+
+    /// Decodes a feedback file already in memory.
+    public static func decode(_ source: SourceFile, limits: ReaderLimits = ReaderLimits()) -> Read {
+        let result = PropertyListReader(limits: limits).read(source)
+        var diagnostics = result.diagnostics
+        var decoder = FeedbackFileDecoder(file: source.path)
+        let decoded = result.root.flatMap { decoder.decode($0) }
+        diagnostics += decoder.diagnostics
+        diagnostics.sort()
+        return Read(file: diagnostics.containsErrors ? nil : decoded, diagnostics: diagnostics, positions: decoder.positions)
+    }
+}
+
+/// Turns a feedback file's plist into a ``FeedbackFile``, every problem a diagnostic: unknown
+/// keys are warnings (editors may annotate), wrong kinds and missing keys errors.
+private struct FeedbackFileDecoder {
+    let file: String
+    var diagnostics: [Diagnostic] = []
+    var positions: [String: SourcePosition] = [:]
+
+    init(file: String) {
+        self.file = file
+    }
+
+    mutating func decode(_ root: PropertyListNode) -> FeedbackFile? {
+        guard let entries = dictionary(root, what: "the root") else { return nil }
+        var result = FeedbackFile()
+        for entry in entries {
+            switch entry.key {
+            case "verdicts":
+                for verdict in dictionary(entry.value, what: "'verdicts'") ?? [] {
+                    positions[verdict.key] = verdict.keyPosition
+                    if let decoded = self.verdict(verdict.value, identifier: verdict.key) { result.verdicts[verdict.key] = decoded }
+                }
+            case "released":
+                for release in dictionary(entry.value, what: "'released'") ?? [] {
+                    if let moment = release.value.date(key: release.key, file: file, into: &diagnostics) {
+                        result.released[release.key] = moment.value
+                    }
+                }
+            default:
+                warnUnknown(entry)
+            }
+        }
+        return result
+    }
+
+    private mutating func verdict(_ node: PropertyListNode, identifier: String) -> Verdict? {
+        guard let entries = dictionary(node, what: "the verdict on '\(identifier)'") else { return nil }
+        var status: Verdict.Status?
+        var reason: String?
+        var since: Timestamp?
+        var evidence: VerdictEvidence?
+        for entry in entries {
+            switch entry.key {
+            case "status":
+                guard let text = entry.value.string(key: "status", file: file, into: &diagnostics) else { break }
+                status = Verdict.Status(rawValue: text.value)
+                if status == nil {
+                    diagnostics.append(
+                        .error("unknown status '\(text.value)'; expected suspect or quarantined", file: file, at: text.position))
+                }
+            case "reason": reason = entry.value.string(key: "reason", file: file, into: &diagnostics)?.value
+            case "since": since = entry.value.date(key: "since", file: file, into: &diagnostics)?.value
+            case "evidence": evidence = self.evidence(entry.value, identifier: identifier)
+            default: warnUnknown(entry)
+            }
+        }
+        for (key, missing) in [("status", status == nil), ("reason", reason == nil), ("since", since == nil)] where missing {
+            if !entries.contains(where: { $0.key == key }) {
+                diagnostics.append(.error("the verdict on '\(identifier)' has no '\(key)'", file: file, at: node.position))
+            }
+        }
+        guard let status, let reason, let since else { return nil }
+        return Verdict(status: status, reason: reason, since: since, evidence: evidence)
+    }
+
+    private mutating func evidence(_ node: PropertyListNode, identifier: String) -> VerdictEvidence? {
+        guard let entries = dictionary(node, what: "'evidence'") else { return nil }
+        var dates: [String: Timestamp] = [:]
+        var reports: Int?
+        var installs = InstallCounts()
+        var rate: Double?
+        var lists: [String: [String]] = [:]
+        var revisions: [Int] = []
+        for entry in entries {
+            switch entry.key {
+            case "countedFrom", "firstSeen", "lastSeen":
+                dates[entry.key] = entry.value.date(key: entry.key, file: file, into: &diagnostics)?.value
+            case "reports":
+                reports = entry.value.integer(key: "reports", file: file, into: &diagnostics).map { Int($0.value) }
+            case "installs":
+                for count in dictionary(entry.value, what: "'installs'") ?? [] {
+                    guard let number = count.value.integer(key: count.key, file: file, into: &diagnostics) else { continue }
+                    switch count.key {
+                    case "production": installs.production = Int(number.value)
+                    case "sandbox": installs.sandbox = Int(number.value)
+                    case "xcode": installs.xcode = Int(number.value)
+                    case "unspecified": installs.unspecified = Int(number.value)
+                    default: warnUnknown(count)
+                    }
+                }
+            case "invalidRate":
+                switch entry.value.value {
+                case .real(let value) where (0...1).contains(value): rate = value
+                case .integer(let value) where (0...1).contains(value): rate = Double(value)
+                default:
+                    diagnostics.append(
+                        .error("'invalidRate' must be a <real> between 0 and 1", file: file, at: entry.value.position))
+                }
+            case "platforms", "appVersions", "storefronts":
+                lists[entry.key] = entry.value.stringArray(key: entry.key, file: file, into: &diagnostics)?.value.map(\.value)
+            case "feedRevisions":
+                guard case .array(let items) = entry.value.value else {
+                    diagnostics.append(
+                        .error(
+                            "'feedRevisions' must be an <array> of integers, found \(entry.value.value.kindName)", file: file,
+                            at: entry.value.position))
+                    break
+                }
+                revisions = items.compactMap { $0.integer(key: "feedRevisions", file: file, into: &diagnostics).map { Int($0.value) } }
+            default:
+                warnUnknown(entry)
+            }
+        }
+        for key in ["countedFrom", "reports", "firstSeen", "lastSeen"] where !entries.contains(where: { $0.key == key }) {
+            diagnostics.append(.error("the evidence on '\(identifier)' has no '\(key)'", file: file, at: node.position))
+        }
+        guard let countedFrom = dates["countedFrom"], let firstSeen = dates["firstSeen"], let lastSeen = dates["lastSeen"],
+            let reports
+        else { return nil }
+        return VerdictEvidence(
+            countedFrom: countedFrom, reports: reports, installs: installs, invalidRate: rate, firstSeen: firstSeen, lastSeen: lastSeen,
+            platforms: lists["platforms"] ?? [], appVersions: lists["appVersions"] ?? [], storefronts: lists["storefronts"] ?? [],
+            feedRevisions: revisions)
+    }
+
+    private mutating func dictionary(_ node: PropertyListNode, what: String) -> [PropertyListDictionary.Entry]? {
+        guard case .dictionary(let dictionary) = node.value else {
+            diagnostics.append(.error("\(what) must be a <dict>, found \(node.value.kindName)", file: file, at: node.position))
+            return nil
+        }
+        return dictionary.entries
+    }
+
+    private mutating func warnUnknown(_ entry: PropertyListDictionary.Entry) {
+        diagnostics.append(.warning("unknown key '\(entry.key)' is ignored", file: file, at: entry.keyPosition))
+    }
+}

@@ -1,0 +1,62 @@
+import CatalogKit
+import Logging
+import PropertyList
+import ServiceLifecycle
+
+/// `catalog serve --auto-feedback INTERVAL`: `catalog feedback` then `catalog build`, at start
+/// and then every interval, logging every verdict change and every revision it publishes. The
+/// server picks the new revision up by itself (its reload service watches the tree).
+struct AutoFeedbackService: Service {
+    let workflow: CatalogWorkflow
+    let store: any ReportStore
+    let interval: Duration
+    let logger: Logger
+
+    func run() async throws {
+        do {
+            try await cancelWhenGracefulShutdown {
+                while true {
+                    await runOnce()
+                    try await Task.sleep(for: interval)
+                }
+            }
+        } catch is CancellationError {
+            // Shutting down: feedback files and revisions are written atomically, so a run cut
+            // short leaves the previous ones in place.
+        }
+    }
+
+    private func runOnce() async {
+        do {
+            let feedback = try await workflow.runFeedback(store: store, at: .now)
+            for diagnostic in feedback.diagnostics where diagnostic.severity == .error {
+                logger.error("feedback.diagnostic", metadata: ["diagnostic": "\(diagnostic)"])
+            }
+            for change in feedback.changes {
+                logger.notice(
+                    "feedback.verdict",
+                    metadata: [
+                        "feedback.app": "\(change.app)", "feedback.identifier": "\(change.identifier)",
+                        "feedback.change": "\(change.kind.rawValue)", "feedback.reason": "\(change.reason ?? "-")",
+                    ])
+            }
+            // Also when no verdict changed: an editor may have released an identifier since.
+            let build = try workflow.build(at: .now, dryRun: false)
+            guard !build.hasErrors else {
+                logger.error("feedback.build-failed", metadata: ["errors": "\(build.diagnostics.filter { $0.severity == .error }.count)"])
+                return
+            }
+            for plan in build.plans where !plan.isUnchanged {
+                logger.info(
+                    "feedback.published",
+                    metadata: [
+                        "feed.app": "\(plan.app)", "feed.revision": "\(plan.revision)",
+                        "feedback.changes": "\(plan.feedbackChanges.map(\.description).joined(separator: "; "))",
+                    ])
+            }
+        } catch {
+            // The next round tries again; serving goes on.
+            logger.error("feedback.failed", metadata: ["error": "\(error)"])
+        }
+    }
+}

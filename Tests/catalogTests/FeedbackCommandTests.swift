@@ -1,0 +1,181 @@
+import CatalogKit
+import CatalogTestSupport
+import Foundation
+import PropertyList
+import ReportStorage
+import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// The feedback loop end to end, as an editor runs it: reports in a real SQLite file,
+/// `catalog feedback`, `catalog build`, `catalog feedback release`, and the published feeds.
+@Suite struct FeedbackCommandTests {
+    static let app = "com.example.app"
+
+    /// Three products and no grace period, so that reports right after the first build count.
+    static let catalog = plist(
+        """
+        <dict>
+        \t<key>feedbackPolicy</key>
+        \t<dict>
+        \t\t<key>graceHours</key>
+        \t\t<integer>0</integer>
+        \t</dict>
+        \t<key>products</key>
+        \t<array>
+        \t\t<dict><key>id</key><string>com.example.level1</string></dict>
+        \t\t<dict><key>id</key><string>com.example.level2</string><key>type</key><string>non-consumable</string></dict>
+        \t\t<dict><key>id</key><string>com.example.rocket_car</string></dict>
+        \t</array>
+        </dict>
+        """)
+
+    /// Reports stored through the store's own API into the file `catalog feedback` opens by default.
+    static func storeReports(_ reports: [InvalidIdentifierReport], in workspace: CommandTests.Workspace) async throws {
+        let store = try await SQLiteReportStore.open(path: workspace.root.appendingPathComponent("var/catalog.sqlite").path)
+        let outcomes = try await store.store(reports)
+        try await store.close()
+        #expect(outcomes == Array(repeating: .stored, count: reports.count))
+    }
+
+    static func knownEntries(_ workspace: CommandTests.Workspace) throws -> [[String: String]] {
+        let text = try #require(workspace.read("public/v1/apps/com.example.app/catalog.json"))
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])
+        return try #require(object["known"] as? [[String: String]])
+    }
+
+    @Test func quarantineAndReleaseEndToEnd() async throws {
+        try await CommandTests.withWorkspaceAsync { workspace in
+            try workspace.write("catalog/com.example.app.plist", Self.catalog)
+            #expect(try workspace.run("build").status == 0)
+            #expect(workspace.read("public/v1/apps/com.example.app/products.json") == seedProductsJSON)
+            let manifest = try #require(try PublicTree(root: workspace.root.appendingPathComponent("public")).currentManifest(Self.app))
+
+            // Reports arrive after the first publication: 20 distinct production installs that
+            // asked for level1 and level2 and were told level2 is invalid, and two testers.
+            let now = Timestamp.now
+            try await Self.storeReports(
+                invalidReports("com.example.level2", installs: 20, at: now, requested: ["com.example.level1", "com.example.level2"])
+                    + invalidReports("com.example.level1", installs: 2, at: now, environment: .sandbox, installPrefix: "tester"),
+                in: workspace)
+
+            let reason = "reported invalid by 20 production installs since \(manifest.publishedAt.iso8601), invalid rate 1.0"
+            let feedback = try workspace.run("feedback")
+            #expect(feedback.status == 0)
+            #expect(feedback.stderr == "")
+            #expect(feedback.stdout == "com.example.app: quarantined com.example.level2 (\(reason))\n")
+            let file = try #require(workspace.read("catalog/com.example.app.feedback.plist"))
+            #expect(file.contains("<string>\(reason)</string>"))
+
+            let again = try workspace.run("feedback")
+            #expect(again.status == 0 && again.stdout == "", "no verdict changed")
+            #expect(workspace.read("catalog/com.example.app.feedback.plist") == file, "nothing changed, nothing written")
+
+            let build = try workspace.run("build")
+            #expect(build.status == 0)
+            #expect(
+                build.stdout == """
+                    com.example.app: published revision 2: 2 on sale, 1 known; products 1 changed; 2 of 2 feeds changed
+                    com.example.app: quarantined com.example.level2 (\(reason))
+
+                    """)
+            #expect(workspace.read("public/v1/apps/com.example.app/products.json") == #"["com.example.level1","com.example.rocket_car"]"#)
+            #expect(
+                try Self.knownEntries(workspace) == [
+                    ["id": "com.example.level2", "type": "non-consumable", "status": "quarantined", "reason": reason]
+                ])
+
+            let release = try workspace.run("feedback", "release", Self.app, "com.example.level2")
+            #expect(release.status == 0)
+            #expect(release.stdout == "com.example.app: released com.example.level2 (was quarantined: \(reason))\n")
+            let afterRelease = try workspace.run("feedback")
+            #expect(afterRelease.status == 0 && afterRelease.stdout == "", "the reports before the release no longer count")
+
+            let rebuild = try workspace.run("build")
+            #expect(rebuild.status == 0)
+            #expect(
+                rebuild.stdout == """
+                    com.example.app: published revision 3: 3 on sale, 0 known; products 1 changed; 2 of 2 feeds changed
+                    com.example.app: released com.example.level2
+
+                    """)
+            #expect(workspace.read("public/v1/apps/com.example.app/products.json") == seedProductsJSON)
+            #expect(try Self.knownEntries(workspace) == [])
+        }
+    }
+
+    @Test func releaseRefusesWhatIsNotJudged() throws {
+        try CommandTests.withWorkspace { workspace in
+            try workspace.write("catalog/com.example.app.plist", Self.catalog)
+            let notJudged = try workspace.run("feedback", "release", Self.app, "com.example.level1")
+            #expect(notJudged.status == 1)
+            #expect(
+                notJudged.stderr
+                    == "error: 'com.example.level1' is neither quarantined nor suspect in 'com.example.app'; nothing to release\n")
+            let unknownApp = try workspace.run("feedback", "release", "com.example.nope", "com.example.level1")
+            #expect(unknownApp.status == 1)
+            #expect(
+                unknownApp.stderr
+                    == "error: unknown app 'com.example.nope': no com.example.nope.plist, com.example.nope.xml or com.example.nope/ in catalog\n"
+            )
+            #expect(!workspace.exists("catalog/com.example.app.feedback.plist"))
+        }
+    }
+
+    /// A feedback file with errors is neither acted on nor overwritten.
+    @Test func malformedFeedbackFileIsLeftAlone() throws {
+        try CommandTests.withWorkspace { workspace in
+            try workspace.write("catalog/com.example.app.plist", Self.catalog)
+            try workspace.write("catalog/com.example.app.feedback.plist", plist("<array/>"))
+            let run = try workspace.run("feedback")
+            #expect(run.status == 1)
+            #expect(
+                run.stderr == """
+                    catalog/com.example.app.feedback.plist:4:1: error: the root must be a <dict>, found <array>
+                    1 error, 0 warnings
+
+                    """)
+            #expect(workspace.read("catalog/com.example.app.feedback.plist") == plist("<array/>"))
+            let release = try workspace.run("feedback", "release", Self.app, "com.example.level1")
+            #expect(release.status == 1)
+            #expect(release.stderr.hasSuffix("error: the feedback file of 'com.example.app' has errors; fix them first\n"))
+        }
+    }
+
+    /// `catalog serve --auto-feedback`: the loop runs at start, and the served feed follows.
+    @Test func serveRunsTheLoop() async throws {
+        try await CommandTests.withWorkspaceAsync { workspace in
+            try workspace.write("catalog/com.example.app.plist", Self.catalog)
+            #expect(try workspace.run("build").status == 0)
+            try await Self.storeReports(invalidReports("com.example.level2", installs: 20, at: .now), in: workspace)
+
+            let port = Int.random(in: 20_000...40_000)
+            let log = workspace.root.appendingPathComponent("serve.log")
+            _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+            let process = Process()
+            process.executableURL = try CommandTests.executable()
+            process.arguments = ["serve", "--port", String(port), "--auto-feedback", "1h"]
+            process.currentDirectoryURL = workspace.root
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = try FileHandle(forWritingTo: log)
+            try process.run()
+            defer { if process.isRunning { process.terminate() } }
+
+            // Within twenty seconds: feedback, build, then the reload picks the revision up.
+            let url = URL(string: "http://127.0.0.1:\(port)/v1/apps/com.example.app/products.json")!
+            var body: String?
+            for _ in 0..<200 where body != #"["com.example.level1","com.example.rocket_car"]"# {
+                try await Task.sleep(for: .milliseconds(100))
+                if let (data, _) = try? await URLSession.shared.data(from: url) { body = String(decoding: data, as: UTF8.self) }
+            }
+            #expect(body == #"["com.example.level1","com.example.rocket_car"]"#)
+            #expect(workspace.exists("catalog/com.example.app.feedback.plist"))
+            process.terminate()
+            process.waitUntilExit()
+            let logged = String(decoding: try Data(contentsOf: log), as: UTF8.self)
+            #expect(logged.contains("feedback.verdict") && logged.contains("feedback.identifier=com.example.level2"), "\(logged)")
+        }
+    }
+}
