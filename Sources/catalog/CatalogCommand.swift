@@ -28,6 +28,6 @@ struct CatalogCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "catalog",
         abstract: "Validate and publish in-app-purchase product catalogs.",
-        subcommands: [ValidateCommand.self, BuildCommand.self, ServeCommand.self, ReportsCommand.self]
+        subcommands: [ValidateCommand.self, BuildCommand.self, ServeCommand.self, ReportsCommand.self, FetchCommand.self]
     )
 }
