@@ -81,13 +81,14 @@ extension CatalogClient {
             #endif
         }
 
-        /// The feed URL for a platform and app version.
+        /// The feed URL for a platform and app version. A version the server would refuse (`2.3 beta`)
+        /// is left out, which gets the feed for every version rather than a 400 and the fallback.
         func feedURL(platform: Platform?, appVersion: String?) -> URL {
             let path = server.appendingPathComponent("v1/apps/\(app)/\(feed.rawValue)")
             guard var components = URLComponents(url: path, resolvingAgainstBaseURL: true) else { return path }
             var query: [URLQueryItem] = []
             if let platform { query.append(URLQueryItem(name: "platform", value: platform.rawValue.lowercased())) }
-            if let appVersion { query.append(URLQueryItem(name: "appVersion", value: appVersion)) }
+            if let version = WireRules.appVersion(appVersion) { query.append(URLQueryItem(name: "appVersion", value: version)) }
             components.queryItems = query.isEmpty ? nil : query
             return components.url ?? path
         }

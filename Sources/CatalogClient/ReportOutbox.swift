@@ -52,15 +52,20 @@ actor ReportOutbox {
         invalid: [String], requested: [String]?, environment: StoreEnvironment, storefront: String?, feedRevision: Int?
     ) throws(CatalogClientError) -> [String] {
         var seen = Set<String>()
-        let unique = invalid.filter { !$0.isEmpty && seen.insert($0).inserted }
+        let unique = invalid.filter { WireRules.isIdentifier($0) && seen.insert($0).inserted }
+        if unique.count < Set(invalid).count {
+            configuration.log("report: \(Set(invalid).count - unique.count) identifiers left out, not valid product identifiers")
+        }
         guard !unique.isEmpty else { return [] }
         try DurableFile.makeDirectory(directory)
         let template = WireReport(
             invalidProductIdentifiers: [],
             // A list the server would refuse would take the whole report down with it: leave it out.
-            requestedProductIdentifiers: requested.flatMap { $0.count <= Self.maximumIdentifiers ? $0 : nil },
-            platform: configuration.platform?.rawValue, appVersion: configuration.appVersion,
-            environment: environment.rawValue, storefront: storefront, feedRevision: feedRevision,
+            requestedProductIdentifiers: requested.map { $0.filter(WireRules.isIdentifier) }.flatMap {
+                $0.count <= Self.maximumIdentifiers ? $0 : nil
+            },
+            platform: configuration.platform?.rawValue, appVersion: WireRules.appVersion(configuration.appVersion),
+            environment: environment.rawValue, storefront: WireRules.storefront(storefront), feedRevision: feedRevision,
             installId: try installIdentifier(), reportId: "")
         var reportIDs: [String] = []
         var chunks = stride(from: 0, to: unique.count, by: Self.maximumIdentifiers).map {
