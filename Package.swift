@@ -100,7 +100,7 @@ let package = Package(
         .testTarget(
             name: "CatalogClientTests",
             dependencies: [
-                "CatalogClient", "CatalogServer", "CatalogKit", "CatalogTestSupport",
+                "CatalogClient", "CatalogServer", "CatalogKit", "CatalogTestSupport", "ReportStorage",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "Logging", package: "swift-log"),
             ]

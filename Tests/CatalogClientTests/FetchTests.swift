@@ -67,7 +67,7 @@ final class FetchTests: XCTestCase {
                 XCTAssertNil(answer.status, "no request, so no status")
                 XCTAssertEqual(answer.identifiers, Self.ids)
             }
-            let requests = try await counters.feedRequests()
+            let requests = try await counters.allRequests()
             XCTAssertEqual(requests, 1, "only the first launch asked the server")
         }
     }
@@ -193,7 +193,7 @@ final class FetchTests: XCTestCase {
             XCTAssertEqual(lists.count, 20)
             XCTAssertTrue(lists.allSatisfy { $0.identifiers == Self.ids })
             XCTAssertTrue(lists.allSatisfy { $0.source == .network || $0.source == .freshCache }, "\(lists.map(\.source))")
-            let requests = try await counters.feedRequests()
+            let requests = try await counters.allRequests()
             XCTAssertEqual(requests, 1)
         }
     }

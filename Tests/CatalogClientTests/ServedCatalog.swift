@@ -6,6 +6,7 @@ import Hummingbird
 import HummingbirdTesting
 import Logging
 import PropertyList
+import ReportStorage
 import XCTest
 
 /// A catalog published into a temporary directory and served by the real `catalog serve`
@@ -44,21 +45,27 @@ struct ServedCatalog {
         XCTAssertFalse(build.hasErrors, "the test catalog does not build: \(build.diagnostics)")
     }
 
-    /// Runs the server with `cacheControl` for the duration of `body`, which gets its base URL and
-    /// a way to read its counters.
+    /// Runs the server with `cacheControl`, storing reports in a new SQLite file with `limits`,
+    /// for the duration of `body`, which gets its base URL and a way to read what it did.
     func serve(
-        cacheControl: String = "public, max-age=300", _ body: @Sendable (_ server: URL, _ metrics: ServerCounters) async throws -> Void
+        cacheControl: String = "public, max-age=300", perInstall: RateLimit? = nil,
+        _ body: @Sendable (_ server: URL, _ counters: ServerCounters) async throws -> Void
     ) async throws {
         var configuration = ServeConfiguration()
         configuration.cacheControl = cacheControl
+        var reports = ReportsConfiguration()
+        reports.perAddress = nil
+        reports.perInstall = perInstall
+        let store = try await SQLiteReportStore.open(path: root.appendingPathComponent("server-\(UUID().uuidString).sqlite").path)
         let application = buildApplication(
-            publicDirectory: publicTree, port: 0, configuration: configuration, reloadInterval: .milliseconds(100),
-            logger: Logger(label: "test"))
+            publicDirectory: publicTree, port: 0, configuration: configuration, reloadInterval: .milliseconds(100), reportStore: store,
+            reportsConfiguration: reports, logger: Logger(label: "test"))
         try await application.test(.live) { client in
             let port = try XCTUnwrap(client.port)
             let server = try XCTUnwrap(URL(string: "http://127.0.0.1:\(port)"))
-            try await body(server, ServerCounters(client: client))
+            try await body(server, ServerCounters(client: client, store: store))
         }
+        try await store.close()
     }
 
     /// A client on this fixture's directory; `configure` adjusts what tests need.
@@ -80,6 +87,14 @@ struct ServedCatalog {
         return CatalogClient(configuration: configuration)
     }
 
+    /// The report files a client on this directory has queued, oldest first.
+    func queuedReports() throws -> [URL] {
+        let directory = clientDirectory.appendingPathComponent("data/reports")
+        guard FileManager.default.fileExists(atPath: directory.path) else { return [] }
+        return try FileManager.default.contentsOfDirectory(atPath: directory.path).filter { $0.hasSuffix(".json") }.sorted()
+            .map { directory.appendingPathComponent($0) }
+    }
+
     func remove() {
         try? FileManager.default.removeItem(at: root)
     }
@@ -88,6 +103,13 @@ struct ServedCatalog {
 /// The server's own count of what it answered, from `/metrics`: proof of what went over the wire.
 struct ServerCounters: Sendable {
     let client: any TestClientProtocol
+    let store: SQLiteReportStore
+
+    /// The server's aggregate of stored reports for the fixture's app, by identifier.
+    func storedReports() async throws -> [String: Int] {
+        let aggregates = try await store.aggregate(AggregateQuery(app: ServedCatalog.app))
+        return aggregates.reduce(into: [:]) { $0[$1.identifier, default: 0] += $1.reports }
+    }
 
     /// `catalog_http_requests_total` for a route and status.
     func requests(_ route: String, _ status: Int) async throws -> Int {
@@ -99,10 +121,10 @@ struct ServerCounters: Sendable {
         return 0
     }
 
-    /// Feed requests of every status for `route`.
-    func feedRequests(_ route: String = "products") async throws -> Int {
+    /// Requests of every status for `route`.
+    func allRequests(_ route: String = "products") async throws -> Int {
         var total = 0
-        for status in [200, 304, 400, 404, 500] { total += try await requests(route, status) }
+        for status in [200, 202, 304, 400, 404, 413, 429, 500, 503] { total += try await requests(route, status) }
         return total
     }
 }
