@@ -210,17 +210,23 @@ actor ReportOutbox {
             let error: CatalogClientError
             switch await transport.send(request) {
             case .success(let answer) where (200..<300).contains(answer.status):
-                try? FileManager.default.removeItem(at: file)
                 delivery.sent += 1
                 failures = 0
                 setSendAfter(nil)
-                continue
+                do {
+                    try FileManager.default.removeItem(at: file)
+                    continue
+                } catch let removal {
+                    // A report that cannot leave the queue would be sent round after round (the
+                    // server keeps one copy, but the device pays each time): back off instead.
+                    error = CatalogClientError(code: .storage, message: "cannot remove \(file.lastPathComponent): \(removal)")
+                }
             case .success(let answer):
                 error = CatalogClient.unexpected(answer)
             case .failure(let failure):
                 error = failure
             }
-            if error.isRetryable {
+            if error.isRetryable || error.code == .storage {
                 // Stop the round: the next report would meet the same limit or outage.
                 let wait = min(error.retryAfter ?? configuration.reportBackoff.delay(retry: failures), 24 * 3600)
                 failures += 1
