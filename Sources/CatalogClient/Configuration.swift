@@ -100,7 +100,8 @@ extension CatalogClient {
     /// root is an array of strings (Apple's `product_ids.plist`).
     ///
     /// ```swift
-    /// let fallback = try CatalogClient.bundledIdentifiers(at: Bundle.main.url(forResource: "product_ids", withExtension: "plist")!)
+    /// let bundled = Bundle.main.url(forResource: "product_ids", withExtension: "plist")
+    /// let fallback = bundled.flatMap { try? CatalogClient.bundledIdentifiers(at: $0) } ?? []
     /// ```
     public static func bundledIdentifiers(at url: URL) throws -> [String] {
         let data = try Data(contentsOf: url)
