@@ -22,6 +22,7 @@ public struct CatalogClientError: Error, Sendable, Hashable, CustomStringConvert
         /// The client's own files could not be read or written.
         public static let storage = Code(value: .storage)
 
+        /// The code's name, such as `transport`.
         public var description: String {
             switch value {
             case .transport: "transport"
@@ -33,19 +34,23 @@ public struct CatalogClientError: Error, Sendable, Hashable, CustomStringConvert
         }
     }
 
+    /// What kind of failure it was.
     public var code: Code
+    /// What went wrong, for logs: the URL and the transport's reason, or the server's message.
     public var message: String
     /// The HTTP status, when there was an answer.
     public var status: Int?
     /// Seconds the server asked to wait before trying again (`Retry-After`), when it did.
     public var retryAfter: TimeInterval?
 
+    /// An error of `code`; `status` when the server answered.
     public init(code: Code, message: String, status: Int? = nil) {
         self.code = code
         self.message = message
         self.status = status
     }
 
+    /// The ``message``.
     public var description: String { message }
 
     /// Whether a later attempt may succeed: transport failures, 5xx and 429.

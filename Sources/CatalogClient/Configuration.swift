@@ -73,6 +73,8 @@ extension CatalogClient {
             return base.appendingPathComponent("CatalogClient", isDirectory: true).appendingPathComponent(app, isDirectory: true)
         }
 
+        /// The default ``log``: the unified log (subsystem `CatalogClient`) on Apple platforms,
+        /// standard error elsewhere.
         @Sendable public static func defaultLog(_ message: String) {
             #if canImport(os)
                 Logger(subsystem: "CatalogClient", category: "catalog").notice("\(message, privacy: .public)")

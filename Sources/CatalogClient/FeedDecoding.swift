@@ -2,7 +2,9 @@ import Foundation
 
 /// Which feed a URL names: `products.json` (identifiers only) or `catalog.json` (the rich feed).
 public enum FeedKind: String, Sendable, Hashable, CaseIterable {
+    /// The JSON array of identifiers, exactly what Apple's sample code parses.
     case products = "products.json"
+    /// The rich feed: each product's details, the revision, and the known identifiers.
     case catalog = "catalog.json"
 
     /// The kind a feed URL's last path component names; anything else is read as `products.json`,

@@ -55,6 +55,7 @@ public struct Backoff: Sendable, Hashable {
     /// No retry waits longer than this.
     public var maximum: TimeInterval
 
+    /// A backoff starting at `initial` seconds and doubling up to `maximum`.
     public init(initial: TimeInterval, maximum: TimeInterval) {
         self.initial = initial
         self.maximum = maximum

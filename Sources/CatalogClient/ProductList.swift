@@ -30,12 +30,14 @@ public struct ProductList: Sendable, Hashable {
     public var known: [KnownProduct]
     /// The catalog revision, when the feed says (`catalog.json` does).
     public var revision: Int?
+    /// Where the list came from: the server, the cache (fresh, confirmed or stale) or the fallback.
     public var source: Source
     /// The HTTP status of the request this call made (200 or 304), or nil when it made none or
     /// none was answered.
     public var status: Int?
-    /// The validators the list was served with, sent back on the next revalidation.
+    /// The `ETag` the list was served with, sent back as `If-None-Match` on the next revalidation.
     public var entityTag: String?
+    /// The `Last-Modified` the list was served with, sent back as `If-Modified-Since`.
     public var lastModified: String?
     /// When the server last sent or confirmed this list; nil for the fallback list.
     public var validatedAt: Date?
@@ -53,32 +55,41 @@ public struct ProductList: Sendable, Hashable {
 
 /// One product of `catalog.json`: what an app needs to offer and present it.
 public struct CatalogProduct: Sendable, Hashable, Codable {
+    /// The App Store product identifier.
     public var id: String
     /// `consumable`, `non-consumable`, `auto-renewable` or `non-renewing`, when the catalog says.
     public var type: String?
     /// The platforms the product is limited to; nil means every platform of the app.
     public var platforms: [String]?
+    /// The first app version that offers the product, such as `2.3`.
     public var minimumAppVersion: String?
     /// When the product stops being sold, as ISO 8601 text.
     public var availableUntil: String?
+    /// The subscription group, period and rank of an auto-renewable subscription.
     public var subscription: Subscription?
     /// The editor's free-form metadata, as JSON text (an object), so that any value survives.
     public var metadataJSON: String?
 
+    /// Where an auto-renewable subscription sits among its group's.
     public struct Subscription: Sendable, Hashable, Codable {
+        /// The subscription group's name.
         public var group: String
         /// ISO 8601 duration, such as `P1M`.
         public var period: String
+        /// Its rank in the group, 1 for the highest level of service.
         public var rank: Int?
     }
 }
 
 /// An identifier apps may meet in restored purchases although it is no longer sold.
 public struct KnownProduct: Sendable, Hashable, Codable {
+    /// The App Store product identifier.
     public var id: String
+    /// Its product type, when the catalog says.
     public var type: String?
     /// `retired`, `removed`, or why it was taken off sale.
     public var status: String?
+    /// Why it was taken off sale, when the feedback loop quarantined it.
     public var reason: String?
 }
 
