@@ -21,6 +21,11 @@ struct HTTPTransport: Sendable {
     let session: URLSession
 
     init(timeout: TimeInterval) {
+        #if canImport(FoundationNetworking)
+            // swift-corelibs-foundation truncates timeouts to whole seconds: 0.5 s would be 0,
+            // which fails every request at once.
+            let timeout = max(timeout.rounded(.up), 1)
+        #endif
         let configuration = URLSessionConfiguration.ephemeral
         // The client keeps its own cache with validators; URLSession's would answer revalidations
         // itself and hide the 304s (and their savings) from the client and from tests.
