@@ -140,8 +140,12 @@ public actor CatalogClient {
         } else {
             return fallback(url, error: Self.unexpected(answer))
         }
+        // A 304 without Cache-Control leaves the stored one in force (RFC 9111 §4.3.4).
+        let lifetime =
+            answer.status == 304 && answer.header("Cache-Control") == nil ? feed.header.freshnessLifetime : policy.freshnessLifetime
         feed.header.validatedAt = requestedAt
-        feed.header.freshUntil = policy.freshnessLifetime.map { requestedAt.addingTimeInterval($0) }
+        feed.header.freshnessLifetime = lifetime
+        feed.header.freshUntil = lifetime.map { requestedAt.addingTimeInterval($0) }
         memory[url] = (feed, decoded)
         if policy.noStore {
             cache.remove(url)

@@ -11,6 +11,8 @@ struct CachedFeed: Sendable, Hashable {
         var validatedAt: Date
         /// Until when it may be used without asking; nil: ask every time.
         var freshUntil: Date?
+        /// The seconds of freshness the server gave, kept for a 304 that does not repeat them.
+        var freshnessLifetime: TimeInterval?
     }
 
     var header: Header

@@ -5,9 +5,9 @@ import HummingbirdTesting
 import Synchronization
 import XCTest
 
-/// Failures the real server does not produce on demand (5xx, a server that never answers), from a
+/// What the real server does not produce on demand (5xx, silence, `no-store`, a bare 304), from a
 /// small Hummingbird stand-in on loopback.
-final class FailureTests: XCTestCase {
+final class StandInServerTests: XCTestCase {
     static let path = "/v1/apps/com.example.client/products.json"
 
     /// Serves `respond` (given the request's number, from 1) at the feed path during `body`.
@@ -102,6 +102,28 @@ final class FailureTests: XCTestCase {
             XCTAssertEqual(first.identifiers, ["com.example.client.coins"])
             let next = await fixture.client(server: server) { $0.fetchAttempts = 1 }.products(platform: .iOS, appVersion: nil)
             XCTAssertEqual(next.source, .fallback)
+        }
+    }
+
+    /// A 304 without Cache-Control keeps the max-age the 200 gave: the next call needs no request.
+    func testA304WithoutCacheControlKeepsTheStoredMaxAge() async throws {
+        let fixture = try ServedCatalog(ids: [])
+        defer { fixture.remove() }
+        try await withStandIn({ number in
+            if number == 1 {
+                var response = Self.feed(#"["com.example.client.coins"]"#)
+                response.headers[.cacheControl] = "max-age=300"
+                return response
+            }
+            return Response(status: .notModified, headers: [.eTag: #""v1""#])
+        }) { server, requests in
+            let client = fixture.client(server: server)
+            _ = await client.products(platform: .iOS, appVersion: nil)
+            let refreshed = await client.refresh(platform: .iOS, appVersion: nil)
+            XCTAssertEqual(refreshed.source, .notModified)
+            let next = await client.products(platform: .iOS, appVersion: nil)
+            XCTAssertEqual(next.source, .freshCache)
+            XCTAssertEqual(requests(), 2)
         }
     }
 }
