@@ -230,7 +230,7 @@ actor ReportOutbox {
                 // Stop the round: the next report would meet the same limit or outage.
                 let wait = min(error.retryAfter ?? configuration.reportBackoff.delay(retry: failures), 24 * 3600)
                 failures += 1
-                delivery.nextAttempt = Date().addingTimeInterval(wait)
+                delivery.nextAttempt = Self.wholeMilliseconds(Date().addingTimeInterval(wait))
                 delivery.error = error
                 setSendAfter(delivery.nextAttempt)
                 break
@@ -256,8 +256,18 @@ actor ReportOutbox {
     }
 
     private func sendAfter() -> Date? {
-        guard let text = try? String(contentsOf: waitFile, encoding: .utf8), let seconds = Double(text) else { return nil }
-        return Date(timeIntervalSince1970: seconds)
+        guard let text = try? String(contentsOf: waitFile, encoding: .utf8), let milliseconds = Int64(text) else { return nil }
+        return Self.date(milliseconds: milliseconds)
+    }
+
+    /// Whole milliseconds since 1970: what the file holds, so that the moment a round reports and the
+    /// one a relaunched app reads back are the same `Date`.
+    private static func wholeMilliseconds(_ moment: Date) -> Date {
+        date(milliseconds: Int64((moment.timeIntervalSince1970 * 1000).rounded(.up)))
+    }
+
+    private static func date(milliseconds: Int64) -> Date {
+        Date(timeIntervalSince1970: Double(milliseconds) / 1000)
     }
 
     private func setSendAfter(_ moment: Date?) {
@@ -265,7 +275,8 @@ actor ReportOutbox {
             try? FileManager.default.removeItem(at: waitFile)
             return
         }
-        do { try DurableFile.write(Data(String(moment.timeIntervalSince1970).utf8), to: waitFile) } catch {
+        let milliseconds = Int64((moment.timeIntervalSince1970 * 1000).rounded())
+        do { try DurableFile.write(Data(String(milliseconds).utf8), to: waitFile) } catch {
             configuration.log("report back-off not saved: \(error)")
         }
     }
