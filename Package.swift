@@ -3,10 +3,12 @@ import PackageDescription
 
 let package = Package(
     name: "iap-catalog",
-    platforms: [.macOS(.v15)],
+    // iOS, tvOS, watchOS and visionOS for CatalogClient alone: the floor StoreKit 2 needs.
+    platforms: [.macOS(.v15), .iOS(.v15), .tvOS(.v15), .watchOS(.v8), .visionOS(.v1)],
     products: [
         .executable(name: "catalog", targets: ["catalog"]),
         .library(name: "CatalogKit", targets: ["CatalogKit"]),
+        .library(name: "CatalogClient", targets: ["CatalogClient"]),
     ],
     dependencies: [
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
@@ -70,10 +72,12 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // What an app links: Foundation only, so that it builds for every Apple platform and Linux.
+        .target(name: "CatalogClient"),
         .executableTarget(
             name: "catalog",
             dependencies: [
-                "CatalogKit", "CatalogServer", "ReportStorage", "CMallocTuning",
+                "CatalogKit", "CatalogServer", "ReportStorage", "CatalogClient", "CMallocTuning",
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
@@ -93,6 +97,14 @@ let package = Package(
             ]
         ),
         .testTarget(name: "ReportStorageTests", dependencies: ["ReportStorage", "CatalogKit", "CatalogTestSupport"]),
+        .testTarget(
+            name: "CatalogClientTests",
+            dependencies: [
+                "CatalogClient", "CatalogServer", "CatalogKit", "CatalogTestSupport", "ReportStorage",
+                .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
         .testTarget(
             name: "catalogTests",
             dependencies: ["catalog", "CatalogKit", "CatalogTestSupport", "ReportStorage"]

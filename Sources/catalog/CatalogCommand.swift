@@ -28,6 +28,8 @@ struct CatalogCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "catalog",
         abstract: "Validate and publish in-app-purchase product catalogs.",
-        subcommands: [ValidateCommand.self, BuildCommand.self, FeedbackCommand.self, ReportsCommand.self, ServeCommand.self]
+        subcommands: [
+            ValidateCommand.self, BuildCommand.self, ServeCommand.self, ReportsCommand.self, FeedbackCommand.self, FetchCommand.self,
+        ]
     )
 }

@@ -1,0 +1,257 @@
+import Foundation
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+
+/// What an app links to get its product identifiers from the catalog and report the ones the
+/// App Store calls invalid.
+///
+/// ```swift
+/// let catalog = CatalogClient(configuration: .init(
+///     server: URL(string: "https://catalog.example.com")!, app: "com.example.game",
+///     fallbackIdentifiers: ["com.example.game.coins"]))
+/// let list = await catalog.products()
+/// let products = try await Product.products(for: list.identifiers)
+/// let invalid = Set(list.identifiers).subtracting(products.map(\.id))
+/// try await catalog.reportInvalidIdentifiers(Array(invalid), requested: list.identifiers, environment: .production)
+/// ```
+///
+/// Fetching keeps the last feed on disk with its validators and revalidates it with
+/// `If-None-Match` and `If-Modified-Since`, so an unchanged catalog costs a 304 with no body; while
+/// the server's `max-age` runs, it makes no request at all. Concurrent calls for the same feed share
+/// one request. When the network or the server fails, the answer is the cached list marked stale,
+/// or the app's bundled list: never an empty list because of a network error.
+///
+/// Reports go into a queue on disk first, so they survive the app being killed, and are sent in
+/// the background, each with its own `reportId` so that the server counts a retried report once.
+public actor CatalogClient {
+    /// How this client was set up.
+    public nonisolated let configuration: Configuration
+    private let transport: HTTPTransport
+    private let cache: FeedCache
+    let outbox: ReportOutbox
+    /// Parsed feeds by URL, so that a fresh-cache answer costs neither a read nor a parse.
+    private var memory: [URL: (feed: CachedFeed, decoded: DecodedFeed)] = [:]
+    /// Requests under way by URL: a call for a feed already being fetched waits for that request.
+    private var inFlight: [URL: Task<ProductList, Never>] = [:]
+    /// The catalog revision last seen, sent with reports so the server knows which feed they saw.
+    private var lastRevision: Int?
+
+    /// A client. It starts sending reports an earlier process left queued, if any; the feed cache is
+    /// read on first use.
+    public init(configuration: Configuration) {
+        self.configuration = configuration
+        transport = HTTPTransport(timeout: configuration.requestTimeout)
+        cache = FeedCache(directory: configuration.cacheDirectory)
+        let outbox = ReportOutbox(configuration: configuration, transport: transport)
+        self.outbox = outbox
+        // Reports an earlier process queued but could not send go out without waiting for a new one.
+        Task { await outbox.resume() }
+    }
+
+    // MARK: - Fetching
+
+    /// The product identifiers for this app, platform and version.
+    ///
+    /// Answers from the cache without a request while the server's `max-age` runs
+    /// (``ProductList/Source-swift.enum/freshCache``); otherwise revalidates (200 or 304), and when
+    /// that fails returns the cached list (``ProductList/Source-swift.enum/staleCache``) or the
+    /// fallback list (``ProductList/Source-swift.enum/fallback``) with the error.
+    ///
+    /// - Parameters:
+    ///   - platform: The platform whose products to list; the one the app runs on by default.
+    ///   - appVersion: The app version whose products to list; the bundle's by default.
+    public func products(
+        platform: Platform? = Platform.current, appVersion: String? = Configuration.bundleAppVersion
+    ) async -> ProductList {
+        await products(from: configuration.feedURL(platform: platform, appVersion: appVersion), revalidate: false)
+    }
+
+    /// Like ``products(platform:appVersion:)``, but asks the server even while the cache is fresh:
+    /// for pull-to-refresh, or after a push that says the catalog changed.
+    public func refresh(
+        platform: Platform? = Platform.current, appVersion: String? = Configuration.bundleAppVersion
+    ) async -> ProductList {
+        await products(from: configuration.feedURL(platform: platform, appVersion: appVersion), revalidate: true)
+    }
+
+    /// The list at any feed URL (`products.json` or `catalog.json`, from `catalog serve`, a static
+    /// host or a CDN), cached and revalidated like ``products(platform:appVersion:)``.
+    ///
+    /// - Parameter revalidate: Ask the server even while the cached feed is fresh.
+    public func products(from feedURL: URL, revalidate: Bool) async -> ProductList {
+        let cached = cachedFeed(feedURL)
+        if let cached, !revalidate, cached.feed.isFresh(at: Date()) {
+            return list(cached.decoded, cached.feed, source: .freshCache, status: nil)
+        }
+        if let running = inFlight[feedURL] { return await running.value }
+        let request = Task { await self.revalidate(feedURL, cached: cached?.feed) }
+        inFlight[feedURL] = request
+        let answer = await request.value
+        inFlight[feedURL] = nil
+        return answer
+    }
+
+    private func cachedFeed(_ url: URL) -> (feed: CachedFeed, decoded: DecodedFeed)? {
+        if let entry = memory[url] { return entry }
+        guard let feed = cache.load(url) else { return nil }
+        guard let decoded = try? DecodedFeed(feed.body, kind: FeedKind(url: url)) else {
+            cache.remove(url)
+            return nil
+        }
+        memory[url] = (feed, decoded)
+        return (feed, decoded)
+    }
+
+    /// One request (with retries) and what its answer means for the list.
+    private func revalidate(_ url: URL, cached: CachedFeed?) async -> ProductList {
+        var request = URLRequest(url: url)
+        if let tag = cached?.header.entityTag { request.setValue(tag, forHTTPHeaderField: "If-None-Match") }
+        if let date = cached?.header.lastModified { request.setValue(date, forHTTPHeaderField: "If-Modified-Since") }
+        let requestedAt = Date()
+        let answer: HTTPAnswer
+        switch await sendWithRetries(request) {
+        case .success(let received): answer = received
+        case .failure(let error): return fallback(url, error: error)
+        }
+        // RFC 9111 §4.2.3 counts freshness from the request, not the response: the conservative end.
+        let policy = CachePolicy(cacheControl: answer.header("Cache-Control"), age: answer.header("Age"))
+        var feed: CachedFeed
+        let decoded: DecodedFeed
+        if answer.status == 304, let cached {
+            feed = cached
+            // A 304 may carry updated validators (RFC 9111 §4.3.4); absent ones stay as they were.
+            feed.header.entityTag = answer.header("ETag") ?? cached.header.entityTag
+            feed.header.lastModified = answer.header("Last-Modified") ?? cached.header.lastModified
+            guard let entry = memory[url] else { return fallback(url, error: Self.unexpected(answer)) }
+            decoded = entry.decoded
+        } else if answer.status == 200 {
+            do {
+                decoded = try DecodedFeed(answer.body, kind: FeedKind(url: url))
+            } catch {
+                return fallback(url, error: error)
+            }
+            feed = CachedFeed(
+                header: .init(
+                    url: url.absoluteString, entityTag: answer.header("ETag"), lastModified: answer.header("Last-Modified"),
+                    validatedAt: requestedAt, freshUntil: nil),
+                body: answer.body)
+        } else {
+            return fallback(url, error: Self.unexpected(answer))
+        }
+        // A 304 without Cache-Control leaves the stored one in force (RFC 9111 §4.3.4).
+        let lifetime =
+            answer.status == 304 && answer.header("Cache-Control") == nil ? feed.header.freshnessLifetime : policy.freshnessLifetime
+        feed.header.validatedAt = requestedAt
+        feed.header.freshnessLifetime = lifetime
+        feed.header.freshUntil = lifetime.map { requestedAt.addingTimeInterval($0) }
+        memory[url] = (feed, decoded)
+        if policy.noStore {
+            cache.remove(url)
+        } else {
+            do { try cache.store(feed, for: url) } catch { configuration.log("feed cache not written: \(error)") }
+        }
+        return list(decoded, feed, source: answer.status == 304 ? .notModified : .network, status: answer.status)
+    }
+
+    /// Sends `request`, retrying transport failures, 5xx and 429 with backoff (or the server's
+    /// `Retry-After`, when it is short enough to wait during a launch); a 200 or a 304 is an answer.
+    private func sendWithRetries(_ request: URLRequest) async -> Result<HTTPAnswer, CatalogClientError> {
+        var lastError = CatalogClientError(code: .transport, message: "no attempt made")
+        for attempt in 0..<max(configuration.fetchAttempts, 1) {
+            if attempt > 0 {
+                let wait = lastError.retryAfter ?? configuration.fetchBackoff.delay(retry: attempt - 1)
+                // Waiting longer than a short backoff would hold the app's launch: use the cache.
+                if wait > configuration.fetchBackoff.maximum { break }
+                try? await Task.sleep(nanoseconds: UInt64(wait * 1_000_000_000))
+                if Task.isCancelled { break }
+            }
+            switch await transport.send(request) {
+            case .success(let answer) where answer.status == 200 || answer.status == 304:
+                return .success(answer)
+            case .success(let answer):
+                lastError = Self.unexpected(answer)
+                if !lastError.isRetryable { return .failure(lastError) }
+            case .failure(let error):
+                lastError = error
+            }
+        }
+        return .failure(lastError)
+    }
+
+    private func fallback(_ url: URL, error: CatalogClientError) -> ProductList {
+        if let cached = memory[url] {
+            var list = list(cached.decoded, cached.feed, source: .staleCache, status: nil)
+            list.status = error.status
+            list.error = error
+            return list
+        }
+        return ProductList(
+            identifiers: configuration.fallbackIdentifiers, products: nil, known: [], revision: nil, source: .fallback,
+            status: error.status, entityTag: nil, lastModified: nil, validatedAt: nil, freshUntil: nil, error: error)
+    }
+
+    private func list(_ decoded: DecodedFeed, _ feed: CachedFeed, source: ProductList.Source, status: Int?) -> ProductList {
+        if let revision = decoded.revision { lastRevision = revision }
+        return ProductList(
+            identifiers: decoded.identifiers, products: decoded.products, known: decoded.known, revision: decoded.revision,
+            source: source, status: status, entityTag: feed.header.entityTag, lastModified: feed.header.lastModified,
+            validatedAt: feed.header.validatedAt, freshUntil: feed.header.freshUntil, error: nil)
+    }
+
+    /// An answer other than 200 or 304, as an error that says whether to retry.
+    static func unexpected(_ answer: HTTPAnswer) -> CatalogClientError {
+        let retryable = answer.status == 429 || answer.status >= 500
+        var error = CatalogClientError(
+            code: retryable ? .server : .rejected, message: "HTTP \(answer.status): \(serverMessage(answer))", status: answer.status)
+        error.retryAfter = retryable ? retryAfterDelay(answer.header("Retry-After"), now: Date()) : nil
+        return error
+    }
+
+    /// The server's `{"error":{"message":…}}`, or the start of whatever else it sent.
+    static func serverMessage(_ answer: HTTPAnswer) -> String {
+        if let object = try? JSONSerialization.jsonObject(with: answer.body) as? [String: Any],
+            let message = (object["error"] as? [String: Any])?["message"] as? String
+        {
+            return message
+        }
+        return String(decoding: answer.body.prefix(200), as: UTF8.self)
+    }
+
+    // MARK: - Reporting
+
+    /// Queues a report of identifiers the App Store answered as invalid, and sends it in the
+    /// background.
+    ///
+    /// The report is on disk before this returns, so it is sent even if the app is killed right
+    /// after: on the next launch, or when ``sendPendingReports()`` runs. It carries a random
+    /// `reportId` (the server stores a retried report once), the install id this client made up
+    /// (random, kept in ``Configuration/dataDirectory``, never derived from the device or the user),
+    /// the platform, app version and the catalog revision last fetched. Nothing identifies a person.
+    ///
+    /// - Parameters:
+    ///   - invalid: `Product.products(for:)`'s missing identifiers, or `SKProductsResponse.invalidProductIdentifiers`.
+    ///     Duplicates are removed; more than 1000 are split into several reports.
+    ///   - requested: The identifiers that were asked for, so the server can tell an invalid rate.
+    ///   - environment: The store that answered: StoreKit's `AppTransaction.shared` environment.
+    ///   - storefront: The storefront's country code, such as `USA` (`Storefront.current?.countryCode`).
+    /// - Returns: The `reportId` of each queued report; none when `invalid` is empty.
+    @discardableResult
+    public func reportInvalidIdentifiers(
+        _ invalid: [String], requested: [String]? = nil, environment: StoreEnvironment, storefront: String? = nil
+    ) async throws(CatalogClientError) -> [String] {
+        try await outbox.enqueue(
+            invalid: invalid, requested: requested, environment: environment, storefront: storefront, feedRevision: lastRevision)
+    }
+
+    /// Sends the queued reports now, unless the server asked to wait (429 or 5xx with
+    /// `Retry-After`, or a back-off after failures) and that time has not come.
+    ///
+    /// The client does this by itself when ``Configuration/sendsReportsAutomatically`` is on; call it
+    /// from a background task, or in tests.
+    @discardableResult
+    public func sendPendingReports() async -> ReportDelivery {
+        await outbox.sendPending()
+    }
+}

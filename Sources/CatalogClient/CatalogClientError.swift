@@ -1,0 +1,58 @@
+import Foundation
+
+/// Why a list did not come from the server just now, or why a report was not sent.
+///
+/// A struct with a ``Code`` rather than an enum, so that new cases do not break callers' switches.
+public struct CatalogClientError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// What kind of failure it was.
+    public struct Code: Sendable, Hashable, CustomStringConvertible {
+        private enum Value: Sendable, Hashable {
+            case transport, server, rejected, malformedResponse, storage
+        }
+        private let value: Value
+
+        /// The request got no HTTP answer: no network, connection refused, a timeout, TLS.
+        public static let transport = Code(value: .transport)
+        /// The server answered 5xx or 429: worth trying again later.
+        public static let server = Code(value: .server)
+        /// The server refused the request with another 4xx: trying again will not help.
+        public static let rejected = Code(value: .rejected)
+        /// A 200 whose body is not a feed (a captive portal's login page, say).
+        public static let malformedResponse = Code(value: .malformedResponse)
+        /// The client's own files could not be read or written.
+        public static let storage = Code(value: .storage)
+
+        /// The code's name, such as `transport`.
+        public var description: String {
+            switch value {
+            case .transport: "transport"
+            case .server: "server"
+            case .rejected: "rejected"
+            case .malformedResponse: "malformedResponse"
+            case .storage: "storage"
+            }
+        }
+    }
+
+    /// What kind of failure it was.
+    public var code: Code
+    /// What went wrong, for logs: the URL and the transport's reason, or the server's message.
+    public var message: String
+    /// The HTTP status, when there was an answer.
+    public var status: Int?
+    /// Seconds the server asked to wait before trying again (`Retry-After`), when it did.
+    public var retryAfter: TimeInterval?
+
+    /// An error of `code`; `status` when the server answered.
+    public init(code: Code, message: String, status: Int? = nil) {
+        self.code = code
+        self.message = message
+        self.status = status
+    }
+
+    /// The ``message``.
+    public var description: String { message }
+
+    /// Whether a later attempt may succeed: transport failures, 5xx and 429.
+    var isRetryable: Bool { code == .transport || code == .server }
+}

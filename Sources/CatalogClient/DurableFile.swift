@@ -1,0 +1,50 @@
+import Foundation
+
+#if canImport(Darwin)
+    import Darwin
+#elseif canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Android)
+    import Android
+#endif
+
+/// Files that are either wholly the old content or wholly the new, whenever the process dies.
+enum DurableFile {
+    /// Writes `data` to a temporary file beside `url`, flushes it to disk, then renames it over
+    /// `url`: rename(2) within a directory is atomic, so a reader (or the next launch, after the app
+    /// was killed) never sees half a file.
+    static func write(_ data: Data, to url: URL) throws(CatalogClientError) {
+        let directory = url.deletingLastPathComponent()
+        let temporary = directory.appendingPathComponent("\(temporaryPrefix)\(UUID().uuidString)")
+        guard FileManager.default.createFile(atPath: temporary.path, contents: nil) else {
+            throw CatalogClientError(code: .storage, message: "cannot create a file in \(directory.path)")
+        }
+        do {
+            let handle = try FileHandle(forWritingTo: temporary)
+            defer { try? handle.close() }
+            try handle.write(contentsOf: data)
+            try handle.synchronize()
+        } catch {
+            try? FileManager.default.removeItem(at: temporary)
+            throw CatalogClientError(code: .storage, message: "cannot write \(url.path): \(error)")
+        }
+        guard rename(temporary.path, url.path) == 0 else {
+            let reason = String(cString: strerror(errno))
+            try? FileManager.default.removeItem(at: temporary)
+            throw CatalogClientError(code: .storage, message: "cannot rename into \(url.path): \(reason)")
+        }
+    }
+
+    /// Files a killed process left half-written start with this, and are never read.
+    static let temporaryPrefix = ".tmp-"
+
+    static func makeDirectory(_ url: URL) throws(CatalogClientError) {
+        do {
+            try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)
+        } catch {
+            throw CatalogClientError(code: .storage, message: "cannot create \(url.path): \(error)")
+        }
+    }
+}

@@ -1,0 +1,129 @@
+import CatalogClient
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import Synchronization
+import XCTest
+
+/// What the real server does not produce on demand (5xx, silence, `no-store`, a bare 304), from a
+/// small Hummingbird stand-in on loopback.
+final class StandInServerTests: XCTestCase {
+    static let path = "/v1/apps/com.example.client/products.json"
+
+    /// Serves `respond` (given the request's number, from 1) at the feed path during `body`.
+    private func withStandIn(
+        _ respond: @escaping @Sendable (Int) async throws -> Response,
+        _ body: @Sendable (URL, _ requests: @Sendable () -> Int) async throws -> Void
+    ) async throws {
+        let count = Mutex(0)
+        let router = Router()
+        router.get(RouterPath(Self.path)) { _, _ in
+            let number = count.withLock {
+                $0 += 1
+                return $0
+            }
+            return try await respond(number)
+        }
+        try await Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0))).test(.live) { client in
+            let server = try XCTUnwrap(URL(string: "http://127.0.0.1:\(try XCTUnwrap(client.port))"))
+            try await body(server, { count.withLock { $0 } })
+        }
+    }
+
+    private static func feed(_ json: String) -> Response {
+        Response(status: .ok, headers: [.contentType: "application/json", .eTag: #""v1""#], body: .init(byteBuffer: .init(string: json)))
+    }
+
+    /// 503s are retried with backoff, and the third attempt's answer is the list.
+    func testServerErrorsAreRetried() async throws {
+        let fixture = try ServedCatalog(ids: [])
+        defer { fixture.remove() }
+        try await withStandIn({ number in
+            number < 3 ? Response(status: .serviceUnavailable, headers: [.retryAfter: "0"]) : Self.feed(#"["com.example.client.coins"]"#)
+        }) { server, requests in
+            let list = await fixture.client(server: server) { $0.fetchAttempts = 3 }.products(platform: .iOS, appVersion: nil)
+            XCTAssertEqual(list.source, .network)
+            XCTAssertEqual(list.identifiers, ["com.example.client.coins"])
+            XCTAssertEqual(requests(), 3)
+        }
+    }
+
+    /// When every attempt fails, the attempts stop at the configured number and the cache answers.
+    func testAttemptsAreBoundedThenTheCacheAnswers() async throws {
+        let fixture = try ServedCatalog(ids: [])
+        defer { fixture.remove() }
+        try await withStandIn({ number in
+            number == 1 ? Self.feed(#"["com.example.client.coins"]"#) : Response(status: .internalServerError)
+        }) { server, requests in
+            let first = await fixture.client(server: server).products(platform: .iOS, appVersion: nil)
+            XCTAssertEqual(first.source, .network)
+            let second = await fixture.client(server: server) { $0.fetchAttempts = 3 }.refresh(platform: .iOS, appVersion: nil)
+            XCTAssertEqual(second.source, .staleCache)
+            XCTAssertEqual(second.status, 500)
+            XCTAssertEqual(second.error?.code, .server)
+            XCTAssertEqual(second.identifiers, ["com.example.client.coins"])
+            XCTAssertEqual(requests(), 4, "one download, then three attempts")
+        }
+    }
+
+    /// A server that accepts the request and never answers costs one timeout, then the fallback.
+    func testASilentServerTimesOut() async throws {
+        let fixture = try ServedCatalog(ids: [])
+        defer { fixture.remove() }
+        // Silent until the client has given up; then the server may shut down without waiting.
+        let released = Mutex(false)
+        try await withStandIn({ _ in
+            while !released.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(50)) }
+            return Self.feed("[]")
+        }) { server, _ in
+            defer { released.withLock { $0 = true } }
+            let client = fixture.client(server: server) {
+                $0.requestTimeout = 1
+                $0.fetchAttempts = 1
+            }
+            let list = await client.products(platform: .iOS, appVersion: nil)
+            XCTAssertEqual(list.source, .fallback)
+            XCTAssertEqual(list.error?.code, .transport)
+            XCTAssertEqual(list.identifiers, ["com.example.client.bundled"])
+        }
+    }
+
+    /// A 200 with `no-store` is used but not kept: the next client has no cache.
+    func testNoStoreIsNotCached() async throws {
+        let fixture = try ServedCatalog(ids: [])
+        defer { fixture.remove() }
+        try await withStandIn({ number in
+            if number > 1 { return Response(status: .serviceUnavailable) }
+            var response = Self.feed(#"["com.example.client.coins"]"#)
+            response.headers[.cacheControl] = "no-store"
+            return response
+        }) { server, _ in
+            let first = await fixture.client(server: server).products(platform: .iOS, appVersion: nil)
+            XCTAssertEqual(first.identifiers, ["com.example.client.coins"])
+            let next = await fixture.client(server: server) { $0.fetchAttempts = 1 }.products(platform: .iOS, appVersion: nil)
+            XCTAssertEqual(next.source, .fallback)
+        }
+    }
+
+    /// A 304 without Cache-Control keeps the max-age the 200 gave: the next call needs no request.
+    func testA304WithoutCacheControlKeepsTheStoredMaxAge() async throws {
+        let fixture = try ServedCatalog(ids: [])
+        defer { fixture.remove() }
+        try await withStandIn({ number in
+            if number == 1 {
+                var response = Self.feed(#"["com.example.client.coins"]"#)
+                response.headers[.cacheControl] = "max-age=300"
+                return response
+            }
+            return Response(status: .notModified, headers: [.eTag: #""v1""#])
+        }) { server, requests in
+            let client = fixture.client(server: server)
+            _ = await client.products(platform: .iOS, appVersion: nil)
+            let refreshed = await client.refresh(platform: .iOS, appVersion: nil)
+            XCTAssertEqual(refreshed.source, .notModified)
+            let next = await client.products(platform: .iOS, appVersion: nil)
+            XCTAssertEqual(next.source, .freshCache)
+            XCTAssertEqual(requests(), 2)
+        }
+    }
+}
