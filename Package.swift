@@ -87,7 +87,7 @@ let package = Package(
         .testTarget(name: "PropertyListTests", dependencies: ["PropertyList"]),
         // Tables shared by the domain tests and the tests that send them through HTTP.
         .target(name: "CatalogTestSupport", dependencies: ["CatalogKit"], path: "Tests/CatalogTestSupport"),
-        .testTarget(name: "CatalogKitTests", dependencies: ["CatalogKit", "CatalogTestSupport"]),
+        .testTarget(name: "CatalogKitTests", dependencies: ["CatalogKit", "CatalogTestSupport", "ReportStorage"]),
         .testTarget(
             name: "CatalogServerTests",
             dependencies: [

@@ -8,9 +8,13 @@ struct ReportsCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "reports",
         abstract: "Show invalid-identifier reports, aggregated per app, identifier, platform and environment.",
-        discussion: "Most affected first: distinct installs, then reports."
+        discussion: """
+            Most affected first: distinct installs, then reports. The verdict column is what \
+            'catalog feedback' would decide now under each app's policy in the catalog sources.
+            """
     )
 
+    @OptionGroup var options: CatalogOptions
     @OptionGroup var storeOptions: StoreOptions
 
     @Option(help: "Only this app (bundle identifier).")
@@ -29,23 +33,33 @@ struct ReportsCommand: AsyncParsableCommand {
     func run() async throws {
         let now = Timestamp.now
         let from = since.map { Timestamp(secondsSince1970: now.secondsSince1970 - $0.seconds) }
-        let aggregates = try await storeOptions.withStore(logger: Logger(label: "catalog.reports")) { store in
-            try await store.aggregate(AggregateQuery(app: app, since: from))
+        let (aggregates, verdicts) = try await storeOptions.withStore(logger: Logger(label: "catalog.reports")) { store in
+            let aggregates = try await store.aggregate(AggregateQuery(app: app, since: from))
+            // Sources with errors are not judged: their rows show no verdict.
+            let judged = try await options.workflow.judgeFeedback(store: store, at: now).apps
+            let verdicts = Dictionary(uniqueKeysWithValues: judged.map { ($0.app, $0.verdicts.feedback.verdicts) })
+            return (aggregates, verdicts)
         }
         if json {
-            print(String(decoding: try ReportsJSON(since: from, aggregates: aggregates).encoded(), as: UTF8.self))
+            print(String(decoding: try ReportsJSON(since: from, aggregates: aggregates, verdicts: verdicts).encoded(), as: UTF8.self))
         } else if aggregates.isEmpty {
             print("No reports\(since.map { " in the last \($0)" } ?? "")\(app.map { " for \($0)" } ?? "").")
         } else {
-            print(table(aggregates))
+            print(table(aggregates, verdicts: verdicts))
         }
     }
 
-    private func table(_ aggregates: [ReportAggregate]) -> String {
-        var rows = [["APP", "IDENTIFIER", "PLATFORM", "ENVIRONMENT", "INSTALLS", "REPORTS", "INVALID RATE", "FIRST SEEN", "LAST SEEN", "VERSIONS"]]
+    private func table(_ aggregates: [ReportAggregate], verdicts: [String: [String: Verdict]]) -> String {
+        var rows = [
+            [
+                "APP", "IDENTIFIER", "VERDICT", "PLATFORM", "ENVIRONMENT", "INSTALLS", "REPORTS", "INVALID RATE", "FIRST SEEN", "LAST SEEN",
+                "VERSIONS",
+            ]
+        ]
         for aggregate in aggregates {
             rows.append([
-                aggregate.app, aggregate.identifier, aggregate.platform?.name ?? "-", aggregate.environment?.rawValue ?? "-",
+                aggregate.app, aggregate.identifier, verdicts[aggregate.app]?[aggregate.identifier]?.status.rawValue ?? "-",
+                aggregate.platform?.name ?? "-", aggregate.environment?.rawValue ?? "-",
                 String(aggregate.installs), String(aggregate.reports),
                 aggregate.invalidRate.map { String(format: "%.2f", $0) } ?? "-",
                 aggregate.firstSeen.iso8601, aggregate.lastSeen.iso8601, aggregate.appVersions.joined(separator: " "),
@@ -66,20 +80,24 @@ private struct ReportsJSON: Encodable {
     var since: Timestamp?
     var aggregates: [Row]
 
-    init(since: Timestamp?, aggregates: [ReportAggregate]) {
+    init(since: Timestamp?, aggregates: [ReportAggregate], verdicts: [String: [String: Verdict]]) {
         self.since = since
-        self.aggregates = aggregates.map(Row.init)
+        self.aggregates = aggregates.map { Row(aggregate: $0, verdict: verdicts[$0.app]?[$0.identifier]) }
     }
 
-    /// An aggregate's members plus its invalid rate, which is computed rather than stored.
+    /// An aggregate's members plus its invalid rate, which is computed rather than stored, and
+    /// the identifier's verdict.
     struct Row: Encodable {
         let aggregate: ReportAggregate
-        private enum Key: String, CodingKey { case invalidRate }
+        let verdict: Verdict?
+        private enum Key: String, CodingKey { case invalidRate, verdict, reason }
 
         func encode(to encoder: any Encoder) throws {
             try aggregate.encode(to: encoder)
             var container = encoder.container(keyedBy: Key.self)
             try container.encodeIfPresent(aggregate.invalidRate, forKey: .invalidRate)
+            try container.encodeIfPresent(verdict?.status.rawValue, forKey: .verdict)
+            try container.encodeIfPresent(verdict?.reason, forKey: .reason)
         }
     }
 

@@ -2,6 +2,7 @@ import CatalogKit
 import CatalogTestSupport
 import Foundation
 import PropertyList
+import ReportStorage
 import Testing
 
 /// A real directory under the system's temporary directory, removed by ``remove()``.
@@ -20,6 +21,13 @@ struct TemporaryCatalog {
     var catalogDirectory: URL { root.appendingPathComponent("catalog", isDirectory: true) }
     var publicDirectory: URL { root.appendingPathComponent("public", isDirectory: true) }
     var tree: PublicTree { PublicTree(root: publicDirectory) }
+
+    /// A real SQLite report store in this catalog's folder, holding `reports`.
+    func reportStore(_ reports: [InvalidIdentifierReport] = []) async throws -> SQLiteReportStore {
+        let store = try await SQLiteReportStore.open(path: root.appendingPathComponent("var/reports-\(UUID().uuidString).sqlite").path)
+        _ = try await store.store(reports)
+        return store
+    }
 
     /// Writes `text` at `name` inside `catalog/`, creating folders (`com.example.game/a.plist`).
     func write(_ name: String, _ text: String) throws {

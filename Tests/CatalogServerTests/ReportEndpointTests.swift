@@ -7,6 +7,7 @@ import Hummingbird
 import HummingbirdTesting
 import Logging
 import NIOCore
+import PropertyList
 import ReportStorage
 import Testing
 
@@ -163,7 +164,8 @@ import Testing
         let now = Timestamp.now
         func report(ageInDays days: Int64) -> InvalidIdentifierReport {
             InvalidIdentifierReport(
-                app: CatalogServerTests.app, reportID: "age-\(days)", receivedAt: Timestamp(secondsSince1970: now.secondsSince1970 - days * 86_400),
+                app: CatalogServerTests.app, reportID: "age-\(days)",
+                receivedAt: Timestamp(secondsSince1970: now.secondsSince1970 - days * 86_400),
                 invalid: ["com.example.a"])
         }
         _ = try await store.store([report(ageInDays: 91), report(ageInDays: 89), report(ageInDays: 0)])

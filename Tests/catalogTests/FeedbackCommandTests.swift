@@ -69,6 +69,25 @@ import Testing
             let file = try #require(workspace.read("catalog/com.example.app.feedback.plist"))
             #expect(file.contains("<string>\(reason)</string>"))
 
+            // `catalog reports` shows the same verdict beside the aggregate, most affected first.
+            let table = try workspace.run("reports", "--app", Self.app)
+            #expect(table.status == 0)
+            let rows = table.stdout.split(separator: "\n").map {
+                $0.split(separator: " ", omittingEmptySubsequences: true).prefix(6).joined(separator: " ")
+            }
+            #expect(
+                rows == [
+                    "IDENTIFIER VERDICT PLATFORM ENVIRONMENT INSTALLS REPORTS",
+                    "com.example.level2 quarantined iOS production 20 20",
+                    "com.example.level1 - iOS sandbox 2 2",
+                ])
+            let json = try workspace.run("reports", "--json", "--since", "1h")
+            let aggregates = try #require(
+                (try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])?["aggregates"] as? [[String: Any]])
+            #expect(aggregates.first?["verdict"] as? String == "quarantined")
+            #expect(aggregates.first?["reason"] as? String == reason)
+            #expect(aggregates.first?["invalidRate"] as? Double == 1.0)
+
             let again = try workspace.run("feedback")
             #expect(again.status == 0 && again.stdout == "", "no verdict changed")
             #expect(workspace.read("catalog/com.example.app.feedback.plist") == file, "nothing changed, nothing written")

@@ -30,16 +30,28 @@ extension CatalogWorkflow {
     public func runFeedback(store: any ReportStore, at now: Timestamp) async throws -> FeedbackRun {
         let lock = try BuildLock(publicDirectory: publicDirectory)
         defer { withExtendedLifetime(lock) {} }
-        let validation = validate()
-        let tree = PublicTree(root: publicDirectory)
-        var run = FeedbackRun(diagnostics: validation.diagnostics, changes: [], written: [])
-        for catalog in validation.catalogs {
-            let history = try tree.currentManifest(catalog.app).map { try tree.history(catalog.app, revision: $0.revision) }
-            let (feedback, changes) = try await FeedbackLoop.evaluate(catalog, history: history, store: store, at: now)
-            run.changes += changes
-            if try feedback.write(to: feedbackURL(catalog.app)) { run.written.append(catalog.app) }
+        let judged = try await judgeFeedback(store: store, at: now)
+        var run = FeedbackRun(diagnostics: judged.diagnostics, changes: [], written: [])
+        for (app, verdicts) in judged.apps {
+            run.changes += verdicts.changes
+            if try verdicts.feedback.write(to: feedbackURL(app)) { run.written.append(app) }
         }
         return run
+    }
+
+    /// Each app's verdicts at `now`, by app in name order, without writing anything: what
+    /// `catalog reports` shows and what `runFeedback` writes.
+    public func judgeFeedback(
+        store: any ReportStore, at now: Timestamp
+    ) async throws -> (diagnostics: [Diagnostic], apps: [(app: String, verdicts: (feedback: FeedbackFile, changes: [VerdictChange]))]) {
+        let validation = validate()
+        let tree = PublicTree(root: publicDirectory)
+        var apps: [(app: String, verdicts: (feedback: FeedbackFile, changes: [VerdictChange]))] = []
+        for catalog in validation.catalogs {
+            let history = try tree.currentManifest(catalog.app).map { try tree.history(catalog.app, revision: $0.revision) }
+            apps.append((catalog.app, try await FeedbackLoop.evaluate(catalog, history: history, store: store, at: now)))
+        }
+        return (validation.diagnostics, apps)
     }
 
     /// Why `catalog feedback release` could not release an identifier.
