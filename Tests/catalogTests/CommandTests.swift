@@ -459,29 +459,13 @@ import Testing
     func stopsGracefullyOnSignal(_ signal: Int32) async throws {
         try await CommandTests.withWorkspaceAsync { workspace in
             try workspace.write("catalog/com.example.app.plist", CommandTests.seed)
-            let port = Int.random(in: 20_000...40_000)
-            let process = Process()
-            process.executableURL = try CommandTests.executable()
-            process.arguments = ["serve", "--port", String(port)]
-            process.currentDirectoryURL = workspace.root
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            defer { if process.isRunning { process.terminate() } }
+            let server = try ServeProcess(in: workspace)
+            defer { if server.process.isRunning { server.process.terminate() } }
 
             // Up within ten seconds: it builds the catalog first, then listens.
-            var body: String?
-            for _ in 0..<100 where body == nil {
-                try await Task.sleep(for: .milliseconds(100))
-                let url = URL(string: "http://127.0.0.1:\(port)/v1/apps/com.example.app/products.json")!
-                if let (data, _) = try? await URLSession.shared.data(from: url) { body = String(decoding: data, as: UTF8.self) }
-            }
-            #expect(body == seedProductsJSON)
-
-            kill(process.processIdentifier, signal)
-            for _ in 0..<100 where process.isRunning { try await Task.sleep(for: .milliseconds(100)) }
-            #expect(!process.isRunning, "still running ten seconds after the signal")
-            #expect(process.terminationReason == .exit && process.terminationStatus == 0)
+            #expect(try await server.body(of: "/v1/apps/com.example.app/products.json") == seedProductsJSON)
+            let status = try await server.stop(with: signal)
+            #expect(status == 0, "exit status 0 within ten seconds of the signal")
         }
     }
 }

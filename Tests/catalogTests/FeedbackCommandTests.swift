@@ -167,34 +167,31 @@ import Testing
     @Test func serveRunsTheLoop() async throws {
         try await CommandTests.withWorkspaceAsync { workspace in
             try workspace.write("catalog/com.example.app.plist", Self.catalog)
-            #expect(try workspace.run("build").status == 0)
-            try await Self.storeReports(invalidReports("com.example.level2", installs: 20, at: .now), in: workspace)
+            let server = try ServeProcess(in: workspace, ["--auto-feedback", "1s", "--report-limit-install", "0"])
+            defer { if server.process.isRunning { server.process.terminate() } }
+            let feed = "/v1/apps/com.example.app/products.json"
+            #expect(try await server.body(of: feed) == seedProductsJSON)
 
-            let port = Int.random(in: 20_000...40_000)
-            let log = workspace.root.appendingPathComponent("serve.log")
-            _ = FileManager.default.createFile(atPath: log.path, contents: nil)
-            let process = Process()
-            process.executableURL = try CommandTests.executable()
-            process.arguments = ["serve", "--port", String(port), "--auto-feedback", "1h"]
-            process.currentDirectoryURL = workspace.root
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = try FileHandle(forWritingTo: log)
-            try process.run()
-            defer { if process.isRunning { process.terminate() } }
+            // The whole loop through HTTP: 20 production installs report level2 invalid.
+            for install in 0..<20 {
+                var request = URLRequest(url: server.url("/v1/apps/com.example.app/invalid-identifiers"))
+                request.httpMethod = "POST"
+                request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+                request.httpBody = Data(
+                    #"{"invalidProductIdentifiers":["com.example.level2"],"platform":"iOS","environment":"production","installId":"install-\#(install)"}"#
+                        .utf8)
+                let (_, response) = try await URLSession.shared.data(for: request)
+                #expect((response as? HTTPURLResponse)?.statusCode == 202)
+            }
 
             // Within twenty seconds: feedback, build, then the reload picks the revision up.
-            let url = URL(string: "http://127.0.0.1:\(port)/v1/apps/com.example.app/products.json")!
-            var body: String?
-            for _ in 0..<200 where body != #"["com.example.level1","com.example.rocket_car"]"# {
-                try await Task.sleep(for: .milliseconds(100))
-                if let (data, _) = try? await URLSession.shared.data(from: url) { body = String(decoding: data, as: UTF8.self) }
-            }
-            #expect(body == #"["com.example.level1","com.example.rocket_car"]"#)
+            let quarantined = #"["com.example.level1","com.example.rocket_car"]"#
+            #expect(try await server.body(of: feed, within: 20) { $0 == quarantined } == quarantined)
             #expect(workspace.exists("catalog/com.example.app.feedback.plist"))
-            process.terminate()
-            process.waitUntilExit()
-            let logged = String(decoding: try Data(contentsOf: log), as: UTF8.self)
-            #expect(logged.contains("feedback.verdict") && logged.contains("feedback.identifier=com.example.level2"), "\(logged)")
+            #expect(try await server.stop() == 0)
+            #expect(
+                server.logText.contains("feedback.verdict") && server.logText.contains("feedback.identifier=com.example.level2"),
+                "\(server.logText)")
         }
     }
 }

@@ -44,16 +44,9 @@ import Testing
         try await CommandTests.withWorkspaceAsync { workspace in
             try workspace.write("catalog/com.example.app.plist", seedCatalog)
             let cacheHome = workspace.root.appendingPathComponent("xdg-cache")
-            let port = Int.random(in: 20_000...40_000)
-            let server = Process()
-            server.executableURL = try CommandTests.executable()
-            server.arguments = ["serve", "--port", String(port), "--store", "sqlite:var/catalog.sqlite"]
-            server.currentDirectoryURL = workspace.root
-            server.standardOutput = FileHandle.nullDevice
-            server.standardError = FileHandle.nullDevice
-            try server.run()
-            defer { if server.isRunning { server.terminate() } }
-            let url = "http://127.0.0.1:\(port)/v1/apps/com.example.app/products.json"
+            let server = try ServeProcess(in: workspace)
+            defer { if server.process.isRunning { server.process.terminate() } }
+            let url = server.url("/v1/apps/com.example.app/products.json").absoluteString
             var first = try fetch([url], cacheHome: cacheHome, in: workspace.root)
             for _ in 0..<100 where first.status != 0 {
                 try await Task.sleep(for: .milliseconds(100))
@@ -81,8 +74,8 @@ import Testing
             #expect(fields(revalidated.stdout)["etag"] == fields(first.stdout)["etag"])
             #expect(fields(revalidated.stdout)["source"]?.hasPrefix("notModified") == true)
 
-            server.terminate()
-            server.waitUntilExit()
+            server.process.terminate()
+            server.process.waitUntilExit()
             let stale = try fetch([url, "--refresh"], cacheHome: cacheHome, in: workspace.root)
             #expect(stale.status == 0)
             #expect(stale.stdout.hasPrefix(identifiers))
