@@ -17,7 +17,8 @@ public final class GroupCommitter: Sendable {
     }
 
     /// - Parameter acknowledgeBeforeCommit: a deliberately broken mode for `scripts/crash-test`
-    ///   to prove that it catches a server that answers before the commit. Never for real use.
+    ///   to prove that it catches a server that answers before the commit: each batch is
+    ///   answered, then committed 200 ms later. Never for real use.
     public init(store: any ReportStore, maximumBatch: Int = 4096, acknowledgeBeforeCommit: Bool = false) {
         self.store = store
         self.maximumBatch = maximumBatch
@@ -49,7 +50,10 @@ public final class GroupCommitter: Sendable {
             }
             guard !batch.isEmpty else { return }
             if acknowledgeBeforeCommit {
+                // The bug this mode stands for: a write-behind buffer that answers at once and
+                // commits what it gathered a little later.
                 for (_, continuation) in batch { continuation.resume(returning: .stored) }
+                try? await Task.sleep(for: .milliseconds(200))
                 _ = try? await store.store(batch.map(\.0))
                 continue
             }
