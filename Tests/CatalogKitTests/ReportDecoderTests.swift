@@ -40,6 +40,34 @@ import Testing
         }
     }
 
+    @Test func invalidUTF8IsRefused() {
+        var body = Array(#"{"invalidProductIdentifiers":["a"#.utf8)
+        body += [0xC3, 0x28] + Array(#""]}"#.utf8)
+        guard case .failure(let rejection) = ReportDecoder.decode(body, app: "com.example.app", receivedAt: now) else {
+            Issue.record("accepted")
+            return
+        }
+        #expect(rejection.description == "the body is not valid JSON: invalid UTF-8 in a string at byte 31")
+    }
+
+    /// Bad input is normal input: every truncation and many byte flips of a valid body are
+    /// answered (accepted or refused), never a crash or a hang.
+    @Test func mangledBodiesAreAnswered() {
+        let valid = Array(ReportExamples.valid.utf8)
+        for length in 0..<valid.count {
+            _ = ReportDecoder.decode(valid[..<length], app: "com.example.app", receivedAt: now)
+        }
+        var seed: UInt64 = 0x9E37_79B9_7F4A_7C15
+        for _ in 0..<20_000 {
+            var body = valid
+            for _ in 0..<3 {
+                seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+                body[Int(seed >> 33) % body.count] = UInt8(truncatingIfNeeded: seed >> 17)
+            }
+            _ = ReportDecoder.decode(body, app: "com.example.app", receivedAt: now)
+        }
+    }
+
     @Test func messagesDoNotGrowWithTheInput() throws {
         let long = String(repeating: "x", count: 10_000)
         guard case .failure(let rejection) = decode(#"{"invalidProductIdentifiers":["a"],"platform":"\#(long)"}"#) else {

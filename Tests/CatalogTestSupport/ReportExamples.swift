@@ -11,9 +11,21 @@ public enum ReportExamples {
 
     /// Bodies refused with 400, and the exact message.
     public static let rejected: [(body: String, message: String)] = [
-        ("", "the body is not valid JSON"),
-        ("{", "the body is not valid JSON"),
-        (#"{"invalidProductIdentifiers":["a"]} x"#, "the body is not valid JSON"),
+        ("", "the body is not valid JSON: it ends where a value was expected"),
+        ("{", "the body is not valid JSON: it ends too early"),
+        (#"{"invalidProductIdentifiers":["a"]} x"#, "the body is not valid JSON: unexpected 'x' at byte 36"),
+        (#"{"invalidProductIdentifiers":["a",]}"#, "the body is not valid JSON: unexpected ']' at byte 34"),
+        (#"{'invalidProductIdentifiers':["a"]}"#, "the body is not valid JSON: unexpected ''' at byte 1"),
+        (#"{"invalidProductIdentifiers":["a\x"]}"#, "the body is not valid JSON: unexpected 'x' at byte 33"),
+        (#"{"invalidProductIdentifiers":["\ud800"]}"#, "the body is not valid JSON: a lone surrogate in a string at byte 31"),
+        ("{\"invalidProductIdentifiers\":[\"a\tb\"]}", "the body is not valid JSON: a control character inside a string at byte 32"),
+        (#"{"invalidProductIdentifiers":["a"],"feedRevision":012}"#, "the body is not valid JSON: a number with a leading zero at byte 50"),
+        (
+            #"{"invalidProductIdentifiers":["a"],"x":\#(String(repeating: "[", count: 40))}"#,
+            "the body is not valid JSON: values nested more than 32 deep"
+        ),
+        (#"{"invalidProductIdentifiers":["a"],"platform":"iOS","platform":"macOS"}"#, "member 'platform' appears twice"),
+        (#"{"invalidProductIdentifiers":["a"],"platform":true}"#, "platform must be a string"),
         ("[]", "the body must be a JSON object"),
         ("null", "the body must be a JSON object"),
         ("{}", "invalidProductIdentifiers is required"),

@@ -10,20 +10,59 @@ public enum ReportDecoder {
     static let maximumStorefrontLength = 16
     static let maximumInstallIDLength = 64
 
-    /// The JSON members, typed: JSONDecoder checks syntax and types, the rules below the rest.
-    /// Members this version does not know are ignored, so newer clients are not turned away.
-    private struct Body: Decodable {
-        var invalidProductIdentifiers: [String]
+    /// The members this version reads, as sent. Members it does not know are skipped, so that
+    /// newer clients are not turned away.
+    private struct Body {
+        var invalidProductIdentifiers: [String]?
         var requestedProductIdentifiers: [String]?
         var platform: String?
         var appVersion: String?
         var environment: String?
         var storefront: String?
-        /// A Double so that `1.5` is named in the message: JSONDecoder's own error for a
-        /// fraction in an Int does not say which member it was.
-        var feedRevision: Double?
+        var feedRevision: Substring?
         var installId: String?
         var reportId: String?
+        var seen: Set<String> = []
+
+        /// Reads member `key` at the scanner as the type it must have.
+        mutating func read(_ key: String, _ scanner: inout JSONScanner) throws {
+            guard seen.insert(key).inserted else { throw ReportRejection("member '\(ReportDecoder.clip(key))' appears twice") }
+            switch key {
+            case "invalidProductIdentifiers": invalidProductIdentifiers = try strings(key, &scanner)
+            case "requestedProductIdentifiers": requestedProductIdentifiers = try strings(key, &scanner)
+            case "platform": platform = try string(key, &scanner)
+            case "appVersion": appVersion = try string(key, &scanner)
+            case "environment": environment = try string(key, &scanner)
+            case "storefront": storefront = try string(key, &scanner)
+            case "installId": installId = try string(key, &scanner)
+            case "reportId": reportId = try string(key, &scanner)
+            case "feedRevision":
+                try expect(.number, key, "an integer", &scanner)
+                feedRevision = try scanner.readNumber()
+            default: try scanner.skipValue()
+            }
+        }
+
+        private func string(_ key: String, _ scanner: inout JSONScanner) throws -> String {
+            try expect(.string, key, "a string", &scanner)
+            return try scanner.readString()
+        }
+
+        private func strings(_ key: String, _ scanner: inout JSONScanner) throws -> [String] {
+            try expect(.array, key, "an array of strings", &scanner)
+            var list: [String] = []
+            try scanner.readArray { index, scanner in
+                try expect(.string, "\(key)[\(index)]", "a string", &scanner)
+                list.append(try scanner.readString())
+            }
+            return list
+        }
+
+        private func expect(_ kind: JSONScanner.Kind, _ name: String, _ description: String, _ scanner: inout JSONScanner) throws {
+            let found = try scanner.peekKind()
+            if found == .null { throw ReportRejection("\(name) must not be null") }
+            if found != kind { throw ReportRejection("\(name) must be \(description)") }
+        }
     }
 
     /// Validates `body` for `app`. Without a client `reportId`, `makeReportID` names the report.
@@ -31,25 +70,31 @@ public enum ReportDecoder {
         _ body: some Collection<UInt8>, app: String, receivedAt: Timestamp,
         makeReportID: () -> String = { UUID().uuidString.lowercased() }
     ) -> Result<InvalidIdentifierReport, ReportRejection> {
-        let parsed: Body
+        let bytes = Array(body)
         do {
-            parsed = try JSONDecoder().decode(Body.self, from: Data(body))
-        } catch let error as DecodingError {
-            return .failure(ReportRejection(message(for: error)))
-        } catch {
-            return .failure(ReportRejection("the body is not valid JSON"))
-        }
-        do {
+            let parsed = try bytes.withUnsafeBufferPointer { buffer in
+                var scanner = JSONScanner(buffer)
+                guard try scanner.peekKind() == .object else { throw ReportRejection("the body must be a JSON object") }
+                var parsed = Body()
+                try scanner.readObject { key, scanner in try parsed.read(key, &scanner) }
+                try scanner.expectEnd()
+                return parsed
+            }
             return .success(try validate(parsed, app: app, receivedAt: receivedAt, makeReportID: makeReportID))
+        } catch let error as JSONScanner.SyntaxError {
+            return .failure(ReportRejection("the body is not valid JSON: \(error.message)"))
+        } catch let rejection as ReportRejection {
+            return .failure(rejection)
         } catch {
-            return .failure(error)
+            return .failure(ReportRejection("the body is not a valid report"))
         }
     }
 
     private static func validate(
         _ body: Body, app: String, receivedAt: Timestamp, makeReportID: () -> String
     ) throws(ReportRejection) -> InvalidIdentifierReport {
-        let invalid = try identifiers(body.invalidProductIdentifiers, field: "invalidProductIdentifiers", allowEmpty: false)
+        guard let listed = body.invalidProductIdentifiers else { throw ReportRejection("invalidProductIdentifiers is required") }
+        let invalid = try identifiers(listed, field: "invalidProductIdentifiers", allowEmpty: false)
         let requested = try body.requestedProductIdentifiers.map { list throws(ReportRejection) in
             try identifiers(list, field: "requestedProductIdentifiers", allowEmpty: true)
         }
@@ -80,10 +125,10 @@ public enum ReportDecoder {
             report.storefront = storefront
         }
         if let number = body.feedRevision {
-            guard number >= 1, number <= Double(Int32.max), number.rounded() == number else {
-                throw ReportRejection("feedRevision must be a revision number, 1 or more; got \(number.formatted)")
+            guard let revision = Int32(number), revision >= 1 else {
+                throw ReportRejection("feedRevision must be a revision number, 1 or more; got \(clip(String(number)))")
             }
-            report.feedRevision = Int(number)
+            report.feedRevision = Int(revision)
         }
         if let install = body.installId {
             guard (1...maximumInstallIDLength).contains(install.utf8.count),
@@ -120,46 +165,13 @@ public enum ReportDecoder {
         return unique
     }
 
-    private static func message(for error: DecodingError) -> String {
-        switch error {
-        case .keyNotFound(let key, let context):
-            return "\(path(context.codingPath + [key])) is required"
-        case .valueNotFound(_, let context):
-            if context.codingPath.isEmpty { return "the body must be a JSON object" }
-            return "\(path(context.codingPath)) must not be null"
-        case .typeMismatch(let type, let context):
-            if context.codingPath.isEmpty { return "the body must be a JSON object" }
-            return "\(path(context.codingPath)) must be \(typeName(type))"
-        case .dataCorrupted(let context):
-            if context.codingPath.isEmpty { return "the body is not valid JSON" }
-            return "\(path(context.codingPath)) has an invalid value"
-        @unknown default:
-            return "the body is not a valid report"
-        }
-    }
-
-    private static func path(_ codingPath: [any CodingKey]) -> String {
-        codingPath.enumerated().map { offset, key in
-            key.intValue.map { "[\($0)]" } ?? (offset == 0 ? key.stringValue : ".\(key.stringValue)")
-        }.joined()
-    }
-
-    private static func typeName(_ type: Any.Type) -> String {
-        switch type {
-        case is String.Type: "a string"
-        // Only feedRevision is a number.
-        case is Double.Type: "an integer"
-        default: String(describing: type).hasPrefix("Array") ? "an array of strings" : "a JSON object"
-        }
-    }
-
     private static func isAlphanumeric(_ byte: UInt8) -> Bool {
         (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
             || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
     }
 
     /// Client text echoed in a message, cut short so that an error never grows with the input.
-    private static func clip(_ text: String, to limit: Int = 64) -> String {
+    fileprivate static func clip(_ text: String, to limit: Int = 64) -> String {
         text.count <= limit ? text : String(text.prefix(limit)) + "…"
     }
 }
@@ -168,11 +180,4 @@ public enum ReportDecoder {
 public struct ReportRejection: Error, Hashable, CustomStringConvertible {
     public let description: String
     init(_ description: String) { self.description = description }
-}
-
-extension Double {
-    /// `12` rather than `12.0` for whole numbers, as the client most likely wrote it.
-    fileprivate var formatted: String {
-        rounded() == self && abs(self) < 1e15 ? String(Int64(self)) : String(self)
-    }
 }
