@@ -1,5 +1,4 @@
 import CatalogKit
-import Foundation
 import HTTPTypes
 import Hummingbird
 import NIOCore
@@ -101,10 +100,17 @@ struct ReportIntake: Sendable {
         }
     }
 
-    /// `application/json`, with or without parameters such as `charset=utf-8`.
+    /// `application/json`, with or without parameters such as `charset=utf-8`, in any case.
+    /// Compared byte by byte: Foundation's trimming and lowercasing cost more than the rest of
+    /// the head's checks together.
     static func isJSON(_ contentType: String?) -> Bool {
-        guard let contentType else { return false }
-        let mediaType = contentType.split(separator: ";", maxSplits: 1).first ?? ""
-        return mediaType.trimmingCharacters(in: .whitespaces).lowercased() == "application/json"
+        guard var bytes = contentType?.utf8[...] else { return false }
+        if let semicolon = bytes.firstIndex(of: UInt8(ascii: ";")) { bytes = bytes[..<semicolon] }
+        let isSpace = { (byte: UInt8) in byte == UInt8(ascii: " ") || byte == UInt8(ascii: "\t") }
+        while let first = bytes.first, isSpace(first) { bytes = bytes.dropFirst() }
+        while let last = bytes.last, isSpace(last) { bytes = bytes.dropLast() }
+        let expected = "application/json".utf8
+        // ASCII letters only: setting bit 5 lower-cases them and leaves '/' alone.
+        return bytes.count == expected.count && zip(bytes, expected).allSatisfy { $0 | 0x20 == $1 | 0x20 }
     }
 }
