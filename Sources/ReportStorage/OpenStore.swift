@@ -2,7 +2,7 @@ import CatalogKit
 import Logging
 
 /// Opens the store `url` names, migrated and ready. Callers `close()` it when done.
-public func openReportStore(_ url: StoreURL, logger: Logger) async throws -> any ReportStore {
+public func openReportStore(_ url: StoreURL, logger: Logger) async throws -> any CatalogStore {
     switch url {
     case .sqlite(let path):
         return try await SQLiteReportStore.open(path: path)

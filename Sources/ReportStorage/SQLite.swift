@@ -46,6 +46,37 @@ final class SQLiteConnection {
         return try statement.step() ? statement.text(0) : nil
     }
 
+    /// Runs `sql` with `values` bound to `?1`, `?2`, …; returns how many rows it changed.
+    @discardableResult
+    func run(_ sql: String, _ values: [SQLiteValue] = []) throws(SQLiteError) -> Int {
+        let statement = try prepare(sql)
+        try statement.bind(values)
+        while try statement.step() {}
+        return changes
+    }
+
+    /// The rows of `sql` with `values` bound, each made by `row`.
+    func rows<Row>(_ sql: String, _ values: [SQLiteValue] = [], _ row: (SQLiteStatement) -> Row) throws(SQLiteError) -> [Row] {
+        let statement = try prepare(sql)
+        try statement.bind(values)
+        var rows: [Row] = []
+        while try statement.step() { rows.append(row(statement)) }
+        return rows
+    }
+
+    /// Runs `body` in a write transaction, committed if it returns, rolled back if it throws.
+    func transaction<Result>(_ body: () throws -> Result) throws -> Result {
+        try execute("BEGIN IMMEDIATE")
+        do {
+            let result = try body()
+            try execute("COMMIT")
+            return result
+        } catch {
+            try? execute("ROLLBACK")
+            throw error
+        }
+    }
+
     var changes: Int { Int(sqlite3_changes(handle)) }
 
     var lastError: String { String(cString: sqlite3_errmsg(handle)) }
@@ -90,6 +121,10 @@ final class SQLiteStatement {
     }
 
     func integer(_ column: Int32) -> Int64 { sqlite3_column_int64(statement, column) }
+
+    func optionalInteger(_ column: Int32) -> Int64? {
+        sqlite3_column_type(statement, column) == SQLITE_NULL ? nil : sqlite3_column_int64(statement, column)
+    }
 
     func text(_ column: Int32) -> String? {
         guard let bytes = sqlite3_column_text(statement, column) else { return nil }

@@ -9,8 +9,8 @@ import PropertyList
 /// One connection writes and one reads, each confined to its own serial queue so that SQLite's
 /// blocking calls (a commit waits for fsync) never occupy Swift's cooperative threads.
 public final class SQLiteReportStore: ReportStore {
-    private let writer: Confined<Writer>
-    private let reader: Confined<SQLiteConnection>
+    let writer: Confined<Writer>
+    let reader: Confined<SQLiteConnection>
     public let path: String
 
     /// Opens (creating it and its folder if needed) and migrates the store at `path`.
@@ -72,12 +72,7 @@ public final class SQLiteReportStore: ReportStore {
     }
 
     public func prune(receivedBefore moment: Timestamp) async throws -> Int {
-        try await writer.run { writer in
-            let statement = try writer.connection.prepare("DELETE FROM reports WHERE received_at < ?1")
-            try statement.bind([.integer(moment.secondsSince1970)])
-            _ = try statement.step()
-            return writer.connection.changes
-        }
+        try await writer.run { try $0.connection.run("DELETE FROM reports WHERE received_at < ?1", [.integer(moment.secondsSince1970)]) }
     }
 
     public func ping() async throws {
@@ -127,28 +122,22 @@ public final class SQLiteReportStore: ReportStore {
         }
 
         private static func migrate(_ connection: SQLiteConnection) throws {
-            try connection.execute("BEGIN IMMEDIATE")
-            do {
+            try connection.transaction {
                 try connection.execute(
                     "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)")
                 let current = Int(try connection.scalar("SELECT COALESCE(MAX(version), 0) FROM schema_migrations") ?? "0") ?? 0
                 try Schema.check(storeVersion: current, known: Schema.sqlite)
                 for migration in Schema.sqlite where migration.version > current {
                     try connection.execute(migration.sql)
-                    let record = try connection.prepare("INSERT INTO schema_migrations (version, applied_at) VALUES (?1, ?2)")
-                    try record.bind([.integer(Int64(migration.version)), .integer(Timestamp.now.secondsSince1970)])
-                    _ = try record.step()
+                    try connection.run(
+                        "INSERT INTO schema_migrations (version, applied_at) VALUES (?1, ?2)",
+                        [.integer(Int64(migration.version)), .integer(Timestamp.now.secondsSince1970)])
                 }
-                try connection.execute("COMMIT")
-            } catch {
-                try? connection.execute("ROLLBACK")
-                throw error
             }
         }
 
         func store(_ reports: [InvalidIdentifierReport]) throws -> [StoreOutcome] {
-            try connection.execute("BEGIN IMMEDIATE")
-            do {
+            try connection.transaction {
                 var outcomes: [StoreOutcome] = []
                 outcomes.reserveCapacity(reports.count)
                 for report in reports {
@@ -161,11 +150,7 @@ public final class SQLiteReportStore: ReportStore {
                     _ = try insert.step()
                     outcomes.append(connection.changes == 1 ? .stored : .duplicate)
                 }
-                try connection.execute("COMMIT")
                 return outcomes
-            } catch {
-                try? connection.execute("ROLLBACK")
-                throw error
             }
         }
     }

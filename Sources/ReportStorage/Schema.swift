@@ -5,7 +5,8 @@ struct Migration: Sendable {
     var sql: String
 }
 
-/// The report store's schema, the same tables and meaning on both engines (docs/storage.md).
+/// The store's schema, the same tables and meaning on both engines (docs/storage.md): reports
+/// (version 1), then editor tokens and the audit log (version 2).
 ///
 /// A report is one row: its identifier lists are stored with it (a JSON array in SQLite, a
 /// `text[]` in PostgreSQL) and unnested only when aggregating, so that storing a report costs
@@ -32,7 +33,30 @@ enum Schema {
                 );
                 CREATE INDEX reports_by_app_and_time ON reports (app, received_at);
                 CREATE INDEX reports_by_time ON reports (received_at);
-                """)
+                """),
+        Migration(
+            version: 2,
+            sql: """
+                CREATE TABLE editor_tokens (
+                    name TEXT NOT NULL,
+                    role TEXT NOT NULL,
+                    secret_hash TEXT NOT NULL UNIQUE,
+                    created_at INTEGER NOT NULL,
+                    revoked_at INTEGER
+                );
+                CREATE UNIQUE INDEX editor_tokens_active_name ON editor_tokens (name) WHERE revoked_at IS NULL;
+                CREATE TABLE audit_log (
+                    sequence INTEGER PRIMARY KEY,
+                    at INTEGER NOT NULL,
+                    actor TEXT NOT NULL,
+                    action TEXT NOT NULL,
+                    app TEXT,
+                    summary TEXT NOT NULL,
+                    before_hash TEXT,
+                    after_hash TEXT
+                );
+                CREATE INDEX audit_log_by_app ON audit_log (app, sequence);
+                """),
     ]
 
     static let postgres: [Migration] = [
@@ -56,7 +80,30 @@ enum Schema {
                 );
                 CREATE INDEX reports_by_app_and_time ON reports (app, received_at);
                 CREATE INDEX reports_by_time ON reports (received_at);
-                """)
+                """),
+        Migration(
+            version: 2,
+            sql: """
+                CREATE TABLE editor_tokens (
+                    name TEXT NOT NULL,
+                    role TEXT NOT NULL,
+                    secret_hash TEXT NOT NULL UNIQUE,
+                    created_at BIGINT NOT NULL,
+                    revoked_at BIGINT
+                );
+                CREATE UNIQUE INDEX editor_tokens_active_name ON editor_tokens (name) WHERE revoked_at IS NULL;
+                CREATE TABLE audit_log (
+                    sequence BIGSERIAL PRIMARY KEY,
+                    at BIGINT NOT NULL,
+                    actor TEXT NOT NULL,
+                    action TEXT NOT NULL,
+                    app TEXT,
+                    summary TEXT NOT NULL,
+                    before_hash TEXT,
+                    after_hash TEXT
+                );
+                CREATE INDEX audit_log_by_app ON audit_log (app, sequence);
+                """),
     ]
 
     /// Refuses a store that a newer `catalog` migrated: this one would misread it.

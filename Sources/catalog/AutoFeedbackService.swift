@@ -8,7 +8,7 @@ import ServiceLifecycle
 /// server picks the new revision up by itself (its reload service watches the tree).
 struct AutoFeedbackService: Service {
     let workflow: CatalogWorkflow
-    let store: any ReportStore
+    let store: any CatalogStore
     let interval: Duration
     let logger: Logger
 
@@ -28,7 +28,9 @@ struct AutoFeedbackService: Service {
 
     private func runOnce() async {
         do {
-            let feedback = try await workflow.runFeedback(store: store, at: .now)
+            let now = Timestamp.now
+            let feedback = try await workflow.runFeedback(store: store, at: now)
+            for entry in AuditEntry.feedback(feedback.changes, actor: "auto-feedback", at: now) { try await store.appendAudit(entry) }
             for diagnostic in feedback.diagnostics where diagnostic.severity == .error {
                 logger.error("feedback.diagnostic", metadata: ["diagnostic": "\(diagnostic)"])
             }

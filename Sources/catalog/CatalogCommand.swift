@@ -30,6 +30,8 @@ struct CatalogCommand: AsyncParsableCommand {
         abstract: "Validate and publish in-app-purchase product catalogs.",
         subcommands: [
             ValidateCommand.self, BuildCommand.self, ServeCommand.self, ReportsCommand.self, FeedbackCommand.self, FetchCommand.self,
+            TokenCommand.self,
+            AuditCommand.self,
         ]
     )
 }

@@ -2,6 +2,7 @@ import ArgumentParser
 import CatalogKit
 import Foundation
 import Logging
+import PropertyList
 
 struct FeedbackCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -19,20 +20,24 @@ struct FeedbackCommand: AsyncParsableCommand {
     @OptionGroup var storeOptions: StoreOptions
 
     func run() async throws {
+        let now = Timestamp.now
         let run = try await storeOptions.withStore(logger: Logger(label: "catalog.feedback")) { store in
+            let run: CatalogWorkflow.FeedbackRun
             do {
-                return try await options.workflow.runFeedback(store: store, at: .now)
+                run = try await options.workflow.runFeedback(store: store, at: now)
             } catch {
                 printError("\(error)")
                 throw ExitCode(1)
             }
+            for entry in AuditEntry.feedback(run.changes, actor: LocalUser.name, at: now) { try await store.appendAudit(entry) }
+            return run
         }
         report(run.diagnostics)
         for change in run.changes { print(change) }
         if run.hasErrors { throw ExitCode(1) }
     }
 
-    struct ReleaseCommand: ParsableCommand {
+    struct ReleaseCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "release",
             abstract: "Clear an identifier's verdict: reports received until now no longer count.",
@@ -40,6 +45,7 @@ struct FeedbackCommand: AsyncParsableCommand {
         )
 
         @OptionGroup var options: CatalogOptions
+        @OptionGroup var storeOptions: StoreOptions
 
         @Argument(help: "The app's bundle identifier.")
         var app: String
@@ -47,9 +53,11 @@ struct FeedbackCommand: AsyncParsableCommand {
         @Argument(help: "The product identifier to release.")
         var identifier: String
 
-        func run() throws {
+        func run() async throws {
+            let now = Timestamp.now
+            let change: VerdictChange
             do {
-                print(try options.workflow.releaseFeedback(app: app, identifier: identifier, at: .now))
+                change = try options.workflow.releaseFeedback(app: app, identifier: identifier, at: now)
             } catch let error as CatalogWorkflow.ReleaseError {
                 report(error.diagnostics)
                 printError("\(error)")
@@ -58,6 +66,11 @@ struct FeedbackCommand: AsyncParsableCommand {
                 printError("\(error)")
                 throw ExitCode(1)
             }
+            // The release is in the feedback file; the audit log says who made it.
+            try await storeOptions.withStore(logger: Logger(label: "catalog.feedback")) { store in
+                for entry in AuditEntry.feedback([change], actor: LocalUser.name, at: now) { try await store.appendAudit(entry) }
+            }
+            print(change)
         }
     }
 }

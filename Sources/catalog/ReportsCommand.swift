@@ -41,7 +41,7 @@ struct ReportsCommand: AsyncParsableCommand {
             return (aggregates, verdicts)
         }
         if json {
-            print(String(decoding: try ReportsJSON(since: from, aggregates: aggregates, verdicts: verdicts).encoded(), as: UTF8.self))
+            print(String(decoding: try prettyJSON(ReportsJSON(since: from, aggregates: aggregates, verdicts: verdicts)), as: UTF8.self))
         } else if aggregates.isEmpty {
             print("No reports\(since.map { " in the last \($0)" } ?? "")\(app.map { " for \($0)" } ?? "").")
         } else {
@@ -67,12 +67,24 @@ struct ReportsCommand: AsyncParsableCommand {
         }
         // One app asked for: its name on every row says nothing.
         if app != nil { rows = rows.map { Array($0.dropFirst()) } }
-        let widths = rows[0].indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
-        return rows.map { row in
-            zip(row, widths).map { $0.padding(toLength: $1, withPad: " ", startingAt: 0) }.joined(separator: "  ")
-                .trimmingCharacters(in: .whitespaces)
-        }.joined(separator: "\n")
+        return formatTable(rows)
     }
+}
+
+/// Rows as columns padded to their widest cell, two spaces apart; the first row is the header.
+func formatTable(_ rows: [[String]]) -> String {
+    let widths = rows[0].indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
+    return rows.map { row in
+        zip(row, widths).map { $0.padding(toLength: $1, withPad: " ", startingAt: 0) }.joined(separator: "  ")
+            .trimmingCharacters(in: .whitespaces)
+    }.joined(separator: "\n")
+}
+
+/// Sorted keys, indented: output people read and tools parse.
+func prettyJSON(_ value: some Encodable) throws -> Data {
+    let encoder = JSONEncoder()
+    encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+    return try encoder.encode(value)
 }
 
 /// `catalog reports --json`: the aggregates with their invalid rate spelled out.
@@ -101,9 +113,4 @@ private struct ReportsJSON: Encodable {
         }
     }
 
-    func encoded() throws -> Data {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-        return try encoder.encode(self)
-    }
 }

@@ -26,9 +26,9 @@ struct StoreOptions: ParsableArguments {
 
     /// Opens the store, runs `body` with it and closes it, whatever `body` does. A store that
     /// cannot be opened is a clear message and exit status 1.
-    func withStore<Result>(logger: Logger, _ body: (any ReportStore) async throws -> Result) async throws -> Result {
+    func withStore<Result>(logger: Logger, _ body: (any CatalogStore) async throws -> Result) async throws -> Result {
         let url = try url
-        let store: any ReportStore
+        let store: any CatalogStore
         do {
             store = try await openReportStore(url, logger: logger)
         } catch {

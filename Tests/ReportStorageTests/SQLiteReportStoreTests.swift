@@ -26,6 +26,7 @@ final class SQLiteReportStoreTests: XCTestCase {
     func testFilters() async throws { try await withStore(StoreConformance.filters) }
     func testPrunes() async throws { try await withStore(StoreConformance.prunes) }
     func testGroupCommits() async throws { try await withStore(StoreConformance.groupCommits) }
+    func testKeepsTokensAndTheAuditLog() async throws { try await withStore(StoreConformance.keepsTokensAndTheAuditLog) }
 
     /// WAL with synchronous FULL, read back from the connection that commits: a library that
     /// resets it after setup (GRDB's DatabasePool does) would fail here.

@@ -117,4 +117,42 @@ enum StoreConformance {
         let storedOnce = try await store.aggregate(AggregateQuery()).first?.reports
         XCTAssertEqual(storedOnce, 400)
     }
+
+    /// Tokens: only hashes kept, one active token per name, revocation, and the audit log in order.
+    static func keepsTokensAndTheAuditLog(_ store: any CatalogStore) async throws {
+        let alice = EditorToken(name: "alice", role: .editor, secretHash: TokenSecret.hash("secret-a"), createdAt: noon)
+        try await store.createToken(alice)
+        do {
+            try await store.createToken(
+                EditorToken(name: "alice", role: .viewer, secretHash: TokenSecret.hash("secret-b"), createdAt: noon))
+            XCTFail("a second active token named alice")
+        } catch is TokenNameTaken {}
+        let later = Timestamp(secondsSince1970: noon.secondsSince1970 + 60)
+        let revoked = try await store.revokeToken(named: "alice", at: later)
+        XCTAssertTrue(revoked)
+        let revokedAgain = try await store.revokeToken(named: "alice", at: later)
+        XCTAssertFalse(revokedAgain)
+        try await store.createToken(EditorToken(name: "alice", role: .viewer, secretHash: TokenSecret.hash("secret-c"), createdAt: later))
+        let tokens = try await store.tokens()
+        XCTAssertEqual(tokens.map(\.role), [.editor, .viewer])
+        XCTAssertEqual(tokens.first?.revokedAt, later)
+        XCTAssertEqual(TokenSecret.match("secret-c", among: tokens)?.role, .viewer)
+        XCTAssertNil(TokenSecret.match("secret-a", among: tokens), "a revoked token no longer matches")
+
+        for (offset, app) in ["com.example.app", nil, "com.example.game"].enumerated() {
+            try await store.appendAudit(
+                AuditEntry(
+                    at: Timestamp(secondsSince1970: noon.secondsSince1970 + Int64(offset)), actor: "alice", action: .publish, app: app,
+                    summary: "entry \(offset)", beforeHash: offset == 0 ? nil : "b\(offset)", afterHash: "a\(offset)"))
+        }
+        let all = try await store.auditLog(app: nil, limit: 10)
+        XCTAssertEqual(all.map(\.summary), ["entry 2", "entry 1", "entry 0"], "newest first")
+        XCTAssertEqual(all.map(\.sequence), all.map(\.sequence).sorted(by: >))
+        XCTAssertEqual(all.last?.beforeHash, nil)
+        XCTAssertEqual(all.first?.afterHash, "a2")
+        let app = try await store.auditLog(app: "com.example.app", limit: 10)
+        XCTAssertEqual(app.map(\.summary), ["entry 0"])
+        let one = try await store.auditLog(app: nil, limit: 1)
+        XCTAssertEqual(one.count, 1)
+    }
 }

@@ -1,0 +1,159 @@
+import Crypto
+import PropertyList
+
+/// What a token lets its holder do: viewers read, editors change.
+public enum EditorRole: String, CaseIterable, Sendable, Hashable, Codable {
+    case editor
+    case viewer
+
+    public var canEdit: Bool { self == .editor }
+}
+
+/// A named token as the store keeps it: only the SHA-256 of its secret, never the secret.
+public struct EditorToken: Sendable, Hashable {
+    public var name: String
+    public var role: EditorRole
+    /// Hex SHA-256 of the token text.
+    public var secretHash: String
+    public var createdAt: Timestamp
+    public var revokedAt: Timestamp?
+
+    public init(name: String, role: EditorRole, secretHash: String, createdAt: Timestamp, revokedAt: Timestamp? = nil) {
+        self.name = name
+        self.role = role
+        self.secretHash = secretHash
+        self.createdAt = createdAt
+        self.revokedAt = revokedAt
+    }
+}
+
+/// Making and checking token secrets.
+public enum TokenSecret {
+    /// A new secret: `cat_` and 256 random bits in base64url. Shown once, then only its hash is kept.
+    public static func generate() -> String {
+        var generator = SystemRandomNumberGenerator()
+        let bytes = (0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
+        return "cat_" + base64URL(bytes)
+    }
+
+    public static func hash(_ secret: String) -> String {
+        ContentHash.sha256Hex(Array(secret.utf8))
+    }
+
+    /// The active token whose hash matches `secret`'s. Every candidate is compared in full, in
+    /// time independent of where the hashes differ, so that timing reveals nothing of a hash.
+    public static func match(_ secret: String, among tokens: [EditorToken]) -> EditorToken? {
+        let presented = Array(hash(secret).utf8)
+        var found: EditorToken?
+        for token in tokens where token.revokedAt == nil {
+            if constantTimeEqual(presented, Array(token.secretHash.utf8)) { found = token }
+        }
+        return found
+    }
+
+    static func constantTimeEqual(_ a: [UInt8], _ b: [UInt8]) -> Bool {
+        guard a.count == b.count else { return false }
+        var difference: UInt8 = 0
+        for index in a.indices { difference |= a[index] ^ b[index] }
+        return difference == 0
+    }
+
+    private static func base64URL(_ bytes: [UInt8]) -> String {
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+        var output: [UInt8] = []
+        var buffer: UInt32 = 0
+        var bits = 0
+        for byte in bytes {
+            buffer = buffer << 8 | UInt32(byte)
+            bits += 8
+            while bits >= 6 {
+                bits -= 6
+                output.append(alphabet[Int(buffer >> UInt32(bits) & 63)])
+            }
+        }
+        if bits > 0 { output.append(alphabet[Int(buffer << UInt32(6 - bits) & 63)]) }
+        return String(decoding: output, as: UTF8.self)
+    }
+
+    /// Token names: what audit entries show as the actor.
+    public static func nameProblem(_ name: String) -> String? {
+        let allowed = name.utf8.allSatisfy { byte in
+            (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
+                || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_")
+                || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "@")
+        }
+        guard (1...64).contains(name.utf8.count), allowed else {
+            return "token name '\(name.prefix(64))' must be 1 to 64 letters, digits, '.', '-', '_' or '@'"
+        }
+        return nil
+    }
+}
+
+/// One change to the catalog, its publication or its access, as the audit log keeps it.
+public struct AuditEntry: Sendable, Hashable, Codable {
+    public enum Action: String, Sendable, Hashable, Codable, CaseIterable {
+        case edit, publish, rollback, verdict, release
+        case tokenCreate = "token-create"
+        case tokenRevoke = "token-revoke"
+    }
+
+    /// Assigned by the store, in order; 0 before it is stored.
+    public var sequence: Int
+    public var at: Timestamp
+    /// A token's name, or the local user for the command line.
+    public var actor: String
+    public var action: Action
+    public var app: String?
+    public var summary: String
+    /// Content hashes of what changed, before and after, when there is content (a revision's
+    /// manifest, a source file, a feedback file).
+    public var beforeHash: String?
+    public var afterHash: String?
+
+    public init(
+        sequence: Int = 0, at: Timestamp, actor: String, action: Action, app: String? = nil, summary: String,
+        beforeHash: String? = nil, afterHash: String? = nil
+    ) {
+        self.sequence = sequence
+        self.at = at
+        self.actor = actor
+        self.action = action
+        self.app = app
+        self.summary = summary
+        self.beforeHash = beforeHash
+        self.afterHash = afterHash
+    }
+}
+
+/// Tokens and the audit log, kept in the same store as reports so that replicas share them.
+public protocol EditorStore: Sendable {
+    /// Stores a new token; fails if an active token already has that name.
+    func createToken(_ token: EditorToken) async throws
+    /// Every token, revoked ones included, by name.
+    func tokens() async throws -> [EditorToken]
+    /// Revokes the active token `name`; false if there is none.
+    func revokeToken(named name: String, at moment: Timestamp) async throws -> Bool
+    /// Appends to the audit log, durably.
+    func appendAudit(_ entry: AuditEntry) async throws
+    /// Newest first, at most `limit`, only `app`'s when given.
+    func auditLog(app: String?, limit: Int) async throws -> [AuditEntry]
+}
+
+public struct TokenNameTaken: Error, CustomStringConvertible {
+    public let name: String
+    public init(name: String) { self.name = name }
+    public var description: String { "a token named '\(name)' already exists; revoke it first or choose another name" }
+}
+
+/// Everything `catalog` keeps in its store: reports, tokens and the audit log.
+public typealias CatalogStore = ReportStore & EditorStore
+
+extension AuditEntry {
+    /// The entries for a feedback run's verdict changes, or a release: one per identifier.
+    public static func feedback(_ changes: [VerdictChange], actor: String, at moment: Timestamp) -> [AuditEntry] {
+        changes.map { change in
+            AuditEntry(
+                at: moment, actor: actor, action: change.kind == .released ? .release : .verdict, app: change.app, summary: "\(change)")
+        }
+    }
+}
