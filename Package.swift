@@ -21,6 +21,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
     ],
     targets: [
         // The only target that sees libxml2; everything else goes through PropertyList.
@@ -53,7 +54,11 @@ let package = Package(
         // Where invalid-identifier reports are kept: SQLite by default, PostgreSQL to scale out.
         .target(
             name: "ReportStorage",
-            dependencies: ["CatalogKit", "CSQLite", .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "CatalogKit", "CSQLite",
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "PostgresNIO", package: "postgres-nio"),
+            ]
         ),
         .target(
             name: "CatalogServer",
@@ -96,7 +101,10 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
             ]
         ),
-        .testTarget(name: "ReportStorageTests", dependencies: ["ReportStorage", "CatalogKit", "CatalogTestSupport"]),
+        .testTarget(
+            name: "ReportStorageTests",
+            dependencies: ["ReportStorage", "CatalogKit", "CatalogTestSupport", .product(name: "Logging", package: "swift-log")]
+        ),
         .testTarget(
             name: "CatalogClientTests",
             dependencies: [

@@ -1,0 +1,187 @@
+import CatalogKit
+import CatalogTestSupport
+import Foundation
+import Logging
+import ReportStorage
+import Synchronization
+import XCTest
+
+final class PostgresReportStoreTests: XCTestCase {
+    /// One server for the whole class (started by the first test that needs it), a fresh
+    /// database for each test. A server that cannot start fails every test with the reason.
+    private static let server = Mutex<Result<TestPostgres, any Error>?>(nil)
+    private let logger = Logger(label: "catalog.tests.postgres")
+
+    override class func tearDown() {
+        server.withLock { server in
+            if case .success(let running) = server { running.stop() }
+            server = nil
+        }
+        super.tearDown()
+    }
+
+    private func runningServer() throws -> TestPostgres {
+        try Self.server.withLock { server in
+            let started = server ?? Result { try TestPostgres.start() }
+            server = started
+            return try started.get()
+        }
+    }
+
+    private func address(_ url: String) throws -> StoreURL.PostgresAddress {
+        guard case .postgres(let address) = try StoreURL(parsing: url) else { throw NotPostgres(url: url) }
+        return address
+    }
+
+    /// A store on a new database; closed afterwards whatever `body` does.
+    private func withStore(database url: String? = nil, _ body: (PostgresReportStore) async throws -> Void) async throws {
+        let store = try await PostgresReportStore.open(try address(url ?? runningServer().createDatabase()), logger: logger)
+        do {
+            try await body(store)
+        } catch {
+            try? await store.close()
+            throw error
+        }
+        try await store.close()
+    }
+
+    func testDeduplicates() async throws { try await withStore(StoreConformance.deduplicates) }
+    func testAggregates() async throws { try await withStore(StoreConformance.aggregates) }
+    func testFilters() async throws { try await withStore(StoreConformance.filters) }
+    func testPrunes() async throws { try await withStore(StoreConformance.prunes) }
+    func testGroupCommits() async throws { try await withStore(StoreConformance.groupCommits) }
+
+    /// Replicas starting together: both open, the schema is migrated once, and reopening
+    /// migrates nothing.
+    func testMigratesOnceWhenTwoStoresOpenTogether() async throws {
+        let server = try runningServer()
+        let url = try server.createDatabase()
+        let (target, logger) = (try address(url), logger)
+        async let first = PostgresReportStore.open(target, logger: logger)
+        async let second = PostgresReportStore.open(target, logger: logger)
+        let stores = try await [first, second]
+        for store in stores { try await store.close() }
+        let database = target.database
+        XCTAssertEqual(
+            try server.psql("SELECT string_agg(version::text, ',' ORDER BY version) FROM schema_migrations", database: database), "1")
+        try await withStore(database: url) { _ in }
+        XCTAssertEqual(try server.psql("SELECT count(*) FROM schema_migrations", database: database), "1")
+    }
+
+    func testReopenKeepsReports() async throws {
+        let url = try runningServer().createDatabase()
+        try await withStore(database: url) { store in _ = try await store.store([StoreConformance.report(["com.example.a"])]) }
+        try await withStore(database: url) { store in
+            let counts = try await store.aggregate(AggregateQuery()).map(\.reports)
+            XCTAssertEqual(counts, [1])
+        }
+    }
+
+    /// Values that would break a query built by pasting text are stored verbatim: every value is
+    /// a bound parameter. Ingestion validates values before they get here; this calls the store
+    /// directly to prove the binding itself.
+    func testValuesAreBoundNeverPastedIntoSQL() async throws {
+        let server = try runningServer()
+        let url = try server.createDatabase()
+        let hostile = [
+            "com.example.a'); DROP TABLE reports; --", #"com.example."quoted";\slash"#, "com.example.$1::text", "com.example.ü,é",
+        ]
+        try await withStore(database: url) { store in
+            let report = StoreConformance.report(
+                hostile, id: "id'; DELETE FROM reports; --", app: "com.example.app'--", requested: hostile,
+                install: "i\"; SELECT pg_sleep(1);", storefront: "US'; DROP TABLE schema_migrations; --")
+            let outcomes = try await store.store([report])
+            XCTAssertEqual(outcomes, [.stored])
+            let again = try await store.store([report])
+            XCTAssertEqual(again, [.duplicate], "the report id reads back exactly as it was stored")
+            let aggregates = try await store.aggregate(AggregateQuery(app: "com.example.app'--", identifier: hostile[0]))
+            XCTAssertEqual(aggregates.map(\.identifier), [hostile[0]])
+            XCTAssertEqual(aggregates.first?.storefronts, ["US'; DROP TABLE schema_migrations; --"])
+            XCTAssertEqual(aggregates.first?.installs, 1)
+            XCTAssertEqual(aggregates.first?.invalidWhenRequested, 1)
+            let all = try await store.aggregate(AggregateQuery())
+            XCTAssertEqual(Set(all.map(\.identifier)), Set(hostile))
+        }
+        let database = try address(url).database
+        XCTAssertEqual(try server.psql("SELECT count(*) FROM reports", database: database), "1")
+        XCTAssertEqual(try server.psql("SELECT count(*) FROM schema_migrations", database: database), "1")
+    }
+
+    /// Nothing listens on port 1: the error comes at once, names the URL without the password
+    /// and says why.
+    func testRefusedConnectionIsAClearError() async throws {
+        let error = try await openingError("postgres://catalog:hunter2@127.0.0.1:1/catalog")
+        XCTAssertTrue(error.contains("postgres://catalog@127.0.0.1:1/catalog"), error)
+        XCTAssertTrue(error.lowercased().contains("refused"), error)
+        XCTAssertFalse(error.contains("hunter2"), error)
+    }
+
+    /// A server that accepts the connection and then says nothing: opening gives up after the
+    /// connect timeout instead of hanging.
+    func testSilentServerIsAClearError() async throws {
+        let listener = try LoopbackListener()
+        let error = try await openingError("postgres://catalog@127.0.0.1:\(listener.port)/catalog", connectTimeout: .seconds(1))
+        XCTAssertTrue(error.contains("postgres://catalog@127.0.0.1:\(listener.port)/catalog"), error)
+        XCTAssertTrue(error.lowercased().contains("timeout"), error)
+    }
+
+    func testWrongPasswordIsAClearError() async throws {
+        let server = try runningServer()
+        let error = try await openingError("postgres://\(TestPostgres.user):not-the-password@127.0.0.1:\(server.port)/catalog")
+        XCTAssertTrue(error.contains("password authentication failed"), error)
+        XCTAssertFalse(error.contains("not-the-password"), error)
+    }
+
+    func testMissingDatabaseIsAClearError() async throws {
+        let error = try await openingError(try runningServer().url(database: "no_such_database"))
+        XCTAssertTrue(error.contains("\"no_such_database\" does not exist"), error)
+    }
+
+    /// A server that would acknowledge commits before flushing them is refused: a 202 promises
+    /// that the report survives a crash.
+    func testRefusesAsynchronousCommit() async throws {
+        let server = try runningServer()
+        let url = try server.createDatabase()
+        try server.psql("ALTER DATABASE \"\(try address(url).database)\" SET synchronous_commit = off")
+        let error = try await openingError(url)
+        XCTAssertTrue(error.contains("synchronous_commit is off"), error)
+    }
+
+    /// A store that a newer catalog migrated is refused rather than misread.
+    func testRefusesANewerSchema() async throws {
+        let server = try runningServer()
+        let url = try server.createDatabase()
+        try await withStore(database: url) { _ in }
+        try server.psql("INSERT INTO schema_migrations (version, applied_at) VALUES (99, 0)", database: try address(url).database)
+        let error = try await openingError(url)
+        XCTAssertTrue(error.contains("newer than this catalog knows"), error)
+    }
+
+    func testPingAnswersUntilClosed() async throws {
+        let store = try await PostgresReportStore.open(try address(runningServer().createDatabase()), logger: logger)
+        try await store.ping()
+        try await store.close()
+        do {
+            try await store.ping()
+            XCTFail("a closed store answered")
+        } catch {
+            XCTAssertTrue("\(error)".contains("closed"), "\(error)")
+        }
+    }
+
+    /// What opening `url` throws, as text.
+    private func openingError(_ url: String, connectTimeout: Duration = .seconds(10)) async throws -> String {
+        do {
+            let store = try await PostgresReportStore.open(try address(url), logger: logger, connectTimeout: connectTimeout)
+            try await store.close()
+        } catch {
+            return "\(error)"
+        }
+        XCTFail("opened \(url)")
+        return ""
+    }
+}
+
+private struct NotPostgres: Error {
+    var url: String
+}
