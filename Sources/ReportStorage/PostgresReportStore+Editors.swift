@@ -1,12 +1,85 @@
 import CatalogKit
+import PostgresNIO
 import PropertyList
 
-/// Tokens and the audit log in PostgreSQL. Not built yet.
+/// Tokens and the audit log in the same PostgreSQL database as the reports, with the semantics of
+/// `SQLiteReportStore`'s. Writes commit like reports do: `transaction` returns once durable.
 extension PostgresReportStore: EditorStore {
-    private var notYet: StoreSchemaError { StoreSchemaError(description: "tokens and the audit log are not in the PostgreSQL store yet") }
-    public func createToken(_ token: EditorToken) async throws { throw notYet }
-    public func tokens() async throws -> [EditorToken] { throw notYet }
-    public func revokeToken(named name: String, at moment: Timestamp) async throws -> Bool { throw notYet }
-    public func appendAudit(_ entry: AuditEntry) async throws { throw notYet }
-    public func auditLog(app: String?, limit: Int) async throws -> [AuditEntry] { throw notYet }
+    public func createToken(_ token: EditorToken) async throws {
+        // The partial unique index holds one active token per name, also against another replica
+        // creating the same name at the same moment; its conflict is the answer, not an error.
+        let created = try await transaction("cannot create a token") { connection, logger in
+            let rows = try await connection.query(
+                """
+                INSERT INTO editor_tokens (name, role, secret_hash, created_at)
+                VALUES (\(token.name), \(token.role.rawValue), \(token.secretHash), \(token.createdAt.secondsSince1970))
+                ON CONFLICT (name) WHERE revoked_at IS NULL DO NOTHING
+                RETURNING 1
+                """, logger: logger)
+            return try await rows.collect().count == 1
+        }
+        guard created else { throw TokenNameTaken(name: token.name) }
+    }
+
+    public func tokens() async throws -> [EditorToken] {
+        try await withStoreErrors("cannot list tokens") {
+            try await client.withConnection { connection in
+                // COLLATE "C": byte order, as SQLite sorts, whatever the database's locale.
+                let rows = try await connection.query(
+                    """
+                    SELECT name, role, secret_hash, created_at, revoked_at FROM editor_tokens
+                    ORDER BY name COLLATE "C", created_at
+                    """, logger: logger)
+                var tokens: [EditorToken] = []
+                for try await (name, role, secretHash, createdAt, revokedAt) in rows.decode((String, String, String, Int64, Int64?).self) {
+                    tokens.append(
+                        EditorToken(
+                            name: name, role: EditorRole(rawValue: role) ?? .viewer, secretHash: secretHash,
+                            createdAt: Timestamp(secondsSince1970: createdAt), revokedAt: revokedAt.map(Timestamp.init(secondsSince1970:))))
+                }
+                return tokens
+            }
+        }
+    }
+
+    public func revokeToken(named name: String, at moment: Timestamp) async throws -> Bool {
+        try await transaction("cannot revoke a token") { connection, logger in
+            let rows = try await connection.query(
+                "UPDATE editor_tokens SET revoked_at = \(moment.secondsSince1970) WHERE name = \(name) AND revoked_at IS NULL RETURNING 1",
+                logger: logger)
+            return try await !rows.collect().isEmpty
+        }
+    }
+
+    public func appendAudit(_ entry: AuditEntry) async throws {
+        try await transaction("cannot append to the audit log") { connection, logger in
+            try await connection.execute(
+                """
+                INSERT INTO audit_log (at, actor, action, app, summary, before_hash, after_hash)
+                VALUES (\(entry.at.secondsSince1970), \(entry.actor), \(entry.action.rawValue), \(entry.app), \(entry.summary),
+                        \(entry.beforeHash), \(entry.afterHash))
+                """, logger: logger)
+        }
+    }
+
+    public func auditLog(app: String?, limit: Int) async throws -> [AuditEntry] {
+        try await withStoreErrors("cannot read the audit log") {
+            try await client.withConnection { connection in
+                let rows = try await connection.query(
+                    """
+                    SELECT sequence, at, actor, action, app, summary, before_hash, after_hash FROM audit_log
+                    WHERE \(app)::text IS NULL OR app = \(app) ORDER BY sequence DESC LIMIT \(limit)
+                    """, logger: logger)
+                var entries: [AuditEntry] = []
+                for try await row in rows.decode((Int, Int64, String, String, String?, String, String?, String?).self) {
+                    entries.append(
+                        AuditEntry(
+                            sequence: row.0, at: Timestamp(secondsSince1970: row.1), actor: row.2,
+                            action: AuditEntry.Action(rawValue: row.3) ?? .edit, app: row.4, summary: row.5, beforeHash: row.6,
+                            afterHash: row.7))
+                }
+                return entries
+            }
+        }
+    }
 }

@@ -10,10 +10,10 @@ import Synchronization
 /// The store owns a `PostgresClient` and the task that runs it for the store's whole life;
 /// `close()` ends both. Every value reaches the server as a bound parameter.
 public final class PostgresReportStore: ReportStore {
-    private let client: PostgresClient
+    let client: PostgresClient
     /// `client.run()`: the pool hands out no connection unless it runs.
     private let running: Task<Void, Never>
-    private let logger: Logger
+    let logger: Logger
     private let closed = Atomic(false)
     /// The URL without its password, for messages.
     public let location: String
@@ -165,7 +165,7 @@ public final class PostgresReportStore: ReportStore {
     /// Explicitly, not as one statement's implicit transaction: PostgresNIO answers a query when
     /// the server reports the statement complete, and an implicit transaction commits only after
     /// that. The reply to `COMMIT` comes once the commit is flushed (synchronous_commit).
-    private func transaction<Result: Sendable>(
+    func transaction<Result: Sendable>(
         _ failure: String, _ body: @escaping @Sendable (PostgresConnection, Logger) async throws -> Result
     ) async throws -> Result {
         let logger = logger
@@ -174,7 +174,7 @@ public final class PostgresReportStore: ReportStore {
         }
     }
 
-    private func withStoreErrors<Result>(_ failure: String, _ body: () async throws -> Result) async throws -> Result {
+    func withStoreErrors<Result>(_ failure: String, _ body: () async throws -> Result) async throws -> Result {
         guard !closed.load(ordering: .relaxed) else { throw PostgresStoreError(location: location, doing: failure, StoreClosed()) }
         do {
             return try await body()
@@ -353,7 +353,7 @@ private struct UndurableServer: Error, CustomStringConvertible {
 extension PostgresConnection {
     /// Runs `query` to its end, for statements whose rows do not matter: the connection serves
     /// the next query only once this one's rows are read.
-    fileprivate func execute(_ query: PostgresQuery, logger: Logger) async throws {
+    func execute(_ query: PostgresQuery, logger: Logger) async throws {
         for try await _ in try await self.query(query, logger: logger) {}
     }
 }

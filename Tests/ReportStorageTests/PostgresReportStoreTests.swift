@@ -50,6 +50,7 @@ final class PostgresReportStoreTests: XCTestCase {
     func testFilters() async throws { try await withStore(StoreConformance.filters) }
     func testPrunes() async throws { try await withStore(StoreConformance.prunes) }
     func testGroupCommits() async throws { try await withStore(StoreConformance.groupCommits) }
+    func testKeepsTokensAndTheAuditLog() async throws { try await withStore(StoreConformance.keepsTokensAndTheAuditLog) }
 
     /// Replicas starting together: both open, the schema is migrated once, and reopening
     /// migrates nothing.
@@ -61,11 +62,14 @@ final class PostgresReportStoreTests: XCTestCase {
         async let second = PostgresReportStore.open(target, logger: logger)
         let stores = try await [first, second]
         for store in stores { try await store.close() }
-        let database = target.database
-        XCTAssertEqual(
-            try server.psql("SELECT string_agg(version::text, ',' ORDER BY version) FROM schema_migrations", database: database), "1")
+        // A second run of a migration would have failed one of the opens (its tables exist, its
+        // version is a primary key); what is recorded is every version once, from 1.
+        let migrated = "SELECT count(*) = max(version) AND min(version) = 1 FROM schema_migrations"
+        XCTAssertEqual(try server.psql(migrated, database: target.database), "t")
+        let versions = try server.psql("SELECT count(*) FROM schema_migrations", database: target.database)
         try await withStore(database: url) { _ in }
-        XCTAssertEqual(try server.psql("SELECT count(*) FROM schema_migrations", database: database), "1")
+        XCTAssertEqual(
+            try server.psql("SELECT count(*) FROM schema_migrations", database: target.database), versions, "reopening migrates nothing")
     }
 
     func testReopenKeepsReports() async throws {
@@ -104,7 +108,7 @@ final class PostgresReportStoreTests: XCTestCase {
         }
         let database = try address(url).database
         XCTAssertEqual(try server.psql("SELECT count(*) FROM reports", database: database), "1")
-        XCTAssertEqual(try server.psql("SELECT count(*) FROM schema_migrations", database: database), "1")
+        XCTAssertEqual(try server.psql("SELECT count(*) > 0 FROM schema_migrations", database: database), "t")
     }
 
     /// Nothing listens on port 1: the error comes at once, names the URL without the password
