@@ -55,8 +55,7 @@ import Testing
             let socket = try LoopbackSocket(port: try #require(client.port))
             defer { socket.close() }
             #expect(socket.send(Array("GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n".utf8)))
-            try await Task.sleep(for: .milliseconds(300))
-            #expect(String(decoding: socket.receive(), as: UTF8.self).hasPrefix("HTTP/1.1 200 OK"))
+            #expect(String(decoding: try await socket.awaitResponse(), as: UTF8.self).hasPrefix("HTTP/1.1 200 OK"))
         }
     }
 
@@ -107,6 +106,17 @@ struct LoopbackSocket {
         var byte: UInt8 = 0
         let count = recv(descriptor, &byte, 1, Int32(MSG_DONTWAIT | MSG_PEEK))
         return count == 0 || (count < 0 && errno != EAGAIN && errno != EWOULDBLOCK)
+    }
+
+    /// The first bytes the server sends, waiting up to ten seconds for them (a loaded machine
+    /// may take a while; an answer that never comes is an empty result).
+    func awaitResponse() async throws -> [UInt8] {
+        for _ in 0..<1000 {
+            let bytes = receive()
+            if !bytes.isEmpty { return bytes }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        return []
     }
 
     func receive() -> [UInt8] {
