@@ -1,6 +1,27 @@
-/// Strict base64 as plist `<data>` holds it: whitespace between groups is allowed,
-/// anything else outside the alphabet, or misplaced padding, is an error.
-enum Base64 {
+/// Base64 as plist `<data>` holds it. Decoding is strict: whitespace between groups is
+/// allowed, anything else outside the alphabet, or misplaced padding, is an error.
+public enum Base64 {
+    /// Standard base64 with padding and no line breaks.
+    public static func encode(_ bytes: [UInt8]) -> String {
+        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
+        var output: [UInt8] = []
+        output.reserveCapacity((bytes.count + 2) / 3 * 4)
+        var index = 0
+        while index < bytes.count {
+            let chunk = bytes[index..<min(index + 3, bytes.count)]
+            let b0 = UInt32(chunk[chunk.startIndex])
+            let b1 = chunk.count > 1 ? UInt32(chunk[chunk.startIndex + 1]) : 0
+            let b2 = chunk.count > 2 ? UInt32(chunk[chunk.startIndex + 2]) : 0
+            let triple = b0 << 16 | b1 << 8 | b2
+            output.append(alphabet[Int(triple >> 18 & 63)])
+            output.append(alphabet[Int(triple >> 12 & 63)])
+            output.append(chunk.count > 1 ? alphabet[Int(triple >> 6 & 63)] : UInt8(ascii: "="))
+            output.append(chunk.count > 2 ? alphabet[Int(triple & 63)] : UInt8(ascii: "="))
+            index += 3
+        }
+        return String(decoding: output, as: UTF8.self)
+    }
+
     static func decode(_ text: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
         var output: [UInt8] = []
         output.reserveCapacity(text.count * 3 / 4)

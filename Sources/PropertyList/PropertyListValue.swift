@@ -41,6 +41,12 @@ public struct PropertyListDictionary: Sendable {
         public var key: String
         public var keyPosition: SourcePosition
         public var value: PropertyListNode
+
+        public init(key: String, keyPosition: SourcePosition, value: PropertyListNode) {
+            self.key = key
+            self.keyPosition = keyPosition
+            self.value = value
+        }
     }
 
     public var entries: [Entry]

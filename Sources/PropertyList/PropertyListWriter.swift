@@ -83,6 +83,37 @@ public struct PropertyListWriter: Sendable {
         element("date", value.iso8601)
     }
 
+    /// Base64, on one line.
+    public mutating func data(_ bytes: [UInt8]) {
+        element("data", Base64.encode(bytes))
+    }
+
+    /// Any value, nested values included, dictionary keys in their order.
+    public mutating func value(_ value: PropertyListValue) {
+        switch value {
+        case .string(let text): string(text)
+        case .integer(let number): integer(number)
+        case .real(let number) where number.isFinite: real(number)
+        case .real(let number):
+            // Read from a file that spelled it so (`inf`); written back the way Apple spells it.
+            element("real", number.isNaN ? "nan" : number > 0 ? "+infinity" : "-infinity")
+        case .boolean(let flag): boolean(flag)
+        case .date(let moment): date(moment)
+        case .data(let bytes): data(bytes)
+        case .array(let items):
+            beginArray()
+            for item in items { self.value(item.value) }
+            endArray()
+        case .dictionary(let dictionary):
+            beginDictionary()
+            for entry in dictionary.entries {
+                key(entry.key)
+                self.value(entry.value.value)
+            }
+            endDictionary()
+        }
+    }
+
     private mutating func element(_ name: String, _ content: String) {
         line("<\(name)>\(content)</\(name)>")
     }

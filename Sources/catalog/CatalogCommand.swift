@@ -32,6 +32,7 @@ struct CatalogCommand: AsyncParsableCommand {
             ValidateCommand.self, BuildCommand.self, ServeCommand.self, ReportsCommand.self, FeedbackCommand.self, FetchCommand.self,
             TokenCommand.self,
             AuditCommand.self,
+            ImportCommand.self, ExportCommand.self,
         ]
     )
 }

@@ -157,7 +157,7 @@ struct PlistSourceDecoder {
             writer.real(value)
         case .boolean(let value): writer.boolean(value)
         case .date(let value): writer.string(value.iso8601)
-        case .data(let bytes): writer.string(base64Encoded(bytes))
+        case .data(let bytes): writer.string(Base64.encode(bytes))
         case .array(let items):
             writer.beginArray()
             for item in items {
@@ -174,24 +174,4 @@ struct PlistSourceDecoder {
         }
         return true
     }
-}
-
-func base64Encoded(_ bytes: [UInt8]) -> String {
-    let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/".utf8)
-    var output: [UInt8] = []
-    output.reserveCapacity((bytes.count + 2) / 3 * 4)
-    var index = 0
-    while index < bytes.count {
-        let chunk = bytes[index..<min(index + 3, bytes.count)]
-        let b0 = UInt32(chunk[chunk.startIndex])
-        let b1 = chunk.count > 1 ? UInt32(chunk[chunk.startIndex + 1]) : 0
-        let b2 = chunk.count > 2 ? UInt32(chunk[chunk.startIndex + 2]) : 0
-        let triple = b0 << 16 | b1 << 8 | b2
-        output.append(alphabet[Int(triple >> 18 & 63)])
-        output.append(alphabet[Int(triple >> 12 & 63)])
-        output.append(chunk.count > 1 ? alphabet[Int(triple >> 6 & 63)] : UInt8(ascii: "="))
-        output.append(chunk.count > 2 ? alphabet[Int(triple & 63)] : UInt8(ascii: "="))
-        index += 3
-    }
-    return String(decoding: output, as: UTF8.self)
 }

@@ -1,0 +1,269 @@
+import Foundation
+import PropertyList
+
+/// `catalog import storekit` and `catalog export storekit` as functions (docs/storekit.md).
+extension CatalogWorkflow {
+    /// The largest `.storekit` file read: real ones are kilobytes.
+    static let maximumStoreKitBytes = 16 << 20
+
+    /// What an import did, or would have done when it has errors (then it wrote nothing).
+    public struct StoreKitImport: Sendable {
+        public var diagnostics: [Diagnostic]
+        /// The source file written (or that would have been), as diagnostics show it.
+        public var target: String
+        public var added: [String] = []
+        public var replaced: [String] = []
+        /// Products already in the catalog and left as they are.
+        public var skipped: [String] = []
+        /// Whether the target file changed on disk.
+        public var wrote = false
+        public var hasErrors: Bool { diagnostics.containsErrors }
+    }
+
+    /// Maps the `.storekit` file at `url` onto `app`'s sources and writes them as a canonical
+    /// property list: `catalog/<app>.plist`, or `catalog/<app>/storekit.plist` for a folder app.
+    ///
+    /// A product the app already has is a conflict, reported as a warning and skipped; with
+    /// `overwrite`, what the `.storekit` file says about it (type, reference name, subscription
+    /// and the StoreKit metadata) replaces what the catalog said, and the rest (status,
+    /// platforms, dates, other metadata) stays. The result must pass the catalog rules; if it
+    /// does not, or the file is malformed, or the app's sources already have errors, nothing is
+    /// written and the diagnostics say why.
+    public func importStoreKit(from url: URL, displayPath: String, app: String, overwrite: Bool) throws -> StoreKitImport {
+        let base = catalogDisplayPath.hasSuffix("/") ? String(catalogDisplayPath.dropLast()) : catalogDisplayPath
+        let layout = SourceLayout(app: app, directory: catalogDirectory, base: base)
+        var result = StoreKitImport(diagnostics: [], target: layout.target)
+        if let problem = AppName.problem(app) {
+            result.diagnostics.append(.error(problem, file: layout.target, at: .startOfFile))
+            return result
+        }
+        var limits = self.limits
+        limits.maximumFileBytes = Self.maximumStoreKitBytes
+        let bytes: [UInt8]
+        switch SourceFile.read(url, displayPath: displayPath, limits: limits) {
+        case .success(let source):
+            do {
+                // An empty file is not an unreadable one: the JSON reader says what is wrong.
+                bytes = source.head.isEmpty ? [] : try source.contents()
+            } catch let problem {
+                result.diagnostics.append(problem)
+                return result
+            }
+        case .failure(let problem):
+            result.diagnostics.append(problem)
+            return result
+        }
+        var decoder = StoreKitDecoder(file: displayPath, bytes: bytes)
+        let imported = decoder.decode()
+        result.diagnostics = decoder.diagnostics
+        if let problem = layout.problem { result.diagnostics.append(.error(problem, file: layout.target, at: .startOfFile)) }
+        guard !result.hasErrors else { return result }
+
+        // The app as it stands must be valid: a merge into broken sources cannot be judged.
+        let validation = validate()
+        let appErrors = validation.diagnostics.filter { $0.severity == .error && layout.owns($0.file) }
+        guard appErrors.isEmpty else {
+            result.diagnostics.append(
+                .error("the app's sources have errors; fix them (catalog validate) before importing", file: layout.target, at: .startOfFile)
+            )
+            result.diagnostics += appErrors
+            return result
+        }
+        let existing = validation.catalogs.first { $0.app == app }?.products ?? []
+        var root = try readTarget(layout)
+        var products =
+            root.entries.first { $0.key == "products" }.flatMap { entry -> [PropertyListNode]? in
+                if case .array(let items) = entry.value.value { return items }
+                return nil
+            } ?? []
+
+        var origin: [String: SourcePosition] = [:]
+        for product in imported {
+            origin[product.id] = product.position
+            guard let current = existing.first(where: { $0.id == product.id }) else {
+                products.append(PropertyListNode(.dictionary(product.fields), at: .startOfFile))
+                result.added.append(product.id)
+                continue
+            }
+            let index = products.firstIndex { node in
+                if case .dictionary(let fields) = node.value, case .string(let id)? = fields["id"]?.value { return id == product.id }
+                return false
+            }
+            guard overwrite, current.location.file == layout.target, let index, case .dictionary(var fields) = products[index].value else {
+                let advice =
+                    !overwrite
+                    ? "pass --overwrite to replace it" : "import only rewrites \(layout.target); change it where it is defined"
+                result.diagnostics.append(
+                    .warning(
+                        "product '\(product.id)' is already defined at \(current.location); skipped (\(advice))", file: displayPath,
+                        at: product.position))
+                result.skipped.append(product.id)
+                continue
+            }
+            Self.overwrite(&fields, with: product.fields)
+            products[index] = PropertyListNode(.dictionary(fields), at: .startOfFile)
+            result.replaced.append(product.id)
+        }
+        // A file of its own names its app; in a folder, the settings may already sit in another file.
+        if !layout.isFolder, root["app"] == nil {
+            root.entries.insert(
+                .init(key: "app", keyPosition: .startOfFile, value: PropertyListNode(.string(app), at: .startOfFile)), at: 0)
+        }
+        root.set("products", .array(products))
+        let candidate = SourcePlist.encode(root)
+
+        // The same rules as `catalog validate`, on the sources as they would be. The history
+        // rules need no new run: an import adds products and never changes a status.
+        let loaded = CatalogLoader(limits: self.limits).load(directory: catalogDirectory, displayPath: catalogDisplayPath)
+        var sources =
+            loaded.apps.first { $0.app == app }
+            ?? AppSources(app: app, definitions: [], origin: layout.target, isIncomplete: false)
+        var decoded: [Diagnostic] = []
+        let definition = PlistSourceDecoder(reader: PropertyListReader(limits: self.limits))
+            .decode(SourceFile(path: layout.target, bytes: candidate), into: &decoded)
+        guard let definition else {
+            result.diagnostics += decoded
+            return result
+        }
+        sources.definitions.removeAll { $0.settings.file == layout.target }
+        sources.definitions.append(definition)
+        sources.definitions.sort { $0.settings.file < $1.settings.file }
+        let found = decoded + CatalogRules.check(sources).diagnostics
+        result.diagnostics += Self.pointed(found, in: definition, to: origin, storeKitFile: displayPath)
+        result.diagnostics.sort()
+        guard !result.hasErrors else { return result }
+
+        let targetURL = layout.targetURL
+        if FileManager.default.contents(atPath: targetURL.path).map({ [UInt8]($0) }) != candidate {
+            try AtomicFile.write(candidate, to: targetURL)
+            result.wrote = true
+        }
+        return result
+    }
+
+    /// Replaces what a `.storekit` file says about a product, keeping everything else.
+    static func overwrite(_ fields: inout PropertyListDictionary, with imported: PropertyListDictionary) {
+        for key in ["type", "referenceName", "subscription"] { fields.set(key, imported[key]?.value) }
+        var metadata = PropertyListDictionary()
+        if case .dictionary(let current)? = fields["metadata"]?.value { metadata = current }
+        var importedMetadata = PropertyListDictionary()
+        if case .dictionary(let values)? = imported["metadata"]?.value { importedMetadata = values }
+        for key in StoreKitMapping.metadataKeys { metadata.set(key, importedMetadata[key]?.value) }
+        fields.set("metadata", metadata.entries.isEmpty ? nil : .dictionary(metadata))
+    }
+
+    /// Diagnostics in the file about to be written point at the `.storekit` product they came
+    /// from, since that file exists nowhere yet; those about products already in the catalog
+    /// were there before the import and are left out.
+    private static func pointed(
+        _ diagnostics: [Diagnostic], in definition: SourceDefinition, to origin: [String: SourcePosition], storeKitFile: String
+    ) -> [Diagnostic] {
+        let target = definition.settings.file
+        let starts = definition.products.map { (position: $0.position, id: $0.id?.value) }
+        return diagnostics.compactMap { diagnostic in
+            // Other files of a folder app did not change: only new errors there matter.
+            guard diagnostic.file == target else { return diagnostic.severity == .error ? diagnostic : nil }
+            guard let product = starts.last(where: { $0.position <= diagnostic.position }) else { return diagnostic }
+            guard let id = product.id, let position = origin[id] else { return diagnostic.severity == .error ? diagnostic : nil }
+            var moved = diagnostic
+            moved.file = storeKitFile
+            moved.position = position
+            if !moved.message.contains("'\(id)'") { moved.message += " (product '\(id)')" }
+            return moved
+        }
+    }
+
+    /// The target file's root dict; Apple's minimal form (a root array of ids) becomes the full
+    /// form, one product dict per id.
+    private func readTarget(_ layout: SourceLayout) throws -> PropertyListDictionary {
+        guard FileManager.default.fileExists(atPath: layout.targetURL.path) else { return PropertyListDictionary() }
+        let source = try SourceFile.read(layout.targetURL, displayPath: layout.target, limits: limits).get()
+        guard let root = PropertyListReader(limits: limits).read(source).root else {
+            throw CatalogError.io(path: layout.target, message: "cannot be read again")
+        }
+        switch root.value {
+        case .dictionary(let dictionary):
+            return dictionary
+        case .array(let ids):
+            var dictionary = PropertyListDictionary()
+            dictionary.set(
+                "products",
+                .array(
+                    ids.map { id in
+                        var product = PropertyListDictionary()
+                        product.set("id", id.value)
+                        return PropertyListNode(.dictionary(product), at: id.position)
+                    }))
+            return dictionary
+        default:
+            throw CatalogError.io(path: layout.target, message: "the root is neither a dict nor an array")
+        }
+    }
+
+    // MARK: - Export
+
+    /// What an export made: the file's bytes, or nil with the diagnostics that prevented it.
+    public struct StoreKitExport: Sendable {
+        public var bytes: [UInt8]?
+        public var diagnostics: [Diagnostic]
+        public var productCount = 0
+    }
+
+    /// The `.storekit` file for `app`'s current sources, when they pass the rules.
+    public func exportStoreKit(app: String) -> StoreKitExport {
+        let base = catalogDisplayPath.hasSuffix("/") ? String(catalogDisplayPath.dropLast()) : catalogDisplayPath
+        let layout = SourceLayout(app: app, directory: catalogDirectory, base: base)
+        if let problem = AppName.problem(app) {
+            return StoreKitExport(diagnostics: [.error(problem, file: layout.target, at: .startOfFile)])
+        }
+        let validation = validate()
+        let own = validation.diagnostics.filter { layout.owns($0.file) }
+        guard let catalog = validation.catalogs.first(where: { $0.app == app }) else {
+            if own.containsErrors { return StoreKitExport(diagnostics: own) }
+            return StoreKitExport(
+                diagnostics: [.error("no sources for app '\(app)' in \(base)", file: layout.target, at: .startOfFile)])
+        }
+        let (bytes, diagnostics) = StoreKitEncoder.encode(catalog)
+        let count = catalog.products.filter { StoreKitEncoder.isExported($0) && $0.type != nil }.count
+        return StoreKitExport(bytes: bytes, diagnostics: own + diagnostics, productCount: count)
+    }
+}
+
+/// Where an app's sources are, and which file an import writes.
+private struct SourceLayout {
+    let app: String
+    let directory: URL
+    let base: String
+    let isFolder: Bool
+    /// Why import cannot write this app, if it cannot.
+    let problem: String?
+
+    init(app: String, directory: URL, base: String) {
+        self.app = app
+        self.directory = directory
+        self.base = base
+        var isDirectory: ObjCBool = false
+        let folder = directory.appendingPathComponent(app).path
+        isFolder = FileManager.default.fileExists(atPath: folder, isDirectory: &isDirectory) && isDirectory.boolValue
+        let xml = FileManager.default.fileExists(atPath: directory.appendingPathComponent("\(app).xml").path)
+        problem =
+            !isFolder && xml
+            ? "\(base)/\(app).xml is catalog XML, which import does not rewrite; move it into a folder \(base)/\(app)/ and import again (the products go to \(base)/\(app)/storekit.plist)"
+            : nil
+    }
+
+    var target: String { isFolder ? "\(base)/\(app)/storekit.plist" : "\(base)/\(app).plist" }
+
+    var targetURL: URL {
+        isFolder
+            ? directory.appendingPathComponent(app).appendingPathComponent("storekit.plist")
+            : directory.appendingPathComponent("\(app).plist")
+    }
+
+    /// Whether a diagnostic's file is one of this app's: its file, folder or feedback file.
+    func owns(_ file: String) -> Bool {
+        let prefix = "\(base)/\(app)"
+        return file == prefix || file.hasPrefix(prefix + "/") || file == prefix + ".plist" || file == prefix + ".xml"
+            || file == "\(base)/\(FeedbackFile.name(for: app))"
+    }
+}
