@@ -80,7 +80,10 @@ public struct CatalogWorkflow: Sendable {
 
     /// Validates, then publishes each app whose feeds changed, unless any app has errors:
     /// a catalog is published whole or not at all.
-    public func build(at moment: Timestamp, dryRun: Bool, publisher configure: (inout Publisher) -> Void = { _ in }) throws -> Build {
+    /// `note` records who publishes and why in each new revision's manifest.
+    public func build(
+        at moment: Timestamp, dryRun: Bool, note: RevisionNote = RevisionNote(), publisher configure: (inout Publisher) -> Void = { _ in }
+    ) throws -> Build {
         let validation = validate()
         guard !validation.hasErrors else { return Build(diagnostics: validation.diagnostics, plans: []) }
         // A dry run only reads; a build holds the lock from planning to the last manifest.
@@ -90,7 +93,7 @@ public struct CatalogWorkflow: Sendable {
         configure(&publisher)
         var plans: [PublicationPlan] = []
         for catalog in validation.catalogs {
-            let plan = try publisher.plan(catalog, at: moment)
+            let plan = try publisher.plan(catalog, at: moment, note: note)
             if !dryRun { try publisher.publish(plan) }
             plans.append(plan)
         }

@@ -29,10 +29,9 @@ struct CatalogCommand: AsyncParsableCommand {
         commandName: "catalog",
         abstract: "Validate and publish in-app-purchase product catalogs.",
         subcommands: [
-            ValidateCommand.self, BuildCommand.self, ServeCommand.self, ReportsCommand.self, FeedbackCommand.self, FetchCommand.self,
-            TokenCommand.self,
-            AuditCommand.self,
-            ImportCommand.self, ExportCommand.self,
+            ValidateCommand.self, BuildCommand.self, HistoryCommand.self, DiffCommand.self, RollbackCommand.self, ServeCommand.self,
+            ReportsCommand.self, FeedbackCommand.self, FetchCommand.self, TokenCommand.self, AuditCommand.self, ImportCommand.self,
+            ExportCommand.self,
         ]
     )
 }

@@ -37,7 +37,8 @@ import Testing
             let quarantined = try #require(try catalog.publish(at: buildMoment.adding(7200)).first)
             #expect(quarantined.revision == 2, "a quarantine is a content change")
             #expect(quarantined.feedbackChanges.map(\.description) == ["com.example.app: quarantined com.example.level2 (\(Self.reason))"])
-            #expect(quarantined.diff.changed.map { "\($0.id): \($0.details)" } == [#"com.example.level2: ["quarantine added"]"#])
+            #expect(quarantined.diff.changed.isEmpty, "a verdict is not an edit")
+            #expect(quarantined.diff.quarantined == [ProductDiff.Quarantine(id: "com.example.level2", reason: Self.reason)])
             #expect(text(catalog.published("v1/apps/com.example.app/products.json")) == #"["com.example.level1","com.example.rocket_car"]"#)
             #expect(
                 text(catalog.published("v1/apps/com.example.app/catalog.json"))

@@ -426,7 +426,7 @@ import Testing
                 second.stdout == """
                     com.example.app: would publish revision 2: 3 on sale, 1 known; products 1 added, 2 changed; 2 of 2 feeds changed
                       + com.example.level3
-                      ~ com.example.level2: referenceName added
+                      ~ com.example.level2: referenceName added: Level 2
                       ~ com.example.rocket_car: status cleared → retired
 
                     """)

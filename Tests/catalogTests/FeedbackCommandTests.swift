@@ -96,7 +96,7 @@ import Testing
             #expect(build.status == 0)
             #expect(
                 build.stdout == """
-                    com.example.app: published revision 2: 2 on sale, 1 known; products 1 changed; 2 of 2 feeds changed
+                    com.example.app: published revision 2: 2 on sale, 1 known; products 1 quarantined; 2 of 2 feeds changed
                     com.example.app: quarantined com.example.level2 (\(reason))
 
                     """)
@@ -116,7 +116,7 @@ import Testing
             #expect(rebuild.status == 0)
             #expect(
                 rebuild.stdout == """
-                    com.example.app: published revision 3: 3 on sale, 0 known; products 1 changed; 2 of 2 feeds changed
+                    com.example.app: published revision 3: 3 on sale, 0 known; products 1 released; 2 of 2 feeds changed
                     com.example.app: released com.example.level2
 
                     """)

@@ -1,16 +1,44 @@
 import Foundation
 
-/// The product-level changes between two revisions' snapshots, as `--dry-run` prints them.
+/// The product-level changes between two product snapshots (a revision's `products.jsonl.gz`,
+/// or what a build would publish): what `build --dry-run`, `catalog diff` and `catalog history` show.
+///
+/// A quarantine is the feedback loop's verdict, not an editor's change, so it is kept apart:
+/// a product whose only change is its quarantine is in ``quarantined`` or ``released``, not in
+/// ``changed``.
 public struct ProductDiff: Sendable, Hashable {
     public struct Change: Sendable, Hashable {
         public var id: String
-        /// Readable summaries such as "status cleared → retired" or "metadata changed".
+        /// Field by field, nested fields by dotted path: "status cleared → retired",
+        /// "metadata.price 0.99 → 1.99", "referenceName added: Level 2".
         public var details: [String]
+
+        public init(id: String, details: [String]) {
+            self.id = id
+            self.details = details
+        }
+    }
+
+    public struct Quarantine: Sendable, Hashable {
+        public var id: String
+        public var reason: String
+
+        public init(id: String, reason: String) {
+            self.id = id
+            self.reason = reason
+        }
     }
 
     public var added: [String] = []
     public var changed: [Change] = []
     public var removed: [String] = []
+    /// Products taken off sale by the feedback loop (added ones included).
+    public var quarantined: [Quarantine] = []
+    /// Products whose quarantine was lifted.
+    public var released: [String] = []
+
+    /// The snapshot key the feedback loop's verdict is written under.
+    static let quarantineKey = "quarantine"
 
     /// The diff of a first publication: everything is new.
     public init(added: [String]) {
@@ -21,39 +49,75 @@ public struct ProductDiff: Sendable, Hashable {
         var oldByID: [String: [UInt8]] = [:]
         for entry in old { oldByID[entry.id] = entry.json }
         var seen = Set<String>()
+        // Lines are compared as bytes first: only the few that differ are parsed.
+        let marker = Array("\"\(Self.quarantineKey)\":".utf8)
         for entry in new {
             seen.insert(entry.id)
             guard let before = oldByID[entry.id] else {
                 added.append(entry.id)
+                if entry.json.firstRange(of: marker) != nil, let reason = try Self.object(entry.json)[Self.quarantineKey] as? String {
+                    quarantined.append(Quarantine(id: entry.id, reason: reason))
+                }
                 continue
             }
-            if before != entry.json {
-                changed.append(Change(id: entry.id, details: try Self.describe(before, entry.json)))
-            }
+            guard before != entry.json else { continue }
+            var oldObject = try Self.object(before)
+            var newObject = try Self.object(entry.json)
+            let wasQuarantined = oldObject.removeValue(forKey: Self.quarantineKey) as? String
+            let reason = newObject.removeValue(forKey: Self.quarantineKey) as? String
+            if let reason, wasQuarantined == nil { quarantined.append(Quarantine(id: entry.id, reason: reason)) }
+            if reason == nil, wasQuarantined != nil { released.append(entry.id) }
+            let details = Self.describe(oldObject, newObject, path: "")
+            if !details.isEmpty { changed.append(Change(id: entry.id, details: details)) }
         }
         removed = old.map(\.id).filter { !seen.contains($0) }
     }
 
-    private static func describe(_ before: [UInt8], _ after: [UInt8]) throws -> [String] {
-        let old = try JSONSerialization.jsonObject(with: Data(before)) as? NSDictionary ?? [:]
-        let new = try JSONSerialization.jsonObject(with: Data(after)) as? NSDictionary ?? [:]
-        let keys = Set((old.allKeys + new.allKeys).compactMap { $0 as? String }).sorted()
+    public var isEmpty: Bool {
+        added.isEmpty && changed.isEmpty && removed.isEmpty && quarantined.isEmpty && released.isEmpty
+    }
+
+    /// Counts such as "1 added, 2 changed, 1 quarantined", empty kinds left out.
+    public var summary: String {
+        let counts = [
+            (added.count, "added"), (changed.count, "changed"), (removed.count, "removed"),
+            (quarantined.count, "quarantined"), (released.count, "released"),
+        ]
+        return counts.filter { $0.0 > 0 }.map { "\($0.0) \($0.1)" }.joined(separator: ", ")
+    }
+
+    private static func object(_ json: [UInt8]) throws -> [String: Any] {
+        try JSONSerialization.jsonObject(with: Data(json)) as? [String: Any] ?? [:]
+    }
+
+    /// Every field that differs, in key order; both sides' objects are compared field by field.
+    private static func describe(_ old: [String: Any], _ new: [String: Any], path: String) -> [String] {
         var details: [String] = []
-        for key in keys {
-            let a = old[key]
-            let b = new[key]
-            if let a = a as? NSObject, let b = b as? NSObject, a.isEqual(b) { continue }
-            if a == nil && b == nil { continue }
-            if let a = a as? String, let b = b as? String {
-                details.append("\(key) \(a) → \(b)")
-            } else if a == nil {
-                details.append("\(key) added")
-            } else if b == nil {
-                details.append("\(key) removed")
-            } else {
-                details.append("\(key) changed")
+        for key in Set(old.keys).union(new.keys).sorted() {
+            let name = path + key
+            switch (old[key], new[key]) {
+            case (let a as [String: Any], let b as [String: Any]):
+                details += describe(a, b, path: name + ".")
+            case (let a?, let b?):
+                if (a as? NSObject)?.isEqual(b) != true { details.append("\(name) \(text(a)) → \(text(b))") }
+            case (nil, let b?):
+                details.append("\(name) added: \(text(b))")
+            case (let a?, nil):
+                details.append("\(name) removed (was \(text(a)))")
+            case (nil, nil):
+                break
             }
         }
         return details
+    }
+
+    /// A value as an editor reads it: strings bare, anything else as compact JSON.
+    private static func text(_ value: Any) -> String {
+        if let string = value as? String { return string }
+        guard
+            let data = try? JSONSerialization.data(
+                withJSONObject: value, options: [.sortedKeys, .fragmentsAllowed, .withoutEscapingSlashes])
+        else { return "\(value)" }
+        return String(decoding: data, as: UTF8.self)
     }
 }

@@ -33,6 +33,14 @@ public struct PublicationPlan: Sendable {
     let snapshot: [UInt8]?
 }
 
+extension PublicationPlan {
+    /// Each product's snapshot line as this plan publishes it: what a rollback compares with
+    /// the revision it restores.
+    var snapshotLines: [(id: String, json: [UInt8])] {
+        Publisher.lines(of: snapshot ?? Publisher.snapshot(renderer.catalog.products), renderer.catalog.products)
+    }
+}
+
 /// Files shared by every variant that selects exactly these products.
 struct PlannedOutput: Sendable {
     var directory: String
@@ -70,10 +78,11 @@ struct StatePlanner {
     ///   - stampTime: the publication time new rich-feed content carries, and the Last-Modified
     ///     of feeds whose bytes differ from `previous`.
     ///   - previous: what each variant served just before this state, for validators.
-    ///   - stampSource: a record whose rich-feed stamp may be reused if its content is the same.
+    ///   - stampSources: records whose rich-feed stamp may be reused if their content is the same,
+    ///     preferred in order.
     mutating func plan(
         at moment: Timestamp, stampTime: Timestamp, directoryPrefix: String,
-        previous: (Variant) -> VariantRecord?, stampSource: (Variant) -> VariantRecord?
+        previous: (Variant) -> VariantRecord?, stampSources: (Variant) -> [VariantRecord]
     ) -> (records: [VariantRecord], changed: Int, sellable: Set<Int>) {
         var groups: [VariantGroup] = []
         var groupIndex: [[Int]: Int] = [:]
@@ -88,7 +97,7 @@ struct StatePlanner {
         }
         // Render each new selection once, keep only hashes and sizes: publish renders again.
         let fresh = groups.filter { planned[$0.selection] == nil }
-        let sources = fresh.map { $0.variants.compactMap(stampSource) }
+        let sources = fresh.map { $0.variants.flatMap(stampSources) }
         let app = self.app
         let renderer = self.renderer
         let newRevision = revision
@@ -173,9 +182,10 @@ public struct Publisher: Sendable {
     /// Renders the feeds of `catalog` at `moment` and compares them with what is published.
     /// Feed bytes are hashed and dropped here, and rendered again by ``publish(_:)``, so a big
     /// catalog never has all of its feeds in memory at once.
-    public func plan(_ catalog: AppCatalog, at moment: Timestamp) throws -> PublicationPlan {
+    public func plan(_ catalog: AppCatalog, at moment: Timestamp, note: RevisionNote = RevisionNote()) throws -> PublicationPlan {
         let app = catalog.app
         let previous = try tree.currentManifest(app)
+        let restored = try note.rollbackOf.map { try tree.manifest(app, revision: $0) }
         let renderer = FeedRenderer(catalog: catalog)
         let revision = (previous?.revision ?? 0) + 1
 
@@ -194,7 +204,8 @@ public struct Publisher: Sendable {
         var planner = StatePlanner(app: app, renderer: renderer, revision: revision)
         let current = planner.plan(
             at: changedAt, stampTime: changedAt, directoryPrefix: "",
-            previous: { previous?.record(for: $0) }, stampSource: { previous?.record(for: $0) })
+            previous: { previous?.record(for: $0) },
+            stampSources: { variant in [previous?.record(for: variant), restored?.record(for: variant)].compactMap { $0 } })
         var schedule: [ScheduledVariants] = []
         var scheduledSellable: [(from: Timestamp, sellable: Set<Int>)] = []
         var before = current.records
@@ -202,7 +213,9 @@ public struct Publisher: Sendable {
             let state = planner.plan(
                 at: at, stampTime: at, directoryPrefix: "scheduled/\(offset + 1)/",
                 previous: { variant in before.first { $0.platform == variant.platformKey && $0.band == variant.bandKey } },
-                stampSource: { variant in previous?.scheduledRecord(at: at, for: variant) })
+                stampSources: { variant in
+                    [previous?.scheduledRecord(at: at, for: variant), restored?.scheduledRecord(at: at, for: variant)].compactMap { $0 }
+                })
             schedule.append(ScheduledVariants(from: at, variants: state.records))
             scheduledSellable.append((at, state.sellable))
             before = state.records
@@ -236,10 +249,8 @@ public struct Publisher: Sendable {
         var diff = ProductDiff(added: catalog.products.map(\.id))
         if let previous {
             let encoded = Self.snapshot(catalog.products)
-            let lines = encoded.split(separator: 0x0A, omittingEmptySubsequences: false).dropLast()
             diff = try ProductDiff(
-                old: tree.productSnapshot(app, revision: previous.revision),
-                new: zip(catalog.products, lines).map { ($0.id, Array($1)) })
+                old: tree.productSnapshot(app, revision: previous.revision), new: Self.lines(of: encoded, catalog.products))
             snapshot = encoded
         }
         // A quarantine always changes the rich feed (its known list), so the revision records it.
@@ -258,7 +269,9 @@ public struct Publisher: Sendable {
             revision: (isUnchanged ? previous?.revision : nil) ?? revision,
             publishedAt: (isUnchanged ? previous?.publishedAt : nil) ?? changedAt,
             platforms: renderer.selector.platforms, bands: renderer.selector.bands.map(\.description), variants: records,
-            schedule: schedule.isEmpty ? nil : schedule, quarantined: quarantined.isEmpty ? nil : quarantined.map(\.id))
+            schedule: schedule.isEmpty ? nil : schedule, quarantined: quarantined.isEmpty ? nil : quarantined.map(\.id),
+            author: isUnchanged ? previous?.author : note.author, message: isUnchanged ? previous?.message : note.message,
+            rollbackOf: isUnchanged ? previous?.rollbackOf : note.rollbackOf)
         return PublicationPlan(
             app: app, previous: previous, revision: manifest.revision, publishedAt: manifest.publishedAt,
             isUnchanged: isUnchanged, diff: diff, manifest: manifest, history: history,
@@ -371,13 +384,19 @@ public struct Publisher: Sendable {
     }
 
     /// One line per product, every field: what history, diffs and rollback read back.
-    private static func snapshot(_ products: [Product]) -> [UInt8] {
+    static func snapshot(_ products: [Product]) -> [UInt8] {
         var bytes: [UInt8] = []
         for product in products {
             bytes.append(contentsOf: FeedRenderer.encode(product, for: .snapshot))
             bytes.append(0x0A)
         }
         return bytes
+    }
+
+    /// A snapshot's lines with the identifier of each, as ``PublicTree/productSnapshot(_:revision:)`` reads them back.
+    static func lines(of snapshot: [UInt8], _ products: [Product]) -> [(id: String, json: [UInt8])] {
+        let lines = snapshot.split(separator: 0x0A, omittingEmptySubsequences: false).dropLast()
+        return zip(products, lines).map { ($0.id, Array($1)) }
     }
 
     private func encode(_ manifest: RevisionManifest) throws -> [UInt8] {

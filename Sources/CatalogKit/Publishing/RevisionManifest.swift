@@ -23,6 +23,12 @@ public struct RevisionManifest: Codable, Sendable, Hashable {
     /// manifests from before the feedback loop read the same. What a build compares to say
     /// which quarantines it published or lifted.
     public var quarantined: [String]?
+    /// Who published it (the local user for the CLI, a token's name for the editor API), why,
+    /// and the revision a rollback republished; each absent when unknown, so that manifests
+    /// from before history was recorded read (and re-encode) the same.
+    public var author: String?
+    public var message: String?
+    public var rollbackOf: Int?
 
     public var selector: VariantSelector {
         VariantSelector(platforms: platforms, bands: bands.compactMap(AppVersion.init))
@@ -39,6 +45,21 @@ public struct RevisionManifest: Codable, Sendable, Hashable {
 }
 
 /// The variants as they are from a moment on, until the next scheduled moment.
+/// Who publishes a revision and why, recorded in its manifest for `catalog history`.
+public struct RevisionNote: Sendable, Hashable {
+    public var author: String?
+    public var message: String?
+    /// The revision whose content is republished: its rich-feed bytes (which carry its number
+    /// and time) are reused wherever the content is the same, so feeds and ETags equal its own.
+    public var rollbackOf: Int?
+
+    public init(author: String? = nil, message: String? = nil, rollbackOf: Int? = nil) {
+        self.author = author
+        self.message = message
+        self.rollbackOf = rollbackOf
+    }
+}
+
 public struct ScheduledVariants: Codable, Sendable, Hashable {
     public var from: Timestamp
     public var variants: [VariantRecord]

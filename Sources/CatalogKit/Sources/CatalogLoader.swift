@@ -47,13 +47,13 @@ public struct CatalogLoader: Sendable {
             if isDirectory.boolValue {
                 app = name
                 let inner = (try? fileManager.contentsOfDirectory(atPath: url.path)) ?? []
-                files = inner.sorted().filter { isSource($0) }.map { (url.appendingPathComponent($0), "\(display)/\($0)") }
+                files = inner.sorted().filter { Self.isSource($0) }.map { (url.appendingPathComponent($0), "\(display)/\($0)") }
                 if files.isEmpty {
                     diagnostics.append(.warning("folder has no .plist or .xml sources", file: display, at: .startOfFile))
                     continue
                 }
             } else {
-                guard isSource(name) else { continue }
+                guard Self.isSource(name) else { continue }
                 app = (name as NSString).deletingPathExtension
                 files = [(url, display)]
             }
@@ -88,7 +88,8 @@ public struct CatalogLoader: Sendable {
         return (apps, diagnostics)
     }
 
-    private func isSource(_ name: String) -> Bool {
+    /// Whether a file in `catalog/` (or an app's folder) is a source: a feedback file is not.
+    static func isSource(_ name: String) -> Bool {
         !name.hasPrefix(".") && !name.hasSuffix(Self.feedbackSuffix)
             && Self.sourceExtensions.contains((name as NSString).pathExtension.lowercased())
     }

@@ -1,0 +1,119 @@
+import Foundation
+import PropertyList
+
+/// One revision as `catalog history` lists it.
+public struct RevisionSummary: Sendable, Codable, Hashable {
+    public var revision: Int
+    public var publishedAt: Timestamp
+    /// Absent for revisions published before authors were recorded.
+    public var author: String?
+    public var message: String?
+    public var rollbackOf: Int?
+    public var added: Int
+    public var removed: Int
+    public var changed: Int
+    public var quarantined: Int
+    public var released: Int
+
+    init(_ manifest: RevisionManifest, diff: ProductDiff) {
+        revision = manifest.revision
+        publishedAt = manifest.publishedAt
+        author = manifest.author
+        message = manifest.message
+        rollbackOf = manifest.rollbackOf
+        added = diff.added.count
+        removed = diff.removed.count
+        changed = diff.changed.count
+        quarantined = diff.quarantined.count
+        released = diff.released.count
+    }
+}
+
+/// Why a history, diff or rollback could not be given: an app or revision that does not exist,
+/// or sources with errors.
+public struct HistoryError: Error, CustomStringConvertible {
+    public var description: String
+    /// Problems in the sources, when they are the reason.
+    public var diagnostics: [Diagnostic] = []
+}
+
+/// `catalog history`, `catalog diff` (and `catalog rollback`, in its own file) as functions.
+///
+/// Everything is read from the published revisions' manifests and product snapshots, which are
+/// immutable: no lock is needed to read them, and a build running meanwhile only adds to them.
+extension CatalogWorkflow {
+    /// The revisions of `app`, newest first, each with its changes from the one before it.
+    /// `limit` bounds how many are read: each costs reading one product snapshot.
+    public func history(app: String, limit: Int? = nil) throws -> [RevisionSummary] {
+        let tree = PublicTree(root: publicDirectory)
+        let current = try publishedRevision(app)
+        let oldest = max(1, current - (limit ?? current) + 1)
+        // Oldest first, so that each snapshot is read once and compared with the one before it.
+        var before = oldest > 1 ? try tree.productSnapshot(app, revision: oldest - 1) : []
+        var summaries: [RevisionSummary] = []
+        for revision in oldest...current {
+            let snapshot = try tree.productSnapshot(app, revision: revision)
+            let diff = try ProductDiff(old: before, new: snapshot)
+            summaries.append(RevisionSummary(try tree.manifest(app, revision: revision), diff: diff))
+            before = snapshot
+        }
+        return summaries.reversed()
+    }
+
+    /// What a diff compares: two revisions, or the current one and what the next build would publish.
+    public enum DiffSide: Sendable, Hashable, CustomStringConvertible {
+        case revision(Int)
+        case sources
+
+        public var description: String {
+            switch self {
+            case .revision(let number): "revision \(number)"
+            case .sources: "sources"
+            }
+        }
+    }
+
+    public struct RevisionDiff: Sendable {
+        public var app: String
+        /// Nil when the app was never published (everything in the sources is added).
+        public var from: DiffSide?
+        public var to: DiffSide
+        public var diff: ProductDiff
+    }
+
+    /// The product changes of `app` from `from` to `to`. With both nil: the current revision
+    /// against the sources, planned as `build --dry-run` plans them; with only `from`: that
+    /// revision against the current one.
+    public func diff(app: String, from: Int? = nil, to: Int? = nil, at moment: Timestamp) throws -> RevisionDiff {
+        if let problem = AppName.problem(app) { throw HistoryError(description: problem) }
+        let tree = PublicTree(root: publicDirectory)
+        guard let from else {
+            let dryRun = try self.build(at: moment, dryRun: true)
+            guard let plan = dryRun.plans.first(where: { $0.app == app }) else {
+                if dryRun.hasErrors {
+                    throw HistoryError(
+                        description: "the sources have errors; fix them to see what the next build would publish",
+                        diagnostics: dryRun.diagnostics)
+                }
+                throw HistoryError(description: "unknown app '\(app)': it has no sources in \(catalogDisplayPath) and was never published")
+            }
+            return RevisionDiff(app: app, from: plan.previous.map { .revision($0.revision) }, to: .sources, diff: plan.diff)
+        }
+        let current = try publishedRevision(app)
+        let to = to ?? current
+        for revision in [from, to] where !(1...current).contains(revision) {
+            throw HistoryError(description: "'\(app)' has no revision \(revision); its revisions are 1 to \(current)")
+        }
+        let diff = try ProductDiff(old: tree.productSnapshot(app, revision: from), new: tree.productSnapshot(app, revision: to))
+        return RevisionDiff(app: app, from: .revision(from), to: .revision(to), diff: diff)
+    }
+
+    /// The current revision of `app`; an error naming the app when it was never published.
+    func publishedRevision(_ app: String) throws -> Int {
+        if let problem = AppName.problem(app) { throw HistoryError(description: problem) }
+        guard let manifest = try PublicTree(root: publicDirectory).currentManifest(app) else {
+            throw HistoryError(description: "unknown app '\(app)': it was never published")
+        }
+        return manifest.revision
+    }
+}
