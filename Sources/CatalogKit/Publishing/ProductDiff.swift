@@ -99,7 +99,8 @@ public struct ProductDiff: Sendable, Hashable {
             case (let a as [String: Any], let b as [String: Any]):
                 details += describe(a, b, path: name + ".")
             case (let a?, let b?):
-                if (a as? NSObject)?.isEqual(b) != true { details.append("\(name) \(text(a)) → \(text(b))") }
+                // Compared as JSON with sorted keys: the same text for the same value and type.
+                if json(a) != json(b) { details.append("\(name) \(text(a)) → \(text(b))") }
             case (nil, let b?):
                 details.append("\(name) added: \(text(b))")
             case (let a?, nil):
@@ -113,11 +114,12 @@ public struct ProductDiff: Sendable, Hashable {
 
     /// A value as an editor reads it: strings bare, anything else as compact JSON.
     private static func text(_ value: Any) -> String {
-        if let string = value as? String { return string }
-        guard
-            let data = try? JSONSerialization.data(
-                withJSONObject: value, options: [.sortedKeys, .fragmentsAllowed, .withoutEscapingSlashes])
-        else { return "\(value)" }
+        (value as? String) ?? json(value)
+    }
+
+    private static func json(_ value: Any) -> String {
+        let options: JSONSerialization.WritingOptions = [.sortedKeys, .fragmentsAllowed, .withoutEscapingSlashes]
+        guard let data = try? JSONSerialization.data(withJSONObject: value, options: options) else { return "\(value)" }
         return String(decoding: data, as: UTF8.self)
     }
 }
