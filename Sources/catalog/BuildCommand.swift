@@ -25,7 +25,7 @@ struct BuildCommand: ParsableCommand {
         let build: CatalogWorkflow.Build
         do {
             build = try options.workflow.build(
-                at: .now, dryRun: dryRun, note: RevisionNote(author: localUser(), message: message?.isEmpty == false ? message : nil))
+                at: .now, dryRun: dryRun, note: RevisionNote(author: LocalUser.name, message: message?.isEmpty == false ? message : nil))
         } catch {
             printError("\(error)")
             throw ExitCode(1)

@@ -1,12 +1,6 @@
 import CatalogKit
 import Foundation
 
-#if canImport(Glibc)
-    import Glibc
-#elseif canImport(Darwin)
-    import Darwin
-#endif
-
 /// One line per app for what a build (or a rollback) published or would publish.
 func summary(_ plan: PublicationPlan, dryRun: Bool = false) -> String {
     if plan.isUnchanged {
@@ -33,13 +27,4 @@ func diffLines(_ diff: ProductDiff, verdicts: Bool = true) -> [String] {
     lines += diff.removed.map { "  - \($0)" }
     guard verdicts else { return lines }
     return lines + diff.quarantined.map { "  ! \($0.id): quarantined: \($0.reason)" } + diff.released.map { "  ! \($0): released" }
-}
-
-/// Who runs the command, for the revisions it publishes: the account's name, which `sudo` or a
-/// stale environment cannot disguise, then `$USER`.
-func localUser() -> String? {
-    if let entry = getpwuid(geteuid()), let name = entry.pointee.pw_name, name.pointee != 0 {
-        return String(cString: name)
-    }
-    return ProcessInfo.processInfo.environment["USER"].flatMap { $0.isEmpty ? nil : $0 }
 }

@@ -36,7 +36,7 @@ struct RollbackCommand: ParsableCommand {
         let rollback: CatalogWorkflow.Rollback
         do {
             rollback = try options.workflow.rollback(
-                app: app, to: revision, at: .now, author: localUser(), message: message?.isEmpty == false ? message : nil)
+                app: app, to: revision, at: .now, author: LocalUser.name, message: message?.isEmpty == false ? message : nil)
         } catch let error as HistoryError {
             report(error.diagnostics)
             printError("\(error)")
