@@ -701,7 +701,7 @@ import Testing
             #expect(
                 plan.diff.changed.map(\.summary) == [
                     "com.example.game.b: status cleared → retired",
-                    "com.example.game.d: displayOrder removed, metadata added, referenceName Dee → Dee 2, type added",
+                    #"com.example.game.d: displayOrder removed (was 1), metadata added: {"title":"Dee"}, referenceName Dee → Dee 2, type added: consumable"#,
                 ])
             #expect(plan.diff.removed == ["com.example.game.c"])
             #expect(plan.sellableCount == 3)

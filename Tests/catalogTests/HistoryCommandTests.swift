@@ -44,8 +44,7 @@ import Testing
     }
 
     static func publishedAt(_ workspace: CommandTests.Workspace, _ revision: Int) throws -> String {
-        try #require(try PublicTree(root: workspace.root.appendingPathComponent("public")).manifest(app, revision: revision)).publishedAt
-            .iso8601
+        try PublicTree(root: workspace.root.appendingPathComponent("public")).manifest(app, revision: revision).publishedAt.iso8601
     }
 
     @Test func historyAndDiffGolden() throws {
@@ -162,8 +161,8 @@ import Testing
                 "catalog/\(Self.app).plist",
                 Self.catalog(price: "1.99", extra: "\n\t\t<dict><key>id</key><string>com.example.level3</string></dict>"))
             #expect(try workspace.run("build", "--message", "level 3").status == 0)
-            let (_, second) = try #require(await Self.get(server, until: { $0.value(forHTTPHeaderField: "ETag") != etag }))
-            let secondModified = try #require(second.value(forHTTPHeaderField: "Last-Modified").flatMap { HTTPDate.parse($0, now: .now) })
+            #expect(await Self.get(server, until: { $0.value(forHTTPHeaderField: "ETag") != etag }) != nil, "revision 2 is served")
+            let secondModified = try Self.lastModified(workspace, revision: 2)
 
             let rollback = try workspace.run("rollback", Self.app, "1")
             #expect(rollback.status == 0 && rollback.stderr == "")
@@ -175,10 +174,16 @@ import Testing
                     Commit the sources: the next 'catalog build' publishes nothing new.
 
                     """)
-            let (body, third) = try #require(await Self.get(server, until: { $0.value(forHTTPHeaderField: "ETag") == etag }))
-            #expect(body == original)
-            let thirdModified = try #require(third.value(forHTTPHeaderField: "Last-Modified").flatMap { HTTPDate.parse($0, now: .now) })
+            // A Last-Modified moved forward may be ahead of the clock by a second, and a server
+            // never sends one later than its clock: wait until it serves the recorded one.
+            let thirdModified = try Self.lastModified(workspace, revision: 3)
             #expect(thirdModified > secondModified)
+            let (body, _) = try #require(
+                await Self.get(server) {
+                    $0.value(forHTTPHeaderField: "ETag") == etag
+                        && $0.value(forHTTPHeaderField: "Last-Modified") == HTTPDate.format(thirdModified)
+                })
+            #expect(body == original)
 
             let manifest = try #require(try PublicTree(root: workspace.root.appendingPathComponent("public")).currentManifest(Self.app))
             #expect(manifest.author == Self.user && manifest.message == "rollback to 1" && manifest.rollbackOf == 1)
@@ -188,10 +193,24 @@ import Testing
         }
     }
 
+    /// The Last-Modified of the default `products.json` of `revision`, as its manifest records it.
+    static func lastModified(_ workspace: CommandTests.Workspace, revision: Int) throws -> Timestamp {
+        let manifest = try PublicTree(root: workspace.root.appendingPathComponent("public")).manifest(app, revision: revision)
+        return try #require(manifest.variants.first).products.lastModified
+    }
+
+    /// No local cache: each request must reach the server, whatever the feed's max-age.
+    static let session: URLSession = {
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.urlCache = nil
+        configuration.requestCachePolicy = .reloadIgnoringLocalCacheData
+        return URLSession(configuration: configuration)
+    }()
+
     /// `GET products.json` until `done` holds for its response, for up to ten seconds.
     static func get(_ server: ServeProcess, until done: (HTTPURLResponse) -> Bool) async -> (String, HTTPURLResponse)? {
         for _ in 0..<100 {
-            if let (data, response) = try? await URLSession.shared.data(from: server.url("/v1/apps/\(app)/products.json")),
+            if let (data, response) = try? await session.data(from: server.url("/v1/apps/\(app)/products.json")),
                 let http = response as? HTTPURLResponse, http.statusCode == 200, done(http)
             {
                 return (String(decoding: data, as: UTF8.self), http)
