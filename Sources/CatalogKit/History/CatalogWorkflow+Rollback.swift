@@ -56,15 +56,15 @@ extension CatalogWorkflow {
         for entry in restored {
             let retired = history.entries[entry.id]?.retiredRevision != nil
             if retired { forced.insert(entry.id) }
-            source.append(snapshot: entry.json, status: retired ? .retired : nil)
+            try source.append(snapshot: entry.json, status: retired ? .retired : nil)
         }
         let restoredIDs = Set(restored.map(\.id))
         for entry in try tree.productSnapshot(app, revision: current) where !restoredIDs.contains(entry.id) {
             forced.insert(entry.id)
-            source.append(snapshot: entry.json, status: .retired)
+            try source.append(snapshot: entry.json, status: .retired)
         }
 
-        let replaced = try replaceSources(of: app, with: source.encoded())
+        let replaced = try replaceSources(of: app, with: source.encoded)
         do {
             let validation = validate()
             guard let catalog = validation.catalogs.first(where: { $0.app == app }) else {
