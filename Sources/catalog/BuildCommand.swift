@@ -1,9 +1,10 @@
 import ArgumentParser
 import CatalogKit
 import Foundation
+import Logging
 import PropertyList
 
-struct BuildCommand: ParsableCommand {
+struct BuildCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "build",
         abstract: "Validate, then publish a new revision of each app whose feeds changed.",
@@ -14,6 +15,7 @@ struct BuildCommand: ParsableCommand {
     )
 
     @OptionGroup var options: CatalogOptions
+    @OptionGroup var storeOptions: StoreOptions
 
     @Flag(help: "Print the product-level changes a build would publish, and write nothing.")
     var dryRun = false
@@ -21,11 +23,14 @@ struct BuildCommand: ParsableCommand {
     @Option(help: "Why: recorded with the author in each new revision, shown by 'catalog history'.")
     var message: String?
 
-    func run() throws {
+    func run() async throws {
+        let now = Timestamp.now
+        let tree = PublicTree(root: options.workflow.publicDirectory)
+        let manifestsBefore = Dictionary(uniqueKeysWithValues: tree.publishedApps().map { ($0, tree.currentManifestHash($0)) })
         let build: CatalogWorkflow.Build
         do {
             build = try options.workflow.build(
-                at: .now, dryRun: dryRun, note: RevisionNote(author: LocalUser.name, message: message?.isEmpty == false ? message : nil))
+                at: now, dryRun: dryRun, note: RevisionNote(author: LocalUser.name, message: message?.isEmpty == false ? message : nil))
         } catch {
             printError("\(error)")
             throw ExitCode(1)
@@ -38,6 +43,18 @@ struct BuildCommand: ParsableCommand {
             for change in plan.feedbackChanges { print(change) }
             if dryRun && !plan.isUnchanged {
                 for line in diffLines(plan.diff, verdicts: false) { print(line) }
+            }
+        }
+        let published = build.plans.filter { !$0.isUnchanged }
+        guard !dryRun, !published.isEmpty else { return }
+        // Published: the audit log says who and what. A store that cannot be written is an error
+        // after the fact, but never a silent gap in the log.
+        try await storeOptions.withStore(logger: Logger(label: "catalog.build")) { store in
+            for plan in published {
+                try await store.appendAudit(
+                    .publication(
+                        plan, summary: summary(plan), actor: LocalUser.name, at: now, manifestBefore: manifestsBefore[plan.app] ?? nil,
+                        tree: tree))
             }
         }
     }

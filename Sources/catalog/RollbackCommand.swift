@@ -1,8 +1,10 @@
 import ArgumentParser
 import CatalogKit
 import Foundation
+import Logging
+import PropertyList
 
-struct RollbackCommand: ParsableCommand {
+struct RollbackCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "rollback",
         abstract: "Republish an earlier revision's content as a new revision, and write it back into the sources.",
@@ -17,6 +19,7 @@ struct RollbackCommand: ParsableCommand {
     )
 
     @OptionGroup var options: CatalogOptions
+    @OptionGroup var storeOptions: StoreOptions
 
     @Argument(help: "The app's bundle identifier.")
     var app: String
@@ -32,11 +35,14 @@ struct RollbackCommand: ParsableCommand {
         if revision < 1 { throw ValidationError("revisions count from 1; '\(revision)' is not one") }
     }
 
-    func run() throws {
+    func run() async throws {
+        let now = Timestamp.now
+        let tree = PublicTree(root: options.workflow.publicDirectory)
+        let manifestBefore = tree.currentManifestHash(app)
         let rollback: CatalogWorkflow.Rollback
         do {
             rollback = try options.workflow.rollback(
-                app: app, to: revision, at: .now, author: LocalUser.name, message: message?.isEmpty == false ? message : nil)
+                app: app, to: revision, at: now, author: LocalUser.name, message: message?.isEmpty == false ? message : nil)
         } catch let error as HistoryError {
             report(error.diagnostics)
             printError("\(error)")
@@ -54,5 +60,11 @@ struct RollbackCommand: ParsableCommand {
         }
         for id in rollback.verdicts.released { print("  \(id): released since revision \(rollback.restored), stays on sale") }
         print("Commit the sources: the next 'catalog build' publishes nothing new.")
+        try await storeOptions.withStore(logger: Logger(label: "catalog.rollback")) { store in
+            try await store.appendAudit(
+                .publication(
+                    rollback.plan, action: .rollback, summary: "rollback to revision \(rollback.restored): \(summary(rollback.plan))",
+                    actor: LocalUser.name, at: now, manifestBefore: manifestBefore, tree: tree))
+        }
     }
 }

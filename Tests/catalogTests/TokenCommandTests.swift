@@ -53,6 +53,43 @@ import Testing
         }
     }
 
+    /// Every publication and rollback from the command line is in the audit log, with the
+    /// manifest's hash before and after; a build that publishes nothing adds nothing.
+    @Test func publicationsAndRollbacksAreAudited() throws {
+        try CommandTests.withWorkspace { workspace in
+            try workspace.write("catalog/com.example.app.plist", CommandTests.seed)
+            #expect(try workspace.run("build", "--message", "first").status == 0)
+            #expect(try workspace.run("build").status == 0, "unchanged")
+            try workspace.write("catalog/com.example.app.plist", plist("<array><string>com.example.level1</string></array>"))
+            #expect(try workspace.run("build").status == 1, "level2 vanished without being retired")
+            try workspace.write(
+                "catalog/com.example.app.plist",
+                plist(
+                    """
+                    <dict><key>products</key><array>
+                    <dict><key>id</key><string>com.example.level1</string></dict>
+                    <dict><key>id</key><string>com.example.level2</string><key>status</key><string>retired</string></dict>
+                    <dict><key>id</key><string>com.example.rocket_car</string></dict>
+                    </array></dict>
+                    """))
+            #expect(try workspace.run("build").status == 0)
+            #expect(try workspace.run("rollback", "com.example.app", "1").status == 0)
+            let rows = try auditRows(workspace, "--app", "com.example.app")
+            let actor = LocalUserName.current
+            #expect(
+                rows.map { $0.split(separator: " ").prefix(4).joined(separator: " ") } == [
+                    "3 \(actor) rollback com.example.app", "2 \(actor) publish com.example.app", "1 \(actor) publish com.example.app",
+                ])
+            let json = try workspace.run("audit", "--json")
+            let entries = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [[String: Any]])
+            #expect(entries.count == 3)
+            #expect(entries.last?["beforeHash"] == nil, "nothing was published before the first build")
+            #expect((entries.last?["afterHash"] as? String)?.count == 64)
+            #expect(
+                entries[1]["beforeHash"] as? String == entries[2]["afterHash"] as? String, "hashes chain from one publication to the next")
+        }
+    }
+
     /// Verdicts and releases land in the audit log with who made them.
     @Test func feedbackAndReleasesAreAudited() async throws {
         try await CommandTests.withWorkspaceAsync { workspace in
@@ -62,13 +99,11 @@ import Testing
             #expect(try workspace.run("feedback").status == 0)
             #expect(try workspace.run("feedback", "release", "com.example.app", "com.example.level2").status == 0)
             let rows = try auditRows(workspace, "--app", "com.example.app")
-            #expect(rows.count == 2)
-            #expect(
-                rows.first?.hasPrefix("2 \(LocalUserName.current) release com.example.app com.example.app: released com.example.level2")
-                    == true)
-            #expect(
-                rows.last?.hasPrefix("1 \(LocalUserName.current) verdict com.example.app com.example.app: quarantined com.example.level2")
-                    == true)
+            let actor = LocalUserName.current
+            #expect(rows.count == 3)
+            #expect(rows[0].hasPrefix("3 \(actor) release com.example.app com.example.app: released com.example.level2"))
+            #expect(rows[1].hasPrefix("2 \(actor) verdict com.example.app com.example.app: quarantined com.example.level2"))
+            #expect(rows[2].hasPrefix("1 \(actor) publish com.example.app com.example.app: published revision 1"))
         }
     }
 }

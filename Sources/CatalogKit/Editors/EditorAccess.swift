@@ -149,6 +149,16 @@ public struct TokenNameTaken: Error, CustomStringConvertible {
 public typealias CatalogStore = ReportStore & EditorStore
 
 extension AuditEntry {
+    /// The entry for a revision `plan` published, with the manifest's hash before and after.
+    public static func publication(
+        _ plan: PublicationPlan, action: Action = .publish, summary: String, actor: String, at moment: Timestamp, manifestBefore: String?,
+        tree: PublicTree
+    ) -> AuditEntry {
+        AuditEntry(
+            at: moment, actor: actor, action: action, app: plan.app, summary: summary, beforeHash: manifestBefore,
+            afterHash: tree.currentManifestHash(plan.app))
+    }
+
     /// The entries for a feedback run's verdict changes, or a release: one per identifier.
     public static func feedback(_ changes: [VerdictChange], actor: String, at moment: Timestamp) -> [AuditEntry] {
         changes.map { change in

@@ -102,3 +102,11 @@ public struct PublicTree: Sendable {
         }
     }
 }
+
+extension PublicTree {
+    /// SHA-256 of `app`'s current manifest file: what the audit log records before and after a
+    /// publication, since the manifest names every feed's hash.
+    public func currentManifestHash(_ app: String) -> String? {
+        FileManager.default.contents(atPath: currentManifestURL(app).path).map { ContentHash.sha256Hex($0) }
+    }
+}
