@@ -24,8 +24,11 @@ public struct CatalogWorkflow: Sendable {
     }
 
     /// Loads and checks every app, including the rules that need the publication history.
-    public func validate() -> Validation {
-        let loaded = CatalogLoader(limits: limits).load(directory: catalogDirectory, displayPath: catalogDisplayPath)
+    /// `overrides` are contents read in place of the files at those URLs (a proposed edit).
+    public func validate(overriding overrides: [URL: [UInt8]] = [:]) -> Validation {
+        var loader = CatalogLoader(limits: limits)
+        for (url, bytes) in overrides { loader.overrides[url.path] = bytes }
+        let loaded = loader.load(directory: catalogDirectory, displayPath: catalogDisplayPath)
         var diagnostics = loaded.diagnostics
         var catalogs: [AppCatalog] = []
         let tree = PublicTree(root: publicDirectory)
@@ -89,14 +92,23 @@ public struct CatalogWorkflow: Sendable {
         // A dry run only reads; a build holds the lock from planning to the last manifest.
         let lock = dryRun ? nil : try BuildLock(publicDirectory: publicDirectory)
         defer { withExtendedLifetime(lock) {} }
+        let plans = try publish(validation.catalogs, at: moment, dryRun: dryRun, note: note, publisher: configure)
+        return Build(diagnostics: validation.diagnostics, plans: plans)
+    }
+
+    /// Plans, then unless a dry run publishes, each of `catalogs`; the caller holds the build
+    /// lock when it publishes.
+    func publish(
+        _ catalogs: [AppCatalog], at moment: Timestamp, dryRun: Bool, note: RevisionNote, publisher configure: (inout Publisher) -> Void
+    ) throws -> [PublicationPlan] {
         var publisher = Publisher(publicDirectory: publicDirectory)
         configure(&publisher)
         var plans: [PublicationPlan] = []
-        for catalog in validation.catalogs {
+        for catalog in catalogs {
             let plan = try publisher.plan(catalog, at: moment, note: note)
             if !dryRun { try publisher.publish(plan) }
             plans.append(plan)
         }
-        return Build(diagnostics: validation.diagnostics, plans: plans)
+        return plans
     }
 }

@@ -33,32 +33,29 @@ struct ReportsCommand: AsyncParsableCommand {
     func run() async throws {
         let now = Timestamp.now
         let from = since.map { Timestamp(secondsSince1970: now.secondsSince1970 - $0.seconds) }
-        let (aggregates, verdicts) = try await storeOptions.withStore(logger: Logger(label: "catalog.reports")) { store in
-            let aggregates = try await store.aggregate(AggregateQuery(app: app, since: from))
-            // Sources with errors are not judged: their rows show no verdict.
-            let judged = try await options.workflow.judgeFeedback(store: store, at: now).apps
-            let verdicts = Dictionary(uniqueKeysWithValues: judged.map { ($0.app, $0.verdicts.feedback.verdicts) })
-            return (aggregates, verdicts)
+        let document = try await storeOptions.withStore(logger: Logger(label: "catalog.reports")) { store in
+            try await options.workflow.reports(store: store, app: app, since: from, at: now)
         }
+        let aggregates = document.aggregates
         if json {
-            print(String(decoding: try prettyJSON(ReportsJSON(since: from, aggregates: aggregates, verdicts: verdicts)), as: UTF8.self))
+            print(String(decoding: try prettyJSON(document), as: UTF8.self))
         } else if aggregates.isEmpty {
             print("No reports\(since.map { " in the last \($0)" } ?? "")\(app.map { " for \($0)" } ?? "").")
         } else {
-            print(table(aggregates, verdicts: verdicts))
+            print(table(aggregates))
         }
     }
 
-    private func table(_ aggregates: [ReportAggregate], verdicts: [String: [String: Verdict]]) -> String {
+    private func table(_ found: [ReportsDocument.Row]) -> String {
         var rows = [
             [
                 "APP", "IDENTIFIER", "VERDICT", "PLATFORM", "ENVIRONMENT", "INSTALLS", "REPORTS", "INVALID RATE", "FIRST SEEN", "LAST SEEN",
                 "VERSIONS",
             ]
         ]
-        for aggregate in aggregates {
+        for (aggregate, verdict) in found.map({ ($0.aggregate, $0.verdict) }) {
             rows.append([
-                aggregate.app, aggregate.identifier, verdicts[aggregate.app]?[aggregate.identifier]?.status.rawValue ?? "-",
+                aggregate.app, aggregate.identifier, verdict?.status.rawValue ?? "-",
                 aggregate.platform?.name ?? "-", aggregate.environment?.rawValue ?? "-",
                 String(aggregate.installs), String(aggregate.reports),
                 aggregate.invalidRate.map { String(format: "%.2f", $0) } ?? "-",
@@ -85,32 +82,4 @@ func prettyJSON(_ value: some Encodable) throws -> Data {
     let encoder = JSONEncoder()
     encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
     return try encoder.encode(value)
-}
-
-/// `catalog reports --json`: the aggregates with their invalid rate spelled out.
-private struct ReportsJSON: Encodable {
-    var since: Timestamp?
-    var aggregates: [Row]
-
-    init(since: Timestamp?, aggregates: [ReportAggregate], verdicts: [String: [String: Verdict]]) {
-        self.since = since
-        self.aggregates = aggregates.map { Row(aggregate: $0, verdict: verdicts[$0.app]?[$0.identifier]) }
-    }
-
-    /// An aggregate's members plus its invalid rate, which is computed rather than stored, and
-    /// the identifier's verdict.
-    struct Row: Encodable {
-        let aggregate: ReportAggregate
-        let verdict: Verdict?
-        private enum Key: String, CodingKey { case invalidRate, verdict, reason }
-
-        func encode(to encoder: any Encoder) throws {
-            try aggregate.encode(to: encoder)
-            var container = encoder.container(keyedBy: Key.self)
-            try container.encodeIfPresent(aggregate.invalidRate, forKey: .invalidRate)
-            try container.encodeIfPresent(verdict?.status.rawValue, forKey: .verdict)
-            try container.encodeIfPresent(verdict?.reason, forKey: .reason)
-        }
-    }
-
 }

@@ -67,6 +67,10 @@ public struct JSONWriter: Sendable {
         bytes.append(contentsOf: (value ? "true" : "false").utf8)
     }
 
+    public mutating func null() {
+        raw("null".utf8)
+    }
+
     /// Starts the next value without a separator, after `raw` bytes that were not a value.
     mutating func resetSeparator() {
         needsComma = false

@@ -62,11 +62,14 @@ public struct ConditionalRequest: Sendable, Hashable {
     }
 }
 
-/// An If-None-Match value: `*`, or entity-tags separated by commas over one or more field lines.
+/// An If-None-Match or If-Match value: `*`, or entity-tags separated by commas over one or more
+/// field lines.
 struct EntityTagList: Hashable {
     var isWildcard = false
-    /// The opaque tags (quotes included), whatever their weakness: only weak comparison is used.
+    /// The opaque tags (quotes included), whatever their weakness, for weak comparison.
     var opaqueTags: [String] = []
+    /// The tags sent without `W/`: only these can match strongly.
+    var strongTags: [String] = []
 
     init(fieldLines: [String]) {
         for line in fieldLines {
@@ -79,10 +82,12 @@ struct EntityTagList: Hashable {
                     rest = rest.dropFirst()
                     continue
                 }
-                if rest.hasPrefix("W/") { rest = rest.dropFirst(2) }
+                let isWeak = rest.hasPrefix("W/")
+                if isWeak { rest = rest.dropFirst(2) }
                 // An opaque tag runs from a quote to the next quote; commas may sit inside it.
                 guard rest.first == "\"", let close = rest.dropFirst().firstIndex(of: "\"") else { break }
                 opaqueTags.append(String(rest[rest.startIndex...close]))
+                if !isWeak { strongTags.append(String(rest[rest.startIndex...close])) }
                 rest = rest[rest.index(after: close)...]
             }
         }
@@ -93,5 +98,24 @@ struct EntityTagList: Hashable {
         if isWildcard { return true }
         let opaque = entityTag.hasPrefix("W/") ? String(entityTag.dropFirst(2)) : entityTag
         return opaqueTags.contains(opaque)
+    }
+}
+
+/// If-Match (RFC 9110 §13.1.1) for the editor API's changes, which must name the state they
+/// were made from: strong comparison, so a weak tag never matches; `*` matches any current state.
+public enum IfMatch {
+    public enum Outcome: Sendable, Hashable {
+        /// No If-Match field: the change must not be made blind (428).
+        case missing
+        case matches
+        /// The state moved (412).
+        case fails
+    }
+
+    /// Compares each If-Match field line with the current strong `entityTag` (quotes included).
+    public static func evaluate(_ fieldLines: [String], current entityTag: String) -> Outcome {
+        guard !fieldLines.isEmpty else { return .missing }
+        let list = EntityTagList(fieldLines: fieldLines)
+        return list.isWildcard || list.strongTags.contains(entityTag) ? .matches : .fails
     }
 }

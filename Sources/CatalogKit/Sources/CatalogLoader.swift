@@ -19,6 +19,9 @@ public struct AppSources: Sendable {
 /// are merged in file-name order. `*.feedback.plist` files are feedback verdicts, not sources.
 public struct CatalogLoader: Sendable {
     public var limits: ReaderLimits
+    /// Contents to read instead of the file at each path: a proposed edit, checked by the same
+    /// rules before it is written.
+    public var overrides: [String: [UInt8]] = [:]
 
     public init(limits: ReaderLimits = ReaderLimits()) {
         self.limits = limits
@@ -97,7 +100,8 @@ public struct CatalogLoader: Sendable {
     /// Decodes one file, choosing the format by its root element rather than its extension.
     func decodeFile(_ url: URL, display: String, into diagnostics: inout [Diagnostic]) -> SourceDefinition? {
         let source: SourceFile
-        switch SourceFile.read(url, displayPath: display, limits: limits) {
+        let read = overrides[url.path].map { Result<SourceFile, Diagnostic>.success(SourceFile(path: display, bytes: $0)) }
+        switch read ?? SourceFile.read(url, displayPath: display, limits: limits) {
         case .success(let file): source = file
         case .failure(let diagnostic):
             diagnostics.append(diagnostic)
