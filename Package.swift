@@ -22,6 +22,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        // Tests only: reading the OpenAPI document to check the server against it.
+        .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
     ],
     targets: [
         // The only target that sees libxml2; everything else goes through PropertyList.
@@ -75,7 +77,8 @@ let package = Package(
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            resources: [.copy("Resources/openapi.yaml")]
         ),
         // What an app links: Foundation only, so that it builds for every Apple platform and Linux.
         .target(name: "CatalogClient"),
@@ -99,6 +102,7 @@ let package = Package(
                 "CatalogServer", "CatalogKit", "CatalogTestSupport", "ReportStorage",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "Yams", package: "Yams"),
             ]
         ),
         .testTarget(

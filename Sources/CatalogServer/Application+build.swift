@@ -7,10 +7,14 @@ import NIOCore
 import ServiceLifecycle
 
 /// The serving application: the catalog's routes and the reload service, ready to run or test.
+///
+/// The editor API under `/v1/admin/` needs both `reportStore` (tokens and the audit log) and
+/// `workflow` (the catalog sources it edits and publishes from, into `publicDirectory`).
 public func buildApplication(
     publicDirectory: PublicTree, host: String = "127.0.0.1", port: Int = 8080,
     configuration: ServeConfiguration = ServeConfiguration(), reloadInterval: Duration = .milliseconds(250),
-    reportStore: (any ReportStore)? = nil, reportsConfiguration: ReportsConfiguration = ReportsConfiguration(),
+    reportStore: (any CatalogStore)? = nil, reportsConfiguration: ReportsConfiguration = ReportsConfiguration(),
+    workflow: CatalogWorkflow? = nil,
     extraServices: [any Service] = [], eventLoopGroup: EventLoopGroupProvider = .singleton, logger: Logger
 ) -> some ApplicationProtocol {
     let store = FeedStore(tree: publicDirectory, logger: logger)
@@ -31,7 +35,8 @@ public func buildApplication(
     return Application(
         responder: CatalogResponder(
             store: store, configuration: configuration, metrics: metrics,
-            reports: reportStore.map { ReportIntake(store: $0, configuration: reportsConfiguration) }),
+            reports: reportStore.map { ReportIntake(store: $0, configuration: reportsConfiguration) },
+            admin: reportStore.flatMap { store in workflow.map { AdminAPI(store: store, workflow: $0, clock: configuration.clock) } }),
         server: server,
         configuration: ApplicationConfiguration(address: .hostname(host, port: port), serverName: nil),
         services: services + extraServices,

@@ -35,12 +35,15 @@ public struct CatalogResponder: HTTPResponder {
     let metrics: ServerMetrics
     /// nil: this server stores no reports (tests of the feeds alone); the endpoint answers 503.
     let reports: ReportIntake?
+    /// nil: no catalog sources or no store were given; `/v1/admin/` answers 503.
+    let admin: AdminAPI?
 
-    init(store: FeedStore, configuration: ServeConfiguration, metrics: ServerMetrics, reports: ReportIntake?) {
+    init(store: FeedStore, configuration: ServeConfiguration, metrics: ServerMetrics, reports: ReportIntake?, admin: AdminAPI?) {
         self.store = store
         self.configuration = configuration
         self.metrics = metrics
         self.reports = reports
+        self.admin = admin
     }
 
     public func respond(to request: Request, context: Context) async throws -> Response {
@@ -51,6 +54,12 @@ public struct CatalogResponder: HTTPResponder {
         case nil: response = JSONError.response(.notFound, "no such resource: \(request.uri.path)")
         case .reports(let app)?: response = await receiveReport(request, app: app, context: context)
         case .readiness?: response = await readiness(request)
+        case .admin(let adminRoute)?:
+            if let admin {
+                response = await admin.respond(to: request, at: adminRoute)
+            } else {
+                response = JSONError.response(.serviceUnavailable, "this server has no catalog sources and store to edit")
+            }
         case let route?: response = respond(to: request, at: route)
         }
         metrics.recordRequest(route?.metricsRoute ?? .unknown, status: response.status.code, bodyBytes: response.body.contentLength ?? 0)
@@ -79,7 +88,7 @@ public struct CatalogResponder: HTTPResponder {
         return JSONResponse.ok(#"{"status":"ready","apps":\#(apps)}"#)
     }
 
-    private static func methodNotAllowed(_ request: Request, allow: String) -> Response {
+    static func methodNotAllowed(_ request: Request, allow: String) -> Response {
         var response = JSONError.response(
             .methodNotAllowed, "\(request.method.rawValue) is not allowed here; use \(allow.replacingOccurrences(of: ", ", with: " or "))")
         response.headers[.allow] = allow
@@ -96,8 +105,12 @@ public struct CatalogResponder: HTTPResponder {
             return Response(
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4", .cacheControl: "no-store"],
                 body: ResponseBody(byteBuffer: ByteBuffer(bytes: metrics.render())))
-        case .readiness, .reports:
+        case .readiness, .reports, .admin:
             preconditionFailure("answered by respond(to:context:)")
+        case .openAPI:
+            return Response(
+                status: .ok, headers: [.contentType: "application/yaml", .cacheControl: "no-cache"],
+                body: ResponseBody(byteBuffer: ByteBuffer(bytes: OpenAPIDocument.bytes)))
         case .apps:
             return JSONResponse.ok(appsIndex())
         case .feed(let app, let kind):
@@ -184,14 +197,30 @@ public struct CatalogResponder: HTTPResponder {
 
 /// The paths the server knows.
 enum Route: Equatable {
-    case health, readiness, metrics, apps
+    case health, readiness, metrics, apps, openAPI
     case feed(app: String, kind: FeedKind)
     case revisions(app: String)
     case reports(app: String)
     case snapshot(app: String, revision: Int, kind: FeedKind)
+    case admin(AdminRoute)
+
+    /// Every path, as `docs`' OpenAPI document spells it: a test holds the two together.
+    static let templates = [
+        "/healthz", "/readyz", "/metrics", "/openapi.yaml", "/v1/apps", "/v1/apps/{app}/products.json", "/v1/apps/{app}/catalog.json",
+        "/v1/apps/{app}/revisions", "/v1/apps/{app}/invalid-identifiers", "/v1/apps/{app}/revisions/{revision}/products.json",
+        "/v1/apps/{app}/revisions/{revision}/catalog.json", "/v1/admin/apps", "/v1/admin/apps/{app}", "/v1/admin/apps/{app}/products",
+        "/v1/admin/apps/{app}/products/{id}", "/v1/admin/apps/{app}/products/{id}/retire", "/v1/admin/apps/{app}/publish",
+        "/v1/admin/apps/{app}/reports", "/v1/admin/apps/{app}/feedback/{id}/release", "/v1/admin/audit",
+    ]
 
     init?(_ segments: [String]) {
+        if segments.count >= 3 && segments[0] == "v1" && segments[1] == "admin" {
+            guard let route = AdminRoute(segments.dropFirst(2)) else { return nil }
+            self = .admin(route)
+            return
+        }
         switch segments.count {
+        case 1 where segments[0] == "openapi.yaml": self = .openAPI
         case 1 where segments[0] == "healthz": self = .health
         case 1 where segments[0] == "readyz": self = .readiness
         case 1 where segments[0] == "metrics": self = .metrics
@@ -229,6 +258,8 @@ extension Route {
         case .revisions: .revisions
         case .reports: .reports
         case .snapshot(_, _, let kind): kind == .products ? .revisionProducts : .revisionCatalog
+        case .admin: .admin
+        case .openAPI: .openapi
         }
     }
 }
@@ -239,13 +270,15 @@ extension Character {
 
 /// `{"error":{"message":"…"}}` with the right status, as every error of the service.
 enum JSONError {
-    static func response(_ status: HTTPResponse.Status, _ message: String) -> Response {
+    /// `more` writes further members of the error object (diagnostics, the current state).
+    static func response(_ status: HTTPResponse.Status, _ message: String, more: ((inout JSONWriter) -> Void)? = nil) -> Response {
         var json = JSONWriter()
         json.beginObject()
         json.key("error")
         json.beginObject()
         json.key("message")
         json.string(message)
+        more?(&json)
         json.endObject()
         json.endObject()
         return Response(

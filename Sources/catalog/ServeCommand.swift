@@ -83,7 +83,7 @@ struct ServeCommand: AsyncParsableCommand {
             logger.info("reports.store", metadata: ["store": "\(storeName)"])
             let app = buildApplication(
                 publicDirectory: tree, host: host, port: port, configuration: configuration, reportStore: store,
-                reportsConfiguration: reports,
+                reportsConfiguration: reports, workflow: options.workflow,
                 extraServices: autoFeedback.map {
                     [AutoFeedbackService(workflow: options.workflow, store: store, interval: $0.duration, logger: logger)]
                 } ?? [],

@@ -1,0 +1,450 @@
+import CatalogKit
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import PropertyList
+
+/// The editor API under `/v1/admin/`: bearer tokens, then the catalog workflow's editing and
+/// publishing functions, each change in the audit log.
+///
+/// The sources stay the truth: every change goes through ``CatalogWorkflow`` into the catalog
+/// files, guarded by `If-Match` on the app's source revision, and nothing of the catalog is
+/// kept here.
+struct AdminAPI: Sendable {
+    let store: any CatalogStore
+    let workflow: CatalogWorkflow
+    let changes = ChangeQueue()
+    let clock: @Sendable () -> Timestamp
+
+    /// Request bodies are one product definition: far below this.
+    static let maximumBodyBytes = 64 * 1024
+
+    func respond(to request: Request, at route: AdminRoute) async -> Response {
+        guard route.allowed.contains(request.method) else {
+            if request.method == .delete, case .product = route {
+                var response = JSONError.response(
+                    .methodNotAllowed, "a product is never deleted: App Store identifiers cannot be reused; POST …/retire to retire it")
+                response.headers[.allow] = "PUT"
+                return response
+            }
+            return CatalogResponder.methodNotAllowed(request, allow: route.allowed.map(\.rawValue).joined(separator: ", "))
+        }
+        let token: EditorToken
+        switch await authenticate(request) {
+        case .success(let found): token = found
+        case .failure(let refusal): return refusal.response
+        }
+        let dryRun = request.uri.queryParameters.get("dryRun").map { $0 == "true" || $0 == "1" } ?? false
+        if route.changes(dryRun: dryRun) && !token.role.canEdit {
+            return JSONError.response(.forbidden, "token '\(token.name)' is a viewer's; changes need an editor's token")
+        }
+        do {
+            switch route {
+            case .apps: return try apps()
+            case .app(let app): return try appState(app)
+            case .products(let app): return try await edit(request, app: app, actor: token.name) { .create($0) }
+            case .product(let app, let id): return try await edit(request, app: app, actor: token.name) { .update(id: id, $0) }
+            case .retire(let app, let id): return try await edit(request, app: app, actor: token.name, body: false) { _ in .retire(id: id) }
+            case .publish(let app): return try await publish(request, app: app, dryRun: dryRun, actor: token.name)
+            case .reports(let app): return try await reports(request, app: app)
+            case .release(let app, let id): return try await release(app: app, id: id, actor: token.name)
+            case .audit: return try await audit(request)
+            }
+        } catch let refusal as Refusal {
+            return refusal.response
+        } catch let error as EditError {
+            return response(for: error, app: route.app)
+        } catch {
+            return JSONError.response(.internalServerError, "\(error)")
+        }
+    }
+
+    // MARK: - Tokens
+
+    /// A response that ends a request early.
+    struct Refusal: Error {
+        var response: Response
+    }
+
+    /// The active token named by `Authorization: Bearer …` (RFC 6750).
+    private func authenticate(_ request: Request) async -> Result<EditorToken, Refusal> {
+        func unauthorized(_ message: String, invalid: Bool) -> Refusal {
+            var response = JSONError.response(.unauthorized, message)
+            response.headers[.wwwAuthenticate] = invalid ? #"Bearer realm="catalog", error="invalid_token""# : #"Bearer realm="catalog""#
+            return Refusal(response: response)
+        }
+        guard let field = request.headers[.authorization] else {
+            return .failure(unauthorized("this API needs a token: Authorization: Bearer cat_…", invalid: false))
+        }
+        let parts = field.split(separator: " ", maxSplits: 1, omittingEmptySubsequences: true)
+        guard parts.count == 2, parts[0].lowercased() == "bearer" else {
+            return .failure(unauthorized("use Authorization: Bearer cat_…", invalid: false))
+        }
+        let tokens: [EditorToken]
+        do {
+            tokens = try await store.tokens()
+        } catch {
+            return .failure(Refusal(response: JSONError.response(.serviceUnavailable, "the token store does not answer")))
+        }
+        guard let token = TokenSecret.match(String(parts[1]), among: tokens) else {
+            return .failure(unauthorized("the token is unknown or revoked", invalid: true))
+        }
+        return .success(token)
+    }
+
+    // MARK: - Reading
+
+    private func apps() throws -> Response {
+        var json = JSONWriter()
+        json.beginObject()
+        json.key("apps")
+        json.beginArray()
+        let tree = PublicTree(root: workflow.publicDirectory)
+        for app in workflow.sourceApps() {
+            guard let revision = try workflow.sourceRevision(app) else { continue }
+            json.beginObject()
+            json.key("app")
+            json.string(app)
+            json.key("sourceRevision")
+            json.string(revision)
+            json.key("publishedRevision")
+            if let manifest = try tree.currentManifest(app) { json.integer(Int64(manifest.revision)) } else { json.null() }
+            json.endObject()
+        }
+        json.endArray()
+        json.endObject()
+        return JSONResponse.ok(String(decoding: json.bytes, as: UTF8.self))
+    }
+
+    private func appState(_ app: String) throws -> Response {
+        let state = try workflow.appState(app)
+        var response = JSONResponse.ok(String(decoding: Self.encode(state), as: UTF8.self))
+        response.headers[.eTag] = Self.entityTag(state.sourceRevision)
+        return response
+    }
+
+    static func entityTag(_ revision: String) -> String { "\"\(revision)\"" }
+
+    static func encode(_ state: CatalogWorkflow.AppState) -> [UInt8] {
+        var json = JSONWriter()
+        json.beginObject()
+        json.key("app")
+        json.string(state.app)
+        json.key("sourceRevision")
+        json.string(state.sourceRevision)
+        json.key("files")
+        json.beginArray()
+        for file in state.files { json.string(file) }
+        json.endArray()
+        json.key("editable")
+        json.boolean(state.notEditable == nil)
+        if let reason = state.notEditable {
+            json.key("notEditableReason")
+            json.string(reason)
+        }
+        json.key("published")
+        if let manifest = state.published {
+            json.beginObject()
+            json.key("revision")
+            json.integer(Int64(manifest.revision))
+            json.key("publishedAt")
+            json.string(manifest.publishedAt.iso8601)
+            json.endObject()
+        } else {
+            json.null()
+        }
+        json.key("products")
+        json.beginArray()
+        for product in state.products { json.raw(FeedRenderer.encode(product, for: .snapshot)) }
+        json.endArray()
+        json.key("verdicts")
+        json.beginObject()
+        for (id, verdict) in state.feedback.verdicts.sorted(by: { $0.key < $1.key }) {
+            json.key(id)
+            json.beginObject()
+            json.key("status")
+            json.string(verdict.status.rawValue)
+            json.key("reason")
+            json.string(verdict.reason)
+            json.key("since")
+            json.string(verdict.since.iso8601)
+            json.endObject()
+        }
+        json.endObject()
+        json.key("diagnostics")
+        writeDiagnostics(state.diagnostics, to: &json)
+        json.endObject()
+        return json.bytes
+    }
+
+    static func writeDiagnostics(_ diagnostics: [Diagnostic], to json: inout JSONWriter) {
+        json.beginArray()
+        for diagnostic in diagnostics {
+            json.beginObject()
+            json.key("severity")
+            json.string(diagnostic.severity.rawValue)
+            json.key("file")
+            json.string(diagnostic.file)
+            json.key("line")
+            json.integer(Int64(diagnostic.position.line))
+            json.key("column")
+            json.integer(Int64(diagnostic.position.column))
+            json.key("message")
+            json.string(diagnostic.message)
+            json.key("text")
+            json.string(diagnostic.description)
+            json.endObject()
+        }
+        json.endArray()
+    }
+
+    private func reports(_ request: Request, app: String) async throws -> Response {
+        let now = clock()
+        var since: Timestamp?
+        if let text = request.uri.queryParameters.get("since") {
+            guard let interval = Interval(text) else {
+                throw Refusal(response: JSONError.response(.badRequest, "since=\(text) is not a span such as 90s, 30m, 24h, 7d or 2w"))
+            }
+            since = Timestamp(secondsSince1970: now.secondsSince1970 - interval.seconds)
+        }
+        _ = try workflow.appState(app)
+        let document = try await workflow.reports(store: store, app: app, since: since, at: now)
+        return JSONResponse.ok(String(decoding: try Self.encoder.encode(document), as: UTF8.self))
+    }
+
+    private func audit(_ request: Request) async throws -> Response {
+        let query = request.uri.queryParameters
+        let app = query.get("app")
+        if let app, let problem = AppName.problem(app) { throw Refusal(response: JSONError.response(.badRequest, problem)) }
+        var limit = 100
+        if let text = query.get("limit") {
+            guard let number = Int(text), (1...1000).contains(number) else {
+                throw Refusal(response: JSONError.response(.badRequest, "limit=\(text) must be a whole number from 1 to 1000"))
+            }
+            limit = number
+        }
+        let entries = try await store.auditLog(app: app, limit: limit)
+        return JSONResponse.ok(String(decoding: try Self.encoder.encode(["entries": entries]), as: UTF8.self))
+    }
+
+    static var encoder: JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }
+
+    // MARK: - Changing
+
+    /// A product change: If-Match first (428 without), then the body, then the workflow under
+    /// the change queue, then the audit log.
+    private func edit(
+        _ request: Request, app: String, actor: String, body: Bool = true,
+        _ make: @escaping @Sendable (PropertyListDictionary) -> ProductEdit
+    ) async throws -> Response {
+        let ifMatch = try Self.requireIfMatch(request)
+        var definition = PropertyListDictionary()
+        if body { definition = try await Self.readDefinition(request) }
+        let edit = make(definition)
+        let workflow = self.workflow
+        let result = try await changes.run {
+            try workflow.edit(app: app, edit, expected: { IfMatch.evaluate(ifMatch, current: Self.entityTag($0)) == .matches })
+        }
+        try await store.appendAudit(
+            AuditEntry(
+                at: clock(), actor: actor, action: .edit, app: app, summary: "\(result.summary) in \(result.file)",
+                beforeHash: result.before,
+                afterHash: result.after))
+        var json = JSONWriter()
+        json.beginObject()
+        json.key("product")
+        json.raw(FeedRenderer.encode(result.product, for: .snapshot))
+        json.key("file")
+        json.string(result.file)
+        json.key("sourceRevision")
+        json.string(result.after)
+        json.endObject()
+        var response = JSONResponse.ok(String(decoding: json.bytes, as: UTF8.self))
+        if case .create = edit { response.status = .created }
+        response.headers[.eTag] = Self.entityTag(result.after)
+        return response
+    }
+
+    private func publish(_ request: Request, app: String, dryRun: Bool, actor: String) async throws -> Response {
+        // A preview changes nothing and needs no guard; a publication does.
+        let ifMatch = try dryRun ? request.headers[values: .ifMatch] : Self.requireIfMatch(request)
+        let workflow = self.workflow
+        let now = clock()
+        let publication = try await changes.run {
+            try workflow.publish(
+                app: app, expected: ifMatch.isEmpty ? nil : { IfMatch.evaluate(ifMatch, current: Self.entityTag($0)) == .matches },
+                dryRun: dryRun, at: now)
+        }
+        let plan = publication.plan
+        if !dryRun && !plan.isUnchanged {
+            try await store.appendAudit(
+                AuditEntry(
+                    at: now, actor: actor, action: .publish, app: app,
+                    summary: "published revision \(plan.revision): \(Self.summary(plan.diff))", beforeHash: publication.manifestBefore,
+                    afterHash: publication.manifestAfter))
+        }
+        var json = JSONWriter()
+        json.beginObject()
+        json.key("app")
+        json.string(app)
+        json.key("dryRun")
+        json.boolean(dryRun)
+        json.key("unchanged")
+        json.boolean(plan.isUnchanged)
+        json.key("revision")
+        json.integer(Int64(plan.revision))
+        json.key("diff")
+        json.beginObject()
+        for (key, ids) in [("added", plan.diff.added), ("removed", plan.diff.removed)] {
+            json.key(key)
+            json.beginArray()
+            for id in ids { json.string(id) }
+            json.endArray()
+        }
+        json.key("changed")
+        json.beginArray()
+        for change in plan.diff.changed {
+            json.beginObject()
+            json.key("id")
+            json.string(change.id)
+            json.key("details")
+            json.beginArray()
+            for detail in change.details { json.string(detail) }
+            json.endArray()
+            json.endObject()
+        }
+        json.endArray()
+        json.endObject()
+        json.key("sourceRevision")
+        json.string(publication.after)
+        json.endObject()
+        var response = JSONResponse.ok(String(decoding: json.bytes, as: UTF8.self))
+        response.headers[.eTag] = Self.entityTag(publication.after)
+        return response
+    }
+
+    static func summary(_ diff: ProductDiff) -> String {
+        let parts = [("added", diff.added.count), ("changed", diff.changed.count), ("removed", diff.removed.count)]
+            .filter { $0.1 > 0 }.map { "\($0.1) \($0.0)" }
+        return parts.isEmpty ? "no product changes" : parts.joined(separator: ", ")
+    }
+
+    private func release(app: String, id: String, actor: String) async throws -> Response {
+        let workflow = self.workflow
+        let now = clock()
+        let (change, before, after) = try await changes.run {
+            guard let before = try workflow.sourceRevision(app) else { throw EditError(.notFound, "unknown app '\(app)'") }
+            do {
+                let change = try workflow.releaseFeedback(app: app, identifier: id, at: now)
+                return (change, before, try workflow.sourceRevision(app) ?? before)
+            } catch let error as CatalogWorkflow.ReleaseError {
+                // A feedback file with errors, or an identifier with no verdict to release.
+                throw EditError(error.diagnostics.isEmpty ? .notFound : .invalid, error.description, diagnostics: error.diagnostics)
+            }
+        }
+        for var entry in AuditEntry.feedback([change], actor: actor, at: now) {
+            (entry.beforeHash, entry.afterHash) = (before, after)
+            try await store.appendAudit(entry)
+        }
+        var json = JSONWriter()
+        json.beginObject()
+        json.key("released")
+        json.string(id)
+        json.key("summary")
+        json.string(change.description)
+        json.key("sourceRevision")
+        json.string(after)
+        json.endObject()
+        var response = JSONResponse.ok(String(decoding: json.bytes, as: UTF8.self))
+        response.headers[.eTag] = Self.entityTag(after)
+        return response
+    }
+
+    // MARK: - Requests and errors
+
+    private static func requireIfMatch(_ request: Request) throws -> [String] {
+        let lines = request.headers[values: .ifMatch]
+        guard !lines.isEmpty else {
+            throw Refusal(
+                response: JSONError.response(
+                    .preconditionRequired,
+                    "send If-Match with the app's ETag (GET /v1/admin/apps/{app}) so that no one else's change is overwritten"))
+        }
+        return lines
+    }
+
+    /// The body as a product definition: JSON, at most ``maximumBodyBytes``.
+    private static func readDefinition(_ request: Request) async throws -> PropertyListDictionary {
+        guard ReportIntake.isJSON(request.headers[.contentType]) else {
+            throw Refusal(response: JSONError.response(.unsupportedMediaType, "send the product as Content-Type: application/json"))
+        }
+        if let length = request.headers[.contentLength].flatMap(Int.init), length > maximumBodyBytes {
+            var response = JSONError.response(.contentTooLarge, "the body is \(length) bytes; the limit is \(maximumBodyBytes)")
+            response.headers[.connection] = "close"
+            throw Refusal(response: response)
+        }
+        let body: ByteBuffer
+        do {
+            body = try await request.body.collect(upTo: maximumBodyBytes)
+        } catch is NIOTooManyBytesError {
+            var response = JSONError.response(.contentTooLarge, "the body is larger than \(maximumBodyBytes) bytes")
+            response.headers[.connection] = "close"
+            throw Refusal(response: response)
+        }
+        do {
+            return try ProductJSON.definition(Array(body.readableBytesView))
+        } catch {
+            throw Refusal(response: JSONError.response(.badRequest, error.description))
+        }
+    }
+
+    private func response(for error: EditError, app: String?) -> Response {
+        switch error.code {
+        case .notFound:
+            return JSONError.response(.notFound, error.description)
+        case .notEditable:
+            return JSONError.response(.conflict, error.description)
+        case .invalid:
+            return JSONError.response(.unprocessableContent, error.description) { json in
+                json.key("diagnostics")
+                Self.writeDiagnostics(error.diagnostics, to: &json)
+            }
+        case .stale:
+            // The current state, so that the editor can merge and retry with its ETag.
+            guard let app, let state = try? workflow.appState(app) else {
+                return JSONError.response(.preconditionFailed, error.description)
+            }
+            var response = JSONError.response(.preconditionFailed, error.description) { json in
+                json.key("current")
+                json.raw(Self.encode(state))
+            }
+            response.headers[.eTag] = Self.entityTag(state.sourceRevision)
+            return response
+        }
+    }
+}
+
+extension AdminRoute {
+    var app: String? {
+        switch self {
+        case .apps, .audit: nil
+        case .app(let app), .products(let app), .publish(let app), .reports(let app): app
+        case .product(let app, _), .retire(let app, _), .release(let app, _): app
+        }
+    }
+}
+
+/// Changes made through the API, one at a time. Each also takes the build lock, which is what
+/// keeps them apart from `catalog build` and the feedback loop; queueing them here first means
+/// that at most one task blocks on that lock, so concurrent requests never tie up every thread
+/// of the cooperative pool waiting for it.
+actor ChangeQueue {
+    func run<T: Sendable>(_ body: @Sendable () throws -> T) throws -> T {
+        try body()
+    }
+}

@@ -1,0 +1,93 @@
+import CatalogKit
+import CatalogTestSupport
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import NIOCore
+import Testing
+import Yams
+
+@testable import CatalogServer
+
+/// The server against `openapi.yaml`: the same routes on both sides, and for one request to each
+/// documented operation, a status and content type the document lists.
+@Suite struct OpenAPITests {
+    static let methods = ["get", "head", "post", "put", "delete", "patch"]
+
+    /// The document as served, parsed.
+    static func document(_ client: some TestClientProtocol) async throws -> [String: Any] {
+        let response = try await client.execute(uri: "/openapi.yaml", method: .get)
+        #expect(response.status == .ok)
+        #expect(response.headers[.contentType] == "application/yaml")
+        let text = String(buffer: response.body)
+        #expect(text.hasPrefix("openapi: 3.1.0"))
+        return try #require(try Yams.load(yaml: text) as? [String: Any])
+    }
+
+    @Test func theDocumentAndTheResponderKnowTheSamePaths() async throws {
+        try await AdminAPITests.withServer { client, _ in
+            let document = try await Self.document(client)
+            let paths = try #require(document["paths"] as? [String: Any])
+            #expect(Set(paths.keys) == Set(Route.templates))
+            for template in Route.templates {
+                let segments = Self.sample(template).split(separator: "/", omittingEmptySubsequences: false).dropFirst().map(String.init)
+                #expect(Route(segments) != nil, "\(template)")
+            }
+        }
+    }
+
+    @Test func everyDocumentedOperationAnswersAsDocumented() async throws {
+        try await AdminAPITests.withServer { client, server in
+            let document = try await Self.document(client)
+            let paths = try #require(document["paths"] as? [String: [String: Any]])
+            let components = try #require(document["components"] as? [String: Any])
+            var checked = 0
+            for (template, item) in paths.sorted(by: { $0.key < $1.key }) {
+                for method in Self.methods {
+                    guard let operation = item[method] as? [String: Any] else { continue }
+                    let responses = try #require(operation["responses"] as? [String: Any], "\(method) \(template)")
+                    var headers = server.headers(server.editor, ifMatch: "\"0\"", json: true)
+                    headers[.ifMatch] = template.hasSuffix("/publish") || template.contains("/products") ? "\"0\"" : nil
+                    let request = TestClient.Request(
+                        Self.sample(template), method: HTTPRequest.Method(method.uppercased())!, headers: headers,
+                        body: ["post", "put"].contains(method) ? ByteBuffer(string: Self.body(template)) : nil)
+                    // A connection each: after a HEAD, the test client's connection is no longer usable.
+                    let response = try await TestClient.withClient(host: "localhost", port: try #require(client.port)) {
+                        try await $0.execute(request)
+                    }
+                    let status = String(response.status.code)
+                    let documented = try #require(
+                        responses[status] as? [String: Any],
+                        "\(method.uppercased()) \(template) answered \(status): \(response.body.map { String(buffer: $0) } ?? "")")
+                    let resolved = Self.resolve(documented, in: components)
+                    if let content = resolved["content"] as? [String: Any], method != "head" {
+                        let type = response.headers[.contentType]?.split(separator: ";").first.map(String.init)
+                        #expect(
+                            type.map { content.keys.contains($0) } == true,
+                            "\(method.uppercased()) \(template) \(status): \(type ?? "none")")
+                    }
+                    checked += 1
+                }
+            }
+            #expect(checked >= Route.templates.count)
+        }
+    }
+
+    /// A template with sample values that exist in the fixture.
+    static func sample(_ template: String) -> String {
+        template.replacingOccurrences(of: "{app}", with: CatalogServerTests.app).replacingOccurrences(of: "{revision}", with: "1")
+            .replacingOccurrences(of: "{id}", with: "com.example.served.coins")
+    }
+
+    static func body(_ template: String) -> String {
+        template.hasSuffix("invalid-identifiers") ? ReportExamples.valid : #"{"id":"com.example.served.coins"}"#
+    }
+
+    /// A response object, or the one its `$ref` names.
+    static func resolve(_ object: [String: Any], in components: [String: Any]) -> [String: Any] {
+        guard let reference = object["$ref"] as? String else { return object }
+        let name = reference.split(separator: "/").last.map(String.init) ?? ""
+        return (components["responses"] as? [String: Any])?[name] as? [String: Any] ?? object
+    }
+}
