@@ -264,9 +264,14 @@ import Testing
             let stale = try await client.execute(uri: path, method: .post, headers: server.headers(server.editor, ifMatch: etag))
             #expect(stale.status == .preconditionFailed)
             #expect(stale.headers[.eTag] == other.headers[.eTag])
+            #expect(try Data(contentsOf: server.source) == changed)
+            // `*` is for scripts that mean to overwrite whatever is there.
+            let any = try await client.execute(
+                uri: "\(Self.appPath)/products/com.example.served.gems/retire", method: .post,
+                headers: server.headers(server.editor, ifMatch: "*"))
+            #expect(any.status == .ok)
             let current = try #require((try Self.json(stale)["error"] as? [String: Any])?["current"] as? [String: Any])
             #expect((current["products"] as? [[String: Any]])?.count == 3)
-            #expect(try Data(contentsOf: server.source) == changed)
         }
     }
 
@@ -392,6 +397,13 @@ import Testing
             #expect(published.status == .ok)
             #expect(try Self.json(published)["revision"] as? Int == 2)
             #expect(try server.fixture.publicTree.currentManifest(Self.app)?.revision == 2)
+            // The public feed serves it once the server reloads: wait for that event, a bounded number of times.
+            var feed = ""
+            for _ in 0..<200 where !feed.contains("com.example.served.gems") {
+                feed = String(buffer: try await client.execute(uri: CatalogServerTests.feedPath + "?platform=ios", method: .get).body)
+                if !feed.contains("com.example.served.gems") { try await Task.sleep(for: .milliseconds(50)) }
+            }
+            #expect(feed == #"["com.example.served.coins","com.example.served.gems"]"#)
 
             let entries = try await server.store.auditLog(app: Self.app, limit: 1)
             #expect(entries.first?.action == .publish)
