@@ -210,7 +210,8 @@ enum Route: Equatable {
         "/v1/apps/{app}/revisions", "/v1/apps/{app}/invalid-identifiers", "/v1/apps/{app}/revisions/{revision}/products.json",
         "/v1/apps/{app}/revisions/{revision}/catalog.json", "/v1/admin/apps", "/v1/admin/apps/{app}", "/v1/admin/apps/{app}/products",
         "/v1/admin/apps/{app}/products/{id}", "/v1/admin/apps/{app}/products/{id}/retire", "/v1/admin/apps/{app}/publish",
-        "/v1/admin/apps/{app}/reports", "/v1/admin/apps/{app}/feedback/{id}/release", "/v1/admin/audit",
+        "/v1/admin/apps/{app}/reports", "/v1/admin/apps/{app}/feedback/{id}/release", "/v1/admin/apps/{app}/revisions",
+        "/v1/admin/apps/{app}/diff", "/v1/admin/apps/{app}/revisions/{revision}/rollback", "/v1/admin/audit",
     ]
 
     init?(_ segments: [String]) {

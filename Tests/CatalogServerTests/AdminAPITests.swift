@@ -235,7 +235,8 @@ import Testing
             #expect(
                 entries.map(\.summary) == [
                     "retire com.example.served.mac in catalog/\(Self.app).plist",
-                    "update com.example.served.coins: availableFrom added, status cleared → draft, type added in catalog/\(Self.app).plist",
+                    "update com.example.served.coins in catalog/\(Self.app).plist: availableFrom added: 2030-01-01T00:00:00Z, "
+                        + "status cleared → draft, type added: consumable",
                     "create com.example.served.gems in catalog/\(Self.app).plist",
                 ])
             // Each entry's after is the next one's before: the log chains the file's states.
@@ -434,6 +435,66 @@ import Testing
             #expect(statuses.sorted { $0.code < $1.code } == [.ok, .preconditionFailed])
             #expect(try server.fixture.publicTree.currentManifest(Self.app)?.revision == 2)
             #expect(try await server.store.auditLog(app: Self.app, limit: 10).filter { $0.action == .publish }.count == 1)
+        }
+    }
+
+    // MARK: - History
+
+    @Test func historyDiffAndRollback() async throws {
+        try await Self.withServer { client, server in
+            var etag = try await Self.etag(client, server)
+            let created = try await client.execute(
+                uri: "\(Self.appPath)/products", method: .post, headers: server.headers(server.editor, ifMatch: etag, json: true),
+                body: ByteBuffer(string: #"{"id":"com.example.served.gems"}"#))
+            etag = try #require(created.headers[.eTag])
+            let published = try await client.execute(
+                uri: "\(Self.appPath)/publish?message=more%20gems", method: .post, headers: server.headers(server.editor, ifMatch: etag))
+            #expect(published.status == .ok)
+            etag = try #require(published.headers[.eTag])
+
+            let history = try await client.execute(uri: "\(Self.appPath)/revisions", method: .get, headers: server.headers(server.viewer))
+            #expect(history.status == .ok)
+            let revisions = try #require(try Self.json(history)["revisions"] as? [[String: Any]])
+            #expect(revisions.map { $0["revision"] as? Int } == [2, 1])
+            #expect(revisions[0]["author"] as? String == "ada")
+            #expect(revisions[0]["message"] as? String == "more gems")
+            #expect(revisions[0]["added"] as? Int == 1)
+
+            let diff = try await client.execute(
+                uri: "\(Self.appPath)/diff?from=1&to=2", method: .get, headers: server.headers(server.viewer))
+            #expect(diff.status == .ok)
+            let body = try Self.json(diff)
+            #expect(body["from"] as? Int == 1)
+            #expect(body["to"] as? Int == 2)
+            #expect((body["diff"] as? [String: Any])?["added"] as? [String] == ["com.example.served.gems"])
+            let pending = try Self.json(
+                try await client.execute(uri: "\(Self.appPath)/diff", method: .get, headers: server.headers(server.viewer)))
+            #expect(pending["to"] as? String == "sources")
+            let missing = try await client.execute(uri: "\(Self.appPath)/diff?from=9", method: .get, headers: server.headers(server.viewer))
+            #expect(missing.status == .notFound)
+
+            let path = "\(Self.appPath)/revisions/1/rollback"
+            #expect(
+                try await client.execute(uri: path, method: .post, headers: server.headers(server.editor)).status == .preconditionRequired)
+            #expect(
+                try await client.execute(uri: path, method: .post, headers: server.headers(server.viewer, ifMatch: etag)).status
+                    == .forbidden)
+            let rolledBack = try await client.execute(uri: path, method: .post, headers: server.headers(server.editor, ifMatch: etag))
+            #expect(rolledBack.status == .ok)
+            let result = try Self.json(rolledBack)
+            #expect(result["revision"] as? Int == 3)
+            #expect(result["keptRetired"] as? [String] == ["com.example.served.gems"])
+            #expect(rolledBack.headers[.eTag] != etag)
+            #expect(try server.fixture.publicTree.currentManifest(Self.app)?.rollbackOf == 1)
+            // The identifier published since stays in the sources, retired.
+            #expect(String(decoding: try Data(contentsOf: server.source), as: UTF8.self).contains("<string>retired</string>"))
+            let stale = try await client.execute(uri: path, method: .post, headers: server.headers(server.editor, ifMatch: etag))
+            #expect(stale.status == .preconditionFailed)
+
+            let entries = try await server.store.auditLog(app: Self.app, limit: 10)
+            #expect(entries.map(\.action) == [.rollback, .publish, .edit])
+            #expect(entries[0].actor == "ada")
+            #expect(entries[0].beforeHash != nil && entries[0].afterHash != nil && entries[0].beforeHash != entries[0].afterHash)
         }
     }
 

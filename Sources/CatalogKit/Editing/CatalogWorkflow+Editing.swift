@@ -120,7 +120,8 @@ extension CatalogWorkflow {
         public var file: String
         public var before: String
         public var after: String
-        /// One line for the audit log, such as "update com.example.gold: status cleared → retired".
+        /// One line for the audit log, such as "update com.example.gold in catalog/com.example.app.plist:
+        /// status cleared → draft".
         public var summary: String
     }
 
@@ -167,7 +168,7 @@ extension CatalogWorkflow {
             target = roots.count - 1
             id = newID
             Self.modifyProducts(&roots[target]) { $0.append(PropertyListNode(.dictionary(definition), at: .startOfFile)) }
-            summary = "create \(id)"
+            summary = "create \(id) in \(displayPath(files[target]))"
         case .update(let updatedID, var definition):
             if let given = Self.id(of: definition), given != updatedID {
                 throw EditError(.invalid, "the body's id '\(given)' is not the product's id '\(updatedID)'; ids never change")
@@ -176,13 +177,13 @@ extension CatalogWorkflow {
             let place = try locate(updatedID)
             target = place.file
             id = updatedID
-            summary = "update \(id)"
+            summary = "update \(id) in \(displayPath(files[target]))"
             Self.modifyProducts(&roots[target]) { $0[place.index] = PropertyListNode(.dictionary(definition), at: .startOfFile) }
         case .retire(let retiredID):
             let place = try locate(retiredID)
             target = place.file
             id = retiredID
-            summary = "retire \(id)"
+            summary = "retire \(id) in \(displayPath(files[target]))"
             Self.modifyProducts(&roots[target]) { products in
                 guard case .dictionary(var product) = products[place.index].value else { return }
                 product.set("status", .string(ProductStatus.retired.rawValue))

@@ -49,12 +49,17 @@ struct AdminAPI: Sendable {
             case .publish(let app): return try await publish(request, app: app, dryRun: dryRun, actor: token.name)
             case .reports(let app): return try await reports(request, app: app)
             case .release(let app, let id): return try await release(app: app, id: id, actor: token.name)
+            case .revisions(let app): return try revisions(request, app: app)
+            case .diff(let app): return try diff(request, app: app)
+            case .rollback(let app, let revision): return try await rollback(request, app: app, to: revision, actor: token.name)
             case .audit: return try await audit(request)
             }
         } catch let refusal as Refusal {
             return refusal.response
         } catch let error as EditError {
             return response(for: error, app: route.app)
+        } catch let error as HistoryError {
+            return response(for: Self.editError(error), app: route.app)
         } catch {
             return JSONError.response(.internalServerError, "\(error)")
         }
@@ -217,14 +222,7 @@ struct AdminAPI: Sendable {
         let query = request.uri.queryParameters
         let app = query.get("app")
         if let app, let problem = AppName.problem(app) { throw Refusal(response: JSONError.response(.badRequest, problem)) }
-        var limit = 100
-        if let text = query.get("limit") {
-            guard let number = Int(text), (1...1000).contains(number) else {
-                throw Refusal(response: JSONError.response(.badRequest, "limit=\(text) must be a whole number from 1 to 1000"))
-            }
-            limit = number
-        }
-        let entries = try await store.auditLog(app: app, limit: limit)
+        let entries = try await store.auditLog(app: app, limit: try Self.limit(request, default: 100) ?? 100)
         return JSONResponse.ok(String(decoding: try Self.encoder.encode(["entries": entries]), as: UTF8.self))
     }
 
@@ -252,7 +250,7 @@ struct AdminAPI: Sendable {
         }
         try await store.appendAudit(
             AuditEntry(
-                at: clock(), actor: actor, action: .edit, app: app, summary: "\(result.summary) in \(result.file)",
+                at: clock(), actor: actor, action: .edit, app: app, summary: result.summary,
                 beforeHash: result.before,
                 afterHash: result.after))
         var json = JSONWriter()
@@ -273,12 +271,13 @@ struct AdminAPI: Sendable {
     private func publish(_ request: Request, app: String, dryRun: Bool, actor: String) async throws -> Response {
         // A preview changes nothing and needs no guard; a publication does.
         let ifMatch = try dryRun ? request.headers[values: .ifMatch] : Self.requireIfMatch(request)
+        let message = request.uri.queryParameters.get("message").map { String($0) }
         let workflow = self.workflow
         let now = clock()
         let publication = try await changes.run {
             try workflow.publish(
                 app: app, expected: ifMatch.isEmpty ? nil : { IfMatch.evaluate(ifMatch, current: Self.entityTag($0)) == .matches },
-                dryRun: dryRun, at: now)
+                dryRun: dryRun, at: now, note: RevisionNote(author: actor, message: message))
         }
         let plan = publication.plan
         if !dryRun && !plan.isUnchanged {
@@ -299,8 +298,19 @@ struct AdminAPI: Sendable {
         json.key("revision")
         json.integer(Int64(plan.revision))
         json.key("diff")
+        Self.write(plan.diff, to: &json)
+        json.key("sourceRevision")
+        json.string(publication.after)
+        json.endObject()
+        var response = JSONResponse.ok(String(decoding: json.bytes, as: UTF8.self))
+        response.headers[.eTag] = Self.entityTag(publication.after)
+        return response
+    }
+
+    /// A product diff as JSON: what `catalog diff` and `build --dry-run` print.
+    static func write(_ diff: ProductDiff, to json: inout JSONWriter) {
         json.beginObject()
-        for (key, ids) in [("added", plan.diff.added), ("removed", plan.diff.removed)] {
+        for (key, ids) in [("added", diff.added), ("removed", diff.removed), ("released", diff.released)] {
             json.key(key)
             json.beginArray()
             for id in ids { json.string(id) }
@@ -308,7 +318,7 @@ struct AdminAPI: Sendable {
         }
         json.key("changed")
         json.beginArray()
-        for change in plan.diff.changed {
+        for change in diff.changed {
             json.beginObject()
             json.key("id")
             json.string(change.id)
@@ -319,13 +329,18 @@ struct AdminAPI: Sendable {
             json.endObject()
         }
         json.endArray()
+        json.key("quarantined")
+        json.beginArray()
+        for quarantine in diff.quarantined {
+            json.beginObject()
+            json.key("id")
+            json.string(quarantine.id)
+            json.key("reason")
+            json.string(quarantine.reason)
+            json.endObject()
+        }
+        json.endArray()
         json.endObject()
-        json.key("sourceRevision")
-        json.string(publication.after)
-        json.endObject()
-        var response = JSONResponse.ok(String(decoding: json.bytes, as: UTF8.self))
-        response.headers[.eTag] = Self.entityTag(publication.after)
-        return response
     }
 
     static func summary(_ diff: ProductDiff) -> String {
@@ -365,7 +380,122 @@ struct AdminAPI: Sendable {
         return response
     }
 
+    // MARK: - History
+
+    private func revisions(_ request: Request, app: String) throws -> Response {
+        let limit = try Self.limit(request, default: nil)
+        let summaries = try workflow.history(app: app, limit: limit)
+        return JSONResponse.ok(String(decoding: try Self.encoder.encode(RevisionList(app: app, revisions: summaries)), as: UTF8.self))
+    }
+
+    private struct RevisionList: Encodable {
+        var app: String
+        var revisions: [RevisionSummary]
+    }
+
+    private func diff(_ request: Request, app: String) throws -> Response {
+        let query = request.uri.queryParameters
+        func revision(_ name: String) throws -> Int? {
+            guard let text = query.get(name) else { return nil }
+            guard let number = Int(text), number > 0 else {
+                throw Refusal(response: JSONError.response(.badRequest, "\(name)=\(text) must be a revision number"))
+            }
+            return number
+        }
+        let (from, to) = (try revision("from"), try revision("to"))
+        if to != nil && from == nil { throw Refusal(response: JSONError.response(.badRequest, "to= needs from=")) }
+        let result = try workflow.diff(app: app, from: from, to: to, at: clock())
+        var json = JSONWriter()
+        json.beginObject()
+        json.key("app")
+        json.string(app)
+        for (key, side) in [("from", result.from), ("to", result.to)] {
+            json.key(key)
+            switch side {
+            case .revision(let number)?: json.integer(Int64(number))
+            case .sources?: json.string("sources")
+            case nil: json.null()
+            }
+        }
+        json.key("diff")
+        Self.write(result.diff, to: &json)
+        json.endObject()
+        return JSONResponse.ok(String(decoding: json.bytes, as: UTF8.self))
+    }
+
+    /// Republishes an old revision's content as a new one and writes it into the sources, as
+    /// `catalog rollback` does. The If-Match check runs in the change queue, just before the
+    /// rollback takes the build lock: API changes cannot slip in between, a command-line build could.
+    private func rollback(_ request: Request, app: String, to revision: Int, actor: String) async throws -> Response {
+        let ifMatch = try Self.requireIfMatch(request)
+        let message = request.uri.queryParameters.get("message").map { String($0) }
+        let workflow = self.workflow
+        let now = clock()
+        let manifestURL = PublicTree(root: workflow.publicDirectory).currentManifestURL(app)
+        let (rollback, manifestBefore, after) = try await changes.run {
+            guard let before = try workflow.sourceRevision(app) else { throw EditError(.notFound, "unknown app '\(app)'") }
+            guard IfMatch.evaluate(ifMatch, current: Self.entityTag(before)) == .matches else {
+                throw EditError(.stale, "'\(app)' changed since you read it: edited, released or published meanwhile")
+            }
+            let manifestBefore = FileManager.default.contents(atPath: manifestURL.path).map { ContentHash.sha256Hex($0) }
+            let rollback = try workflow.rollback(app: app, to: revision, at: now, author: actor, message: message)
+            return (rollback, manifestBefore, try workflow.sourceRevision(app) ?? before)
+        }
+        let plan = rollback.plan
+        try await store.appendAudit(
+            AuditEntry(
+                at: now, actor: actor, action: .rollback, app: app,
+                summary: plan.isUnchanged
+                    ? "rollback to revision \(revision): the content was already current"
+                    : "rolled back to revision \(revision) as revision \(plan.revision): \(Self.summary(plan.diff)); wrote \(rollback.written)",
+                beforeHash: manifestBefore,
+                afterHash: FileManager.default.contents(atPath: manifestURL.path).map { ContentHash.sha256Hex($0) }))
+        var json = JSONWriter()
+        json.beginObject()
+        json.key("app")
+        json.string(app)
+        json.key("restored")
+        json.integer(Int64(revision))
+        json.key("revision")
+        json.integer(Int64(plan.revision))
+        json.key("unchanged")
+        json.boolean(plan.isUnchanged)
+        json.key("written")
+        json.string(rollback.written)
+        for (key, values) in [("removed", rollback.removed), ("keptRetired", rollback.keptRetired)] {
+            json.key(key)
+            json.beginArray()
+            for value in values { json.string(value) }
+            json.endArray()
+        }
+        json.key("diff")
+        Self.write(plan.diff, to: &json)
+        json.key("sourceRevision")
+        json.string(after)
+        json.endObject()
+        var response = JSONResponse.ok(String(decoding: json.bytes, as: UTF8.self))
+        response.headers[.eTag] = Self.entityTag(after)
+        return response
+    }
+
+    /// History errors carry no code: those naming a missing app or revision are 404s, those
+    /// with diagnostics 422s, the rest (a revision that cannot be restored exactly) 409s.
+    static func editError(_ error: HistoryError) -> EditError {
+        if !error.diagnostics.isEmpty { return EditError(.invalid, error.description, diagnostics: error.diagnostics) }
+        let missing = ["unknown app", "has no revision", "never published", "is not a bundle identifier"]
+        return EditError(missing.contains { error.description.contains($0) } ? .notFound : .notEditable, error.description)
+    }
+
     // MARK: - Requests and errors
+
+    /// `?limit=`, from 1 to 1000.
+    static func limit(_ request: Request, default value: Int?) throws -> Int? {
+        guard let text = request.uri.queryParameters.get("limit") else { return value }
+        guard let number = Int(text), (1...1000).contains(number) else {
+            throw Refusal(response: JSONError.response(.badRequest, "limit=\(text) must be a whole number from 1 to 1000"))
+        }
+        return number
+    }
 
     private static func requireIfMatch(_ request: Request) throws -> [String] {
         let lines = request.headers[values: .ifMatch]
@@ -435,6 +565,7 @@ extension AdminRoute {
         case .apps, .audit: nil
         case .app(let app), .products(let app), .publish(let app), .reports(let app): app
         case .product(let app, _), .retire(let app, _), .release(let app, _): app
+        case .revisions(let app), .diff(let app), .rollback(let app, _): app
         }
     }
 }

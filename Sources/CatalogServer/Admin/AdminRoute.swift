@@ -11,6 +11,9 @@ enum AdminRoute: Equatable {
     case publish(app: String)
     case reports(app: String)
     case release(app: String, id: String)
+    case revisions(app: String)
+    case diff(app: String)
+    case rollback(app: String, revision: Int)
     case audit
 
     /// `segments` after `v1/admin`.
@@ -27,6 +30,11 @@ enum AdminRoute: Equatable {
             case ["products"]: self = .products(app: app)
             case ["publish"]: self = .publish(app: app)
             case ["reports"]: self = .reports(app: app)
+            case ["revisions"]: self = .revisions(app: app)
+            case ["diff"]: self = .diff(app: app)
+            case let rest where rest.count == 3 && rest[0] == "revisions" && rest[2] == "rollback":
+                guard rest[1].utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }), let revision = Int(rest[1]), revision > 0 else { return nil }
+                self = .rollback(app: app, revision: revision)
             case let rest where rest.count == 2 && rest[0] == "products" && Self.isIdentifier(rest[1]):
                 self = .product(app: app, id: rest[1])
             case let rest where rest.count == 3 && rest[0] == "products" && rest[2] == "retire" && Self.isIdentifier(rest[1]):
@@ -52,8 +60,8 @@ enum AdminRoute: Equatable {
     /// The methods each path answers, for 405 and `Allow`.
     var allowed: [HTTPRequest.Method] {
         switch self {
-        case .apps, .app, .reports, .audit: [.get]
-        case .products, .retire, .publish, .release: [.post]
+        case .apps, .app, .reports, .audit, .revisions, .diff: [.get]
+        case .products, .retire, .publish, .release, .rollback: [.post]
         case .product: [.put]
         }
     }
@@ -62,9 +70,9 @@ enum AdminRoute: Equatable {
     /// only shows what would change: viewers may see it.
     func changes(dryRun: Bool) -> Bool {
         switch self {
-        case .apps, .app, .reports, .audit: false
+        case .apps, .app, .reports, .audit, .revisions, .diff: false
         case .publish: !dryRun
-        case .products, .product, .retire, .release: true
+        case .products, .product, .retire, .release, .rollback: true
         }
     }
 }
