@@ -470,6 +470,15 @@ import Testing
             let pending = try Self.json(
                 try await client.execute(uri: "\(Self.appPath)/diff", method: .get, headers: server.headers(server.viewer)))
             #expect(pending["to"] as? String == "sources")
+            // `to` alone: what that revision changed; the first added everything.
+            let second = try Self.json(
+                try await client.execute(uri: "\(Self.appPath)/diff?to=2", method: .get, headers: server.headers(server.viewer)))
+            #expect(second["from"] as? Int == 1)
+            #expect((second["diff"] as? [String: Any])?["added"] as? [String] == ["com.example.served.gems"])
+            let first = try Self.json(
+                try await client.execute(uri: "\(Self.appPath)/diff?to=1", method: .get, headers: server.headers(server.viewer)))
+            #expect(first["from"] is NSNull)
+            #expect((first["diff"] as? [String: Any])?["added"] as? [String] == ["com.example.served.coins", "com.example.served.mac"])
             let missing = try await client.execute(uri: "\(Self.appPath)/diff?from=9", method: .get, headers: server.headers(server.viewer))
             #expect(missing.status == .notFound)
 

@@ -403,8 +403,20 @@ struct AdminAPI: Sendable {
             return number
         }
         let (from, to) = (try revision("from"), try revision("to"))
-        if to != nil && from == nil { throw Refusal(response: JSONError.response(.badRequest, "to= needs from=")) }
-        let result = try workflow.diff(app: app, from: from, to: to, at: clock())
+        let result: (from: CatalogWorkflow.DiffSide?, to: CatalogWorkflow.DiffSide, diff: ProductDiff)
+        if let to, from == nil {
+            // `to` alone: what that revision changed; the first one added everything.
+            if to > 1 {
+                result = (.revision(to - 1), .revision(to), try workflow.diff(app: app, from: to - 1, to: to, at: clock()).diff)
+            } else {
+                _ = try workflow.history(app: app, limit: 1)
+                let first = try PublicTree(root: workflow.publicDirectory).productSnapshot(app, revision: 1)
+                result = (nil, .revision(1), try ProductDiff(old: [], new: first))
+            }
+        } else {
+            let found = try workflow.diff(app: app, from: from, to: to, at: clock())
+            result = (found.from, found.to, found.diff)
+        }
         var json = JSONWriter()
         json.beginObject()
         json.key("app")
