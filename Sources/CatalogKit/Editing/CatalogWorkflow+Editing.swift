@@ -217,9 +217,8 @@ extension CatalogWorkflow {
         public var plan: PublicationPlan
         public var before: String
         public var after: String
-        /// Content hashes of the current manifest before and after.
+        /// The hash of the current manifest before, for the audit log.
         public var manifestBefore: String?
-        public var manifestAfter: String?
     }
 
     /// Publishes `app` alone, as `catalog build` would publish it, if its source revision is
@@ -241,12 +240,11 @@ extension CatalogWorkflow {
         guard !found.containsErrors, let catalog = validation.catalogs.first(where: { $0.app == app }) else {
             throw EditError(.invalid, "the sources of '\(app)' have errors; nothing was published", diagnostics: found)
         }
-        let manifestURL = PublicTree(root: publicDirectory).currentManifestURL(app)
-        let manifestBefore = FileManager.default.contents(atPath: manifestURL.path).map { ContentHash.sha256Hex($0) }
+        let tree = PublicTree(root: publicDirectory)
+        let manifestBefore = tree.currentManifestHash(app)
         let plans = try publish([catalog], at: moment, dryRun: dryRun, note: note, publisher: configure)
         return AppPublication(
-            plan: plans[0], before: before, after: try sourceRevision(app) ?? before, manifestBefore: manifestBefore,
-            manifestAfter: FileManager.default.contents(atPath: manifestURL.path).map { ContentHash.sha256Hex($0) })
+            plan: plans[0], before: before, after: try sourceRevision(app) ?? before, manifestBefore: manifestBefore)
     }
 
     // MARK: - Helpers

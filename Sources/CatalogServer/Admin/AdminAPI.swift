@@ -282,10 +282,9 @@ struct AdminAPI: Sendable {
         let plan = publication.plan
         if !dryRun && !plan.isUnchanged {
             try await store.appendAudit(
-                AuditEntry(
-                    at: now, actor: actor, action: .publish, app: app,
-                    summary: "published revision \(plan.revision): \(Self.summary(plan.diff))", beforeHash: publication.manifestBefore,
-                    afterHash: publication.manifestAfter))
+                .publication(
+                    plan, summary: "published revision \(plan.revision): \(Self.summary(plan.diff))", actor: actor, at: now,
+                    manifestBefore: publication.manifestBefore, tree: PublicTree(root: workflow.publicDirectory)))
         }
         var json = JSONWriter()
         json.beginObject()
@@ -443,25 +442,24 @@ struct AdminAPI: Sendable {
         let message = request.uri.queryParameters.get("message").map { String($0) }
         let workflow = self.workflow
         let now = clock()
-        let manifestURL = PublicTree(root: workflow.publicDirectory).currentManifestURL(app)
+        let tree = PublicTree(root: workflow.publicDirectory)
         let (rollback, manifestBefore, after) = try await changes.run {
             guard let before = try workflow.sourceRevision(app) else { throw EditError(.notFound, "unknown app '\(app)'") }
             guard IfMatch.evaluate(ifMatch, current: Self.entityTag(before)) == .matches else {
                 throw EditError(.stale, "'\(app)' changed since you read it: edited, released or published meanwhile")
             }
-            let manifestBefore = FileManager.default.contents(atPath: manifestURL.path).map { ContentHash.sha256Hex($0) }
+            let manifestBefore = tree.currentManifestHash(app)
             let rollback = try workflow.rollback(app: app, to: revision, at: now, author: actor, message: message)
             return (rollback, manifestBefore, try workflow.sourceRevision(app) ?? before)
         }
         let plan = rollback.plan
         try await store.appendAudit(
-            AuditEntry(
-                at: now, actor: actor, action: .rollback, app: app,
+            .publication(
+                plan, action: .rollback,
                 summary: plan.isUnchanged
                     ? "rollback to revision \(revision): the content was already current"
                     : "rolled back to revision \(revision) as revision \(plan.revision): \(Self.summary(plan.diff)); wrote \(rollback.written)",
-                beforeHash: manifestBefore,
-                afterHash: FileManager.default.contents(atPath: manifestURL.path).map { ContentHash.sha256Hex($0) }))
+                actor: actor, at: now, manifestBefore: manifestBefore, tree: tree))
         var json = JSONWriter()
         json.beginObject()
         json.key("app")
