@@ -78,7 +78,8 @@ let package = Package(
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
             ],
-            resources: [.copy("Resources/openapi.yaml")]
+            // The dashboard is copied as a folder: Bundle.module finds its files under editor/.
+            resources: [.copy("Resources/openapi.yaml"), .copy("Resources/editor")]
         ),
         // What an app links: Foundation only, so that it builds for every Apple platform and Linux.
         .target(name: "CatalogClient"),

@@ -107,6 +107,10 @@ public struct CatalogResponder: HTTPResponder {
                 body: ResponseBody(byteBuffer: ByteBuffer(bytes: metrics.render())))
         case .readiness, .reports, .admin:
             preconditionFailure("answered by respond(to:context:)")
+        case .editor(let asset):
+            return EditorAssets.response(for: asset, request: request)
+        case .editorWithoutSlash:
+            return EditorAssets.redirect()
         case .openAPI:
             return Response(
                 status: .ok, headers: [.contentType: "application/yaml", .cacheControl: "no-cache"],
@@ -203,6 +207,10 @@ enum Route: Equatable {
     case reports(app: String)
     case snapshot(app: String, revision: Int, kind: FeedKind)
     case admin(AdminRoute)
+    /// The dashboard's page ("") or one of its files; ``EditorAssets`` knows which exist.
+    case editor(asset: String)
+    /// `/editor`, redirected to `/editor/`.
+    case editorWithoutSlash
 
     /// Every path, as `docs`' OpenAPI document spells it: a test holds the two together.
     static let templates = [
@@ -210,8 +218,9 @@ enum Route: Equatable {
         "/v1/apps/{app}/revisions", "/v1/apps/{app}/invalid-identifiers", "/v1/apps/{app}/revisions/{revision}/products.json",
         "/v1/apps/{app}/revisions/{revision}/catalog.json", "/v1/admin/apps", "/v1/admin/apps/{app}", "/v1/admin/apps/{app}/products",
         "/v1/admin/apps/{app}/products/{id}", "/v1/admin/apps/{app}/products/{id}/retire", "/v1/admin/apps/{app}/publish",
-        "/v1/admin/apps/{app}/reports", "/v1/admin/apps/{app}/feedback/{id}/release", "/v1/admin/apps/{app}/revisions",
-        "/v1/admin/apps/{app}/diff", "/v1/admin/apps/{app}/revisions/{revision}/rollback", "/v1/admin/audit",
+        "/v1/admin/apps/{app}/reports", "/v1/admin/apps/{app}/reports/daily", "/v1/admin/apps/{app}/feedback/{id}/release",
+        "/v1/admin/apps/{app}/revisions", "/v1/admin/apps/{app}/diff", "/v1/admin/apps/{app}/revisions/{revision}/rollback",
+        "/v1/admin/audit", "/editor", "/editor/", "/editor/editor.css", "/editor/editor.js",
     ]
 
     init?(_ segments: [String]) {
@@ -221,6 +230,10 @@ enum Route: Equatable {
             return
         }
         switch segments.count {
+        case 1 where segments[0] == "editor": self = .editorWithoutSlash
+        case 2 where segments[0] == "editor":
+            guard EditorAssets.files[segments[1]] != nil else { return nil }
+            self = .editor(asset: segments[1])
         case 1 where segments[0] == "openapi.yaml": self = .openAPI
         case 1 where segments[0] == "healthz": self = .health
         case 1 where segments[0] == "readyz": self = .readiness
@@ -261,6 +274,7 @@ extension Route {
         case .snapshot(_, _, let kind): kind == .products ? .revisionProducts : .revisionCatalog
         case .admin: .admin
         case .openAPI: .openapi
+        case .editor, .editorWithoutSlash: .editor
         }
     }
 }

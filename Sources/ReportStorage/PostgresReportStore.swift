@@ -147,6 +147,27 @@ public final class PostgresReportStore: ReportStore {
         }
     }
 
+    public func dailyCounts(app: String, identifier: String, since: Timestamp) async throws -> [DailyReportCount] {
+        let start = since.secondsSince1970
+        return try await withStoreErrors("cannot count reports per day") {
+            try await client.withConnection { connection in
+                // BIGINT division floors the day as SQLite's does: reception times are never before 1970.
+                let rows = try await connection.query(
+                    """
+                    SELECT received_at / 86400 AS day, count(*)
+                    FROM reports
+                    WHERE app = \(app) AND received_at >= \(start) AND \(identifier) = ANY (invalid)
+                    GROUP BY day ORDER BY day
+                    """, logger: logger)
+                var counts: [DailyReportCount] = []
+                for try await (day, reports) in rows.decode((Int64, Int).self) {
+                    counts.append(DailyReportCount(day: day, reports: reports))
+                }
+                return counts
+            }
+        }
+    }
+
     public func ping() async throws {
         try await withStoreErrors("does not answer") {
             try await client.withConnection { try await $0.execute("SELECT 1", logger: logger) }

@@ -71,6 +71,25 @@ public final class SQLiteReportStore: ReportStore {
         }
     }
 
+    public func dailyCounts(app: String, identifier: String, since: Timestamp) async throws -> [DailyReportCount] {
+        try await reader.run { connection in
+            // Integer division floors the day: reception times are never before 1970.
+            let statement = try connection.prepare(
+                """
+                SELECT r.received_at / 86400 AS day, COUNT(*)
+                FROM reports r, json_each(r.invalid) j
+                WHERE r.app = ?1 AND r.received_at >= ?2 AND j.value = ?3
+                GROUP BY day ORDER BY day
+                """)
+            try statement.bind([.text(app), .integer(since.secondsSince1970), .text(identifier)])
+            var counts: [DailyReportCount] = []
+            while try statement.step() {
+                counts.append(DailyReportCount(day: statement.integer(0), reports: Int(statement.integer(1))))
+            }
+            return counts
+        }
+    }
+
     public func prune(receivedBefore moment: Timestamp) async throws -> Int {
         try await writer.run { try $0.connection.run("DELETE FROM reports WHERE received_at < ?1", [.integer(moment.secondsSince1970)]) }
     }

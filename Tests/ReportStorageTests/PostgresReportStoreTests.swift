@@ -48,6 +48,7 @@ final class PostgresReportStoreTests: XCTestCase {
     func testDeduplicates() async throws { try await withStore(StoreConformance.deduplicates) }
     func testAggregates() async throws { try await withStore(StoreConformance.aggregates) }
     func testFilters() async throws { try await withStore(StoreConformance.filters) }
+    func testCountsPerDay() async throws { try await withStore(StoreConformance.countsPerDay) }
     func testPrunes() async throws { try await withStore(StoreConformance.prunes) }
     func testGroupCommits() async throws { try await withStore(StoreConformance.groupCommits) }
     func testKeepsTokensAndTheAuditLog() async throws { try await withStore(StoreConformance.keepsTokensAndTheAuditLog) }

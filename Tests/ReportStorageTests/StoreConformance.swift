@@ -92,6 +92,34 @@ enum StoreConformance {
     }
 
     /// Retention: raw reports received before the cut are deleted and counted.
+    /// Per UTC day, oldest first, only days with reports: midnight starts a new day, other apps,
+    /// other identifiers and reports before `since` do not count.
+    static func countsPerDay(_ store: any ReportStore) async throws {
+        let day = noon.secondsSince1970 / DailyReportCount.secondsPerDay
+        let midnight = Timestamp(secondsSince1970: day * DailyReportCount.secondsPerDay)
+        let justBefore = Timestamp(secondsSince1970: midnight.secondsSince1970 - 1)
+        let threeDaysEarlier = Timestamp(secondsSince1970: noon.secondsSince1970 - 3 * DailyReportCount.secondsPerDay)
+        _ = try await store.store([
+            report(["com.example.a", "com.example.b"]),
+            report(["com.example.a"], at: midnight),
+            report(["com.example.a"], at: justBefore),
+            report(["com.example.a"], at: threeDaysEarlier),
+            report(["com.example.b"]),
+            report(["com.example.a"], app: "com.example.game"),
+        ])
+        let counts = try await store.dailyCounts(app: "com.example.app", identifier: "com.example.a", since: threeDaysEarlier)
+        XCTAssertEqual(
+            counts,
+            [
+                DailyReportCount(day: day - 3, reports: 1), DailyReportCount(day: day - 1, reports: 1),
+                DailyReportCount(day: day, reports: 2),
+            ])
+        let recent = try await store.dailyCounts(app: "com.example.app", identifier: "com.example.a", since: midnight)
+        XCTAssertEqual(recent, [DailyReportCount(day: day, reports: 2)])
+        let none = try await store.dailyCounts(app: "com.example.app", identifier: "com.example.unknown", since: threeDaysEarlier)
+        XCTAssertEqual(none, [])
+    }
+
     static func prunes(_ store: any ReportStore) async throws {
         let later = Timestamp(secondsSince1970: noon.secondsSince1970 + 60)
         _ = try await store.store([report(["com.example.a"]), report(["com.example.a"]), report(["com.example.a"], at: later)])

@@ -121,6 +121,20 @@ public struct ReportAggregate: Sendable, Hashable, Codable {
     }
 }
 
+/// How many reports named one identifier invalid on one UTC day: a point of the dashboard's chart.
+public struct DailyReportCount: Sendable, Hashable {
+    /// Days since 1970-01-01, UTC.
+    public var day: Int64
+    public var reports: Int
+
+    public init(day: Int64, reports: Int) {
+        self.day = day
+        self.reports = reports
+    }
+
+    public static let secondsPerDay: Int64 = 86_400
+}
+
 /// Durable storage of reports: SQLite by default, PostgreSQL to share one store between replicas.
 ///
 /// Implementations apply their migrations when opened, commit a call's reports in one
@@ -132,6 +146,9 @@ public protocol ReportStore: Sendable {
     func store(_ reports: [InvalidIdentifierReport]) async throws -> [StoreOutcome]
     /// Aggregates per app × identifier × platform × environment, most distinct installs first.
     func aggregate(_ query: AggregateQuery) async throws -> [ReportAggregate]
+    /// Reports of `app` that named `identifier` invalid, received at or after `since`, per UTC
+    /// day; only days with reports, oldest first.
+    func dailyCounts(app: String, identifier: String, since: Timestamp) async throws -> [DailyReportCount]
     /// Deletes raw reports received before `moment`; returns how many.
     func prune(receivedBefore moment: Timestamp) async throws -> Int
     /// Whether the store answers: a trivial query.

@@ -48,6 +48,7 @@ struct AdminAPI: Sendable {
             case .retire(let app, let id): return try await edit(request, app: app, actor: token.name, body: false) { _ in .retire(id: id) }
             case .publish(let app): return try await publish(request, app: app, dryRun: dryRun, actor: token.name)
             case .reports(let app): return try await reports(request, app: app)
+            case .dailyReports(let app): return try await dailyReports(request, app: app)
             case .release(let app, let id): return try await release(app: app, id: id, actor: token.name)
             case .revisions(let app): return try revisions(request, app: app)
             case .diff(let app): return try diff(request, app: app)
@@ -216,6 +217,48 @@ struct AdminAPI: Sendable {
         _ = try workflow.appState(app)
         let document = try await workflow.reports(store: store, app: app, since: since, at: now)
         return JSONResponse.ok(String(decoding: try Self.encoder.encode(document), as: UTF8.self))
+    }
+
+    /// Every day of the last `days` (today included, UTC), with the reports that named the
+    /// identifier invalid on it: days without reports are there with 0, so that a chart needs
+    /// nothing but this.
+    private func dailyReports(_ request: Request, app: String) async throws -> Response {
+        let query = request.uri.queryParameters
+        guard let identifier = query.get("identifier"), AdminRoute.isIdentifier(identifier) else {
+            throw Refusal(response: JSONError.response(.badRequest, "identifier= must be a product identifier ([A-Za-z0-9._-], 1 to 100)"))
+        }
+        var days = 30
+        if let text = query.get("days") {
+            guard let number = Int(text), (1...366).contains(number) else {
+                throw Refusal(response: JSONError.response(.badRequest, "days=\(text) must be a whole number from 1 to 366"))
+            }
+            days = number
+        }
+        _ = try workflow.appState(app)
+        let today = clock().secondsSince1970 / DailyReportCount.secondsPerDay
+        let first = today - Int64(days - 1)
+        let counts = try await store.dailyCounts(
+            app: app, identifier: identifier, since: Timestamp(secondsSince1970: first * DailyReportCount.secondsPerDay))
+        let byDay = Dictionary(counts.map { ($0.day, $0.reports) }, uniquingKeysWith: +)
+        var json = JSONWriter()
+        json.beginObject()
+        json.key("app")
+        json.string(app)
+        json.key("identifier")
+        json.string(identifier)
+        json.key("days")
+        json.beginArray()
+        for day in first...today {
+            json.beginObject()
+            json.key("day")
+            json.string(String(Timestamp(secondsSince1970: day * DailyReportCount.secondsPerDay).iso8601.prefix(10)))
+            json.key("reports")
+            json.integer(Int64(byDay[day] ?? 0))
+            json.endObject()
+        }
+        json.endArray()
+        json.endObject()
+        return JSONResponse.ok(String(decoding: json.bytes, as: UTF8.self))
     }
 
     private func audit(_ request: Request) async throws -> Response {
@@ -573,7 +616,7 @@ extension AdminRoute {
     var app: String? {
         switch self {
         case .apps, .audit: nil
-        case .app(let app), .products(let app), .publish(let app), .reports(let app): app
+        case .app(let app), .products(let app), .publish(let app), .reports(let app), .dailyReports(let app): app
         case .product(let app, _), .retire(let app, _), .release(let app, _): app
         case .revisions(let app), .diff(let app), .rollback(let app, _): app
         }

@@ -10,6 +10,8 @@ enum AdminRoute: Equatable {
     case retire(app: String, id: String)
     case publish(app: String)
     case reports(app: String)
+    /// One identifier's reports per day, for the dashboard's chart.
+    case dailyReports(app: String)
     case release(app: String, id: String)
     case revisions(app: String)
     case diff(app: String)
@@ -35,6 +37,7 @@ enum AdminRoute: Equatable {
             case let rest where rest.count == 3 && rest[0] == "revisions" && rest[2] == "rollback":
                 guard rest[1].utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }), let revision = Int(rest[1]), revision > 0 else { return nil }
                 self = .rollback(app: app, revision: revision)
+            case ["reports", "daily"]: self = .dailyReports(app: app)
             case let rest where rest.count == 2 && rest[0] == "products" && Self.isIdentifier(rest[1]):
                 self = .product(app: app, id: rest[1])
             case let rest where rest.count == 3 && rest[0] == "products" && rest[2] == "retire" && Self.isIdentifier(rest[1]):
@@ -60,7 +63,7 @@ enum AdminRoute: Equatable {
     /// The methods each path answers, for 405 and `Allow`.
     var allowed: [HTTPRequest.Method] {
         switch self {
-        case .apps, .app, .reports, .audit, .revisions, .diff: [.get]
+        case .apps, .app, .reports, .dailyReports, .audit, .revisions, .diff: [.get]
         case .products, .retire, .publish, .release, .rollback: [.post]
         case .product: [.put]
         }
@@ -70,7 +73,7 @@ enum AdminRoute: Equatable {
     /// only shows what would change: viewers may see it.
     func changes(dryRun: Bool) -> Bool {
         switch self {
-        case .apps, .app, .reports, .audit, .revisions, .diff: false
+        case .apps, .app, .reports, .dailyReports, .audit, .revisions, .diff: false
         case .publish: !dryRun
         case .products, .product, .retire, .release, .rollback: true
         }
