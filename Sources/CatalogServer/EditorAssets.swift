@@ -3,6 +3,7 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import NIOCore
+import PropertyList
 
 /// The web dashboard at `/editor/`: three files bundled as resources of this module, read once
 /// and served from memory.
@@ -47,7 +48,8 @@ enum EditorAssets {
             .contentSecurityPolicy: contentSecurityPolicy, .xContentTypeOptions: "nosniff", .referrerPolicy: "no-referrer",
         ]
         let conditions = ConditionalRequest(ifNoneMatch: request.headers[values: .ifNoneMatch])
-        if conditions.evaluate(entityTag: asset.entityTag, lastModified: Timestamp(secondsSince1970: 0), now: Timestamp(secondsSince1970: 0))
+        if conditions.evaluate(
+            entityTag: asset.entityTag, lastModified: Timestamp(secondsSince1970: 0), now: Timestamp(secondsSince1970: 0))
             == .notModified
         {
             headers[.contentType] = nil

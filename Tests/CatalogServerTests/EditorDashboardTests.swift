@@ -48,7 +48,9 @@ import Testing
         }
     }
 
-    @Test(arguments: ["/editor/index.html", "/editor/../openapi.yaml", "/editor/editor.js/x", "/editor/%2e%2e/Package.swift", "/editor/x.png"])
+    @Test(arguments: [
+        "/editor/index.html", "/editor/../openapi.yaml", "/editor/editor.js/x", "/editor/%2e%2e/Package.swift", "/editor/x.png",
+    ])
     func anythingElseUnderEditorIsNotFound(path: String) async throws {
         try await AdminAPITests.withServer { client, _ in
             let response = try await client.execute(uri: path, method: .get)

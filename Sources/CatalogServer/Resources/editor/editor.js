@@ -95,6 +95,7 @@ function show(title, ...content) {
   document.title = `${title} · Catalog editor`;
   const heading = h("h1", { tabindex: "-1" }, title);
   main.replaceChildren(heading, ...content.flat().filter(Boolean));
+  main.removeAttribute("aria-busy");
   heading.focus();
 }
 
@@ -104,6 +105,8 @@ function say(message) {
 
 function loading(title) {
   show(title, h("p", { class: "muted" }, "Loading…"));
+  // Until the view is complete; assistive technology (and the browser test) wait for it.
+  main.setAttribute("aria-busy", "true");
 }
 
 /** An error box for a failed request; 403 and 409 get the API's own explanation. */
@@ -434,6 +437,11 @@ function diffView(diff) {
       h("ul", { class: "diff changed" }, diff.changed.map((change) =>
         h("li", {}, h("code", {}, change.id), h("ul", {}, change.details.map((detail) => h("li", {}, detail))))))));
   }
+  if (diff.quarantined && diff.quarantined.length) {
+    sections.push(h("section", {}, h("h3", {}, `Quarantined (${diff.quarantined.length})`),
+      h("ul", { class: "diff removed" }, diff.quarantined.map((item) => h("li", {}, h("code", {}, item.id), ` ${item.reason}`)))));
+  }
+  if (diff.released && diff.released.length) sections.push(h("section", {}, h("h3", {}, `Released (${diff.released.length})`), h("ul", { class: "diff added" }, diff.released.map((id) => h("li", {}, h("code", {}, id))))));
   if (diff.removed.length) sections.push(h("section", {}, h("h3", {}, `Removed (${diff.removed.length})`), h("ul", { class: "diff removed" }, diff.removed.map((id) => h("li", {}, h("code", {}, id))))));
   return sections;
 }
@@ -458,11 +466,13 @@ async function renderPublish(app, notice) {
       h("p", { class: "notice", id: "preview" }, `Nothing to publish: the sources give the same products as revision ${preview.revision}.`));
     return;
   }
+  const message = h("input", { id: "publish-message", type: "text", maxlength: 500, "aria-describedby": "publish-message-hint" });
   const button = h("button", { type: "button", class: "primary", id: "confirm-publish" }, `Publish revision ${preview.revision}`);
   button.addEventListener("click", async () => {
     button.disabled = true;
+    const why = message.value.trim();
     try {
-      const { json } = await api("POST", `/v1/admin/apps/${enc(app)}/publish`, { ifMatch: etag });
+      const { json } = await api("POST", `/v1/admin/apps/${enc(app)}/publish${why ? `?message=${enc(why)}` : ""}`, { ifMatch: etag });
       say(`Published revision ${json.revision} of ${app}.`);
       show(`Published ${app}`, appTabs(app, "Publish"),
         h("p", { class: "ok", id: "published" }, `Revision ${json.revision} is published. Apps get it with their next fetch.`),
@@ -482,42 +492,57 @@ async function renderPublish(app, notice) {
     h("section", { class: "card", id: "preview" },
       h("h2", {}, `What revision ${preview.revision} would change`),
       diffView(preview.diff)),
+    h("div", { class: "field" }, h("label", { for: "publish-message" }, "Message (optional)"), message,
+      h("p", { class: "hint", id: "publish-message-hint" }, "Why, for the history; your token's name is recorded as the author.")),
     outcome,
     h("div", { class: "actions" }, button, h("a", { href: `#/apps/${enc(app)}` }, "Cancel")));
 }
 
 // MARK: - History
 
-async function renderHistory(app) {
+async function renderHistory(app, notice) {
   loading(`History of ${app}`);
-  let revisions = [];
-  try {
-    revisions = (await api("GET", `/v1/apps/${enc(app)}/revisions`)).json.revisions;
-  } catch (error) {
-    if (!(error instanceof APIError && error.status === 404)) throw error;
-  }
-  const { json: audit } = await api("GET", `/v1/admin/audit?app=${enc(app)}&limit=200`);
-  // Who published what comes from the audit log; the served list can lag a publication by a
-  // moment (the server picks new revisions up within a second), so the log fills the gap.
-  const published = new Map();
-  for (const entry of audit.entries) {
-    const match = entry.action === "publish" && /published revision (\d+)/.exec(entry.summary);
-    if (match && !published.has(Number(match[1]))) published.set(Number(match[1]), entry);
-  }
-  const numbers = new Set([...revisions.map((r) => r.revision), ...published.keys()]);
-  const times = new Map(revisions.map((r) => [r.revision, r.publishedAt]));
-  const rows = [...numbers].sort((a, b) => b - a).map((number) => {
-    const entry = published.get(number);
-    return [`${number}`, when(times.get(number) || (entry && entry.at)), entry ? entry.actor : h("span", { class: "muted" }, "command line"),
-      entry ? entry.summary.replace(/^published revision \d+: /, "") : "—"];
+  const [{ json: history }, { json: audit }] = await Promise.all([
+    api("GET", `/v1/admin/apps/${enc(app)}/revisions?limit=100`),
+    api("GET", `/v1/admin/audit?app=${enc(app)}&limit=20`)]);
+  const newest = history.revisions.length ? history.revisions[0].revision : null;
+  const rows = history.revisions.map((revision) => {
+    const counts = ["added", "changed", "removed", "quarantined", "released"]
+      .filter((key) => revision[key] > 0).map((key) => `${revision[key]} ${key}`).join(", ") || "no product changes";
+    const rollback = revision.revision === newest ? h("span", { class: "muted" }, "current")
+      : h("button", { type: "button", "data-revision": revision.revision, onclick: (event) => rollBack(app, revision.revision, event.currentTarget) },
+        `Roll back to ${revision.revision}`);
+    return [`${revision.revision}`, when(revision.publishedAt), revision.author || "—",
+      revision.message || (revision.rollbackOf ? `rollback to ${revision.rollbackOf}` : "—"), counts, rollback];
   });
-  const changes = audit.entries.slice(0, 20).map((entry) => [when(entry.at), entry.actor, entry.action, entry.summary]);
-  show(`History of ${app}`, appTabs(app, "History"),
-    h("p", { class: "notice" }, "Rollback is not in the editor API yet, so this history is read only. To restore revision N, run ",
-      h("code", {}, `catalog rollback ${app} N`), " on the server's catalog; it publishes that content as a new revision."),
-    rows.length ? table(`Revisions of ${app}, newest first`, ["Revision", "Published", "By", "Products"], rows) : h("p", {}, "Not published yet."),
+  const changes = audit.entries.map((entry) => [when(entry.at), entry.actor, entry.action, entry.summary]);
+  show(`History of ${app}`, appTabs(app, "History"), notice,
+    h("div", { id: "outcome", role: "status" }),
+    rows.length ? table(`Revisions of ${app}, newest first`, ["Revision", "Published", "By", "Message", "Products", "Rollback"], rows)
+      : h("p", {}, "Not published yet."),
+    h("p", { class: "hint" }, "Rolling back publishes that revision's content as a new revision and writes it into the sources; history only grows."),
     h("h2", {}, "Recent changes"),
     changes.length ? table("Audit log, newest first", ["When", "Who", "What", "Summary"], changes) : h("p", {}, "No changes through the API yet."));
+}
+
+async function rollBack(app, revision, button) {
+  button.disabled = true;
+  try {
+    const { etag } = await loadApp(app);
+    const { json } = await api("POST", `/v1/admin/apps/${enc(app)}/revisions/${revision}/rollback`, { ifMatch: etag });
+    say(json.unchanged ? `Revision ${revision} has the same products as the current one: nothing to publish.`
+      : `Rolled back: revision ${json.revision} restores revision ${revision}.`);
+    await renderHistory(app);
+  } catch (error) {
+    if (error instanceof SignedOut) return;
+    if (error.status === 412) {
+      await renderHistory(app, h("p", { class: "error", role: "alert" }, "Someone else changed this app meanwhile; here is the current history. Roll back again if you still mean to."));
+      return;
+    }
+    button.disabled = false;
+    const outcome = document.getElementById("outcome");
+    outcome.replaceChildren(errorBox(error), diagnosticsList(error.body && error.body.error && error.body.error.diagnostics) || "");
+  }
 }
 
 // MARK: - Reports
@@ -581,7 +606,7 @@ function svg(tag, attributes = {}, ...children) {
 
 /** Reports per day as bars, scaled to the busiest day; the label carries the figures for screen readers. */
 function chart(identifier, days) {
-  const width = 600, height = 160, left = 36, bottom = 22, top = 10;
+  const width = 600, height = 180, left = 36, bottom = 22, top = 10;
   const peak = Math.max(1, ...days.map((day) => day.reports));
   const total = days.reduce((sum, day) => sum + day.reports, 0);
   const busiest = days.reduce((best, day) => (day.reports > best.reports ? day : best), days[0] || { reports: 0 });
@@ -594,7 +619,7 @@ function chart(identifier, days) {
       svg("title", {}, `${day.day}: ${day.reports}`));
   });
   return h("figure", { class: "chart" },
-    svg("svg", { viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": label, preserveAspectRatio: "none" },
+    svg("svg", { viewBox: `0 0 ${width} ${height}`, role: "img", "aria-label": label },
       svg("line", { x1: left, y1: top + plot, x2: width, y2: top + plot, class: "axis" }),
       svg("text", { x: left - 6, y: top + 8, "text-anchor": "end", class: "tick" }, peak),
       svg("text", { x: left - 6, y: top + plot, "text-anchor": "end", class: "tick" }, 0),
