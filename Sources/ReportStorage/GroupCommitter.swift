@@ -35,7 +35,10 @@ public final class GroupCommitter: Sendable {
                 return true
             }
             if startCommitting {
-                Task { await commitUntilEmpty() }
+                // High priority: between commits this loop would otherwise wait its turn behind
+                // the request handlers the last commit just woke, and every report waits with it
+                // (measured: 4 to 13% more reports a second in alternating runs).
+                Task(priority: .high) { await commitUntilEmpty() }
             }
         }
     }
