@@ -27,13 +27,9 @@ struct BuildCommand: AsyncParsableCommand {
         let now = Timestamp.now
         let tree = PublicTree(root: options.workflow.publicDirectory)
         let manifestsBefore = Dictionary(uniqueKeysWithValues: tree.publishedApps().map { ($0, tree.currentManifestHash($0)) })
-        let build: CatalogWorkflow.Build
-        do {
-            build = try options.workflow.build(
+        let build = try await exitOnFailure {
+            try options.workflow.build(
                 at: now, dryRun: dryRun, note: RevisionNote(author: LocalUser.name, message: message?.isEmpty == false ? message : nil))
-        } catch {
-            printError("\(error)")
-            throw ExitCode(1)
         }
         report(build.diagnostics)
         if build.hasErrors { throw ExitCode(1) }

@@ -49,3 +49,17 @@ extension FileHandle {
 func printError(_ message: String) {
     FileHandle.standardError.write(Array("error: \(message)\n".utf8))
 }
+
+/// Runs `body`; a failure becomes its diagnostics and `error: …` on standard error, and exit
+/// status 1. Every command reports a failed workflow step this one way.
+func exitOnFailure<Result>(_ body: () async throws -> Result) async throws -> Result {
+    do {
+        return try await body()
+    } catch let exit as ExitCode {
+        throw exit
+    } catch {
+        if let diagnosed = error as? any DiagnosedError { report(diagnosed.diagnostics) }
+        printError("\(error)")
+        throw ExitCode(1)
+    }
+}

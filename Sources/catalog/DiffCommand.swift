@@ -2,7 +2,7 @@ import ArgumentParser
 import CatalogKit
 import Foundation
 
-struct DiffCommand: ParsableCommand {
+struct DiffCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "diff",
         abstract: "Show the products added, changed (field by field), removed, quarantined and released.",
@@ -31,18 +31,8 @@ struct DiffCommand: ParsableCommand {
         }
     }
 
-    func run() throws {
-        let result: CatalogWorkflow.RevisionDiff
-        do {
-            result = try options.workflow.diff(app: app, from: from, to: to, at: .now)
-        } catch let error as HistoryError {
-            report(error.diagnostics)
-            printError("\(error)")
-            throw ExitCode(1)
-        } catch {
-            printError("\(error)")
-            throw ExitCode(1)
-        }
+    func run() async throws {
+        let result = try await exitOnFailure { try options.workflow.diff(app: app, from: from, to: to, at: .now) }
         let changes = result.diff.isEmpty ? "no product changes" : result.diff.summary
         print("\(result.app): \(result.from?.description ?? "nothing published") → \(result.to): \(changes)")
         for line in diffLines(result.diff) { print(line) }

@@ -22,13 +22,7 @@ struct FeedbackCommand: AsyncParsableCommand {
     func run() async throws {
         let now = Timestamp.now
         let run = try await storeOptions.withStore(logger: Logger(label: "catalog.feedback")) { store in
-            let run: CatalogWorkflow.FeedbackRun
-            do {
-                run = try await options.workflow.runFeedback(store: store, at: now)
-            } catch {
-                printError("\(error)")
-                throw ExitCode(1)
-            }
+            let run = try await exitOnFailure { try await options.workflow.runFeedback(store: store, at: now) }
             for entry in AuditEntry.feedback(run.changes, actor: LocalUser.name, at: now) { try await store.appendAudit(entry) }
             return run
         }
@@ -55,17 +49,7 @@ struct FeedbackCommand: AsyncParsableCommand {
 
         func run() async throws {
             let now = Timestamp.now
-            let change: VerdictChange
-            do {
-                change = try options.workflow.releaseFeedback(app: app, identifier: identifier, at: now)
-            } catch let error as CatalogWorkflow.ReleaseError {
-                report(error.diagnostics)
-                printError("\(error)")
-                throw ExitCode(1)
-            } catch {
-                printError("\(error)")
-                throw ExitCode(1)
-            }
+            let change = try await exitOnFailure { try options.workflow.releaseFeedback(app: app, identifier: identifier, at: now) }
             // The release is in the feedback file; the audit log says who made it.
             try await storeOptions.withStore(logger: Logger(label: "catalog.feedback")) { store in
                 for entry in AuditEntry.feedback([change], actor: LocalUser.name, at: now) { try await store.appendAudit(entry) }

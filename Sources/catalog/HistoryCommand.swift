@@ -2,7 +2,7 @@ import ArgumentParser
 import CatalogKit
 import Foundation
 
-struct HistoryCommand: ParsableCommand {
+struct HistoryCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "history",
         abstract: "List an app's revisions, newest first: when, who, why, and what changed.",
@@ -28,18 +28,10 @@ struct HistoryCommand: ParsableCommand {
         if let limit, limit < 1 { throw ValidationError("--limit must be 1 or more") }
     }
 
-    func run() throws {
-        let revisions: [RevisionSummary]
-        do {
-            revisions = try options.workflow.history(app: app, limit: limit)
-        } catch {
-            printError("\(error)")
-            throw ExitCode(1)
-        }
+    func run() async throws {
+        let revisions = try await exitOnFailure { try options.workflow.history(app: app, limit: limit) }
         if json {
-            let encoder = JSONEncoder()
-            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
-            print(String(decoding: try encoder.encode(revisions), as: UTF8.self))
+            print(String(decoding: try prettyJSON(revisions), as: UTF8.self))
             return
         }
         print(revisions.map(Self.text).joined(separator: "\n"), terminator: "")

@@ -39,17 +39,9 @@ struct RollbackCommand: AsyncParsableCommand {
         let now = Timestamp.now
         let tree = PublicTree(root: options.workflow.publicDirectory)
         let manifestBefore = tree.currentManifestHash(app)
-        let rollback: CatalogWorkflow.Rollback
-        do {
-            rollback = try options.workflow.rollback(
+        let rollback = try await exitOnFailure {
+            try options.workflow.rollback(
                 app: app, to: revision, at: now, author: LocalUser.name, message: message?.isEmpty == false ? message : nil)
-        } catch let error as HistoryError {
-            report(error.diagnostics)
-            printError("\(error)")
-            throw ExitCode(1)
-        } catch {
-            printError("\(error)")
-            throw ExitCode(1)
         }
         print(summary(rollback.plan))
         let removed = rollback.removed.isEmpty ? "" : " (replacing \(rollback.removed.joined(separator: ", ")))"

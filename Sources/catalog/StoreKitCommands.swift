@@ -32,7 +32,7 @@ struct ExportCommand: ParsableCommand {
     }
 }
 
-struct ImportStoreKitCommand: ParsableCommand {
+struct ImportStoreKitCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "storekit",
         abstract: "Import an Xcode StoreKit configuration file (.storekit, versions 1 to 4) into an app's sources.",
@@ -60,14 +60,9 @@ struct ImportStoreKitCommand: ParsableCommand {
         if let problem = AppName.problem(app) { throw ValidationError(problem) }
     }
 
-    func run() throws {
-        let result: CatalogWorkflow.StoreKitImport
-        do {
-            result = try options.workflow.importStoreKit(
-                from: URL(fileURLWithPath: file), displayPath: file, app: app, overwrite: overwrite)
-        } catch {
-            printError("\(error)")
-            throw ExitCode(1)
+    func run() async throws {
+        let result = try await exitOnFailure {
+            try options.workflow.importStoreKit(from: URL(fileURLWithPath: file), displayPath: file, app: app, overwrite: overwrite)
         }
         report(result.diagnostics)
         if result.hasErrors {
@@ -81,7 +76,7 @@ struct ImportStoreKitCommand: ParsableCommand {
     }
 }
 
-struct ExportStoreKitCommand: ParsableCommand {
+struct ExportStoreKitCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "storekit",
         abstract: "Write an app's products as an Xcode StoreKit configuration file for local testing.",
@@ -106,7 +101,7 @@ struct ExportStoreKitCommand: ParsableCommand {
         if let problem = AppName.problem(app) { throw ValidationError(problem) }
     }
 
-    func run() throws {
+    func run() async throws {
         let export = options.workflow.exportStoreKit(app: app)
         report(export.diagnostics)
         guard let bytes = export.bytes else { throw ExitCode(1) }
@@ -115,12 +110,7 @@ struct ExportStoreKitCommand: ParsableCommand {
             FileHandle.standardOutput.write(bytes)
             return
         }
-        do {
-            try AtomicFile.write(bytes, to: URL(fileURLWithPath: path))
-        } catch {
-            printError("\(error)")
-            throw ExitCode(1)
-        }
+        try await exitOnFailure { try AtomicFile.write(bytes, to: URL(fileURLWithPath: path)) }
         print("\(app): wrote \(path): \(export.productCount) product\(export.productCount == 1 ? "" : "s")")
     }
 }

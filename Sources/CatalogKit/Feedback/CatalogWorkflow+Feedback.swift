@@ -55,7 +55,7 @@ extension CatalogWorkflow {
     }
 
     /// Why `catalog feedback release` could not release an identifier.
-    public struct ReleaseError: Error, CustomStringConvertible {
+    public struct ReleaseError: DiagnosedError, CustomStringConvertible {
         public var description: String
         /// Problems in the feedback file, which is left as it is.
         public var diagnostics: [Diagnostic] = []

@@ -31,7 +31,7 @@ public struct RevisionSummary: Sendable, Codable, Hashable {
 
 /// Why a history, diff or rollback could not be given: an app or revision that does not exist,
 /// or sources with errors.
-public struct HistoryError: Error, CustomStringConvertible {
+public struct HistoryError: DiagnosedError, CustomStringConvertible {
     public var description: String
     /// Problems in the sources, when they are the reason.
     public var diagnostics: [Diagnostic] = []
