@@ -54,9 +54,16 @@ import Testing
     /// answered (accepted or refused), never a crash or a hang.
     @Test func mangledBodiesAreAnswered() {
         let valid = Array(ReportExamples.valid.utf8)
-        for length in 0..<valid.count {
-            _ = ReportDecoder.decode(valid[..<length], app: "com.example.app", receivedAt: now)
+        var refused = 0
+        func check(_ body: some Collection<UInt8>) {
+            if case .failure(let rejection) = ReportDecoder.decode(body, app: "com.example.app", receivedAt: now) {
+                refused += 1
+                #expect(!rejection.description.isEmpty && rejection.description.count < 300, "\(rejection)")
+            }
         }
+        // Every proper prefix of an object is cut short: all are refused.
+        for length in 0..<valid.count { check(valid[..<length]) }
+        #expect(refused == valid.count)
         var seed: UInt64 = 0x9E37_79B9_7F4A_7C15
         for _ in 0..<20_000 {
             var body = valid
@@ -64,8 +71,9 @@ import Testing
                 seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
                 body[Int(seed >> 33) % body.count] = UInt8(truncatingIfNeeded: seed >> 17)
             }
-            _ = ReportDecoder.decode(body, app: "com.example.app", receivedAt: now)
+            check(body)
         }
+        #expect(refused > valid.count + 10_000, "most flips break the body or a member's rules")
     }
 
     @Test func messagesDoNotGrowWithTheInput() throws {

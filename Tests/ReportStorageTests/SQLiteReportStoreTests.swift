@@ -53,7 +53,7 @@ final class SQLiteReportStoreTests: XCTestCase {
             _ = try await SQLiteReportStore.open(path: "/proc/catalog.sqlite")
             XCTFail("opened a store under /proc")
         } catch {
-            XCTAssertFalse("\(error)".isEmpty)
+            XCTAssertTrue("\(error)".contains("/proc/catalog.sqlite"), "the message names the file: \(error)")
         }
     }
 
