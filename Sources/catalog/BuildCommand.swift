@@ -49,7 +49,7 @@ struct BuildCommand: AsyncParsableCommand {
             for plan in published {
                 try await store.appendAudit(
                     .publication(
-                        plan, summary: summary(plan), actor: LocalUser.name, at: now, manifestBefore: manifestsBefore[plan.app] ?? nil,
+                        plan, actor: LocalUser.name, at: now, manifestBefore: manifestsBefore[plan.app] ?? nil,
                         tree: tree))
             }
         }

@@ -33,7 +33,7 @@ struct DiffCommand: AsyncParsableCommand {
 
     func run() async throws {
         let result = try await exitOnFailure { try options.workflow.diff(app: app, from: from, to: to, at: .now) }
-        let changes = result.diff.isEmpty ? "no product changes" : result.diff.summary
+        let changes = result.diff.outline
         print("\(result.app): \(result.from?.description ?? "nothing published") → \(result.to): \(changes)")
         for line in diffLines(result.diff) { print(line) }
     }

@@ -55,8 +55,8 @@ struct RollbackCommand: AsyncParsableCommand {
         try await storeOptions.withStore(logger: Logger(label: "catalog.rollback")) { store in
             try await store.appendAudit(
                 .publication(
-                    rollback.plan, action: .rollback, summary: "rollback to revision \(rollback.restored): \(summary(rollback.plan))",
-                    actor: LocalUser.name, at: now, manifestBefore: manifestBefore, tree: tree))
+                    rollback.plan, rolledBackTo: rollback.restored, actor: LocalUser.name, at: now, manifestBefore: manifestBefore,
+                    tree: tree))
         }
     }
 }

@@ -103,7 +103,7 @@ import Testing
             #expect(rows.count == 3)
             #expect(rows[0].hasPrefix("3 \(actor) release com.example.app com.example.app: released com.example.level2"))
             #expect(rows[1].hasPrefix("2 \(actor) verdict com.example.app com.example.app: quarantined com.example.level2"))
-            #expect(rows[2].hasPrefix("1 \(actor) publish com.example.app com.example.app: published revision 1"))
+            #expect(rows[2].hasPrefix("1 \(actor) publish com.example.app published revision 1: 3 added"))
         }
     }
 }

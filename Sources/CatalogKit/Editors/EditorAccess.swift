@@ -149,14 +149,21 @@ public struct TokenNameTaken: Error, CustomStringConvertible {
 public typealias CatalogStore = ReportStore & EditorStore
 
 extension AuditEntry {
-    /// The entry for a revision `plan` published, with the manifest's hash before and after.
+    /// The entry for a revision `plan` published, or a rollback to `rolledBackTo`, with the
+    /// manifest's hash before and after: the same words whether the CLI or the API made it.
     public static func publication(
-        _ plan: PublicationPlan, action: Action = .publish, summary: String, actor: String, at moment: Timestamp, manifestBefore: String?,
+        _ plan: PublicationPlan, rolledBackTo restored: Int? = nil, actor: String, at moment: Timestamp, manifestBefore: String?,
         tree: PublicTree
     ) -> AuditEntry {
-        AuditEntry(
-            at: moment, actor: actor, action: action, app: plan.app, summary: summary, beforeHash: manifestBefore,
-            afterHash: tree.currentManifestHash(plan.app))
+        let summary =
+            switch (restored, plan.isUnchanged) {
+            case (let restored?, true): "rollback to revision \(restored): the content was already current"
+            case (let restored?, false): "rolled back to revision \(restored) as revision \(plan.revision): \(plan.diff.outline)"
+            case (nil, _): "published revision \(plan.revision): \(plan.diff.outline)"
+            }
+        return AuditEntry(
+            at: moment, actor: actor, action: restored == nil ? .publish : .rollback, app: plan.app, summary: summary,
+            beforeHash: manifestBefore, afterHash: tree.currentManifestHash(plan.app))
     }
 
     /// The entries for a feedback run's verdict changes, or a release: one per identifier.

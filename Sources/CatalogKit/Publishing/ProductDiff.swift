@@ -78,6 +78,9 @@ public struct ProductDiff: Sendable, Hashable {
     }
 
     /// Counts such as "1 added, 2 changed, 1 quarantined", empty kinds left out.
+    /// The summary, or that there is nothing to summarise.
+    public var outline: String { isEmpty ? "no product changes" : summary }
+
     public var summary: String {
         let counts = [
             (added.count, "added"), (changed.count, "changed"), (removed.count, "removed"),

@@ -326,7 +326,7 @@ struct AdminAPI: Sendable {
         if !dryRun && !plan.isUnchanged {
             try await store.appendAudit(
                 .publication(
-                    plan, summary: "published revision \(plan.revision): \(Self.summary(plan.diff))", actor: actor, at: now,
+                    plan, actor: actor, at: now,
                     manifestBefore: publication.manifestBefore, tree: PublicTree(root: workflow.publicDirectory)))
         }
         var json = JSONWriter()
@@ -383,12 +383,6 @@ struct AdminAPI: Sendable {
         }
         json.endArray()
         json.endObject()
-    }
-
-    static func summary(_ diff: ProductDiff) -> String {
-        let parts = [("added", diff.added.count), ("changed", diff.changed.count), ("removed", diff.removed.count)]
-            .filter { $0.1 > 0 }.map { "\($0.1) \($0.0)" }
-        return parts.isEmpty ? "no product changes" : parts.joined(separator: ", ")
     }
 
     private func release(app: String, id: String, actor: String) async throws -> Response {
@@ -498,11 +492,7 @@ struct AdminAPI: Sendable {
         let plan = rollback.plan
         try await store.appendAudit(
             .publication(
-                plan, action: .rollback,
-                summary: plan.isUnchanged
-                    ? "rollback to revision \(revision): the content was already current"
-                    : "rolled back to revision \(revision) as revision \(plan.revision): \(Self.summary(plan.diff)); wrote \(rollback.written)",
-                actor: actor, at: now, manifestBefore: manifestBefore, tree: tree))
+                plan, rolledBackTo: revision, actor: actor, at: now, manifestBefore: manifestBefore, tree: tree))
         var json = JSONWriter()
         json.beginObject()
         json.key("app")
