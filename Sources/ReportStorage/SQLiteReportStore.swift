@@ -46,26 +46,16 @@ public final class SQLiteReportStore: ReportStore {
     public func aggregate(_ query: AggregateQuery) async throws -> [ReportAggregate] {
         try await reader.run { connection in
             let filters: [SQLiteValue] = [.integer(query.since?.secondsSince1970 ?? .min), .init(query.app), .init(query.identifier)]
-            let invalidStatement = try connection.prepare(Self.invalidQuery)
-            try invalidStatement.bind(filters)
-            var invalid: [InvalidRow] = []
-            while try invalidStatement.step() {
-                let s = invalidStatement
-                invalid.append(
-                    InvalidRow(
-                        app: s.text(0) ?? "", identifier: s.text(1) ?? "", platform: s.text(2), environment: s.text(3),
-                        reports: Int(s.integer(4)), installs: Int(s.integer(5)), firstSeen: s.integer(6), lastSeen: s.integer(7),
-                        appVersions: s.text(8), storefronts: s.text(9), feedRevisions: s.text(10)))
+            let invalid = try connection.rows(Self.invalidQuery, filters) { s in
+                InvalidRow(
+                    app: s.text(0) ?? "", identifier: s.text(1) ?? "", platform: s.text(2), environment: s.text(3),
+                    reports: Int(s.integer(4)), installs: Int(s.integer(5)), firstSeen: s.integer(6), lastSeen: s.integer(7),
+                    appVersions: s.text(8), storefronts: s.text(9), feedRevisions: s.text(10))
             }
-            let requestedStatement = try connection.prepare(Self.requestedQuery)
-            try requestedStatement.bind(filters)
-            var requested: [RequestedRow] = []
-            while try requestedStatement.step() {
-                let s = requestedStatement
-                requested.append(
-                    RequestedRow(
-                        app: s.text(0) ?? "", identifier: s.text(1) ?? "", platform: s.text(2), environment: s.text(3),
-                        requested: Int(s.integer(4)), invalidWhenRequested: Int(s.integer(5))))
+            let requested = try connection.rows(Self.requestedQuery, filters) { s in
+                RequestedRow(
+                    app: s.text(0) ?? "", identifier: s.text(1) ?? "", platform: s.text(2), environment: s.text(3),
+                    requested: Int(s.integer(4)), invalidWhenRequested: Int(s.integer(5)))
             }
             return AggregateAssembly.assemble(invalid, requested: requested)
         }
@@ -74,19 +64,15 @@ public final class SQLiteReportStore: ReportStore {
     public func dailyCounts(app: String, identifier: String, since: Timestamp) async throws -> [DailyReportCount] {
         try await reader.run { connection in
             // Integer division floors the day: reception times are never before 1970.
-            let statement = try connection.prepare(
+            try connection.rows(
                 """
                 SELECT r.received_at / 86400 AS day, COUNT(*)
                 FROM reports r, json_each(r.invalid) j
                 WHERE r.app = ?1 AND r.received_at >= ?2 AND j.value = ?3
                 GROUP BY day ORDER BY day
-                """)
-            try statement.bind([.text(app), .integer(since.secondsSince1970), .text(identifier)])
-            var counts: [DailyReportCount] = []
-            while try statement.step() {
-                counts.append(DailyReportCount(day: statement.integer(0), reports: Int(statement.integer(1))))
-            }
-            return counts
+                """,
+                [.text(app), .integer(since.secondsSince1970), .text(identifier)]
+            ) { row in DailyReportCount(day: row.integer(0), reports: Int(row.integer(1))) }
         }
     }
 
