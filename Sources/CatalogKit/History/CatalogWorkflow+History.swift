@@ -35,6 +35,14 @@ public struct HistoryError: DiagnosedError, CustomStringConvertible {
     public var description: String
     /// Problems in the sources, when they are the reason.
     public var diagnostics: [Diagnostic] = []
+    /// The app or revision asked for does not exist (an HTTP 404), rather than exists in a
+    /// state that prevents the request.
+    public var isMissing = false
+
+    /// An app or revision that does not exist.
+    static func missing(_ description: String) -> HistoryError {
+        HistoryError(description: description, isMissing: true)
+    }
 }
 
 /// `catalog history`, `catalog diff` (and `catalog rollback`, in its own file) as functions.
@@ -85,7 +93,7 @@ extension CatalogWorkflow {
     /// against the sources, planned as `build --dry-run` plans them; with only `from`: that
     /// revision against the current one.
     public func diff(app: String, from: Int? = nil, to: Int? = nil, at moment: Timestamp) throws -> RevisionDiff {
-        if let problem = AppName.problem(app) { throw HistoryError(description: problem) }
+        if let problem = AppName.problem(app) { throw HistoryError.missing(problem) }
         let tree = PublicTree(root: publicDirectory)
         guard let from else {
             let dryRun = try self.build(at: moment, dryRun: true)
@@ -95,14 +103,14 @@ extension CatalogWorkflow {
                         description: "the sources have errors; fix them to see what the next build would publish",
                         diagnostics: dryRun.diagnostics)
                 }
-                throw HistoryError(description: "unknown app '\(app)': it has no sources in \(catalogDisplayPath) and was never published")
+                throw HistoryError.missing("unknown app '\(app)': it has no sources in \(catalogDisplayPath) and was never published")
             }
             return RevisionDiff(app: app, from: plan.previous.map { .revision($0.revision) }, to: .sources, diff: plan.diff)
         }
         let current = try publishedRevision(app)
         let to = to ?? current
         for revision in [from, to] where !(1...current).contains(revision) {
-            throw HistoryError(description: "'\(app)' has no revision \(revision); its revisions are 1 to \(current)")
+            throw HistoryError.missing("'\(app)' has no revision \(revision); its revisions are 1 to \(current)")
         }
         let diff = try ProductDiff(old: tree.productSnapshot(app, revision: from), new: tree.productSnapshot(app, revision: to))
         return RevisionDiff(app: app, from: .revision(from), to: .revision(to), diff: diff)
@@ -110,9 +118,9 @@ extension CatalogWorkflow {
 
     /// The current revision of `app`; an error naming the app when it was never published.
     func publishedRevision(_ app: String) throws -> Int {
-        if let problem = AppName.problem(app) { throw HistoryError(description: problem) }
+        if let problem = AppName.problem(app) { throw HistoryError.missing(problem) }
         guard let manifest = try PublicTree(root: publicDirectory).currentManifest(app) else {
-            throw HistoryError(description: "unknown app '\(app)': it was never published")
+            throw HistoryError.missing("unknown app '\(app)': it was never published")
         }
         return manifest.revision
     }

@@ -36,7 +36,7 @@ extension CatalogWorkflow {
         // Read under the lock: a build may have published meanwhile.
         let current = try publishedRevision(app)
         guard (1...current).contains(revision) else {
-            throw HistoryError(description: "'\(app)' has no revision \(revision); its revisions are 1 to \(current)")
+            throw HistoryError.missing("'\(app)' has no revision \(revision); its revisions are 1 to \(current)")
         }
         let tree = PublicTree(root: publicDirectory)
         let before = validate()

@@ -521,12 +521,11 @@ struct AdminAPI: Sendable {
         return response
     }
 
-    /// History errors carry no code: those naming a missing app or revision are 404s, those
-    /// with diagnostics 422s, the rest (a revision that cannot be restored exactly) 409s.
+    /// A missing app or revision is a 404, sources with errors a 422, the rest (a revision that
+    /// cannot be restored exactly) a 409.
     static func editError(_ error: HistoryError) -> EditError {
         if !error.diagnostics.isEmpty { return EditError(.invalid, error.description, diagnostics: error.diagnostics) }
-        let missing = ["unknown app", "has no revision", "never published", "is not a bundle identifier"]
-        return EditError(missing.contains { error.description.contains($0) } ? .notFound : .notEditable, error.description)
+        return EditError(error.isMissing ? .notFound : .notEditable, error.description)
     }
 
     // MARK: - Requests and errors
