@@ -46,6 +46,10 @@ final class FeedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     private var cache = ResponseCache()
     /// A forwarded response said `Connection: close`: close once it is written.
     private var closeAfterResponse = false
+    /// Whether each forwarded request not yet answered is a HEAD, oldest first: the response
+    /// encoder does not know (see ``FeedHTTP1Channel``), so bodies of HEAD responses stop here.
+    private var forwardedHeads = CircularBuffer<Bool>(initialCapacity: 2)
+    private var answeringHead = false
 
     private enum Current {
         case none
@@ -86,6 +90,7 @@ final class FeedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
             } else {
                 current = .forwarded
                 forwardedSinceReadComplete = true
+                forwardedHeads.append(head.method == .HEAD)
                 context.fireChannelRead(data)
             }
         case (.body, .fast):
@@ -97,6 +102,7 @@ final class FeedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
                 // Not a feed after all (an unknown app, a bad parameter): the application explains.
                 forwardedInFlight += 1
                 forwardedSinceReadComplete = true
+                forwardedHeads.append(head.method == .HEAD)
                 context.fireChannelRead(wrapInboundOut(.head(head)))
                 context.fireChannelRead(wrapInboundOut(.end(nil)))
             }
@@ -129,6 +135,10 @@ final class FeedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
             // The application refused a request without reading its body (too large, say):
             // closing is the only way not to read the rest, and Hummingbird would drain it.
             if head.headers[canonicalForm: "connection"].contains(where: { $0.lowercased() == "close" }) { closeAfterResponse = true }
+            answeringHead = forwardedHeads.popFirst() ?? false
+        case .body where answeringHead:
+            promise?.succeed()
+            return
         case .end where closeAfterResponse:
             context.writeAndFlush(data, promise: promise)
             context.close(promise: nil)

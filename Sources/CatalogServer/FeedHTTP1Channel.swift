@@ -20,9 +20,13 @@ struct FeedHTTP1Channel: HTTPChannelHandler {
             limits.maxHeaderFieldSize = 8 * 1024
             limits.maxHeaderListSize = 16 * 1024
             limits.maxHeaderFieldCount = 100
-            try channel.pipeline.syncOperations.configureHTTPServerPipeline(
-                withPipeliningAssistance: false, withErrorHandling: false, withOutboundHeaderValidation: false,
-                withEncoderConfiguration: .init(), withDecoderLimitConfiguration: limits)
+            // Not `configureHTTPServerPipeline`: it pairs the encoder with the decoder, which hands
+            // it each request's method so that HEAD responses lose their bodies. Responses written
+            // by the connection handler skip the encoder, so the pairing would go out of step (a
+            // lean HEAD would strip the body of the next forwarded GET's response); the connection
+            // handler leaves out forwarded HEAD responses' bodies itself.
+            try channel.pipeline.syncOperations.addHandler(HTTPResponseEncoder(configuration: .init()))
+            try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(HTTPRequestDecoder(limitConfiguration: limits)))
             try channel.pipeline.syncOperations.addHandler(connectionHandler())
             try channel.pipeline.syncOperations.addHandler(HTTP1ToHTTPServerCodec(secure: false))
             // No idle timeout behind this point: requests answered by the connection handler never

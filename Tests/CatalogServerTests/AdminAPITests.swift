@@ -515,9 +515,11 @@ import Testing
                 uri: "\(Self.appPath)/reports?since=24h", method: .get, headers: server.headers(server.viewer))
             #expect(reports.status == .ok)
             #expect((try Self.json(reports)["aggregates"] as? [Any])?.isEmpty == true)
-            let bad = try await client.execute(
-                uri: "\(Self.appPath)/reports?since=soon", method: .get, headers: server.headers(server.viewer))
-            #expect(bad.status == .badRequest)
+            for since in ["soon", "0h", "441862975w"] {
+                let bad = try await client.execute(
+                    uri: "\(Self.appPath)/reports?since=\(since)", method: .get, headers: server.headers(server.viewer))
+                #expect(bad.status == .badRequest, "since=\(since)")
+            }
 
             // A quarantine in the feedback file, released through the API.
             let feedback = FeedbackFile(verdicts: [

@@ -210,7 +210,9 @@ struct AdminAPI: Sendable {
         var since: Timestamp?
         if let text = request.uri.queryParameters.get("since") {
             guard let interval = Interval(text) else {
-                throw Refusal(response: JSONError.response(.badRequest, "since=\(text) is not a span such as 90s, 30m, 24h, 7d or 2w"))
+                throw Refusal(
+                    response: JSONError.response(
+                        .badRequest, "since=\(text) is not a span such as 90s, 30m, 24h, 7d or 2w, of at most 100 years"))
             }
             since = Timestamp(secondsSince1970: now.secondsSince1970 - interval.seconds)
         }
