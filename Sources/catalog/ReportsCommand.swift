@@ -32,7 +32,7 @@ struct ReportsCommand: AsyncParsableCommand {
 
     func run() async throws {
         let now = Timestamp.now
-        let from = since.map { Timestamp(secondsSince1970: now.secondsSince1970 - $0.seconds) }
+        let from = since?.before(now)
         let document = try await storeOptions.withStore(logger: Logger(label: "catalog.reports")) { store in
             try await options.workflow.reports(store: store, app: app, since: from, at: now)
         }

@@ -47,7 +47,10 @@ struct ServeCommand: AsyncParsableCommand {
     func validate() throws {
         guard (1...65535).contains(port) else { throw ValidationError("port \(port) is not between 1 and 65535") }
         guard reportLimitAddress >= 0, reportLimitInstall >= 0 else { throw ValidationError("report limits cannot be negative") }
-        guard retentionDays >= 1 else { throw ValidationError("--retention-days must be at least 1") }
+        guard (1...36_600).contains(retentionDays) else { throw ValidationError("--retention-days must be 1 to 36600 (100 years)") }
+        if let autoFeedback, autoFeedback.seconds > 366 * 86_400 {
+            throw ValidationError("--auto-feedback \(autoFeedback) is longer than a year (366d)")
+        }
     }
 
     /// A limit with a burst of a fifth of a minute's worth (at least 10), or none for 0.

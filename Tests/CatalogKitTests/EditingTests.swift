@@ -43,6 +43,10 @@ import Testing
         ("", "the body is not valid JSON"),
         ("[]", "the body must be a JSON object"),
         (#"{"id":null}"#, "'id' is null, which has no plist form; leave the member out instead"),
+        (
+            #"{"id":"a","subscription":{"x":[1,null]}}"#,
+            "'subscription.x[1]' is null, which has no plist form; leave the member out instead"
+        ),
         (#"{"id":"a","id":"b"}"#, "member 'id' appears twice"),
         (#"{"n":1e999}"#, "number 1e999 has no plist form"),
         (#"{"id":"a"} x"#, "the body is not valid JSON"),

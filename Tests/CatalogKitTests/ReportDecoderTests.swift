@@ -25,6 +25,13 @@ import Testing
         #expect(report.installID == "7c4a8d09-install")
     }
 
+    /// JSON has one number type: a revision written 12.0 or 1.2e1 is revision 12.
+    @Test(arguments: ["12", "12.0", "1.2e1", "120e-1"])
+    func aWholeFeedRevisionIsReadInAnySpelling(number: String) throws {
+        let report = try decode(#"{"invalidProductIdentifiers":["com.example.a"],"feedRevision":"# + number + "}").get()
+        #expect(report.feedRevision == 12)
+    }
+
     @Test func onlyTheInvalidListIsRequired() throws {
         let report = try decode(#"{"invalidProductIdentifiers":["com.example.a"],"platform":"ios"}"#).get()
         #expect(report.reportID == "server-made")
@@ -83,5 +90,25 @@ import Testing
             return
         }
         #expect(rejection.description.count < 200)
+    }
+}
+
+@Suite struct IntervalTests {
+    @Test(arguments: [("90s", 90), ("30m", 1_800), ("24h", 86_400), ("7d", 604_800), ("2w", 1_209_600), ("9223372036854775807s", .max)])
+    func spansAreRead(text: String, seconds: Int64) {
+        #expect(Interval(text)?.seconds == seconds)
+    }
+
+    /// Zero, negative, unitless, unknown units, and spans of more seconds than 64 bits hold.
+    @Test(arguments: ["", "h", "0h", "-1h", "24", "24y", "1.5h", "15250284452472w", "9223372036854775808s"])
+    func nonsenseIsRefused(text: String) {
+        #expect(Interval(text) == nil)
+    }
+
+    /// A span longer than all of time since 1970 starts there: no date before year 1 to write.
+    @Test func aSpanReachingBefore1970StartsThere() throws {
+        let now = Timestamp(secondsSince1970: 1_800_000_000)
+        #expect(try #require(Interval("24h")).before(now) == Timestamp(secondsSince1970: 1_799_913_600))
+        #expect(try #require(Interval("441862975w")).before(now) == Timestamp(secondsSince1970: 0))
     }
 }

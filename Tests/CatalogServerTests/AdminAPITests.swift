@@ -112,6 +112,10 @@ import Testing
             let preview = try await client.execute(
                 uri: "\(Self.appPath)/publish?dryRun=true", method: .post, headers: server.headers(server.viewer))
             #expect(preview.status == .ok)
+            // A dryRun that is neither true nor false is refused, not taken for a real publish.
+            let unclear = try await client.execute(
+                uri: "\(Self.appPath)/publish?dryRun=yes", method: .post, headers: server.headers(server.editor, ifMatch: "*"))
+            #expect(unclear.status == .badRequest)
             #expect(try await server.store.auditLog(app: nil, limit: 10).isEmpty)
         }
     }
@@ -515,7 +519,7 @@ import Testing
                 uri: "\(Self.appPath)/reports?since=24h", method: .get, headers: server.headers(server.viewer))
             #expect(reports.status == .ok)
             #expect((try Self.json(reports)["aggregates"] as? [Any])?.isEmpty == true)
-            for since in ["soon", "0h", "441862975w"] {
+            for since in ["soon", "0h", "99999999999999999999w"] {
                 let bad = try await client.execute(
                     uri: "\(Self.appPath)/reports?since=\(since)", method: .get, headers: server.headers(server.viewer))
                 #expect(bad.status == .badRequest, "since=\(since)")

@@ -22,7 +22,7 @@ public enum ProductJSON {
             return try bytes.withUnsafeBufferPointer { buffer in
                 var scanner = JSONScanner(buffer)
                 guard try scanner.peekKind() == .object else { throw Problem(description: "the body must be a JSON object") }
-                let value = try read(&scanner, key: nil, depth: 0)
+                let value = try read(&scanner, path: "", depth: 0)
                 try scanner.expectEnd()
                 guard case .dictionary(let dictionary) = value else { throw Problem(description: "the body must be a JSON object") }
                 return dictionary
@@ -36,7 +36,8 @@ public enum ProductJSON {
         }
     }
 
-    private static func read(_ scanner: inout JSONScanner, key: String?, depth: Int) throws -> PropertyListValue {
+    /// `path` names the value in messages: `metadata.tags[2]`; empty for the body itself.
+    private static func read(_ scanner: inout JSONScanner, path: String, depth: Int) throws -> PropertyListValue {
         guard depth < JSONScanner.maximumDepth else {
             throw Problem(description: "values are nested more than \(JSONScanner.maximumDepth) deep")
         }
@@ -46,20 +47,20 @@ public enum ProductJSON {
             var seen = Set<String>()
             try scanner.readObject { member, scanner in
                 guard seen.insert(member).inserted else { throw Problem(description: "member '\(member)' appears twice") }
-                let value = try read(&scanner, key: member, depth: depth + 1)
+                let value = try read(&scanner, path: depth == 0 ? member : "\(path).\(member)", depth: depth + 1)
                 if depth == 0 && member == "quarantine" { return }
                 entries.append(.init(key: member, keyPosition: .startOfFile, value: PropertyListNode(value, at: .startOfFile)))
             }
             return .dictionary(PropertyListDictionary(entries: entries))
         case .array:
             var items: [PropertyListNode] = []
-            try scanner.readArray { _, scanner in
-                items.append(PropertyListNode(try read(&scanner, key: nil, depth: depth + 1), at: .startOfFile))
+            try scanner.readArray { index, scanner in
+                items.append(PropertyListNode(try read(&scanner, path: "\(path)[\(index)]", depth: depth + 1), at: .startOfFile))
             }
             return .array(items)
         case .string:
             let text = try scanner.readString()
-            if let key, dateKeys.contains(key), depth == 1, let moment = Timestamp(iso8601: text) { return .date(moment) }
+            if depth == 1, dateKeys.contains(path), let moment = Timestamp(iso8601: text) { return .date(moment) }
             return .string(text)
         case .number:
             let text = try scanner.readNumber()
@@ -69,7 +70,7 @@ public enum ProductJSON {
         case .boolean:
             return .boolean(try scanner.readBoolean())
         case .null:
-            throw Problem(description: "'\(key ?? "an element")' is null, which has no plist form; leave the member out instead")
+            throw Problem(description: "'\(path)' is null, which has no plist form; leave the member out instead")
         }
     }
 }

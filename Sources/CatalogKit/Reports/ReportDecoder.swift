@@ -125,7 +125,8 @@ public enum ReportDecoder {
             report.storefront = storefront
         }
         if let number = body.feedRevision {
-            guard let revision = Int32(number), revision >= 1 else {
+            // JSON has one number type: 12.0 and 1.2e1 are the integer 12 as much as 12 is.
+            guard let revision = Int32(number) ?? Double(number).flatMap({ Int32(exactly: $0) }), revision >= 1 else {
                 throw ReportRejection("feedRevision must be a revision number, 1 or more; got \(clip(String(number)))")
             }
             report.feedRevision = Int(revision)

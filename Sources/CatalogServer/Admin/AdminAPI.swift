@@ -35,7 +35,12 @@ struct AdminAPI: Sendable {
         case .success(let found): token = found
         case .failure(let refusal): return refusal.response
         }
-        let dryRun = request.uri.queryParameters.get("dryRun").map { $0 == "true" || $0 == "1" } ?? false
+        let dryRun: Bool
+        switch request.uri.queryParameters.get("dryRun") {
+        case nil, "false", "0": dryRun = false
+        case "true", "1": dryRun = true
+        case let other?: return JSONError.response(.badRequest, "dryRun=\(other) must be true or false")
+        }
         if route.changes(dryRun: dryRun) && !token.role.canEdit {
             return JSONError.response(.forbidden, "token '\(token.name)' is a viewer's; changes need an editor's token")
         }
@@ -210,11 +215,9 @@ struct AdminAPI: Sendable {
         var since: Timestamp?
         if let text = request.uri.queryParameters.get("since") {
             guard let interval = Interval(text) else {
-                throw Refusal(
-                    response: JSONError.response(
-                        .badRequest, "since=\(text) is not a span such as 90s, 30m, 24h, 7d or 2w, of at most 100 years"))
+                throw Refusal(response: JSONError.response(.badRequest, "since=\(text) is not a span such as 90s, 30m, 24h, 7d or 2w"))
             }
-            since = Timestamp(secondsSince1970: now.secondsSince1970 - interval.seconds)
+            since = interval.before(now)
         }
         _ = try workflow.appState(app)
         let document = try await workflow.reports(store: store, app: app, since: since, at: now)
