@@ -1,0 +1,61 @@
+import Foundation
+import Testing
+
+/// The checks that drive the `catalog` executable of this build from outside, as scripts under
+/// `scripts/`: each must exit 0.
+///
+/// What a script needs that is missing (Chromium, chromedriver, selenium, schemathesis) is a
+/// failure, not a skip: a suite that passes without having looked proves nothing. `.ci/run`
+/// installs them, the Python packages in a virtual environment whose python `TEST_PYTHON` names.
+@Suite struct ScriptTests {
+    /// The scripts bound each of their waits; this only stops a wedged run from hanging CI.
+    static let limit: Duration = .seconds(900)
+
+    static var repository: URL {
+        URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+    }
+
+    /// The editor dashboard in headless Chromium through Selenium (sign in, edit, a refused
+    /// value, another editor's change, preview and publish, history, the public feed, rollback,
+    /// the reports chart, 360 px, sign out). Screenshots go to `$BROWSER_ARTIFACTS`, else
+    /// `.build/browser-artifacts/`.
+    @Test func anEditorSignsInEditsPublishesAndSeesTheRevision() async throws {
+        try await Self.run("browser-test")
+    }
+
+    /// schemathesis against the OpenAPI document and the live server: every operation, valid
+    /// and invalid requests, each answer checked against the document.
+    @Test func theServerAnswersAsItsOpenAPIDocumentSays() async throws {
+        try await Self.run("api-fuzz")
+    }
+
+    static func run(_ name: String) async throws {
+        let script = repository.appendingPathComponent("scripts/\(name)")
+        try #require(FileManager.default.isExecutableFile(atPath: script.path), "scripts/\(name) is missing")
+        let python = ProcessInfo.processInfo.environment["TEST_PYTHON"] ?? "python3"
+        let log = FileManager.default.temporaryDirectory.appendingPathComponent("\(name)-\(UUID().uuidString).log")
+        _ = FileManager.default.createFile(atPath: log.path, contents: nil)
+        defer { try? FileManager.default.removeItem(at: log) }
+        let output = try FileHandle(forWritingTo: log)
+
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = [python, script.path, "--catalog-bin", try CommandTests.executable().path]
+        process.currentDirectoryURL = repository
+        process.standardOutput = output
+        process.standardError = output
+        process.standardInput = FileHandle.nullDevice
+        try process.run()
+        let deadline = ContinuousClock.now + limit
+        while process.isRunning && ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(200)) }
+        let stuck = process.isRunning
+        if stuck {
+            process.terminate()
+            process.waitUntilExit()
+        }
+        try output.close()
+        let text = String(decoding: try Data(contentsOf: log), as: UTF8.self)
+        #expect(!stuck, "scripts/\(name) did not finish within \(limit):\n\(text)")
+        #expect(process.terminationStatus == 0, "scripts/\(name) failed:\n\(text)")
+    }
+}
