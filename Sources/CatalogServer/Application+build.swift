@@ -20,10 +20,15 @@ public func buildApplication(
     let store = FeedStore(tree: publicDirectory, logger: logger)
     let metrics = ServerMetrics()
     metrics.recordFeeds(store.index, reloaded: false)
+    // One intake for both paths that receive reports: one committer, one set of rate limits.
+    let intake = reportStore.map { ReportIntake(store: $0, configuration: reportsConfiguration) }
     let server = HTTPServerBuilder { responder in
-        FeedHTTP1Channel(responder: responder) {
-            FeedConnectionHandler(store: store, metrics: metrics, configuration: configuration)
-        }
+        FeedHTTP1Channel(
+            responder: responder,
+            connectionHandler: { FeedConnectionHandler(store: store, metrics: metrics, configuration: configuration) },
+            reportHandler: {
+                intake.map { ReportConnectionHandler(intake: $0, feeds: store, metrics: metrics, clock: configuration.clock) }
+            })
     }
     var services: [any Service] = [FeedReloadService(store: store, interval: reloadInterval, metrics: metrics, logger: logger)]
     if let reportStore {
@@ -35,7 +40,7 @@ public func buildApplication(
     return Application(
         responder: CatalogResponder(
             store: store, configuration: configuration, metrics: metrics,
-            reports: reportStore.map { ReportIntake(store: $0, configuration: reportsConfiguration) },
+            reports: intake,
             admin: reportStore.flatMap { store in workflow.map { AdminAPI(store: store, workflow: $0, clock: configuration.clock) } }),
         server: server,
         configuration: ApplicationConfiguration(address: .hostname(host, port: port), serverName: nil),

@@ -287,6 +287,13 @@ extension Character {
 enum JSONError {
     /// `more` writes further members of the error object (diagnostics, the current state).
     static func response(_ status: HTTPResponse.Status, _ message: String, more: ((inout JSONWriter) -> Void)? = nil) -> Response {
+        Response(
+            status: status, headers: [.contentType: "application/json"],
+            body: ResponseBody(byteBuffer: ByteBuffer(bytes: body(message, more: more))))
+    }
+
+    /// `{"error":{"message":…}}`.
+    static func body(_ message: String, more: ((inout JSONWriter) -> Void)? = nil) -> [UInt8] {
         var json = JSONWriter()
         json.beginObject()
         json.key("error")
@@ -296,8 +303,7 @@ enum JSONError {
         more?(&json)
         json.endObject()
         json.endObject()
-        return Response(
-            status: status, headers: [.contentType: "application/json"], body: ResponseBody(byteBuffer: ByteBuffer(bytes: json.bytes)))
+        return json.bytes
     }
 }
 

@@ -6,12 +6,15 @@ import NIOHTTPTypes
 import NIOHTTPTypesHTTP1
 
 /// Hummingbird's HTTP/1 child channel with ``FeedConnectionHandler`` right after the request
-/// decoder, where feed requests are cheapest to answer.
+/// decoder, where feed requests are cheapest to answer, and ``ReportConnectionHandler`` after it
+/// for reports.
 struct FeedHTTP1Channel: HTTPChannelHandler {
     typealias Value = NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>
 
     let responder: HTTPChannelHandler.Responder
     let connectionHandler: @Sendable () -> FeedConnectionHandler
+    /// nil when the server stores no reports.
+    let reportHandler: @Sendable () -> ReportConnectionHandler?
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         channel.eventLoop.makeCompletedFuture {
@@ -28,6 +31,7 @@ struct FeedHTTP1Channel: HTTPChannelHandler {
             try channel.pipeline.syncOperations.addHandler(HTTPResponseEncoder(configuration: .init()))
             try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(HTTPRequestDecoder(limitConfiguration: limits)))
             try channel.pipeline.syncOperations.addHandler(connectionHandler())
+            if let reportHandler = reportHandler() { try channel.pipeline.syncOperations.addHandler(reportHandler) }
             try channel.pipeline.syncOperations.addHandler(HTTP1ToHTTPServerCodec(secure: false))
             // No idle timeout behind this point: requests answered by the connection handler never
             // reach it, so the connection handler keeps time for the whole connection.

@@ -21,11 +21,40 @@ public struct ReportsConfiguration: Sendable {
     public init() {}
 }
 
+/// What the report endpoint answers, whichever path received the request: a status and a JSON
+/// body, with `Retry-After` for a limit, and `Connection: close` when the body was refused unread.
+struct ReportAnswer: Sendable {
+    var status: HTTPResponse.Status
+    var json: [UInt8]
+    var retryAfter: Int? = nil
+    var closeConnection = false
+
+    static func error(_ status: HTTPResponse.Status, _ message: String, retryAfter: Int? = nil) -> ReportAnswer {
+        ReportAnswer(status: status, json: JSONError.body(message), retryAfter: retryAfter)
+    }
+
+    /// The headers besides the framing ones (Content-Length, Date), in the order they are sent.
+    var headers: [(HTTPField.Name, String)] {
+        var headers: [(HTTPField.Name, String)] = [(.contentType, "application/json")]
+        if status == .accepted { headers.append((.cacheControl, "no-store")) }
+        if let retryAfter { headers.append((.retryAfter, String(retryAfter))) }
+        if closeConnection { headers.append((.connection, "close")) }
+        return headers
+    }
+
+    var response: Response {
+        var fields = HTTPFields()
+        for (name, value) in headers { fields[name] = value }
+        return Response(status: status, headers: fields, body: ResponseBody(byteBuffer: ByteBuffer(bytes: json)))
+    }
+}
+
 /// `POST /v1/apps/{app}/invalid-identifiers`: checks, limits, then a durable commit before 202.
 ///
 /// The order of the checks is the order of their cost: what the head alone decides (app,
 /// media type, size, the address's rate) comes before reading the body, and the body is read
-/// only up to the limit.
+/// only up to the limit. Both paths that receive reports (Hummingbird's, and the connection
+/// handler's for plain ones) ask the same two questions: ``checkHead`` and ``receive``.
 struct ReportIntake: Sendable {
     let store: any ReportStore
     let committer: GroupCommitter
@@ -39,65 +68,85 @@ struct ReportIntake: Sendable {
         byInstall = configuration.perInstall.map { RateLimiter($0) }
     }
 
-    func respond(to request: Request, app: String, isPublished: Bool, clientAddress: String, now: Timestamp) async -> Response {
+    /// The answer the head alone decides, or nil to read the body (at most
+    /// `ReportDecoder.maximumBodyBytes`). Takes from the address's rate when it returns nil.
+    func checkHead(app: String, isPublished: Bool, contentType: String?, contentLength: Int?, clientAddress: String) -> ReportAnswer? {
         let limit = ReportDecoder.maximumBodyBytes
-        let length = request.headers[.contentLength].flatMap(Int.init)
-        // Refusing before the body is read: Hummingbird would read and discard the body to keep
+        // A refusal before the body is read: Hummingbird would read and discard the body to keep
         // the connection, which is cheap for a small body of known length; anything else closes.
-        func refuse(_ status: HTTPResponse.Status, _ message: String) -> Response {
-            var response = JSONError.response(status, message)
-            if !(length.map { $0 <= limit } ?? false) { response.headers[.connection] = "close" }
-            return response
+        func refuse(_ status: HTTPResponse.Status, _ message: String, retryAfter: Int? = nil) -> ReportAnswer {
+            var answer = ReportAnswer.error(status, message, retryAfter: retryAfter)
+            answer.closeConnection = !(contentLength.map { $0 <= limit } ?? false)
+            return answer
         }
         guard isPublished else { return refuse(.notFound, "no published app '\(app)'") }
-        guard Self.isJSON(request.headers[.contentType]) else {
+        guard Self.isJSON(contentType) else {
             return refuse(.unsupportedMediaType, "a report must be sent as Content-Type: application/json")
         }
-        if let length, length > limit {
-            return refuse(.contentTooLarge, "the body is \(length) bytes; the limit is \(limit)")
+        if let contentLength, contentLength > limit {
+            return refuse(.contentTooLarge, "the body is \(contentLength) bytes; the limit is \(limit)")
         }
         if let wait = byAddress?.take(clientAddress) {
-            var response = refuse(.tooManyRequests, "too many reports from this address; retry after \(wait) s")
-            response.headers[.retryAfter] = String(wait)
-            return response
+            return refuse(.tooManyRequests, "too many reports from this address; retry after \(wait) s", retryAfter: wait)
+        }
+        return nil
+    }
+
+    /// Decodes the body, applies the install's rate, and commits; `completion` once the report
+    /// is durable, or with the refusal (on the committer's thread when it commits).
+    func receive(_ body: some Collection<UInt8>, app: String, now: Timestamp, completion: @escaping @Sendable (ReportAnswer) -> Void) {
+        let report: InvalidIdentifierReport
+        switch ReportDecoder.decode(body, app: app, receivedAt: now) {
+        case .failure(let rejection): return completion(.error(.badRequest, rejection.description))
+        case .success(let decoded): report = decoded
+        }
+        if let install = report.installID, let wait = byInstall?.take(install) {
+            return completion(.error(.tooManyRequests, "too many reports from this install; retry after \(wait) s", retryAfter: wait))
+        }
+        committer.submit(report) { result in
+            switch result {
+            case .success(let outcome):
+                var json = JSONWriter()
+                json.beginObject()
+                json.key("accepted")
+                json.integer(Int64(report.invalid.count))
+                if outcome == .duplicate {
+                    json.key("duplicate")
+                    json.boolean(true)
+                }
+                json.endObject()
+                completion(ReportAnswer(status: .accepted, json: json.bytes))
+            case .failure:
+                completion(.error(.serviceUnavailable, "the report could not be stored; send it again later", retryAfter: 5))
+            }
+        }
+    }
+
+    /// The endpoint on Hummingbird's path.
+    func respond(to request: Request, app: String, isPublished: Bool, clientAddress: String, now: Timestamp) async -> Response {
+        let limit = ReportDecoder.maximumBodyBytes
+        if let refusal = checkHead(
+            app: app, isPublished: isPublished, contentType: request.headers[.contentType],
+            contentLength: request.headers[.contentLength].flatMap(Int.init), clientAddress: clientAddress)
+        {
+            return refusal.response
         }
         let body: ByteBuffer
         do {
             body = try await request.body.collect(upTo: limit)
         } catch is NIOTooManyBytesError {
-            return refuse(.contentTooLarge, "the body is larger than \(limit) bytes")
+            var answer = ReportAnswer.error(.contentTooLarge, "the body is larger than \(limit) bytes")
+            answer.closeConnection = true
+            return answer.response
         } catch {
-            return refuse(.badRequest, "the body could not be read")
+            var answer = ReportAnswer.error(.badRequest, "the body could not be read")
+            answer.closeConnection = true
+            return answer.response
         }
-        let report: InvalidIdentifierReport
-        switch ReportDecoder.decode(body.readableBytesView, app: app, receivedAt: now) {
-        case .failure(let rejection): return JSONError.response(.badRequest, rejection.description)
-        case .success(let decoded): report = decoded
+        let answer = await withCheckedContinuation { continuation in
+            receive(body.readableBytesView, app: app, now: now) { continuation.resume(returning: $0) }
         }
-        if let install = report.installID, let wait = byInstall?.take(install) {
-            var response = JSONError.response(.tooManyRequests, "too many reports from this install; retry after \(wait) s")
-            response.headers[.retryAfter] = String(wait)
-            return response
-        }
-        do {
-            let outcome = try await committer.submit(report)
-            var json = JSONWriter()
-            json.beginObject()
-            json.key("accepted")
-            json.integer(Int64(report.invalid.count))
-            if outcome == .duplicate {
-                json.key("duplicate")
-                json.boolean(true)
-            }
-            json.endObject()
-            return Response(
-                status: .accepted, headers: [.contentType: "application/json", .cacheControl: "no-store"],
-                body: ResponseBody(byteBuffer: ByteBuffer(bytes: json.bytes)))
-        } catch {
-            var response = JSONError.response(.serviceUnavailable, "the report could not be stored; send it again later")
-            response.headers[.retryAfter] = "5"
-            return response
-        }
+        return answer.response
     }
 
     /// `application/json`, with or without parameters such as `charset=utf-8`, in any case.

@@ -61,11 +61,18 @@ extension LoopbackSocket {
     /// response to HEAD. Waits up to ten seconds; a response cut short comes back with the body
     /// it has.
     func awaitWholeResponse(toHead: Bool) async throws -> Response {
+        try await awaitResponses(toHeads: [toHead]).first ?? Response(statusLine: "", contentLength: 0, body: [])
+    }
+
+    /// Responses to pipelined requests, one per element of `toHeads` (whether that request was
+    /// a HEAD), read as they come; fewer if the rest do not arrive within ten seconds.
+    func awaitResponses(toHeads: [Bool]) async throws -> [Response] {
         var bytes: [UInt8] = []
+        var responses: [Response] = []
         let end = Array("\r\n\r\n".utf8)
         for _ in 0..<1000 {
             bytes += receive()
-            if let split = bytes.firstRange(of: end) {
+            while responses.count < toHeads.count, let split = bytes.firstRange(of: end) {
                 let head = String(decoding: bytes[..<split.lowerBound], as: UTF8.self).split(separator: "\r\n")
                 let length =
                     head.lazy.compactMap { line -> Int? in
@@ -73,13 +80,15 @@ extension LoopbackSocket {
                         guard parts.count == 2, parts[0].lowercased() == "content-length" else { return nil }
                         return Int(parts[1].trimmingCharacters(in: .whitespaces))
                     }.first ?? 0
-                let body = Array(bytes[split.upperBound...])
-                if toHead || body.count >= length {
-                    return Response(statusLine: String(head.first ?? ""), contentLength: length, body: body)
-                }
+                let bodyLength = toHeads[responses.count] ? 0 : length
+                guard bytes.count - split.upperBound >= bodyLength else { break }
+                let body = Array(bytes[split.upperBound..<(split.upperBound + bodyLength)])
+                responses.append(Response(statusLine: String(head.first ?? ""), contentLength: length, body: body))
+                bytes.removeFirst(split.upperBound + bodyLength)
             }
+            if responses.count == toHeads.count { return responses }
             try await Task.sleep(for: .milliseconds(10))
         }
-        return Response(statusLine: "", contentLength: 0, body: bytes)
+        return responses
     }
 }

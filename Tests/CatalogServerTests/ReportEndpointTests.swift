@@ -55,6 +55,38 @@ import Testing
         }
     }
 
+    /// Reports are answered on the connection handler's path, feeds on theirs, everything else
+    /// by Hummingbird: requests sent together on one connection are still answered in order,
+    /// whichever path each takes and however long a commit takes.
+    @Test func pipelinedReportsFeedsAndOtherRequestsAreAnsweredInOrder() async throws {
+        try await withServer { client, store in
+            let socket = try LoopbackSocket(port: try #require(client.port))
+            defer { socket.close() }
+            func report(_ id: String) -> String {
+                let body = #"{"invalidProductIdentifiers":["com.example.served.\#(id)"],"installId":"pipelined"}"#
+                return "POST \(Self.path) HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+                    + "Content-Length: \(body.utf8.count)\r\n\r\n\(body)"
+            }
+            let requests = [
+                report("a"), "GET \(CatalogServerTests.feedPath) HTTP/1.1\r\nHost: localhost\r\n\r\n", report("b"),
+                "GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n", report("c"), "HEAD /v1/apps HTTP/1.1\r\nHost: localhost\r\n\r\n",
+                "POST \(Self.path) HTTP/1.1\r\nHost: localhost\r\nContent-Type: text/plain\r\nContent-Length: 2\r\n\r\n{}",
+                report("d"),
+            ]
+            #expect(socket.send(Array(requests.joined().utf8)))
+            let responses = try await socket.awaitResponses(toHeads: [false, false, false, false, false, true, false, false])
+            #expect(
+                responses.map(\.statusLine) == [
+                    "HTTP/1.1 202 Accepted", "HTTP/1.1 200 OK", "HTTP/1.1 202 Accepted", "HTTP/1.1 200 OK", "HTTP/1.1 202 Accepted",
+                    "HTTP/1.1 200 OK", "HTTP/1.1 415 Unsupported Media Type", "HTTP/1.1 202 Accepted",
+                ])
+            #expect(String(decoding: responses.first?.body ?? [], as: UTF8.self) == #"{"accepted":1}"#)
+            let health = String(decoding: responses.dropFirst(3).first?.body ?? [], as: UTF8.self)
+            #expect(health.contains("ok"))
+            #expect(try await storedReports(store) == 4)
+        }
+    }
+
     @Test func aRetriedReportIsStoredOnce() async throws {
         try await withServer { client, store in
             let first = try await post(client, ReportExamples.valid)
