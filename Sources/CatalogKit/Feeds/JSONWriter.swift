@@ -11,6 +11,12 @@ public struct JSONWriter: Sendable {
         bytes.reserveCapacity(capacity)
     }
 
+    /// The bytes in an array of their own size, for values kept for long: `bytes` keeps the
+    /// writer's spare capacity, which over every product of a big catalog is tens of megabytes.
+    public var compactBytes: [UInt8] {
+        bytes.withUnsafeBufferPointer { Array($0) }
+    }
+
     private mutating func separate() {
         if needsComma { bytes.append(UInt8(ascii: ",")) }
         needsComma = true
