@@ -310,7 +310,7 @@ public struct Publisher: Sendable {
                 try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
                 var records: [EncodedRecord] = []
                 for (name, bytes) in [("products.json", rendered.products[...]), ("catalog.json", catalog)] {
-                    let compressed = try Gzip.compress(bytes)
+                    let compressed = try Gzip.compress(bytes, level: Gzip.feedLevel(forBytes: bytes.count))
                     try AtomicFile.writeDurably(bytes, to: directory.appendingPathComponent(name))
                     try AtomicFile.writeDurably(compressed, to: directory.appendingPathComponent(name + ".gz"))
                     try step("staged \(output.directory)\(name)")
