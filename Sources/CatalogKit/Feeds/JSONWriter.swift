@@ -77,20 +77,9 @@ public struct JSONWriter: Sendable {
         raw("null".utf8)
     }
 
-    /// Starts the next value without a separator, after `raw` bytes that were not a value.
-    mutating func resetSeparator() {
-        needsComma = false
-    }
-
-    /// Inserts bytes that already are one complete JSON value (or the start of one, finished
-    /// with ``appendUnseparated(_:)``).
+    /// Inserts bytes that already are one complete JSON value.
     public mutating func raw(_ json: some Collection<UInt8>) {
         separate()
-        bytes.append(contentsOf: json)
-    }
-
-    /// Appends bytes as they are, with no separator: the rest of a value begun with ``raw(_:)``.
-    mutating func appendUnseparated(_ json: some Collection<UInt8>) {
         bytes.append(contentsOf: json)
     }
 
