@@ -74,10 +74,11 @@ public struct FeedRenderer: Sendable {
         let halves = parallelMap([0..<middle, middle..<products.count]) { range in
             var objects = ByteArena(capacity: range.count, bytes: range.count * 512)
             var ids = ByteArena(capacity: range.count, bytes: range.count * 128)
-            for product in products[range] {
-                objects.append(FeedRenderer.encode(product, for: .feed))
-                var writer = JSONWriter(capacity: product.id.utf8.count + 2)
-                writer.string(product.id)
+            // Products read in place: `for product in` would copy each, whole.
+            for index in range {
+                objects.append(FeedRenderer.encode(products[index], for: .feed))
+                var writer = JSONWriter(capacity: products[index].id.utf8.count + 2)
+                writer.string(products[index].id)
                 ids.append(writer.bytes)
             }
             return (objects, ids)

@@ -406,8 +406,9 @@ public struct Publisher: Sendable {
         // Room for lines longer than most, so that a big snapshot is not copied as it grows:
         // capacity that is never written takes no memory.
         bytes.reserveCapacity(products.count * 512)
-        for product in products {
-            bytes.append(contentsOf: FeedRenderer.encode(product, for: .snapshot))
+        // Products read in place: `for product in` would copy each, whole.
+        for index in products.indices {
+            bytes.append(contentsOf: FeedRenderer.encode(products[index], for: .snapshot))
             bytes.append(0x0A)
         }
         return bytes
