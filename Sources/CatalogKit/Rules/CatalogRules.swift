@@ -20,24 +20,8 @@ public enum CatalogRules {
         firstLocation.reserveCapacity(count)
         products.reserveCapacity(count)
 
-        // Each product's own rules run on all cores, in halves of each file: they are most of
-        // the checking of a big catalog. Duplicates are then found in source order.
-        let parts = sources.definitions.indices.flatMap { file in
-            let count = sources.definitions[file].products.count
-            return [(file, 0..<count / 2), (file, count / 2..<count)]
-        }
-        let appPlatforms = settings.platforms
-        var checkedParts = parallelMap(parts) { file, range in
-            sources.definitions[file].products[range].map { product in
-                var found: [Diagnostic] = []
-                return (product: check(product, appPlatforms: appPlatforms, into: &found), diagnostics: found)
-            }
-        }
-        for (part, (file, range)) in parts.enumerated() {
-            // Each part is let go once taken, so that products are not held twice meanwhile.
-            let checkedPart = checkedParts[part]
-            checkedParts[part] = []
-            for (product, checked) in zip(sources.definitions[file].products[range], checkedPart) {
+        for definition in sources.definitions {
+            for product in definition.products {
                 if let id = product.id {
                     let location = SourceLocation(file: product.file, position: id.position)
                     if let first = firstLocation[id.value] {
@@ -45,13 +29,12 @@ public enum CatalogRules {
                         diagnostics.append(
                             .error("duplicate product id '\(id.value)' (first at \(place))", file: location.file, at: location.position))
                         // Still checked, so that its own problems show in this run too.
-                        diagnostics += checked.diagnostics
+                        _ = check(product, appPlatforms: settings.platforms, into: &diagnostics)
                         continue
                     }
                     firstLocation[id.value] = location
                 }
-                diagnostics += checked.diagnostics
-                if let product = checked.product { products.append(product) }
+                if let checked = check(product, appPlatforms: settings.platforms, into: &diagnostics) { products.append(checked) }
             }
         }
         // The feeds distinguish every platform named anywhere: the app's list and the products'.

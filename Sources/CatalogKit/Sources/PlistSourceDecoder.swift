@@ -1,4 +1,3 @@
-import Dispatch
 import PropertyList
 
 /// Turns an Apple XML property list into a ``SourceDefinition``.
@@ -10,13 +9,14 @@ struct PlistSourceDecoder {
     let reader: PropertyListReader
 
     func decode(_ source: SourceFile, into diagnostics: inout [Diagnostic]) -> SourceDefinition? {
+        var products: [ProductDefinition] = []
+        var problems: [Diagnostic] = []
         let file = source.path
-        let pipeline = ProductPipeline(decoder: self, file: file)
-        let result = reader.read(source, streamingArray: "products") { pipeline.add($0) }
-        let decoded = pipeline.finish()
-        var products = decoded.products
+        let result = reader.read(source, streamingArray: "products") { node in
+            if let product = decodeProduct(node, file: file, into: &problems) { products.append(product) }
+        }
         diagnostics += result.diagnostics
-        diagnostics += decoded.problems
+        diagnostics += problems
         guard let root = result.root else { return nil }
         var settings = AppSettingsDefinition(file: file)
         switch root.value {
@@ -61,7 +61,7 @@ struct PlistSourceDecoder {
         return SourceDefinition(settings: settings, products: products)
     }
 
-    fileprivate func decodeProduct(_ node: PropertyListNode, file: String, into diagnostics: inout [Diagnostic]) -> ProductDefinition? {
+    private func decodeProduct(_ node: PropertyListNode, file: String, into diagnostics: inout [Diagnostic]) -> ProductDefinition? {
         guard case .dictionary(let dictionary) = node.value else {
             diagnostics.append(.error("a product must be a <dict>, found \(node.value.kindName)", file: file, at: node.position))
             return nil
@@ -173,53 +173,5 @@ struct PlistSourceDecoder {
             writer.endObject()
         }
         return true
-    }
-}
-
-/// Decodes streamed product dicts on a second thread while the reader goes on parsing: in a big
-/// catalog, decoding (and freeing the parsed nodes) is a fair part of reading, and the parse
-/// itself cannot be split. Products and diagnostics come out in source order, as if decoded
-/// inline.
-///
-/// `@unchecked Sendable`: `batch` is touched only by the reading thread (in `add` and `finish`);
-/// `products` and `problems` only by blocks on the serial `queue`, and are read after
-/// `queue.sync` in `finish` has waited for every one of them.
-private final class ProductPipeline: @unchecked Sendable {
-    private let decoder: PlistSourceDecoder
-    private let file: String
-    private let queue = DispatchQueue(label: "catalog.decode-products")
-    private var batch: [PropertyListNode] = []
-    private var products: [ProductDefinition] = []
-    private var problems: [Diagnostic] = []
-    /// Big enough that handing over costs little per product, small enough that few parsed
-    /// nodes wait in memory.
-    private static let batchSize = 512
-
-    init(decoder: PlistSourceDecoder, file: String) {
-        self.decoder = decoder
-        self.file = file
-    }
-
-    func add(_ node: PropertyListNode) {
-        batch.append(node)
-        if batch.count == Self.batchSize { handOver() }
-    }
-
-    private func handOver() {
-        let nodes = batch
-        batch = []
-        batch.reserveCapacity(Self.batchSize)
-        queue.async {
-            for node in nodes {
-                if let product = self.decoder.decodeProduct(node, file: self.file, into: &self.problems) {
-                    self.products.append(product)
-                }
-            }
-        }
-    }
-
-    func finish() -> (products: [ProductDefinition], problems: [Diagnostic]) {
-        if !batch.isEmpty { handOver() }
-        return queue.sync { (products, problems) }
     }
 }
