@@ -184,8 +184,8 @@ public struct Publisher: Sendable {
     }
 
     /// Renders the feeds of `catalog` at `moment` and compares them with what is published.
-    /// Feed bytes are hashed and dropped here, and rendered again by ``publish(_:)``, so a big
-    /// catalog never has all of its feeds in memory at once.
+    /// Feeds are hashed here as they are rendered, never held, and rendered again by
+    /// ``publish(_:)``, so a big catalog never has all of its feeds in memory at once.
     public func plan(_ catalog: AppCatalog, at moment: Timestamp, note: RevisionNote = RevisionNote()) throws -> PublicationPlan {
         let app = catalog.app
         let previous = try tree.currentManifest(app)
