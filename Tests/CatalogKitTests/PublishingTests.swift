@@ -399,6 +399,14 @@ import Testing
         #expect(Gzip.decompress(Array("not gzip".utf8)) == nil)
     }
 
+    @Test func bigFeedsGetTheFastGzipLevelAndStillRoundTrip() throws {
+        #expect(Gzip.feedLevel(forBytes: 1 << 20) == 6)
+        #expect(Gzip.feedLevel(forBytes: (1 << 20) + 1) == 1)
+        let bytes = Array(String(repeating: Self.goldenDefaultCatalog, count: (1 << 20) / Self.goldenDefaultCatalog.utf8.count + 1).utf8)
+        let fast = try Gzip.compress(bytes, level: Gzip.feedLevel(forBytes: bytes.count))
+        #expect(Gzip.decompress(fast) == bytes)
+    }
+
     // MARK: - Byte stability
 
     @Test func unchangedSourcesPublishNothing() throws {

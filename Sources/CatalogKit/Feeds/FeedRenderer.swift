@@ -1,56 +1,53 @@
 import PropertyList
 
-/// The bytes of one selection of products, before revision details are stamped on the rich feed.
-public struct RenderedFeeds: Sendable {
-    /// `products.json`: exactly the JSON array of identifiers that Apple's sample code parses.
-    public var products: [UInt8]
-    /// The rich feed's content (products and known) with room in front for its revision details,
-    /// so that stamping them never copies a feed of many megabytes.
-    private var catalogBuffer: [UInt8]
-    static let headroom = 512
+/// The revision details at the head of a rich feed.
+public struct CatalogStamp: Sendable {
+    public var app: String
+    public var revision: Int
+    public var publishedAt: Timestamp
 
-    init(products: [UInt8], catalogBuffer: [UInt8]) {
-        self.products = products
-        self.catalogBuffer = catalogBuffer
+    public init(app: String, revision: Int, publishedAt: Timestamp) {
+        self.app = app
+        self.revision = revision
+        self.publishedAt = publishedAt
     }
 
-    /// The rich feed's content members without revision details: what decides whether it changed.
-    public var catalogBody: ArraySlice<UInt8> { catalogBuffer[Self.headroom...] }
-
-    /// `catalog.json`: revision details first, then the content's members.
-    public mutating func stampedCatalog(app: String, revision: Int, publishedAt: Timestamp) -> ArraySlice<UInt8> {
-        var header = JSONWriter(capacity: 128)
-        header.beginObject()
-        header.key("app")
-        header.string(app)
-        header.key("revision")
-        header.integer(Int64(revision))
-        header.key("publishedAt")
-        header.string(publishedAt.iso8601)
-        // The header's members replace the body's opening brace and run into its members.
-        var bytes = header.bytes
-        bytes.append(UInt8(ascii: ","))
-        let start = Self.headroom + 1 - bytes.count
-        precondition(start >= 0, "app identifiers are at most 155 characters, so the header fits")
-        catalogBuffer.replaceSubrange(start..<Self.headroom + 1, with: bytes)
-        return catalogBuffer[start...]
+    /// `{` and the details as members, each followed by a comma: the content's members follow.
+    var head: [UInt8] {
+        var json = JSONWriter(capacity: 128)
+        json.beginObject()
+        json.key("app")
+        json.string(app)
+        json.key("revision")
+        json.integer(Int64(revision))
+        json.key("publishedAt")
+        json.string(publishedAt.iso8601)
+        return json.bytes + [UInt8(ascii: ",")]
     }
 }
+
+/// Receives a feed's bytes piece by piece, in order.
+public typealias FeedPieces = (UnsafeBufferPointer<UInt8>) -> Void
 
 /// Renders an app's feeds. Pure: the same catalog and moment give the same bytes.
 ///
 /// Each product's JSON is encoded once and spliced into every feed that lists it; variants
-/// that select the same products share their bytes.
+/// that select the same products share their bytes. Feeds come out piece by piece, so that
+/// planning hashes a feed of many megabytes without ever holding it (``ContentHash``), and
+/// publishing writes it into one buffer of its exact size (``collect(_:)``).
 public struct FeedRenderer: Sendable {
     public let catalog: AppCatalog
     public let selector: VariantSelector
-    /// Each product's rich-feed object up to its metadata, encoded once, in one buffer: the
-    /// metadata itself is spliced in from the model so that it is not held twice.
-    let feedHeads: ByteArena
+    /// Each product's rich-feed object, encoded once, in one buffer: rendering a feed is then
+    /// one copy per product, with no reference counting on the model (which cost more than the
+    /// copying). The metadata is thereby held twice, about 50 bytes a product.
+    let feedObjects: ByteArena
     /// Indices into `catalog.products` in feed order: displayOrder, then source order.
     let feedOrder: [Int]
     /// Products that apps may meet in restored purchases although they are no longer sold.
     public let known: [Int]
+    /// The end of every rich feed of the app, whatever the selection: `],"known":[…]}`.
+    let knownTail: [UInt8]
     /// Each product's identifier as a JSON string, encoded once, in one buffer.
     let quotedIDs: ByteArena
     /// What selection needs of each product, kept apart from `Product` so that the selection
@@ -70,34 +67,43 @@ public struct FeedRenderer: Sendable {
     public init(catalog: AppCatalog) {
         self.catalog = catalog
         selector = VariantSelector(catalog: catalog)
-        var heads = ByteArena(capacity: catalog.products.count)
-        var ids = ByteArena(capacity: catalog.products.count)
-        for product in catalog.products {
-            heads.append(FeedRenderer.encodeHead(product, for: .feed).bytes)
-            var writer = JSONWriter(capacity: product.id.utf8.count + 2)
-            writer.string(product.id)
-            ids.append(writer.bytes)
+        // Encoded in two halves, one per core: of planning, only this pass over every product
+        // would otherwise keep one core idle.
+        let products = catalog.products
+        let middle = products.count / 2
+        let halves = parallelMap([0..<middle, middle..<products.count]) { range in
+            var objects = ByteArena(capacity: range.count, bytes: range.count * 512)
+            var ids = ByteArena(capacity: range.count, bytes: range.count * 128)
+            // Products read in place: `for product in` would copy each, whole.
+            for index in range {
+                objects.append(FeedRenderer.encode(products[index], for: .feed))
+                var writer = JSONWriter(capacity: products[index].id.utf8.count + 2)
+                writer.string(products[index].id)
+                ids.append(writer.bytes)
+            }
+            return (objects, ids)
         }
-        feedHeads = heads
-        quotedIDs = ids
+        feedObjects = ByteArena(concatenating: halves.map(\.0))
+        quotedIDs = ByteArena(concatenating: halves.map(\.1))
         let appMask = FeedRenderer.mask(catalog.platforms)
-        saleFacts = catalog.products.map { product in
+        let facts = catalog.products.map { product in
             SaleFacts(
                 status: product.status, isQuarantined: product.isQuarantined, availableFrom: product.availableFrom,
                 availableUntil: product.availableUntil,
                 platformMask: product.platforms.map(FeedRenderer.mask) ?? appMask,
                 minimumAppVersion: product.minimumAppVersion)
         }
-        let order = catalog.products.indices.sorted { left, right in
-            let a = catalog.products[left].displayOrder ?? .max
-            let b = catalog.products[right].displayOrder ?? .max
+        saleFacts = facts
+        // Sorted on plain values: a product read in each comparison is copied, whole.
+        let displayOrders = catalog.products.map { $0.displayOrder ?? .max }
+        let order = displayOrders.indices.sorted { left, right in
+            let a = displayOrders[left]
+            let b = displayOrders[right]
             return a != b ? a < b : left < right
         }
         feedOrder = order
-        known = order.filter {
-            let product = catalog.products[$0]
-            return product.status == .retired || product.status == .removed || product.isQuarantined
-        }
+        known = order.filter { facts[$0].status == .retired || facts[$0].status == .removed || facts[$0].isQuarantined }
+        knownTail = FeedRenderer.knownTail(catalog.products, known)
     }
 
     /// The products on sale in `variant` at `moment`, as indices in feed order.
@@ -128,30 +134,44 @@ public struct FeedRenderer: Sendable {
         platforms.reduce(0) { $0 | bit($1) }
     }
 
-    public func render(_ selection: [Int]) -> RenderedFeeds {
-        var ids = JSONWriter(capacity: selection.reduce(2) { $0 + quotedIDs.count(at: $1) + 1 })
-        ids.beginArray()
-        for index in selection { ids.raw(quotedIDs[index]) }
-        ids.endArray()
+    /// `products.json`: exactly the JSON array of identifiers that Apple's sample code parses.
+    public func productsFeed(_ selection: [Int], _ pieces: FeedPieces) {
+        FeedRenderer.piece("[", pieces)
+        quotedIDs.forEachItem(at: selection, separatedBy: UInt8(ascii: ","), pieces)
+        FeedRenderer.piece("]", pieces)
+    }
 
-        var body = JSONWriter(
-            capacity: selection.reduce(RenderedFeeds.headroom + 64) {
-                $0 + feedHeads.count(at: $1) + (catalog.products[$1].metadataJSON?.count ?? 0) + 14
-            })
-        body.raw(Array(repeating: UInt8(ascii: " "), count: RenderedFeeds.headroom))
-        body.resetSeparator()
-        body.beginObject()
-        body.key("products")
-        body.beginArray()
-        for index in selection {
-            body.raw(feedHeads[index])
-            FeedRenderer.finish(&body, metadata: catalog.products[index].metadataJSON)
-        }
-        body.endArray()
+    /// `catalog.json`: the revision details of `stamp`, then the products and the known ones.
+    /// Without a stamp, the content alone (`{"products":[…],"known":[…]}`): what decides whether
+    /// the rich feed changed.
+    public func catalogFeed(_ selection: [Int], stamp: CatalogStamp?, _ pieces: FeedPieces) {
+        if let stamp { stamp.head.withUnsafeBufferPointer(pieces) } else { FeedRenderer.piece("{", pieces) }
+        FeedRenderer.piece(#""products":["#, pieces)
+        feedObjects.forEachItem(at: selection, separatedBy: UInt8(ascii: ","), pieces)
+        knownTail.withUnsafeBufferPointer(pieces)
+    }
+
+    /// A feed's pieces in one buffer of its exact size.
+    public static func collect(_ feed: (FeedPieces) -> Void) -> [UInt8] {
+        var count = 0
+        feed { count += $0.count }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(count)
+        feed { bytes.append(contentsOf: $0) }
+        return bytes
+    }
+
+    private static func piece(_ text: StaticString, _ pieces: FeedPieces) {
+        pieces(UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount))
+    }
+
+    private static func knownTail(_ products: [Product], _ known: [Int]) -> [UInt8] {
+        var body = JSONWriter()
+        body.raw("]".utf8)
         body.key("known")
         body.beginArray()
         for index in known {
-            let product = catalog.products[index]
+            let product = products[index]
             body.beginObject()
             body.key("id")
             body.string(product.id)
@@ -171,7 +191,7 @@ public struct FeedRenderer: Sendable {
         }
         body.endArray()
         body.endObject()
-        return RenderedFeeds(products: ids.bytes, catalogBuffer: body.bytes)
+        return body.bytes
     }
 
     /// Who a product's JSON is for.
@@ -185,25 +205,6 @@ public struct FeedRenderer: Sendable {
     /// One product as JSON. The feed leaves out what only editors use (reference name, status,
     /// display order, the start of availability), which is also much of a big feed's size.
     public static func encode(_ product: Product, for audience: Audience) -> [UInt8] {
-        var json = encodeHead(product, for: audience)
-        finish(&json, metadata: product.metadataJSON)
-        return json.bytes
-    }
-
-    /// The metadata and the closing brace of a product object whose head is already written.
-    static func finish(_ json: inout JSONWriter, metadata: [UInt8]?) {
-        if let metadata {
-            json.appendUnseparated(metadataKey)
-            json.appendUnseparated(metadata)
-        }
-        json.appendUnseparated(closingBrace)
-    }
-
-    private static let metadataKey = Array(#","metadata":"#.utf8)
-    private static let closingBrace = Array("}".utf8)
-
-    /// A product object without its metadata and closing brace.
-    static func encodeHead(_ product: Product, for audience: Audience) -> JSONWriter {
         let full = audience == .snapshot
         var json = JSONWriter()
         json.beginObject()
@@ -261,7 +262,12 @@ public struct FeedRenderer: Sendable {
             json.key("quarantine")
             json.string(reason)
         }
-        return json
+        if let metadata = product.metadataJSON {
+            json.key("metadata")
+            json.raw(metadata)
+        }
+        json.endObject()
+        return json.bytes
     }
 }
 
@@ -270,8 +276,22 @@ struct ByteArena: Sendable {
     private var bytes: [UInt8] = []
     private var ends: [Int] = []
 
-    init(capacity: Int) {
+    /// Room for `capacity` items of `bytes` bytes in all: generous is fine, since capacity that
+    /// is never written takes no memory, while growing copies everything written so far.
+    init(capacity: Int, bytes: Int) {
         ends.reserveCapacity(capacity)
+        self.bytes.reserveCapacity(bytes)
+    }
+
+    /// The items of `parts`, in order: one arena from parts encoded on several cores.
+    init(concatenating parts: [ByteArena]) {
+        bytes.reserveCapacity(parts.reduce(0) { $0 + $1.bytes.count })
+        ends.reserveCapacity(parts.reduce(0) { $0 + $1.ends.count })
+        for part in parts {
+            let offset = bytes.count
+            bytes.append(contentsOf: part.bytes)
+            ends.append(contentsOf: part.ends.lazy.map { $0 + offset })
+        }
     }
 
     mutating func append(_ item: [UInt8]) {
@@ -279,11 +299,19 @@ struct ByteArena: Sendable {
         ends.append(bytes.count)
     }
 
-    func count(at index: Int) -> Int {
-        ends[index] - (index == 0 ? 0 : ends[index - 1])
-    }
-
-    subscript(index: Int) -> ArraySlice<UInt8> {
-        bytes[(index == 0 ? 0 : ends[index - 1])..<ends[index]]
+    /// Calls `body` with the item at each of `indices`, in place, and with `separator` between
+    /// them: no slice, so no reference counting per item in loops over every product.
+    func forEachItem(at indices: [Int], separatedBy separator: UInt8, _ body: (UnsafeBufferPointer<UInt8>) -> Void) {
+        withUnsafePointer(to: separator) { separator in
+            bytes.withUnsafeBufferPointer { bytes in
+                ends.withUnsafeBufferPointer { ends in
+                    for (position, index) in indices.enumerated() {
+                        if position > 0 { body(UnsafeBufferPointer(start: separator, count: 1)) }
+                        let start = index == 0 ? 0 : ends[index - 1]
+                        body(UnsafeBufferPointer(rebasing: bytes[start..<ends[index]]))
+                    }
+                }
+            }
+        }
     }
 }

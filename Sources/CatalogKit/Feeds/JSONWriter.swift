@@ -11,6 +11,12 @@ public struct JSONWriter: Sendable {
         bytes.reserveCapacity(capacity)
     }
 
+    /// The bytes in an array of their own size, for values kept for long: `bytes` keeps the
+    /// writer's spare capacity, which over every product of a big catalog is tens of megabytes.
+    public var compactBytes: [UInt8] {
+        bytes.withUnsafeBufferPointer { Array($0) }
+    }
+
     private mutating func separate() {
         if needsComma { bytes.append(UInt8(ascii: ",")) }
         needsComma = true
@@ -71,25 +77,22 @@ public struct JSONWriter: Sendable {
         raw("null".utf8)
     }
 
-    /// Starts the next value without a separator, after `raw` bytes that were not a value.
-    mutating func resetSeparator() {
-        needsComma = false
-    }
-
-    /// Inserts bytes that already are one complete JSON value (or the start of one, finished
-    /// with ``appendUnseparated(_:)``).
+    /// Inserts bytes that already are one complete JSON value.
     public mutating func raw(_ json: some Collection<UInt8>) {
         separate()
         bytes.append(contentsOf: json)
     }
 
-    /// Appends bytes as they are, with no separator: the rest of a value begun with ``raw(_:)``.
-    mutating func appendUnseparated(_ json: some Collection<UInt8>) {
-        bytes.append(contentsOf: json)
-    }
-
     private mutating func appendQuoted(_ text: String) {
         bytes.append(UInt8(ascii: "\""))
+        // Most strings (identifiers, enum values, dates) need no escape: then one copy, not
+        // one append per byte, which was a fair part of encoding every product of a big catalog.
+        let needsEscape = text.utf8.contains { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }
+        if !needsEscape {
+            bytes.append(contentsOf: text.utf8)
+            bytes.append(UInt8(ascii: "\""))
+            return
+        }
         for byte in text.utf8 {
             switch byte {
             case UInt8(ascii: "\""): bytes.append(contentsOf: [0x5C, 0x22])

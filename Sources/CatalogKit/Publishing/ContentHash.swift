@@ -4,7 +4,35 @@ import Foundation
 /// Strong validators from content: a SHA-256 of the bytes, never file times.
 public enum ContentHash {
     public static func sha256Hex(_ bytes: some ContiguousBytes) -> String {
-        let digest = bytes.withUnsafeBytes { SHA256.hash(data: $0) }
+        hex(bytes.withUnsafeBytes { SHA256.hash(data: $0) })
+    }
+
+    /// The SHA-256 of bytes given piece by piece, and how many there were: a feed of many
+    /// megabytes hashed without being held. Small pieces are gathered into chunks first, since
+    /// each update of the hash has a cost of its own.
+    public static func sha256Hex(of feed: (FeedPieces) -> Void) -> (sha256: String, count: Int) {
+        var hasher = SHA256()
+        var count = 0
+        let chunkSize = 1 << 16
+        var chunk: [UInt8] = []
+        chunk.reserveCapacity(chunkSize)
+        feed { piece in
+            count += piece.count
+            if chunk.count + piece.count > chunkSize {
+                chunk.withUnsafeBytes { hasher.update(bufferPointer: $0) }
+                chunk.removeAll(keepingCapacity: true)
+            }
+            if piece.count >= chunkSize {
+                hasher.update(bufferPointer: UnsafeRawBufferPointer(piece))
+            } else {
+                chunk.append(contentsOf: piece)
+            }
+        }
+        chunk.withUnsafeBytes { hasher.update(bufferPointer: $0) }
+        return (hex(hasher.finalize()), count)
+    }
+
+    private static func hex(_ digest: SHA256.Digest) -> String {
         let hex = Array("0123456789abcdef".utf8)
         var text: [UInt8] = []
         text.reserveCapacity(64)

@@ -9,19 +9,27 @@ public enum Gzip {
         public var description: String { "gzip compression failed" }
     }
 
+    /// The level for a feed's gzip copy. Up to 1 MiB, level 6: feeds that apps fetch often are
+    /// small, and their smallest copy matters most. Above that, level 1: on a 15 MB rich feed it
+    /// is about three times as fast as level 6 for a copy about a third larger (1.6 MB instead of
+    /// 1.2 MB), and compressing was most of the publishing time of a big catalog.
+    public static func feedLevel(forBytes count: Int) -> Int32 {
+        count <= 1 << 20 ? 6 : 1
+    }
+
     public static func compress(_ input: some ContiguousBytes, level: Int32 = 6) throws -> [UInt8] {
         guard let compressor = libdeflate_alloc_compressor(level) else { throw Failure() }
         defer { libdeflate_free_compressor(compressor) }
         let count = input.withUnsafeBytes(\.count)
         let bound = libdeflate_gzip_compress_bound(compressor, count)
-        var output = [UInt8](repeating: 0, count: bound)
-        let produced = input.withUnsafeBytes { source in
-            output.withUnsafeMutableBytes { destination in
+        // Left uninitialized, not zeroed: the bound is about the input's size, and the pages that
+        // compression never writes then take no memory (a big feed compresses about tenfold).
+        let output = [UInt8](unsafeUninitializedCapacity: bound) { destination, initialized in
+            initialized = input.withUnsafeBytes { source in
                 libdeflate_gzip_compress(compressor, source.baseAddress, source.count, destination.baseAddress, destination.count)
             }
         }
-        guard produced > 0 else { throw Failure() }
-        output.removeLast(output.count - produced)
+        guard !output.isEmpty else { throw Failure() }
         return output
     }
 

@@ -83,7 +83,7 @@ struct StatePlanner {
     mutating func plan(
         at moment: Timestamp, stampTime: Timestamp, directoryPrefix: String,
         previous: (Variant) -> VariantRecord?, stampSources: (Variant) -> [VariantRecord]
-    ) -> (records: [VariantRecord], changed: Int, sellable: Set<Int>) {
+    ) -> (records: [VariantRecord], changed: Int, sellable: [Bool]) {
         var groups: [VariantGroup] = []
         var groupIndex: [[Int]: Int] = [:]
         for variant in renderer.selector.variants {
@@ -95,24 +95,26 @@ struct StatePlanner {
                 groups.append(VariantGroup(variants: [variant], selection: selection))
             }
         }
-        // Render each new selection once, keep only hashes and sizes: publish renders again.
+        // Hash each new selection's feeds as they are rendered, never holding them: publish
+        // renders again, into buffers that are written and let go one output at a time.
         let fresh = groups.filter { planned[$0.selection] == nil }
         let sources = fresh.map { $0.variants.flatMap(stampSources) }
         let app = self.app
         let renderer = self.renderer
         let newRevision = revision
         let results = parallelMap(Array(zip(fresh, sources))) { group, sources -> (GroupResult, Int, Timestamp) in
-            var rendered = renderer.render(group.selection)
-            let contentHash = ContentHash.sha256Hex(rendered.catalogBody)
+            let contentHash = ContentHash.sha256Hex { renderer.catalogFeed(group.selection, stamp: nil, $0) }.sha256
             // Rich-feed bytes carry the revision that first published them: reuse that stamp if
             // a variant already served this exact content.
             let reused = sources.first { $0.catalogContentSHA256 == contentHash }
             let stampRevision = reused?.catalogRevision ?? newRevision
             let stampTime = reused?.catalogPublishedAt ?? stampTime
-            let catalog = rendered.stampedCatalog(app: app, revision: stampRevision, publishedAt: stampTime)
+            let stamp = CatalogStamp(app: app, revision: stampRevision, publishedAt: stampTime)
+            let products = ContentHash.sha256Hex { renderer.productsFeed(group.selection, $0) }
+            let catalog = ContentHash.sha256Hex { renderer.catalogFeed(group.selection, stamp: stamp, $0) }
             let result = GroupResult(
-                productsHash: ContentHash.sha256Hex(rendered.products), productsBytes: rendered.products.count,
-                contentHash: contentHash, catalogHash: ContentHash.sha256Hex(catalog), catalogBytes: catalog.count)
+                productsHash: products.sha256, productsBytes: products.count,
+                contentHash: contentHash, catalogHash: catalog.sha256, catalogBytes: catalog.count)
             return (result, stampRevision, stampTime)
         }
         for (group, (result, stampRevision, stampTime)) in zip(fresh, results) {
@@ -125,9 +127,11 @@ struct StatePlanner {
 
         var records: [VariantRecord] = []
         var changed = 0
-        var sellable = Set<Int>()
+        // Whether each product is on sale in some variant: flags, not a set, since every
+        // variant's selection of a big catalog goes through here.
+        var sellable = [Bool](repeating: false, count: renderer.catalog.products.count)
         for group in groups {
-            sellable.formUnion(group.selection)
+            for index in group.selection { sellable[index] = true }
             guard let (output, result) = planned[group.selection] else { continue }
             for variant in group.variants {
                 let old = previous(variant)
@@ -180,8 +184,8 @@ public struct Publisher: Sendable {
     }
 
     /// Renders the feeds of `catalog` at `moment` and compares them with what is published.
-    /// Feed bytes are hashed and dropped here, and rendered again by ``publish(_:)``, so a big
-    /// catalog never has all of its feeds in memory at once.
+    /// Feeds are hashed here as they are rendered, never held, and rendered again by
+    /// ``publish(_:)``, so a big catalog never has all of its feeds in memory at once.
     public func plan(_ catalog: AppCatalog, at moment: Timestamp, note: RevisionNote = RevisionNote()) throws -> PublicationPlan {
         let app = catalog.app
         let previous = try tree.currentManifest(app)
@@ -207,7 +211,7 @@ public struct Publisher: Sendable {
             previous: { previous?.record(for: $0) },
             stampSources: { variant in [previous?.record(for: variant), restored?.record(for: variant)].compactMap { $0 } })
         var schedule: [ScheduledVariants] = []
-        var scheduledSellable: [(from: Timestamp, sellable: Set<Int>)] = []
+        var scheduledSellable: [(from: Timestamp, sellable: [Bool])] = []
         var before = current.records
         for (offset, at) in moments.scheduled.enumerated() {
             let state = planner.plan(
@@ -232,13 +236,14 @@ public struct Publisher: Sendable {
         // Every identifier this revision shows, now or by its schedule, is published from the
         // moment it first appears: feedback's grace period counts from then.
         var history = try previous.map { try tree.history(app, revision: $0.revision) } ?? IdentifierHistory()
-        let visibleNow = current.sellable.union(renderer.known)
-        for index in catalog.products.indices where visibleNow.contains(index) {
-            let product = catalog.products[index]
-            history.record(product.id, revision: revision, at: changedAt, retired: product.status == .retired)
+        var visibleNow = current.sellable
+        for index in renderer.known { visibleNow[index] = true }
+        for index in catalog.products.indices where visibleNow[index] {
+            history.record(
+                catalog.products[index].id, revision: revision, at: changedAt, retired: catalog.products[index].status == .retired)
         }
         for state in scheduledSellable {
-            for index in catalog.products.indices where state.sellable.contains(index) {
+            for index in catalog.products.indices where state.sellable[index] {
                 history.record(catalog.products[index].id, revision: revision, at: state.from, retired: false)
             }
         }
@@ -277,7 +282,7 @@ public struct Publisher: Sendable {
             isUnchanged: isUnchanged, diff: diff, manifest: manifest, history: history,
             changedFeedCount: changed, totalFeedCount: records.count * 2,
             scheduledChanges: schedule.map(\.from), scheduleEndsBefore: moments.firstUnscheduled,
-            sellableCount: current.sellable.count, knownCount: renderer.known.count, feedbackChanges: feedbackChanges,
+            sellableCount: current.sellable.count(where: { $0 }), knownCount: renderer.known.count, feedbackChanges: feedbackChanges,
             renderer: renderer, outputs: outputs, snapshot: snapshot)
     }
 
@@ -298,19 +303,33 @@ public struct Publisher: Sendable {
         try fileManager.createDirectory(at: staging, withIntermediateDirectories: true)
         try beforeStep("stage")
 
-        // Render, compress and write each distinct output; two at a time on two cores.
+        // Render, compress and write each distinct output, two at a time on two cores; the
+        // revision's own records (nil) are written beside the first output rather than after all.
         let renderer = plan.renderer
         let step = beforeStep
-        let written = try parallelMap(plan.outputs) { output -> Result<(EncodedRecord, EncodedRecord), any Error> in
+        let history = plan.history
+        let snapshot = plan.snapshot
+        let tasks = [nil] + plan.outputs.map(Optional.some)
+        let results = parallelMap(tasks) { output -> Result<(EncodedRecord, EncodedRecord)?, any Error> in
             Result {
-                var rendered = renderer.render(output.selection)
-                let catalog = rendered.stampedCatalog(
-                    app: app, revision: output.catalogRevision, publishedAt: output.catalogPublishedAt)
+                guard let output else {
+                    try AtomicFile.writeDurably(history.tsv, to: staging.appendingPathComponent("identifiers.tsv"))
+                    try AtomicFile.writeDurably(
+                        try Gzip.compress(snapshot ?? Self.snapshot(renderer.catalog.products), level: 1),
+                        to: staging.appendingPathComponent(PublicTree.snapshotName))
+                    return nil
+                }
+                let stamp = CatalogStamp(app: app, revision: output.catalogRevision, publishedAt: output.catalogPublishedAt)
                 let directory = staging.appendingPathComponent(output.directory, isDirectory: true)
                 try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
                 var records: [EncodedRecord] = []
-                for (name, bytes) in [("products.json", rendered.products[...]), ("catalog.json", catalog)] {
-                    let compressed = try Gzip.compress(bytes)
+                let feeds: [(String, (FeedPieces) -> Void)] = [
+                    ("products.json", { renderer.productsFeed(output.selection, $0) }),
+                    ("catalog.json", { renderer.catalogFeed(output.selection, stamp: stamp, $0) }),
+                ]
+                for (name, feed) in feeds {
+                    let bytes = FeedRenderer.collect(feed)
+                    let compressed = try Gzip.compress(bytes, level: Gzip.feedLevel(forBytes: bytes.count))
                     try AtomicFile.writeDurably(bytes, to: directory.appendingPathComponent(name))
                     try AtomicFile.writeDurably(compressed, to: directory.appendingPathComponent(name + ".gz"))
                     try step("staged \(output.directory)\(name)")
@@ -318,7 +337,9 @@ public struct Publisher: Sendable {
                 }
                 return (records[0], records[1])
             }
-        }.map { try $0.get() }
+        }
+        // Each output's gzip records, in the order of `plan.outputs`; errors thrown in turn.
+        let written = try results.compactMap { try $0.get() }
 
         var manifest = plan.manifest
         let gzipByDirectory = Dictionary(uniqueKeysWithValues: zip(plan.outputs.map(\.directory), written))
@@ -337,10 +358,6 @@ public struct Publisher: Sendable {
             manifest.schedule = schedule
         }
         let manifestBytes = try encode(manifest)
-        try AtomicFile.writeDurably(plan.history.tsv, to: staging.appendingPathComponent("identifiers.tsv"))
-        try AtomicFile.writeDurably(
-            try Gzip.compress(plan.snapshot ?? Self.snapshot(renderer.catalog.products), level: 1),
-            to: staging.appendingPathComponent(PublicTree.snapshotName))
         try AtomicFile.writeDurably(manifestBytes, to: staging.appendingPathComponent("manifest.json"))
         try beforeStep("staged manifest")
         try syncDirectories(under: staging)
@@ -386,8 +403,12 @@ public struct Publisher: Sendable {
     /// One line per product, every field: what history, diffs and rollback read back.
     static func snapshot(_ products: [Product]) -> [UInt8] {
         var bytes: [UInt8] = []
-        for product in products {
-            bytes.append(contentsOf: FeedRenderer.encode(product, for: .snapshot))
+        // Room for lines longer than most, so that a big snapshot is not copied as it grows:
+        // capacity that is never written takes no memory.
+        bytes.reserveCapacity(products.count * 512)
+        // Products read in place: `for product in` would copy each, whole.
+        for index in products.indices {
+            bytes.append(contentsOf: FeedRenderer.encode(products[index], for: .snapshot))
             bytes.append(0x0A)
         }
         return bytes

@@ -107,7 +107,7 @@ struct CatalogXMLSourceDecoder {
                 }
             }
             writer.endObject()
-            if valid { product.metadataJSON = writer.bytes }
+            if valid { product.metadataJSON = writer.compactBytes }
         }
         return product
     }

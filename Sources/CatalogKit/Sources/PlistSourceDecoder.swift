@@ -87,7 +87,7 @@ struct PlistSourceDecoder {
                     break
                 }
                 var writer = JSONWriter()
-                if writeJSON(value, to: &writer, file: file, into: &diagnostics) { product.metadataJSON = writer.bytes }
+                if writeJSON(value, to: &writer, file: file, into: &diagnostics) { product.metadataJSON = writer.compactBytes }
             default:
                 diagnostics.append(.warning("unknown product key '\(entry.key)' is ignored", file: file, at: entry.keyPosition))
             }
