@@ -5,7 +5,7 @@ import NIOHTTP1
 import NIOHTTPTypes
 import NIOHTTPTypesHTTP1
 
-/// Hummingbird's HTTP/1 child channel with ``FeedConnectionHandler`` right after the request
+/// Hummingbird's HTTP/1 child channel with ``FeedConnectionHandler`` in front of the request
 /// decoder, where feed requests are cheapest to answer.
 struct FeedHTTP1Channel: HTTPChannelHandler {
     typealias Value = NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>
@@ -23,7 +23,9 @@ struct FeedHTTP1Channel: HTTPChannelHandler {
             try channel.pipeline.syncOperations.configureHTTPServerPipeline(
                 withPipeliningAssistance: false, withErrorHandling: false, withOutboundHeaderValidation: false,
                 withEncoderConfiguration: .init(), withDecoderLimitConfiguration: limits)
-            try channel.pipeline.syncOperations.addHandler(connectionHandler())
+            let connection = connectionHandler()
+            try channel.pipeline.syncOperations.addHandler(connection, position: .first)
+            try channel.pipeline.syncOperations.addHandler(ForwardedRequestTracker(connection: connection))
             try channel.pipeline.syncOperations.addHandler(HTTP1ToHTTPServerCodec(secure: false))
             // No idle timeout behind this point: requests answered by the connection handler never
             // reach it, so the connection handler keeps time for the whole connection.
