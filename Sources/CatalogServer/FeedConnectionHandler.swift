@@ -153,10 +153,7 @@ final class FeedConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
 
         let choice = FeedResponse.choose(feed: feed, conditions: request.conditions, acceptEncoding: request.acceptEncoding, now: now)
         let representation = choice.gzip ? feed.gzip : feed.identity
-        let key = ResponseCache.Key(
-            entityTag: representation.entityTag, lastModified: feed.lastModified.secondsSince1970, status: choice.status,
-            head: request.isHead)
-        let response = cache.response(for: key, now: now, allocator: context.channel.allocator) { buffer in
+        let response = cache.response(for: feed, choice, head: request.isHead, now: now, allocator: context.channel.allocator) { buffer in
             // The same headers as the general path; written here, Date comes from the same
             // clock as Last-Modified, so nothing is held back (dateLag 0).
             buffer.writeString(choice.status == 304 ? "HTTP/1.1 304 Not Modified\r\n" : "HTTP/1.1 200 OK\r\n")
@@ -241,28 +238,34 @@ final class ForwardedRequestTracker: ChannelDuplexHandler, RemovableChannelHandl
 }
 
 /// Serialized responses of this connection for the current second (the Date header's resolution).
+///
+/// Keyed by the feed object, which is immutable (bytes and validators never change once loaded):
+/// cheaper to hash than its entity tag. The cache holds each feed it keys, so no other feed can
+/// be allocated at the same address while its entry exists.
 struct ResponseCache {
     struct Key: Hashable {
-        var entityTag: String
-        var lastModified: Int64
+        var feed: ObjectIdentifier
+        var gzip: Bool
         var status: Int
         var head: Bool
     }
 
     private var second: Int64 = -1
-    private var responses: [Key: ByteBuffer] = [:]
+    private var responses: [Key: (feed: ServedFeed, response: ByteBuffer)] = [:]
 
     mutating func response(
-        for key: Key, now: Timestamp, allocator: ByteBufferAllocator, build: (inout ByteBuffer) -> Void
+        for feed: ServedFeed, _ choice: FeedResponse.Choice, head: Bool, now: Timestamp, allocator: ByteBufferAllocator,
+        build: (inout ByteBuffer) -> Void
     ) -> ByteBuffer {
         if now.secondsSince1970 != second {
             second = now.secondsSince1970
             responses.removeAll(keepingCapacity: true)
         }
-        if let cached = responses[key] { return cached }
+        let key = Key(feed: ObjectIdentifier(feed), gzip: choice.gzip, status: choice.status, head: head)
+        if let cached = responses[key] { return cached.response }
         var buffer = allocator.buffer(capacity: 512)
         build(&buffer)
-        responses[key] = buffer
+        responses[key] = (feed, buffer)
         return buffer
     }
 }

@@ -47,9 +47,9 @@ enum FeedRequestParser {
         }
         let isHead: Bool
         var position: Int
-        if bytes.starts(with: "GET ".utf8) {
+        if bytes.hasPrefix("GET ") {
             (isHead, position) = (false, 4)
-        } else if bytes.starts(with: "HEAD ".utf8) {
+        } else if bytes.hasPrefix("HEAD ") {
             (isHead, position) = (true, 5)
         } else {
             return .handOver
@@ -64,9 +64,9 @@ enum FeedRequestParser {
         let version = UnsafeRawBufferPointer(rebasing: bytes[min(position + 1, lineEnd)..<lineEnd])
         guard !target.isEmpty, position < lineEnd else { return .handOver }
         var isLean = true
-        if version.elementsEqual("HTTP/1.0".utf8) {
+        if version.equals("HTTP/1.0") {
             isLean = false  // keep-alive rules of its own: the general path applies them
-        } else if !version.elementsEqual("HTTP/1.1".utf8) {
+        } else if !version.equals("HTTP/1.1") {
             return .handOver
         }
 
@@ -108,9 +108,9 @@ enum FeedRequestParser {
     }
 
     private static func line(in bytes: UnsafeRawBufferPointer, from start: Int) -> Line {
-        guard let newline = bytes[start...].prefix(max(0, maxHeaderBlock - start)).firstIndex(of: UInt8(ascii: "\n")) else {
-            return bytes.count >= maxHeaderBlock ? .malformed : .incomplete
-        }
+        var newline = start
+        while newline < bytes.count, newline < maxHeaderBlock, bytes[newline] != UInt8(ascii: "\n") { newline += 1 }
+        guard newline < bytes.count, newline < maxHeaderBlock else { return bytes.count >= maxHeaderBlock ? .malformed : .incomplete }
         return newline > start && bytes[newline - 1] == UInt8(ascii: "\r") ? .end(newline - 1) : .malformed
     }
 
@@ -126,45 +126,65 @@ enum FeedRequestParser {
         mutating func read(_ line: UnsafeRawBufferPointer) -> Bool {
             guard let colon = line.firstIndex(of: UInt8(ascii: ":")), colon > 0 else { return false }
             let name = UnsafeRawBufferPointer(rebasing: line[..<colon])
-            guard name.allSatisfy(isTokenByte) else { return false }  // also refuses obs-fold and bare LF
+            guard name.allSatisfy(isTokenByte) else { return false }  // also refuses obs-fold
             var value = line[(colon + 1)...]
             while let first = value.first, first == UInt8(ascii: " ") || first == UInt8(ascii: "\t") { value = value.dropFirst() }
             while let last = value.last, last == UInt8(ascii: " ") || last == UInt8(ascii: "\t") { value = value.dropLast() }
             // Printable ASCII, spaces and tabs: a control byte or obs-text is the decoder's to judge.
             guard value.allSatisfy({ (0x20...0x7E).contains($0) || $0 == UInt8(ascii: "\t") }) else { return false }
             let text = { String(decoding: UnsafeRawBufferPointer(rebasing: value), as: UTF8.self) }
-            if Self.is(name, "if-none-match") {
+            if name.equalsIgnoringCase("if-none-match") {
                 ifNoneMatch.append(text())
-            } else if Self.is(name, "if-modified-since") {
+            } else if name.equalsIgnoringCase("if-modified-since") {
                 ifModifiedSince.append(text())
-            } else if Self.is(name, "accept-encoding") {
+            } else if name.equalsIgnoringCase("accept-encoding") {
                 acceptEncoding.append(text())
-            } else if Self.is(name, "connection") {
+            } else if name.equalsIgnoringCase("connection") {
                 // Only keep-alive is plain: close, upgrade and the rest are the general path's.
                 keepsAlive = keepsAlive && text().split(separator: ",").allSatisfy { $0.trimmingSpaces.lowercased() == "keep-alive" }
-            } else if Self.is(name, "content-length") {
-                hasBody = hasBody || !value.elementsEqual("0".utf8)
-            } else if Self.is(name, "transfer-encoding") || Self.is(name, "expect") || Self.is(name, "upgrade") {
+            } else if name.equalsIgnoringCase("content-length") {
+                hasBody = hasBody || !UnsafeRawBufferPointer(rebasing: value).equals("0")
+            } else if name.equalsIgnoringCase("transfer-encoding") || name.equalsIgnoringCase("expect")
+                || name.equalsIgnoringCase("upgrade")
+            {
                 hasBody = true  // or something else the decoder and the application must see
             }
             return true
-        }
-
-        /// Whether `name` is `lowercased` in any case (lowercased is ASCII lowercase letters and `-`).
-        private static func `is`(_ name: UnsafeRawBufferPointer, _ lowercased: StaticString) -> Bool {
-            guard name.count == lowercased.utf8CodeUnitCount else { return false }
-            let expected = UnsafeRawBufferPointer(start: lowercased.utf8Start, count: lowercased.utf8CodeUnitCount)
-            // Setting 0x20 lowercases ASCII letters and leaves `-` as it is.
-            return zip(name, expected).allSatisfy { $0 | 0x20 == $1 }
         }
     }
 
     /// RFC 9110 §5.6.2 tchar.
     private static func isTokenByte(_ byte: UInt8) -> Bool {
         switch byte {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"): true
-        default: "!#$%&'*+-.^_`|~".utf8.contains(byte)
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+            UInt8(ascii: "-"), UInt8(ascii: "!"), UInt8(ascii: "#"), UInt8(ascii: "$"), UInt8(ascii: "%"), UInt8(ascii: "&"),
+            UInt8(ascii: "'"), UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: "."), UInt8(ascii: "^"), UInt8(ascii: "_"),
+            UInt8(ascii: "`"), UInt8(ascii: "|"), UInt8(ascii: "~"):
+            true
+        default: false
         }
+    }
+}
+
+extension UnsafeRawBufferPointer {
+    /// Whether these bytes start with the ASCII `text`.
+    fileprivate func hasPrefix(_ text: StaticString) -> Bool {
+        count >= text.utf8CodeUnitCount && UnsafeRawBufferPointer(rebasing: self[..<text.utf8CodeUnitCount]).equals(text)
+    }
+
+    /// Whether these bytes are exactly the ASCII `text`.
+    fileprivate func equals(_ text: StaticString) -> Bool {
+        guard count == text.utf8CodeUnitCount else { return false }
+        for index in 0..<count where self[index] != text.utf8Start[index] { return false }
+        return true
+    }
+
+    /// Whether these bytes are `lowercased` (ASCII lowercase letters and `-`) in any case.
+    fileprivate func equalsIgnoringCase(_ lowercased: StaticString) -> Bool {
+        guard count == lowercased.utf8CodeUnitCount else { return false }
+        // Setting 0x20 lowercases ASCII letters and leaves `-` as it is.
+        for index in 0..<count where self[index] | 0x20 != lowercased.utf8Start[index] { return false }
+        return true
     }
 }
 
@@ -179,8 +199,10 @@ extension Substring {
 
 /// A feed URI read byte by byte: `/v1/apps/<app>/<products|catalog>.json[?platform=…&appVersion=…]`.
 ///
-/// Only the plain form is read: a target with `%` or `+` (which the general path decodes), a
-/// query member without `=`, or a bad app name is left to the general path.
+/// Only the plain form is read: a target with `%` or `+` (which the general path decodes) or a
+/// query member without `=` is left to the general path. The app name is not checked here: it
+/// is only looked up in memory, and a name that is not published (a bad one included) goes to
+/// the general path, which says why.
 struct FeedTarget {
     var app: String
     var kind: FeedKind
@@ -188,31 +210,30 @@ struct FeedTarget {
     var appVersion: String?
 
     init?(_ uri: UnsafeRawBufferPointer) {
-        let prefix = "/v1/apps/".utf8
-        guard uri.starts(with: prefix), !uri.contains(UInt8(ascii: "%")), !uri.contains(UInt8(ascii: "+")) else { return nil }
-        let rest = uri[prefix.count...]
+        let prefix: StaticString = "/v1/apps/"
+        guard uri.hasPrefix(prefix), !uri.contains(where: { $0 == UInt8(ascii: "%") || $0 == UInt8(ascii: "+") }) else { return nil }
+        let rest = uri[prefix.utf8CodeUnitCount...]
         let query = rest.firstIndex(of: UInt8(ascii: "?"))
         let path = rest[..<(query ?? rest.endIndex)]
         guard let slash = path.firstIndex(of: UInt8(ascii: "/")) else { return nil }
-        let name = path[(slash + 1)...]
-        if name.elementsEqual("products.json".utf8) {
+        let name = UnsafeRawBufferPointer(rebasing: path[(slash + 1)...])
+        if name.equals("products.json") {
             kind = .products
-        } else if name.elementsEqual("catalog.json".utf8) {
+        } else if name.equals("catalog.json") {
             kind = .catalog
         } else {
             return nil
         }
         app = String(decoding: UnsafeRawBufferPointer(rebasing: path[..<slash]), as: UTF8.self)
-        guard AppName.problem(app) == nil else { return nil }
         guard let query else { return }
         for pair in rest[(query + 1)...].split(separator: UInt8(ascii: "&")) {
             guard let equals = pair.firstIndex(of: UInt8(ascii: "=")) else { return nil }
-            let key = pair[..<equals]
+            let key = UnsafeRawBufferPointer(rebasing: pair[..<equals])
             let value = { String(decoding: UnsafeRawBufferPointer(rebasing: pair[(equals + 1)...]), as: UTF8.self) }
             // The first of a repeated parameter counts, as on the general path.
-            if key.elementsEqual("platform".utf8) {
+            if key.equals("platform") {
                 if platform == nil { platform = value() }
-            } else if key.elementsEqual("appVersion".utf8) {
+            } else if key.equals("appVersion") {
                 if appVersion == nil { appVersion = value() }
             }
         }
