@@ -89,17 +89,18 @@ final class FeedConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
                 partial = buffer
                 return
             case .feed(let request, let length):
-                let bytes = buffer.readSlice(length: length)!
+                // The reader never counts more bytes than it was given; should it, the decoder decides.
+                guard let bytes = buffer.readSlice(length: length) else { return handOver(buffer, context: context) }
                 if forwardedInFlight > 0 || !answer(request, context: context) {
                     // Behind a forwarded request, or not a published feed after all (an unknown app, a
                     // bad parameter): the application answers, and explains.
                     forward(bytes, context: context)
                 }
             case .other(let length):
-                forward(buffer.readSlice(length: length)!, context: context)
+                guard let bytes = buffer.readSlice(length: length) else { return handOver(buffer, context: context) }
+                forward(bytes, context: context)
             case .handOver:
-                handedOver = true
-                return forward(buffer, context: context)
+                return handOver(buffer, context: context)
             }
         }
     }
@@ -117,11 +118,14 @@ final class FeedConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         // The input ended, say: what arrived of a request is the decoder's to judge first.
-        if let partial = partial.take() {
-            handedOver = true
-            forward(partial, context: context)
-        }
+        if let partial = partial.take() { handOver(partial, context: context) }
         context.fireUserInboundEventTriggered(event)
+    }
+
+    /// Passes `bytes` and everything after them on this connection to the decoder.
+    private func handOver(_ bytes: ByteBuffer, context: ChannelHandlerContext) {
+        handedOver = true
+        forward(bytes, context: context)
     }
 
     private func forward(_ bytes: ByteBuffer, context: ChannelHandlerContext) {
