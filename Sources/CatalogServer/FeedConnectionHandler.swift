@@ -6,56 +6,47 @@ import PropertyList
 
 /// The lean path for feed requests, and each connection's read deadline.
 ///
-/// Sits right after the HTTP/1 request decoder. A plain `GET` or `HEAD` of a current feed is
-/// answered here with pre-serialized bytes written past the response encoder: no conversion to
-/// HTTP types, no async hand-off, no header encoding, a cached buffer per feed and second. Any
-/// other request goes on to the Hummingbird application unchanged, and while one of those is
-/// being answered, every later request on the connection follows it, so that responses leave
-/// in request order.
+/// Sits in front of the HTTP/1 request decoder and reads requests from the received bytes with
+/// ``FeedRequestParser``. A plain `GET` or `HEAD` of a current feed is answered here with
+/// pre-serialized bytes: no decoding into HTTP types, no async hand-off, no header encoding, a
+/// cached buffer per feed and second. The bytes of any other request go on to the decoder and
+/// the Hummingbird application unchanged, and while one of those is being answered, every later
+/// request on the connection follows it, so that responses leave in request order.
 ///
 /// Because requests answered here never reach the handlers behind it, this handler also keeps
 /// the read deadline: a request must be read completely within `deadline` of the connection
 /// opening or the previous response, however slowly its bytes arrive; an idle connection is
 /// closed after the same time.
-final class FeedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
-    typealias InboundIn = HTTPServerRequestPart
-    typealias InboundOut = HTTPServerRequestPart
-    typealias OutboundIn = HTTPServerResponsePart
-    typealias OutboundOut = HTTPServerResponsePart
+final class FeedConnectionHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
+    typealias OutboundOut = ByteBuffer
 
     private let store: FeedStore
     private let metrics: ServerMetrics
     private let cacheControl: String
     private let clock: @Sendable () -> Timestamp
     private let deadline: TimeAmount
+    private var context: ChannelHandlerContext?
     private var timer: Scheduled<Void>?
     /// When the wait for the next complete request began; nil while the application is
     /// answering (its time is not the client's). Updated per request, while the timer is
     /// rescheduled at most once per deadline: rescheduling per request cost a tenth of the time.
     private var waitingSince: NIODeadline?
-    /// The response encoder's context: raw bytes written there skip it.
-    private var encoder: ChannelHandlerContext?
-    /// Requests handed to the application and not yet answered.
+    /// Requests handed to the application and not yet answered (counted behind the decoder by
+    /// ``ForwardedRequestTracker``, which sees where they end).
     private var forwardedInFlight = 0
-    /// What the request being read is: answered here, or forwarded.
-    private var current: Current = .none
+    /// Something was handed over that this handler cannot delimit (a body, an upgrade, bytes it
+    /// does not read): from then on the decoder reads every byte of the connection.
+    private var handedOver = false
+    /// The start of a request whose header block has not all arrived.
+    private var partial: ByteBuffer?
     private var wroteSinceFlush = false
-    /// Whether anything was passed on in this read batch: if not, the application's async channel
-    /// is not told that a batch ended, which would only wake its task for nothing.
+    /// Whether anything was passed on in this read batch: if not, the decoder and the
+    /// application's async channel are not told that a batch ended, which would only wake its
+    /// task for nothing.
     private var forwardedSinceReadComplete = false
     private var cache = ResponseCache()
-    /// A forwarded response said `Connection: close`: close once it is written.
-    private var closeAfterResponse = false
-    /// Whether each forwarded request not yet answered is a HEAD, oldest first: the response
-    /// encoder does not know (see ``FeedHTTP1Channel``), so bodies of HEAD responses stop here.
-    private var forwardedHeads = CircularBuffer<Bool>(initialCapacity: 2)
-    private var answeringHead = false
-
-    private enum Current {
-        case none
-        case fast(HTTPRequestHead, FeedTarget)
-        case forwarded
-    }
 
     init(store: FeedStore, metrics: ServerMetrics, configuration: ServeConfiguration) {
         self.store = store
@@ -66,8 +57,12 @@ final class FeedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
-        encoder = try? context.pipeline.syncOperations.context(handlerType: HTTPResponseEncoder.self)
+        self.context = context
         if context.channel.isActive { arm(context) }
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.context = nil
     }
 
     func channelActive(context: ChannelHandlerContext) {
@@ -82,46 +77,38 @@ final class FeedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        let part = unwrapInboundIn(data)
-        switch (part, current) {
-        case (.head(let head), _):
-            if forwardedInFlight == 0, encoder != nil, let target = Self.feedTarget(head) {
-                current = .fast(head, target)
-            } else {
-                current = .forwarded
-                forwardedSinceReadComplete = true
-                forwardedHeads.append(head.method == .HEAD)
-                context.fireChannelRead(data)
+        var buffer = unwrapInboundIn(data)
+        if handedOver { return forward(buffer, context: context) }
+        if var partial = self.partial.take() {
+            partial.writeBuffer(&buffer)
+            buffer = partial
+        }
+        while buffer.readableBytes > 0 {
+            switch buffer.withUnsafeReadableBytes(FeedRequestParser.parse) {
+            case .needMore:
+                partial = buffer
+                return
+            case .feed(let request, let length):
+                // The reader never counts more bytes than it was given; should it, the decoder decides.
+                guard let bytes = buffer.readSlice(length: length) else { return handOver(buffer, context: context) }
+                if forwardedInFlight > 0 || !answer(request, context: context) {
+                    // Behind a forwarded request, or not a published feed after all (an unknown app, a
+                    // bad parameter): the application answers, and explains.
+                    forward(bytes, context: context)
+                }
+            case .other(let length):
+                guard let bytes = buffer.readSlice(length: length) else { return handOver(buffer, context: context) }
+                forward(bytes, context: context)
+            case .handOver:
+                return handOver(buffer, context: context)
             }
-        case (.body, .fast):
-            break  // GET and HEAD bodies mean nothing to a feed
-        case (.end, .fast(let head, let target)):
-            current = .none
-            if !answer(head, target, context: context) {
-                waitingSince = nil
-                // Not a feed after all (an unknown app, a bad parameter): the application explains.
-                forwardedInFlight += 1
-                forwardedSinceReadComplete = true
-                forwardedHeads.append(head.method == .HEAD)
-                context.fireChannelRead(wrapInboundOut(.head(head)))
-                context.fireChannelRead(wrapInboundOut(.end(nil)))
-            }
-        case (.end, _):
-            current = .none
-            forwardedInFlight += 1
-            forwardedSinceReadComplete = true
-            waitingSince = nil
-            context.fireChannelRead(data)
-        default:
-            forwardedSinceReadComplete = true
-            context.fireChannelRead(data)
         }
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
         if wroteSinceFlush {
             wroteSinceFlush = false
-            encoder?.flush()
+            context.flush()
         }
         if forwardedSinceReadComplete {
             forwardedSinceReadComplete = false
@@ -129,55 +116,48 @@ final class FeedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         }
     }
 
-    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        switch unwrapOutboundIn(data) {
-        case .head(let head):
-            // The application refused a request without reading its body (too large, say):
-            // closing is the only way not to read the rest, and Hummingbird would drain it.
-            if head.headers[canonicalForm: "connection"].contains(where: { $0.lowercased() == "close" }) { closeAfterResponse = true }
-            answeringHead = forwardedHeads.popFirst() ?? false
-        case .body where answeringHead:
-            promise?.succeed()
-            return
-        case .end where closeAfterResponse:
-            context.writeAndFlush(data, promise: promise)
-            context.close(promise: nil)
-            return
-        case .end:
-            forwardedInFlight -= 1
-            if forwardedInFlight == 0 { arm(context) }
-        case .body:
-            break
-        }
-        context.write(data, promise: promise)
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        // The input ended, say: what arrived of a request is the decoder's to judge first.
+        if let partial = partial.take() { handOver(partial, context: context) }
+        context.fireUserInboundEventTriggered(event)
     }
 
-    /// `GET` or `HEAD` of `/v1/apps/<app>/products.json` or `catalog.json` over HTTP/1.1 with keep-alive,
-    /// no body and no escapes in the URI: everything else takes the general path.
-    static func feedTarget(_ head: HTTPRequestHead) -> FeedTarget? {
-        guard head.method == .GET || head.method == .HEAD, head.version == .http1_1, head.isKeepAlive,
-            head.headers.first(name: "content-length").map({ $0 == "0" }) ?? true,
-            !head.headers.contains(name: "transfer-encoding")
-        else { return nil }
-        return FeedTarget(head.uri)
+    /// Passes `bytes` and everything after them on this connection to the decoder.
+    private func handOver(_ bytes: ByteBuffer, context: ChannelHandlerContext) {
+        handedOver = true
+        forward(bytes, context: context)
+    }
+
+    private func forward(_ bytes: ByteBuffer, context: ChannelHandlerContext) {
+        forwardedSinceReadComplete = true
+        context.fireChannelRead(wrapInboundOut(bytes))
+    }
+
+    /// A request was handed to the application: its time is not the client's.
+    func forwardedRequestRead() {
+        forwardedInFlight += 1
+        waitingSince = nil
+    }
+
+    /// The application's response to a forwarded request is written: the wait for the next
+    /// request starts.
+    func forwardedResponseWritten() {
+        forwardedInFlight -= 1
+        if forwardedInFlight == 0, let context { arm(context) }
     }
 
     /// Writes the response to a feed request; false if the request is not for a published feed.
-    private func answer(_ head: HTTPRequestHead, _ target: FeedTarget, context: ChannelHandlerContext) -> Bool {
-        let (app, kind, platform, appVersion) = (target.app, target.kind, target.platform, target.appVersion)
+    private func answer(_ request: FeedRequest, context: ChannelHandlerContext) -> Bool {
+        let target = request.target
         let now = clock()
-        guard case .success(let feed) = store.index.feed(app: app, kind: kind, platform: platform, appVersion: appVersion, at: now)
+        guard
+            case .success(let feed) = store.index.feed(
+                app: target.app, kind: target.kind, platform: target.platform, appVersion: target.appVersion, at: now)
         else { return false }
 
-        let choice = FeedResponse.choose(
-            feed: feed,
-            conditions: ConditionalRequest(ifNoneMatch: head.headers["if-none-match"], ifModifiedSince: head.headers["if-modified-since"]),
-            acceptEncoding: head.headers["accept-encoding"], now: now)
+        let choice = FeedResponse.choose(feed: feed, conditions: request.conditions, acceptEncoding: request.acceptEncoding, now: now)
         let representation = choice.gzip ? feed.gzip : feed.identity
-        let isHead = head.method == .HEAD
-        let key = ResponseCache.Key(
-            entityTag: representation.entityTag, lastModified: feed.lastModified.secondsSince1970, status: choice.status, head: isHead)
-        let response = cache.response(for: key, now: now, allocator: context.channel.allocator) { buffer in
+        let response = cache.response(for: feed, choice, head: request.isHead, now: now, allocator: context.channel.allocator) { buffer in
             // The same headers as the general path; written here, Date comes from the same
             // clock as Last-Modified, so nothing is held back (dateLag 0).
             buffer.writeString(choice.status == 304 ? "HTTP/1.1 304 Not Modified\r\n" : "HTTP/1.1 200 OK\r\n")
@@ -185,12 +165,13 @@ final class FeedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
                 buffer.writeString("\(name): \(value)\r\n")
             }
             buffer.writeString("\r\n")
-            if choice.status == 200 && !isHead { buffer.writeBytes(representation.bytes) }
+            if choice.status == 200 && !request.isHead { buffer.writeBytes(representation.bytes) }
         }
-        encoder?.write(NIOAny(IOData.byteBuffer(response)), promise: nil)
+        context.write(wrapOutboundOut(response), promise: nil)
         wroteSinceFlush = true
         metrics.recordRequest(
-            MetricsRoute(kind), status: choice.status, bodyBytes: choice.status == 200 && !isHead ? representation.bytes.count : 0)
+            MetricsRoute(target.kind), status: choice.status,
+            bodyBytes: choice.status == 200 && !request.isHead ? representation.bytes.count : 0)
         waitingSince = .now()
         if timer == nil { arm(context) }
         return true
@@ -220,67 +201,75 @@ final class FeedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     }
 }
 
+/// Behind the request decoder: tells ``FeedConnectionHandler`` where the requests it handed
+/// over begin and end being answered, which only decoded requests and responses show.
+final class ForwardedRequestTracker: ChannelDuplexHandler, RemovableChannelHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias InboundOut = HTTPServerRequestPart
+    typealias OutboundIn = HTTPServerResponsePart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    private let connection: FeedConnectionHandler
+    /// A forwarded response said `Connection: close`: close once it is written.
+    private var closeAfterResponse = false
+
+    init(connection: FeedConnectionHandler) {
+        self.connection = connection
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if case .end = unwrapInboundIn(data) { connection.forwardedRequestRead() }
+        context.fireChannelRead(data)
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        switch unwrapOutboundIn(data) {
+        case .head(let head):
+            // The application refused a request without reading its body (too large, say):
+            // closing is the only way not to read the rest, and Hummingbird would drain it.
+            if head.headers[canonicalForm: "connection"].contains(where: { $0.lowercased() == "close" }) { closeAfterResponse = true }
+        case .end where closeAfterResponse:
+            context.writeAndFlush(data, promise: promise)
+            context.close(promise: nil)
+            return
+        case .end:
+            connection.forwardedResponseWritten()
+        case .body:
+            break
+        }
+        context.write(data, promise: promise)
+    }
+}
+
 /// Serialized responses of this connection for the current second (the Date header's resolution).
+///
+/// Keyed by the feed object, which is immutable (bytes and validators never change once loaded):
+/// cheaper to hash than its entity tag. The cache holds each feed it keys, so no other feed can
+/// be allocated at the same address while its entry exists.
 struct ResponseCache {
     struct Key: Hashable {
-        var entityTag: String
-        var lastModified: Int64
+        var feed: ObjectIdentifier
+        var gzip: Bool
         var status: Int
         var head: Bool
     }
 
     private var second: Int64 = -1
-    private var responses: [Key: ByteBuffer] = [:]
+    private var responses: [Key: (feed: ServedFeed, response: ByteBuffer)] = [:]
 
     mutating func response(
-        for key: Key, now: Timestamp, allocator: ByteBufferAllocator, build: (inout ByteBuffer) -> Void
+        for feed: ServedFeed, _ choice: FeedResponse.Choice, head: Bool, now: Timestamp, allocator: ByteBufferAllocator,
+        build: (inout ByteBuffer) -> Void
     ) -> ByteBuffer {
         if now.secondsSince1970 != second {
             second = now.secondsSince1970
             responses.removeAll(keepingCapacity: true)
         }
-        if let cached = responses[key] { return cached }
+        let key = Key(feed: ObjectIdentifier(feed), gzip: choice.gzip, status: choice.status, head: head)
+        if let cached = responses[key] { return cached.response }
         var buffer = allocator.buffer(capacity: 512)
         build(&buffer)
-        responses[key] = buffer
+        responses[key] = (feed, buffer)
         return buffer
-    }
-}
-
-/// A feed URI read byte by byte: `/v1/apps/<app>/<products|catalog>.json[?platform=…&appVersion=…]`.
-/// This runs for nearly every request, so it avoids Foundation and splitting into arrays.
-struct FeedTarget {
-    var app: String
-    var kind: FeedKind
-    var platform: String?
-    var appVersion: String?
-
-    init?(_ uri: String) {
-        var utf8 = Substring(uri).utf8
-        let prefix = "/v1/apps/".utf8
-        guard utf8.starts(with: prefix), !utf8.contains(UInt8(ascii: "%")) else { return nil }
-        utf8 = utf8.dropFirst(prefix.count)
-        let query = utf8.firstIndex(of: UInt8(ascii: "?"))
-        let path = utf8[..<(query ?? utf8.endIndex)]
-        guard let slash = path.firstIndex(of: UInt8(ascii: "/")) else { return nil }
-        let name = Substring(path[path.index(after: slash)...])
-        switch name {
-        case "products.json": kind = .products
-        case "catalog.json": kind = .catalog
-        default: return nil
-        }
-        app = String(Substring(path[..<slash]))
-        guard AppName.problem(app) == nil else { return nil }
-        if let query {
-            for pair in Substring(utf8[utf8.index(after: query)...]).split(separator: "&") {
-                guard let equals = pair.firstIndex(of: "=") else { continue }
-                let value = String(pair[pair.index(after: equals)...])
-                switch pair[..<equals] {
-                case "platform": platform = value
-                case "appVersion": appVersion = value
-                default: break
-                }
-            }
-        }
     }
 }

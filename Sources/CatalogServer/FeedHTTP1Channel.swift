@@ -5,9 +5,9 @@ import NIOHTTP1
 import NIOHTTPTypes
 import NIOHTTPTypesHTTP1
 
-/// Hummingbird's HTTP/1 child channel with ``FeedConnectionHandler`` right after the request
-/// decoder, where feed requests are cheapest to answer, and ``ReportConnectionHandler`` after it
-/// for reports.
+/// Hummingbird's HTTP/1 child channel with ``FeedConnectionHandler`` in front of the request
+/// decoder, where feed requests are cheapest to answer, and ``ReportConnectionHandler`` behind
+/// it for reports.
 struct FeedHTTP1Channel: HTTPChannelHandler {
     typealias Value = NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>
 
@@ -23,14 +23,13 @@ struct FeedHTTP1Channel: HTTPChannelHandler {
             limits.maxHeaderFieldSize = 8 * 1024
             limits.maxHeaderListSize = 16 * 1024
             limits.maxHeaderFieldCount = 100
-            // Not `configureHTTPServerPipeline`: it pairs the encoder with the decoder, which hands
-            // it each request's method so that HEAD responses lose their bodies. Responses written
-            // by the connection handler skip the encoder, so the pairing would go out of step (a
-            // lean HEAD would strip the body of the next forwarded GET's response); the connection
-            // handler leaves out forwarded HEAD responses' bodies itself.
-            try channel.pipeline.syncOperations.addHandler(HTTPResponseEncoder(configuration: .init()))
-            try channel.pipeline.syncOperations.addHandler(ByteToMessageHandler(HTTPRequestDecoder(limitConfiguration: limits)))
-            try channel.pipeline.syncOperations.addHandler(connectionHandler())
+            try channel.pipeline.syncOperations.configureHTTPServerPipeline(
+                withPipeliningAssistance: false, withErrorHandling: false, withOutboundHeaderValidation: false,
+                withEncoderConfiguration: .init(), withDecoderLimitConfiguration: limits)
+            let connection = connectionHandler()
+            try channel.pipeline.syncOperations.addHandler(connection, position: .first)
+            try channel.pipeline.syncOperations.addHandler(ForwardedRequestTracker(connection: connection))
+            // Behind the tracker: to the feed path, a report is a forwarded request like any other.
             if let reportHandler = reportHandler() { try channel.pipeline.syncOperations.addHandler(reportHandler) }
             try channel.pipeline.syncOperations.addHandler(HTTP1ToHTTPServerCodec(secure: false))
             // No idle timeout behind this point: requests answered by the connection handler never

@@ -11,10 +11,10 @@ import Testing
 /// request asks (a HEAD's without a body, a GET's with all of it), and nothing leaks from one to
 /// the next.
 ///
-/// NIO's response encoder pairs each response with the method of a decoded request, to leave
-/// out bodies of HEAD responses. Responses written on the lean path skip the encoder, so with
-/// that pairing a lean HEAD made the next forwarded GET's response lose its body (and every lean
-/// request grew the encoder's queue): schemathesis found it as a GET that never finished.
+/// NIO's response encoder pairs each response with the method of a request its decoder read, to
+/// leave out bodies of HEAD responses. Lean responses skip the encoder, so when lean requests
+/// also went through the decoder, a lean HEAD made the next forwarded GET's response lose its
+/// body: schemathesis found it as a GET that never finished.
 @Suite struct ConnectionFramingTests {
     static let snapshotPath = "/v1/apps/\(CatalogServerTests.app)/revisions/1/products.json"
 

@@ -1,0 +1,318 @@
+import CatalogKit
+import Foundation
+import Hummingbird
+import HummingbirdTesting
+import Logging
+import Testing
+
+@testable import CatalogServer
+
+/// What the lean path's request reader answers itself, and what it hands to the general pipeline.
+@Suite struct FeedRequestParserTests {
+    static let feed = "GET /v1/apps/com.example.app/products.json HTTP/1.1\r\nHost: localhost\r\n\r\n"
+
+    func parse(_ text: String) -> FeedRequestParser.Outcome {
+        Array(text.utf8).withUnsafeBytes { FeedRequestParser.parse($0) }
+    }
+
+    func feedRequest(_ text: String) -> FeedRequest? {
+        guard case .feed(let request, let length) = parse(text), length == text.utf8.count else { return nil }
+        return request
+    }
+
+    func isHandedOver(_ text: String) -> Bool {
+        if case .handOver = parse(text) { return true }
+        return false
+    }
+
+    func otherLength(_ text: String) -> Int? {
+        if case .other(let length) = parse(text) { return length }
+        return nil
+    }
+
+    @Test func readsAPlainFeedRequest() throws {
+        let request = try #require(
+            feedRequest(
+                "HEAD /v1/apps/com.example.app/catalog.json?platform=ios&appVersion=2.3.1&platform=macos HTTP/1.1\r\n"
+                    + "Host: localhost\r\nIf-None-Match: \"a\"\r\nIf-Modified-Since:  Sun, 06 Nov 1994 08:49:37 GMT \t\r\n"
+                    + "Accept-Encoding: gzip\r\nConnection: keep-alive\r\nContent-Length: 0\r\n\r\n"))
+        #expect(request.isHead)
+        #expect(request.target.app == "com.example.app")
+        #expect(request.target.kind == .catalog)
+        #expect(request.target.platform == "ios", "the first of a repeated parameter counts, as on the general path")
+        #expect(request.target.appVersion == "2.3.1")
+        #expect(request.conditions.ifNoneMatch == ["\"a\""])
+        #expect(request.conditions.ifModifiedSince == ["Sun, 06 Nov 1994 08:49:37 GMT"])
+        #expect(request.acceptEncoding == ["gzip"])
+    }
+
+    @Test(arguments: ["if-none-match", "IF-NONE-MATCH", "If-None-Match", "iF-nOnE-mAtCh"])
+    func headerNamesAreCaseInsensitive(_ name: String) throws {
+        let request = try #require(feedRequest("GET /v1/apps/com.example.app/products.json HTTP/1.1\r\n\(name): \"x\"\r\n\r\n"))
+        #expect(request.conditions.ifNoneMatch == ["\"x\""])
+    }
+
+    @Test func repeatedConditionalHeadersAreAllKept() throws {
+        let request = try #require(
+            feedRequest(
+                "GET /v1/apps/com.example.app/products.json HTTP/1.1\r\nif-none-match: \"a\"\r\nIf-None-Match: \"b\", \"c\"\r\n"
+                    + "If-Modified-Since: Sun, 06 Nov 1994 08:49:37 GMT\r\nif-modified-since: Sun, 06 Nov 1994 08:49:38 GMT\r\n\r\n"))
+        #expect(request.conditions.ifNoneMatch == ["\"a\"", "\"b\", \"c\""])
+        #expect(request.conditions.ifModifiedSince.count == 2, "both lines reach the evaluation, which ignores two dates")
+    }
+
+    @Test func everyPrefixOfARequestWaitsForMore() {
+        for end in 0..<Self.feed.utf8.count {
+            let prefix = String(decoding: Array(Self.feed.utf8)[..<end], as: UTF8.self)
+            guard case .needMore = parse(prefix) else {
+                Issue.record("\(end) bytes were not taken as the start of a request")
+                continue
+            }
+        }
+    }
+
+    @Test func pipelinedRequestsAreReadOneAtATime() throws {
+        guard case .feed(_, let length) = parse(Self.feed + "GET /healthz HTTP/1.1\r\n\r\n") else {
+            Issue.record("the first request was not read")
+            return
+        }
+        #expect(length == Self.feed.utf8.count)
+    }
+
+    @Test(arguments: [
+        "GET  /v1/apps/com.example.app/products.json HTTP/1.1\r\n\r\n",
+        "GET /v1/apps/com.example.app/products.json  HTTP/1.1\r\n\r\n",
+        "GET /v1/apps/com.example.app/products.json HTTP/1.2\r\n\r\n",
+        "GET /v1/apps/com.example.app/products.json http/1.1\r\n\r\n",
+        "GET /v1/apps/com.example.app/products.json\r\n\r\n",
+        "get /v1/apps/com.example.app/products.json HTTP/1.1\r\n\r\n",
+        "GET /v1/apps/com.example.app/products.json HTTP/1.1\n\n",
+        "GET /v1/apps/com.example.app/products.json HTTP/1.1\r\nHost: x\n\r\n",
+        "GET /v1/apps/com.example.app/products.json\t HTTP/1.1\r\n\r\n",
+        "GET /v1/apps/caf\u{E9}/products.json HTTP/1.1\r\n\r\n",
+        "POST /v1/apps/com.example.app/invalid-identifiers HTTP/1.1\r\nContent-Length: 2\r\n\r\n[]",
+        "OPTIONS * HTTP/1.1\r\n\r\n",
+        "\r\nGET /v1/apps/com.example.app/products.json HTTP/1.1\r\n\r\n",
+    ])
+    func malformedOrUnusualRequestLinesAreHandedOver(_ request: String) {
+        #expect(isHandedOver(request))
+    }
+
+    @Test(arguments: [
+        "X-Folded: a\r\n b",
+        "Host : localhost",
+        ": empty name",
+        "No-Colon",
+        "X-Bare-CR: a\rb",
+        "X-Null: a\u{0}b",
+        "X-Obs-Text: caf\u{E9}",
+        "Content-Length: 5",
+        "Content-Length: 0, 0",
+        "Transfer-Encoding: chunked",
+        "Expect: 100-continue",
+        "Upgrade: websocket",
+    ])
+    func fieldsOnlyTheGeneralPathReadsHandTheConnectionOver(_ field: String) {
+        #expect(isHandedOver("GET /v1/apps/com.example.app/products.json HTTP/1.1\r\nHost: localhost\r\n\(field)\r\n\r\n"))
+    }
+
+    @Test(arguments: [
+        "GET /healthz HTTP/1.1\r\n\r\n",
+        "GET /v1/apps HTTP/1.1\r\n\r\n",
+        "GET /v1/apps/com.example.app/products.json HTTP/1.0\r\n\r\n",
+        "GET /v1/apps/com.example.app/products.json HTTP/1.1\r\nConnection: close\r\n\r\n",
+        "GET /v1/apps/com.example.app/products.json HTTP/1.1\r\nConnection: keep-alive, Upgrade\r\n\r\n",
+        "HEAD /v1/apps/com.example.app/other.json HTTP/1.1\r\n\r\n",
+        "GET /v1/apps/com.example.app/revisions/1/products.json HTTP/1.1\r\n\r\n",
+        "GET /v1/apps/com%2Eexample.app/products.json HTTP/1.1\r\n\r\n",
+        "GET /v1/apps/com.example.app/products.json?platform HTTP/1.1\r\n\r\n",
+        "GET /v1/apps/com.example.app/products.json?appVersion=1+2 HTTP/1.1\r\n\r\n",
+    ])
+    func otherWellFormedRequestsAreHandedOverOneByOne(_ request: String) {
+        #expect(otherLength(request + "GET /healthz HTTP/1.1\r\n\r\n") == request.utf8.count)
+    }
+
+    @Test func longHeaderBlocksAreHandedOver() {
+        let long = "X-Big: " + String(repeating: "a", count: FeedRequestParser.maxHeaderBlock) + "\r\n"
+        #expect(isHandedOver("GET /v1/apps/com.example.app/products.json HTTP/1.1\r\n" + long + "\r\n"))
+        #expect(isHandedOver("GET /v1/apps/com.example.app/products.json HTTP/1.1\r\n" + long), "even before it ends")
+        let many = String(repeating: "A: b\r\n", count: FeedRequestParser.maxFieldCount + 1)
+        #expect(isHandedOver("GET /v1/apps/com.example.app/products.json HTTP/1.1\r\n" + many + "\r\n"))
+    }
+}
+
+/// The lean path and the general pipeline on one connection, through real HTTP on loopback.
+@Suite struct FeedConnectionTests {
+    static let feedPath = CatalogServerTests.feedPath
+
+    /// The first `count` responses read from `socket`; those at the indices in `heads` answer HEAD.
+    func responses(to count: Int, heads: Set<Int> = [], from socket: LoopbackSocket) async throws -> [RawResponse] {
+        var bytes: [UInt8] = []
+        var parsed: [RawResponse] = []
+        for _ in 0..<1000 {
+            bytes += socket.receive()
+            parsed = RawResponse.parse(bytes, heads: heads)
+            if parsed.count >= count { break }
+            try await Task.sleep(for: .milliseconds(10))
+        }
+        return parsed
+    }
+
+    func request(_ path: String, _ fields: String = "", method: String = "GET") -> String {
+        "\(method) \(path) HTTP/1.1\r\nHost: localhost\r\n\(fields)\r\n"
+    }
+
+    @Test func pipelinedFeedAndOtherRequestsAreAnsweredInOrder() async throws {
+        let fixture = try CatalogServerTests.Fixture(ids: ["com.example.served.coins"])
+        defer { fixture.remove() }
+        try await fixture.application().test(.live) { client in
+            let etag = try #require(try await client.execute(uri: Self.feedPath, method: .get).headers[.eTag])
+            let socket = try LoopbackSocket(port: try #require(client.port))
+            defer { socket.close() }
+            let requests = [
+                request(Self.feedPath),
+                request("/healthz"),
+                request(Self.feedPath, "If-None-Match: \(etag)\r\n"),
+                request(Self.feedPath, method: "HEAD"),
+                // After a HEAD answered by the lean path, the general path's GET still has its body.
+                request("/v1/apps"),
+                request("/v1/apps/com.example.unknown/products.json"),
+                // Read as a feed request; not a published app, so the general path refuses it.
+                request("/v1/apps/../products.json"),
+                request(Self.feedPath + "?platform=ios"),
+                request("/healthz"),
+                request(Self.feedPath),
+            ]
+            #expect(socket.send(Array(requests.joined().utf8)))
+            let answers = try await responses(to: requests.count, heads: [3], from: socket)
+            try #require(answers.count == requests.count)
+            #expect(answers.map(\.status) == [200, 200, 304, 200, 200, 404, 404, 200, 200, 200])
+            #expect(answers[0].body == Array(#"["com.example.served.coins","com.example.served.mac"]"#.utf8))
+            #expect(answers[3].body.isEmpty && answers[3].field("etag") == etag)
+            #expect(String(decoding: answers[4].body, as: UTF8.self).contains(CatalogServerTests.app))
+            #expect(answers[7].body == Array(#"["com.example.served.coins"]"#.utf8))
+            #expect(answers[9].body == answers[0].body)
+            #expect(!socket.isClosedByPeer())
+        }
+    }
+
+    /// Each request split in two at every byte, the second part sent a little later: the parts
+    /// make one request whether the lean path or the general one answers it.
+    @Test func requestsSplitAtEveryByteAreAnsweredOnce() async throws {
+        let fixture = try CatalogServerTests.Fixture(ids: ["com.example.served.coins"])
+        defer { fixture.remove() }
+        try await fixture.application().test(.live) { client in
+            let etag = try #require(try await client.execute(uri: Self.feedPath, method: .get).headers[.eTag])
+            let socket = try LoopbackSocket(port: try #require(client.port))
+            defer { socket.close() }
+            let pair = Array((request(Self.feedPath, "if-none-match: \(etag)\r\n") + request("/healthz")).utf8)
+            for split in 1..<pair.count {
+                #expect(socket.send(Array(pair[..<split])))
+                try await Task.sleep(for: .milliseconds(2))
+                #expect(socket.send(Array(pair[split...])))
+                let answers = try await responses(to: 2, from: socket)
+                #expect(answers.map(\.status) == [304, 200], "split at byte \(split)")
+            }
+        }
+    }
+
+    @Test func conditionalHeadersAreReadInAnyCaseAndRepetition() async throws {
+        let fixture = try CatalogServerTests.Fixture(ids: ["com.example.served.coins"])
+        defer { fixture.remove() }
+        try await fixture.application().test(.live) { client in
+            let first = try await client.execute(uri: Self.feedPath, method: .get)
+            let etag = try #require(first.headers[.eTag])
+            let lastModified = try #require(first.headers[.lastModified])
+            let socket = try LoopbackSocket(port: try #require(client.port))
+            defer { socket.close() }
+            let cases: [(fields: String, status: Int)] = [
+                ("IF-NONE-MATCH: \(etag)\r\n", 304),
+                ("if-modified-since: \(lastModified)\r\n", 304),
+                ("If-None-Match: \"other\"\r\nif-none-match: \(etag)\r\n", 304),
+                ("If-Modified-Since: \(lastModified)\r\nIf-Modified-Since: \(lastModified)\r\n", 200),
+                ("If-None-Match: \"other\"\r\nIf-Modified-Since: \(lastModified)\r\n", 200),
+                ("ACCEPT-ENCODING: gzip\r\nIf-None-Match: \(etag)\r\n", 200),
+            ]
+            for (fields, status) in cases {
+                #expect(socket.send(Array(request(Self.feedPath, fields).utf8)))
+                let answers = try await responses(to: 1, from: socket)
+                #expect(answers.first?.status == status, "\(fields)")
+            }
+            #expect(socket.send(Array(request(Self.feedPath, "accept-encoding: GZIP\r\n").utf8)))
+            #expect(try await responses(to: 1, from: socket).first?.field("content-encoding") == "gzip")
+        }
+    }
+
+    @Test func malformedAndOversizedRequestsGetTheGeneralPathsAnswer() async throws {
+        let fixture = try CatalogServerTests.Fixture(ids: ["com.example.served.coins"])
+        defer { fixture.remove() }
+        try await fixture.application().test(.live) { client in
+            for bytes in [
+                "GET \(Self.feedPath) HTTP/1.1\r\nHost: localhost\r\nX-Big: \(String(repeating: "a", count: 20_000))\r\n\r\n",
+                "GET \(Self.feedPath) HTTP/1.1\r\nHost : localhost\r\n\r\n",
+                "GET \(Self.feedPath) HTTP/1.1\r\nX-Folded: a\r\n b\r\n\r\n",
+            ] {
+                let socket = try LoopbackSocket(port: try #require(client.port))
+                defer { socket.close() }
+                #expect(socket.send(Array(bytes.utf8)))
+                let answer = try await socket.awaitResponse()
+                #expect(String(decoding: answer, as: UTF8.self).hasPrefix("HTTP/1.1 400"), "\(bytes.prefix(80))")
+            }
+        }
+    }
+
+    @Test func connectionCloseAndHTTP10AreAnsweredByTheGeneralPath() async throws {
+        let fixture = try CatalogServerTests.Fixture(ids: ["com.example.served.coins"])
+        defer { fixture.remove() }
+        try await fixture.application().test(.live) { client in
+            for (bytes, closes) in [
+                ("GET \(Self.feedPath) HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n", true),
+                ("GET \(Self.feedPath) HTTP/1.0\r\n\r\n", false),
+            ] {
+                let socket = try LoopbackSocket(port: try #require(client.port))
+                defer { socket.close() }
+                #expect(socket.send(Array(bytes.utf8)))
+                let answers = try await responses(to: 1, from: socket)
+                #expect(answers.first?.status == 200)
+                #expect(answers.first?.body == Array(#"["com.example.served.coins","com.example.served.mac"]"#.utf8))
+                if closes {
+                    for _ in 0..<500 where !socket.isClosedByPeer() { try await Task.sleep(for: .milliseconds(10)) }
+                    #expect(socket.isClosedByPeer())
+                }
+            }
+        }
+    }
+}
+
+/// One HTTP/1.1 response as received: status, fields and a Content-Length body.
+struct RawResponse {
+    var status: Int
+    var fields: [(name: String, value: String)]
+    var body: [UInt8]
+
+    func field(_ name: String) -> String? {
+        fields.first { $0.name.lowercased() == name }?.value
+    }
+
+    /// The complete responses at the start of `bytes`; those at the indices in `heads` answer
+    /// HEAD and have no body.
+    static func parse(_ bytes: [UInt8], heads: Set<Int>) -> [RawResponse] {
+        var responses: [RawResponse] = []
+        var rest = bytes[...]
+        while let end = rest.firstRange(of: Array("\r\n\r\n".utf8)) {
+            let lines = String(decoding: rest[..<end.lowerBound], as: UTF8.self).components(separatedBy: "\r\n")
+            guard let status = lines.first?.split(separator: " ").dropFirst().first.flatMap({ Int($0) }) else { break }
+            let fields = lines.dropFirst().compactMap { line -> (name: String, value: String)? in
+                guard let colon = line.firstIndex(of: ":") else { return nil }
+                return (String(line[..<colon]), line[line.index(after: colon)...].trimmingCharacters(in: .whitespaces))
+            }
+            var response = RawResponse(status: status, fields: fields, body: [])
+            let length = heads.contains(responses.count) ? 0 : response.field("content-length").flatMap { Int($0) } ?? 0
+            guard rest[end.upperBound...].count >= length else { break }
+            response.body = Array(rest[end.upperBound...].prefix(length))
+            rest = rest[(end.upperBound + length)...]
+            responses.append(response)
+        }
+        return responses
+    }
+}
