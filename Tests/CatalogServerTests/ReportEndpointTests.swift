@@ -74,12 +74,8 @@ import Testing
                 report("d"),
             ]
             #expect(socket.send(Array(requests.joined().utf8)))
-            let responses = try await socket.awaitResponses(toHeads: [false, false, false, false, false, true, false, false])
-            #expect(
-                responses.map(\.statusLine) == [
-                    "HTTP/1.1 202 Accepted", "HTTP/1.1 200 OK", "HTTP/1.1 202 Accepted", "HTTP/1.1 200 OK", "HTTP/1.1 202 Accepted",
-                    "HTTP/1.1 200 OK", "HTTP/1.1 415 Unsupported Media Type", "HTTP/1.1 202 Accepted",
-                ])
+            let responses = try await socket.awaitResponses(requests.count, heads: [5])
+            #expect(responses.map(\.status) == [202, 200, 202, 200, 202, 200, 415, 202])
             #expect(String(decoding: responses.first?.body ?? [], as: UTF8.self) == #"{"accepted":1}"#)
             let health = String(decoding: responses.dropFirst(3).first?.body ?? [], as: UTF8.self)
             #expect(health.contains("ok"))
