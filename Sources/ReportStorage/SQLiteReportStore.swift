@@ -43,6 +43,13 @@ public final class SQLiteReportStore: ReportStore {
         try await writer.run { try $0.store(reports) }
     }
 
+    /// Calls back on the writer's own queue: the group committer's next batch starts right there.
+    public func store(
+        _ reports: [InvalidIdentifierReport], completion: @escaping @Sendable (Result<[StoreOutcome], any Error>) -> Void
+    ) {
+        writer.async { writer in completion(Result { try writer.store(reports) }) }
+    }
+
     public func aggregate(_ query: AggregateQuery) async throws -> [ReportAggregate] {
         try await reader.run { connection in
             let filters: [SQLiteValue] = [.integer(query.since?.secondsSince1970 ?? .min), .init(query.app), .init(query.identifier)]
@@ -186,6 +193,11 @@ final class Confined<Value>: @unchecked Sendable {
             queue.async { continuation.resume(with: Result { UncheckedBox(try create()) }) }
         }
         return Confined(queue: queue, value: box.value)
+    }
+
+    /// Runs `body` on the queue, without waiting for it.
+    func async(_ body: @escaping @Sendable (Value) -> Void) {
+        queue.async { body(self.value) }
     }
 
     func run<Result: Sendable>(_ body: @escaping @Sendable (Value) throws -> Result) async throws -> Result {

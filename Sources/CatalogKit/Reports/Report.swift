@@ -144,6 +144,11 @@ public protocol ReportStore: Sendable {
     /// Stores each report unless one with the same app and `reportID` is already stored, in one
     /// durable transaction; outcomes are in the order of `reports`.
     func store(_ reports: [InvalidIdentifierReport]) async throws -> [StoreOutcome]
+    /// `store` for a caller that does not wait: `completion` gets what it returns. A store that
+    /// commits on a thread of its own calls back from there, so that its caller can go on to the
+    /// next batch without a hop; the default runs `store` in a task.
+    func store(
+        _ reports: [InvalidIdentifierReport], completion: @escaping @Sendable (Result<[StoreOutcome], any Error>) -> Void)
     /// Aggregates per app × identifier × platform × environment, most distinct installs first.
     func aggregate(_ query: AggregateQuery) async throws -> [ReportAggregate]
     /// Reports of `app` that named `identifier` invalid, received at or after `since`, per UTC
@@ -155,4 +160,18 @@ public protocol ReportStore: Sendable {
     func ping() async throws
     /// Releases connections; the store is unusable afterwards.
     func close() async throws
+}
+
+extension ReportStore {
+    public func store(
+        _ reports: [InvalidIdentifierReport], completion: @escaping @Sendable (Result<[StoreOutcome], any Error>) -> Void
+    ) {
+        Task(priority: .high) {
+            do {
+                completion(.success(try await store(reports)))
+            } catch {
+                completion(.failure(error))
+            }
+        }
+    }
 }
