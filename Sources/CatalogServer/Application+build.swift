@@ -26,8 +26,10 @@ public func buildApplication(
         FeedHTTP1Channel(
             responder: responder,
             connectionHandler: { FeedConnectionHandler(store: store, metrics: metrics, configuration: configuration) },
-            reportHandler: {
-                intake.map { ReportConnectionHandler(intake: $0, feeds: store, metrics: metrics, clock: configuration.clock) }
+            reportHandler: { connection in
+                intake.map {
+                    ReportConnectionHandler(intake: $0, feeds: store, connection: connection, metrics: metrics, clock: configuration.clock)
+                }
             })
     }
     var services: [any Service] = [FeedReloadService(store: store, interval: reloadInterval, metrics: metrics, logger: logger)]

@@ -133,6 +133,10 @@ final class FeedConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         context.fireChannelRead(wrapInboundOut(bytes))
     }
 
+    /// Whether a request handed to the application is still unanswered: anything read after it
+    /// must be answered after it.
+    var isAnsweringForwarded: Bool { forwardedInFlight > 0 }
+
     /// A request was handed to the application: its time is not the client's.
     func forwardedRequestRead() {
         forwardedInFlight += 1

@@ -14,7 +14,7 @@ struct FeedHTTP1Channel: HTTPChannelHandler {
     let responder: HTTPChannelHandler.Responder
     let connectionHandler: @Sendable () -> FeedConnectionHandler
     /// nil when the server stores no reports.
-    let reportHandler: @Sendable () -> ReportConnectionHandler?
+    let reportHandler: @Sendable (FeedConnectionHandler) -> ReportConnectionHandler?
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         channel.eventLoop.makeCompletedFuture {
@@ -30,7 +30,7 @@ struct FeedHTTP1Channel: HTTPChannelHandler {
             try channel.pipeline.syncOperations.addHandler(connection, position: .first)
             try channel.pipeline.syncOperations.addHandler(ForwardedRequestTracker(connection: connection))
             // Behind the tracker: to the feed path, a report is a forwarded request like any other.
-            if let reportHandler = reportHandler() { try channel.pipeline.syncOperations.addHandler(reportHandler) }
+            if let reportHandler = reportHandler(connection) { try channel.pipeline.syncOperations.addHandler(reportHandler) }
             try channel.pipeline.syncOperations.addHandler(HTTP1ToHTTPServerCodec(secure: false))
             // No idle timeout behind this point: requests answered by the connection handler never
             // reach it, so the connection handler keeps time for the whole connection.

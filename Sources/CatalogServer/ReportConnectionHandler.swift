@@ -26,6 +26,9 @@ final class ReportConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
 
     private let intake: ReportIntake
     private let feeds: FeedStore
+    /// Knows whether a request passed on to Hummingbird is still unanswered (its tracker counts
+    /// every request behind the decoder, reports answered here included).
+    private let connection: FeedConnectionHandler
     private let metrics: ServerMetrics
     private let clock: @Sendable () -> Timestamp
 
@@ -44,8 +47,6 @@ final class ReportConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
     }
 
     private var state = State.idle
-    /// Requests passed on to Hummingbird whose answer has not been written yet.
-    private var forwardedUnanswered = 0
     /// What arrived while a report was committing, replayed once it is answered.
     private var held = CircularBuffer<HTTPServerRequestPart>()
     /// A read asked for while a report was committing, and held back with the requests.
@@ -56,9 +57,13 @@ final class ReportConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
     private var dateSecond: Int64 = -1
     private var date = ""
 
-    init(intake: ReportIntake, feeds: FeedStore, metrics: ServerMetrics, clock: @escaping @Sendable () -> Timestamp) {
+    init(
+        intake: ReportIntake, feeds: FeedStore, connection: FeedConnectionHandler, metrics: ServerMetrics,
+        clock: @escaping @Sendable () -> Timestamp
+    ) {
         self.intake = intake
         self.feeds = feeds
+        self.connection = connection
         self.metrics = metrics
         self.clock = clock
     }
@@ -77,9 +82,8 @@ final class ReportConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
         case (_, .closed):
             break
         case (.head(let head), _):
-            guard forwardedUnanswered == 0, let app = Self.reportApp(head) else {
+            guard !connection.isAnsweringForwarded, let app = Self.reportApp(head) else {
                 state = .forwarding
-                forwardedUnanswered += 1
                 forwardedSinceReadComplete = true
                 context.fireChannelRead(wrapInboundOut(part))
                 return
@@ -167,11 +171,6 @@ final class ReportConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
             return
         }
         context.read()
-    }
-
-    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
-        if case .end = unwrapOutboundIn(data) { forwardedUnanswered -= 1 }
-        context.write(data, promise: promise)
     }
 
     /// The app of a plain report request, or nil for anything the general path should judge.

@@ -166,6 +166,8 @@ extension ReportStore {
     public func store(
         _ reports: [InvalidIdentifierReport], completion: @escaping @Sendable (Result<[StoreOutcome], any Error>) -> Void
     ) {
+        // High priority: the group committer's next batch waits for this; behind the request
+        // handlers its completions just woke, every waiting report would wait longer.
         Task(priority: .high) {
             do {
                 completion(.success(try await store(reports)))
