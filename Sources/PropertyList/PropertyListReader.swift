@@ -34,10 +34,30 @@ public struct PropertyListReader: Sendable {
     public func read(
         _ source: SourceFile, streamingArray key: String?, element: (PropertyListNode) -> Void
     ) -> Result {
-        withoutActuallyEscaping(element) { element in
-            let builder = PropertyListBuilder(streamingKey: key, onStreamedElement: element)
+        guard let key else { return read(source, streamingArray: nil, batchesOf: 1) { _ in } }
+        let builder = RecordedElementBuilder(path: source.path)
+        var built: [Diagnostic] = []
+        var result = read(source, streamingArray: key, batchesOf: 64) { batch in
+            built += builder.build(batch, element)
+        }
+        result.diagnostics = (result.diagnostics + built).sorted()
+        return result
+    }
+
+    /// Reads a property list, recording the elements of the array at `key` of the root dict
+    /// and handing them to `batch` a few at a time, in order, instead of building them: a
+    /// ``RecordedElementBuilder`` builds them, on another thread if the caller likes, while
+    /// this one reads on. That array appears empty in the result; problems inside its elements
+    /// are reported by the builder, not here.
+    public func read(
+        _ source: SourceFile, streamingArray key: String?, batchesOf size: Int, _ batch: (RecordedElements) -> Void
+    ) -> Result {
+        withoutActuallyEscaping(batch) { batch in
+            let builder = PropertyListBuilder(
+                context: .document, streaming: key.map { ($0, ElementRecorder(batchSize: size, deliver: batch)) })
             var diagnostics = XMLStreamParser.parse(source, limits: limits, handler: builder)
-            diagnostics += builder.problems.map { Diagnostic(.error, file: source.path, at: $0.position, $0.message) }
+            builder.finishRecording()
+            diagnostics += builder.takeProblems(file: source.path)
             if builder.root == nil && !diagnostics.containsErrors {
                 diagnostics.append(.error("no property list found", file: source.path, at: .startOfFile))
             }
@@ -49,9 +69,72 @@ public struct PropertyListReader: Sendable {
     }
 }
 
+/// Elements of a streamed array as the parser met them: their start tags, value text and end
+/// tags in one flat buffer, with the source positions diagnostics need. Recording is a few
+/// copies per element; building values from it (allocating strings, arrays and dicts) is most
+/// of the work of reading, and can run on another core.
+public struct RecordedElements: Sendable {
+    fileprivate var tape: [UInt8]
+    /// How many complete elements the batch holds.
+    public fileprivate(set) var count: Int
+}
+
+/// Builds ``RecordedElements`` into values with the same checks, and the same diagnostics, as
+/// reading them in place. Not thread-safe: use one per thread, reused across batches (it keeps
+/// the dict keys it has met, so that each key string is allocated once).
+public final class RecordedElementBuilder {
+    private let path: String
+    private let builder = PropertyListBuilder(context: .streamedElements, streaming: nil)
+
+    public init(path: String) {
+        self.path = path
+    }
+
+    /// Calls `element` with each complete element of `batch`, in order; returns the problems found in them.
+    public func build(_ batch: RecordedElements, _ element: (PropertyListNode) -> Void) -> [Diagnostic] {
+        withoutActuallyEscaping(element) { element in
+            builder.onStreamedElement = element
+            defer { builder.onStreamedElement = { _ in } }
+            builder.replay(batch.tape)
+            return builder.takeProblems(file: path)
+        }
+    }
+}
+
+/// Where the builder's events come from, for what it asks of them: limits, the position of
+/// text, and stopping.
+private protocol EventSource {
+    var maximumTextBytes: Int { get }
+    /// Where the text being delivered is, for a problem found in it.
+    var cursorPosition: SourcePosition { get }
+    func stop()
+}
+
+extension XMLStreamParser: EventSource {
+    var maximumTextBytes: Int { limits.maximumTextBytes }
+}
+
+/// A recorded text event: the recorder already enforced the limit, and stopping is moot.
+private struct Replay: EventSource {
+    var cursorPosition: SourcePosition
+    var maximumTextBytes: Int { .max }
+    func stop() {}
+}
+
 /// The element names of the plist format.
-private enum PlistElement {
+private enum PlistElement: UInt8, CaseIterable {
     case plist, dict, array, key, string, integer, real, `true`, `false`, date, data
+
+    var isScalar: Bool {
+        switch self {
+        case .plist, .dict, .array: false
+        case .key, .string, .integer, .real, .true, .false, .date, .data: true
+        }
+    }
+
+    /// The element name as a C string, for replayed events: `String(describing:)` spells each
+    /// case as its element name.
+    static let cNames: [[UInt8]] = allCases.map { Array(String(describing: $0).utf8) + [0] }
 
     init?(_ name: UnsafePointer<UInt8>) {
         // Compare raw bytes: this runs for every element of files with millions of them.
@@ -80,11 +163,20 @@ private enum PlistElement {
 /// Builds values from SAX events with an explicit stack: no recursion, so depth costs no stack.
 ///
 /// Frames are plain structs mutated in place at the top of the stack, and dict keys are
-/// interned: this runs for every element of files with millions of them.
+/// interned: this runs for every element of files with millions of them. When reading with a
+/// streamed array, the elements of that array are recorded (``ElementRecorder``) rather than
+/// built, and another builder, in the `streamedElements` context, replays them.
 private final class PropertyListBuilder: XMLEventHandler {
     struct Problem {
         var position: SourcePosition
         var message: String
+    }
+
+    enum Context {
+        /// A whole document, starting with `<plist>`.
+        case document
+        /// Recorded elements of a streamed array, each handed to `onStreamedElement`.
+        case streamedElements
     }
 
     private struct Frame {
@@ -121,20 +213,39 @@ private final class PropertyListBuilder: XMLEventHandler {
     /// The scalar element being read, if any. Scalars cannot nest and are most of the elements,
     /// so they are kept here rather than pushed as frames.
     @exclusivity(unchecked) private var openScalar: (kind: PlistElement, position: SourcePosition)?
+    /// Records the streamed array's elements instead of building them, when reading with one.
+    private let recorder: ElementRecorder?
     private(set) var root: PropertyListNode?
-    private(set) var problems: [Problem] = []
+    private var problems: [Problem] = []
     private let streamingKey: String?
-    private let onStreamedElement: (PropertyListNode) -> Void
+    private let context: Context
+    var onStreamedElement: (PropertyListNode) -> Void = { _ in }
 
-    init(streamingKey: String?, onStreamedElement: @escaping (PropertyListNode) -> Void) {
-        self.streamingKey = streamingKey
-        self.onStreamedElement = onStreamedElement
+    init(context: Context, streaming: (key: String, recorder: ElementRecorder)?) {
+        self.context = context
+        streamingKey = streaming?.key
+        recorder = streaming?.recorder
         stack.reserveCapacity(16)
         text.reserveCapacity(256)
+        if context == .streamedElements { resetToStreamedArray() }
+    }
+
+    private func resetToStreamedArray() {
+        var array = Frame(.array, at: .startOfFile)
+        array.streamed = true
+        stack = [array]
+        openScalar = nil
+        text.removeAll(keepingCapacity: true)
     }
 
     private func problem(_ message: String, at position: SourcePosition) {
         problems.append(Problem(position: position, message: message))
+    }
+
+    /// The problems found so far, as diagnostics in `file`; they are not reported again.
+    func takeProblems(file: String) -> [Diagnostic] {
+        defer { problems.removeAll() }
+        return problems.map { Diagnostic(.error, file: file, at: $0.position, $0.message) }
     }
 
     /// The kind of the innermost open element, read in place: `stack.last` would copy the whole
@@ -143,15 +254,98 @@ private final class PropertyListBuilder: XMLEventHandler {
         stack.isEmpty ? nil : stack[stack.count - 1].kind
     }
 
+    /// Whether an element starting now is an element of the streamed array.
+    private var isStreamedElementStarting: Bool {
+        openScalar == nil && !stack.isEmpty && stack[stack.count - 1].streamed
+    }
+
+    // MARK: Events from the parser
+
     func startElement(
         _ parser: XMLStreamParser, name: UnsafePointer<UInt8>, namespace: UnsafePointer<UInt8>?,
         attributes: XMLAttributes, at position: SourcePosition
     ) {
+        let element = PlistElement(name)
+        if let recorder, recorder.isRecording || isStreamedElementStarting {
+            recorder.recordStart(element, name: name, at: position)
+            return
+        }
+        start(parser, element, name: name, at: position)
+    }
+
+    func text(_ parser: XMLStreamParser, _ bytes: UnsafeBufferPointer<UInt8>) {
+        if let recorder, recorder.isRecording {
+            if !recorder.recordText(bytes, from: parser) {
+                problem("text longer than \(parser.limits.maximumTextBytes) bytes", at: parser.cursorPosition)
+                parser.stop()
+            }
+            return
+        }
+        addText(parser, bytes)
+    }
+
+    func endElement(_ parser: XMLStreamParser) {
+        if let recorder, recorder.isRecording {
+            recorder.recordEnd()
+            return
+        }
+        end()
+    }
+
+    /// Hands over the last, partly filled batch of recorded elements.
+    func finishRecording() {
+        recorder?.deliverBatch()
+    }
+
+    // MARK: Recorded events
+
+    /// Builds the elements recorded in `tape`, handing each to `onStreamedElement`.
+    func replay(_ tape: [UInt8]) {
+        tape.withUnsafeBytes { tape in
+            var offset = 0
+            func load<T>(_ type: T.Type) -> T {
+                defer { offset += MemoryLayout<T>.size }
+                return tape.loadUnaligned(fromByteOffset: offset, as: type)
+            }
+            while offset < tape.count {
+                switch ElementRecorder.Event(rawValue: load(UInt8.self))! {
+                case .start:
+                    let position = load(SourcePosition.self)
+                    let raw = load(UInt8.self)
+                    if let element = PlistElement(rawValue: raw) {
+                        PlistElement.cNames[Int(raw)].withUnsafeBufferPointer { name in
+                            start(Replay(cursorPosition: position), element, name: name.baseAddress!, at: position)
+                        }
+                    } else {
+                        // An unknown element: its name follows, NUL-terminated.
+                        let name = (tape.baseAddress! + offset).assumingMemoryBound(to: UInt8.self)
+                        offset += strlen(UnsafeRawPointer(name).assumingMemoryBound(to: CChar.self)) + 1
+                        start(Replay(cursorPosition: position), nil, name: UnsafePointer(name), at: position)
+                    }
+                case .text, .textAt:
+                    let position = tape[offset - 1] == ElementRecorder.Event.textAt.rawValue ? load(SourcePosition.self) : .startOfFile
+                    let count = load(Int.self)
+                    let bytes = UnsafeBufferPointer(
+                        start: (tape.baseAddress! + offset).assumingMemoryBound(to: UInt8.self), count: count)
+                    offset += count
+                    addText(Replay(cursorPosition: position), bytes)
+                case .end:
+                    end()
+                }
+            }
+        }
+        // A batch ends with complete elements, unless the parser stopped inside one.
+        if stack.count != 1 || openScalar != nil { resetToStreamedArray() }
+    }
+
+    // MARK: Building
+
+    private func start(_ source: some EventSource, _ element: PlistElement?, name: UnsafePointer<UInt8>, at position: SourcePosition) {
         if topKind == .skipped {
             stack.append(Frame(.skipped, at: position))
             return
         }
-        guard let element = PlistElement(name) else {
+        guard let element else {
             problem("unknown property list element <\(String(cString: name))>", at: position)
             stack.append(Frame(.skipped, at: position))
             return
@@ -159,7 +353,7 @@ private final class PropertyListBuilder: XMLEventHandler {
         guard topKind != nil else {
             guard element == .plist else {
                 problem("root element must be <plist>, found <\(String(cString: name))>", at: position)
-                parser.stop()
+                source.stop()
                 return
             }
             stack.append(Frame(.plist, at: position))
@@ -195,11 +389,11 @@ private final class PropertyListBuilder: XMLEventHandler {
         return stack[1].pendingKey == streamingKey
     }
 
-    func text(_ parser: XMLStreamParser, _ bytes: UnsafeBufferPointer<UInt8>) {
+    private func addText(_ source: some EventSource, _ bytes: UnsafeBufferPointer<UInt8>) {
         if openScalar != nil && topKind != .skipped {
-            if text.count + bytes.count > parser.limits.maximumTextBytes {
-                problem("text longer than \(parser.limits.maximumTextBytes) bytes", at: parser.cursorPosition)
-                parser.stop()
+            if text.count + bytes.count > source.maximumTextBytes {
+                problem("text longer than \(source.maximumTextBytes) bytes", at: source.cursorPosition)
+                source.stop()
                 return
             }
             text.append(contentsOf: bytes)
@@ -212,12 +406,12 @@ private final class PropertyListBuilder: XMLEventHandler {
             if bytes.contains(where: { !isXMLWhitespace($0) }) {
                 let sample = String(decoding: bytes.prefix(20), as: UTF8.self)
                     .trimmingCharacters(in: .init(charactersIn: " \t\r\n"))
-                problem("unexpected text '\(sample)' between elements", at: parser.cursorPosition)
+                problem("unexpected text '\(sample)' between elements", at: source.cursorPosition)
             }
         }
     }
 
-    func endElement(_ parser: XMLStreamParser) {
+    private func end() {
         // Skipped elements close first: they may sit inside an open scalar.
         if let scalar = openScalar, topKind != .skipped {
             openScalar = nil
@@ -387,6 +581,115 @@ private final class PropertyListBuilder: XMLEventHandler {
         let top = stack.count - 1
         guard top >= 0, stack[top].kind == .dictionary else { return }
         if stack[top].pendingKey != nil { stack[top].pendingKey = nil } else { stack[top].dropsNextValue = false }
+    }
+}
+
+/// Records the elements of a streamed array into ``RecordedElements`` as the parser meets them.
+///
+/// It keeps just enough state to do the parser-side part of the builder's checks, which a
+/// replay could not: it enforces the text limit of a value (stopping the parser, as the
+/// builder would), and notes the position of text that will be reported as misplaced, while
+/// whitespace between elements (most text events of an indented file) is dropped.
+private final class ElementRecorder {
+    enum Event: UInt8 {
+        /// Position, element kind (or 255 then the NUL-terminated name of an unknown element).
+        case start
+        /// Byte count, bytes.
+        case text
+        /// Position, byte count, bytes: text that is not a value, reported where it stands.
+        case textAt
+        case end
+    }
+
+    private static let unknownElement: UInt8 = 255
+
+    let batchSize: Int
+    let deliver: (RecordedElements) -> Void
+    // Touched on every SAX event inside the streamed array: see PropertyListBuilder.
+    @exclusivity(unchecked) private var batch = RecordedElements(tape: [], count: 0)
+    /// Open elements of the element being recorded; 0 between elements.
+    @exclusivity(unchecked) private var depth = 0
+    /// The depth of the open scalar, whose text is a value (nil inside unknown elements).
+    @exclusivity(unchecked) private var scalarDepth: Int?
+    @exclusivity(unchecked) private var scalarTextBytes = 0
+    /// The depth of the outermost unknown or misplaced element being skipped, if any.
+    @exclusivity(unchecked) private var skippedDepth: Int?
+
+    init(batchSize: Int, deliver: @escaping (RecordedElements) -> Void) {
+        self.batchSize = max(1, batchSize)
+        self.deliver = deliver
+    }
+
+    var isRecording: Bool { depth > 0 }
+
+    private func append(_ event: Event) {
+        batch.tape.append(event.rawValue)
+    }
+
+    private func append(_ position: SourcePosition) {
+        withUnsafeBytes(of: position) { batch.tape.append(contentsOf: $0) }
+    }
+
+    private func append(_ count: Int) {
+        withUnsafeBytes(of: count) { batch.tape.append(contentsOf: $0) }
+    }
+
+    func recordStart(_ element: PlistElement?, name: UnsafePointer<UInt8>, at position: SourcePosition) {
+        depth += 1
+        append(.start)
+        append(position)
+        if let element {
+            batch.tape.append(element.rawValue)
+        } else {
+            batch.tape.append(Self.unknownElement)
+            batch.tape.append(
+                contentsOf: UnsafeBufferPointer(start: name, count: strlen(UnsafeRawPointer(name).assumingMemoryBound(to: CChar.self)) + 1))
+        }
+        // Mirrors the builder: unknown elements, <plist> and anything inside a scalar are skipped.
+        guard skippedDepth == nil else { return }
+        if scalarDepth != nil || element == nil || element == .plist {
+            skippedDepth = depth
+        } else if element!.isScalar {
+            scalarDepth = depth
+            scalarTextBytes = 0
+        }
+    }
+
+    /// Records text; false when a value's text goes over the limit (nothing more is recorded).
+    func recordText(_ bytes: UnsafeBufferPointer<UInt8>, from parser: XMLStreamParser) -> Bool {
+        if scalarDepth == depth && skippedDepth == nil {
+            scalarTextBytes += bytes.count
+            guard scalarTextBytes <= parser.limits.maximumTextBytes else { return false }
+            append(.text)
+        } else if bytes.contains(where: { !isXMLWhitespace($0) }) {
+            append(.textAt)
+            append(parser.cursorPosition)
+        } else {
+            return true
+        }
+        append(bytes.count)
+        batch.tape.append(contentsOf: bytes)
+        return true
+    }
+
+    func recordEnd() {
+        append(.end)
+        if skippedDepth == depth { skippedDepth = nil }
+        if scalarDepth == depth { scalarDepth = nil }
+        depth -= 1
+        if depth == 0 {
+            batch.count += 1
+            if batch.count == batchSize { deliverBatch() }
+        }
+    }
+
+    /// Hands over the elements recorded so far (with an element cut short by a stopped parser).
+    func deliverBatch() {
+        guard !batch.tape.isEmpty else { return }
+        let capacity = batch.tape.capacity
+        deliver(batch)
+        batch = RecordedElements(tape: [], count: 0)
+        batch.tape.reserveCapacity(capacity)
     }
 }
 

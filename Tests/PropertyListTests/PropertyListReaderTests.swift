@@ -88,6 +88,44 @@ import Testing
         #expect(kept.isEmpty)
     }
 
+    /// Streamed elements are recorded while the parser reads and built later, elsewhere: every
+    /// element, well-formed or not, must come out exactly as reading it in place does, with the
+    /// same diagnostics at the same positions.
+    @Test(arguments: [
+        "<dict><key>id</key><string>a</string><key>n</key><integer>7</integer></dict>",
+        "<dict>\n  <key>a</key><integer>1</integer>\n  <key>a</key><integer>2</integer>\n</dict>",
+        "<dict><key>lonely</key></dict>",
+        "<dict><string>no key</string></dict>",
+        "<dict><key>x</key><foo><string>inside unknown</string>text</foo><key>y</key><true/></dict>",
+        "<dict><key>x</key><string>a<b>nested</b>c</string></dict>",
+        "<dict><key>x</key><integer>12x</integer><key>d</key><date>2026-02-30T00:00:00Z</date></dict>",
+        "<dict><key>b</key><data>aGVsbG8!</data><key>r</key><real>one</real></dict>",
+        "<dict>stray text<key>k</key><string>v</string></dict>",
+        "<dict><key>p</key><plist><string>x</string></plist></dict>",
+        "<string>just a string</string>",
+        "<array><string>a</string><array><dict/></array></array>",
+        "<dict><key>k</key><string>\(String(repeating: "x", count: 300))</string></dict>",
+        "<foo/>",
+        "<true>yes</true>",
+        "<dict><key>t</key><string>a &amp; b <![CDATA[<c>]]></string></dict>",
+    ])
+    func streamedElementsReadAsInPlace(element: String) {
+        var limits = ReaderLimits()
+        limits.maximumTextBytes = 256
+        let document = plist("<dict>\n<key>products</key>\n<array>\n\(element)\n\(element)\n</array>\n</dict>")
+        let inPlace = PropertyListReader(limits: limits).read(source(document))
+        var streamed: [String] = []
+        let result = PropertyListReader(limits: limits).read(source(document), streamingArray: "products") {
+            streamed.append(describe($0))
+        }
+        #expect(printed(result) == printed(inPlace))
+        guard case .dictionary(let root) = inPlace.root?.value, case .array(let items) = root["products"]?.value else {
+            #expect(inPlace.root == nil || printed(inPlace).contains { $0.contains("longer than") })
+            return
+        }
+        #expect(streamed == items.map(describe))
+    }
+
     /// Each content problem is reported at its element, and reading goes on to find the others.
     @Test func reportsEveryContentProblemAtItsPosition() {
         let result = read(
@@ -165,5 +203,15 @@ import Testing
         let result = PropertyListReader().read(file)
         // 3 header lines, <array> on line 4, 200,000 strings, then the long line.
         #expect(result.diagnostics.map(\.description) == ["big.plist:200005:360001: error: unknown property list element <foo>"])
+    }
+}
+
+/// A value with every position in it, for comparing two reads of the same element.
+private func describe(_ node: PropertyListNode) -> String {
+    switch node.value {
+    case .array(let items): "\(node.position)[\(items.map(describe).joined(separator: ","))]"
+    case .dictionary(let dict):
+        "\(node.position){\(dict.entries.map { "\($0.key)@\($0.keyPosition)=\(describe($0.value))" }.joined(separator: ","))}"
+    default: "\(node.position)\(node.value)"
     }
 }

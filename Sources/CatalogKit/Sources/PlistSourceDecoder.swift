@@ -1,3 +1,4 @@
+import Dispatch
 import PropertyList
 
 /// Turns an Apple XML property list into a ``SourceDefinition``.
@@ -9,12 +10,14 @@ struct PlistSourceDecoder {
     let reader: PropertyListReader
 
     func decode(_ source: SourceFile, into diagnostics: inout [Diagnostic]) -> SourceDefinition? {
-        var products: [ProductDefinition] = []
-        var problems: [Diagnostic] = []
         let file = source.path
-        let result = reader.read(source, streamingArray: "products") { node in
-            if let product = decodeProduct(node, file: file, into: &problems) { products.append(product) }
+        // The parser records the products and reads on, while a second core builds and decodes
+        // them: on a big catalog, building values is the larger half of reading.
+        let pipeline = ProductPipeline(builder: RecordedElementBuilder(path: file)) { node, problems in
+            decodeProduct(node, file: file, into: &problems)
         }
+        let result = reader.read(source, streamingArray: "products", batchesOf: 256) { pipeline.submit($0) }
+        var (products, problems) = pipeline.finish()
         diagnostics += result.diagnostics
         diagnostics += problems
         guard let root = result.root else { return nil }
@@ -173,5 +176,39 @@ struct PlistSourceDecoder {
             writer.endObject()
         }
         return true
+    }
+}
+
+/// Builds and decodes recorded products on a serial queue, in the order they were submitted.
+///
+/// `@unchecked Sendable`: the builder, `products` and `problems` are touched only on `queue`
+/// until ``finish()`` has waited for it.
+private final class ProductPipeline: @unchecked Sendable {
+    private let queue = DispatchQueue(label: "catalog.products")
+    private let builder: RecordedElementBuilder
+    private let decode: (PropertyListNode, inout [Diagnostic]) -> ProductDefinition?
+    /// One array per batch, joined once at the end: one growing array would copy every
+    /// product it holds each time it doubles.
+    private var products: [[ProductDefinition]] = []
+    private var problems: [Diagnostic] = []
+
+    init(builder: RecordedElementBuilder, decode: @escaping (PropertyListNode, inout [Diagnostic]) -> ProductDefinition?) {
+        self.builder = builder
+        self.decode = decode
+    }
+
+    func submit(_ batch: RecordedElements) {
+        queue.async {
+            var products: [ProductDefinition] = []
+            products.reserveCapacity(batch.count)
+            self.problems += self.builder.build(batch) { node in
+                if let product = self.decode(node, &self.problems) { products.append(product) }
+            }
+            self.products.append(products)
+        }
+    }
+
+    func finish() -> (products: [ProductDefinition], problems: [Diagnostic]) {
+        queue.sync { (Array(products.joined()), problems) }
     }
 }
