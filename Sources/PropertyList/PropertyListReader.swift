@@ -213,8 +213,10 @@ private final class PropertyListBuilder: XMLEventHandler {
     /// The scalar element being read, if any. Scalars cannot nest and are most of the elements,
     /// so they are kept here rather than pushed as frames.
     @exclusivity(unchecked) private var openScalar: (kind: PlistElement, position: SourcePosition)?
-    /// Records the streamed array's elements instead of building them, when reading with one.
-    private let recorder: ElementRecorder?
+    /// Records the streamed array's elements instead of building them, when `records`. Stored
+    /// in place, not optional: each event mutates it without a copy or a reference count.
+    @exclusivity(unchecked) private var recorder: ElementRecorder
+    private let records: Bool
     private(set) var root: PropertyListNode?
     private var problems: [Problem] = []
     private let streamingKey: String?
@@ -224,7 +226,8 @@ private final class PropertyListBuilder: XMLEventHandler {
     init(context: Context, streaming: (key: String, recorder: ElementRecorder)?) {
         self.context = context
         streamingKey = streaming?.key
-        recorder = streaming?.recorder
+        recorder = streaming?.recorder ?? ElementRecorder(batchSize: 1) { _ in }
+        records = streaming != nil
         stack.reserveCapacity(16)
         text.reserveCapacity(256)
         if context == .streamedElements { resetToStreamedArray() }
@@ -266,7 +269,7 @@ private final class PropertyListBuilder: XMLEventHandler {
         attributes: XMLAttributes, at position: SourcePosition
     ) {
         let element = PlistElement(name)
-        if let recorder, recorder.isRecording || isStreamedElementStarting {
+        if records, recorder.isRecording || isStreamedElementStarting {
             recorder.recordStart(element, name: name, at: position)
             return
         }
@@ -274,7 +277,7 @@ private final class PropertyListBuilder: XMLEventHandler {
     }
 
     func text(_ parser: XMLStreamParser, _ bytes: UnsafeBufferPointer<UInt8>) {
-        if let recorder, recorder.isRecording {
+        if records, recorder.isRecording {
             if !recorder.recordText(bytes, from: parser) {
                 problem("text longer than \(parser.limits.maximumTextBytes) bytes", at: parser.cursorPosition)
                 parser.stop()
@@ -285,7 +288,7 @@ private final class PropertyListBuilder: XMLEventHandler {
     }
 
     func endElement(_ parser: XMLStreamParser) {
-        if let recorder, recorder.isRecording {
+        if records, recorder.isRecording {
             recorder.recordEnd()
             return
         }
@@ -294,7 +297,7 @@ private final class PropertyListBuilder: XMLEventHandler {
 
     /// Hands over the last, partly filled batch of recorded elements.
     func finishRecording() {
-        recorder?.deliverBatch()
+        if records { recorder.deliverBatch() }
     }
 
     // MARK: Recorded events
@@ -590,7 +593,7 @@ private final class PropertyListBuilder: XMLEventHandler {
 /// replay could not: it enforces the text limit of a value (stopping the parser, as the
 /// builder would), and notes the position of text that will be reported as misplaced, while
 /// whitespace between elements (most text events of an indented file) is dropped.
-private final class ElementRecorder {
+private struct ElementRecorder {
     enum Event: UInt8 {
         /// Position, element kind (or 255 then the NUL-terminated name of an unknown element).
         case start
@@ -605,15 +608,14 @@ private final class ElementRecorder {
 
     let batchSize: Int
     let deliver: (RecordedElements) -> Void
-    // Touched on every SAX event inside the streamed array: see PropertyListBuilder.
-    @exclusivity(unchecked) private var batch = RecordedElements(tape: [], count: 0)
+    private var batch = RecordedElements(tape: [], count: 0)
     /// Open elements of the element being recorded; 0 between elements.
-    @exclusivity(unchecked) private var depth = 0
+    private var depth = 0
     /// The depth of the open scalar, whose text is a value (nil inside unknown elements).
-    @exclusivity(unchecked) private var scalarDepth: Int?
-    @exclusivity(unchecked) private var scalarTextBytes = 0
+    private var scalarDepth: Int?
+    private var scalarTextBytes = 0
     /// The depth of the outermost unknown or misplaced element being skipped, if any.
-    @exclusivity(unchecked) private var skippedDepth: Int?
+    private var skippedDepth: Int?
 
     init(batchSize: Int, deliver: @escaping (RecordedElements) -> Void) {
         self.batchSize = max(1, batchSize)
@@ -622,19 +624,19 @@ private final class ElementRecorder {
 
     var isRecording: Bool { depth > 0 }
 
-    private func append(_ event: Event) {
+    private mutating func append(_ event: Event) {
         batch.tape.append(event.rawValue)
     }
 
-    private func append(_ position: SourcePosition) {
+    private mutating func append(_ position: SourcePosition) {
         withUnsafeBytes(of: position) { batch.tape.append(contentsOf: $0) }
     }
 
-    private func append(_ count: Int) {
+    private mutating func append(_ count: Int) {
         withUnsafeBytes(of: count) { batch.tape.append(contentsOf: $0) }
     }
 
-    func recordStart(_ element: PlistElement?, name: UnsafePointer<UInt8>, at position: SourcePosition) {
+    mutating func recordStart(_ element: PlistElement?, name: UnsafePointer<UInt8>, at position: SourcePosition) {
         depth += 1
         append(.start)
         append(position)
@@ -656,7 +658,7 @@ private final class ElementRecorder {
     }
 
     /// Records text; false when a value's text goes over the limit (nothing more is recorded).
-    func recordText(_ bytes: UnsafeBufferPointer<UInt8>, from parser: XMLStreamParser) -> Bool {
+    mutating func recordText(_ bytes: UnsafeBufferPointer<UInt8>, from parser: XMLStreamParser) -> Bool {
         if scalarDepth == depth && skippedDepth == nil {
             scalarTextBytes += bytes.count
             guard scalarTextBytes <= parser.limits.maximumTextBytes else { return false }
@@ -672,7 +674,7 @@ private final class ElementRecorder {
         return true
     }
 
-    func recordEnd() {
+    mutating func recordEnd() {
         append(.end)
         if skippedDepth == depth { skippedDepth = nil }
         if scalarDepth == depth { scalarDepth = nil }
@@ -684,7 +686,7 @@ private final class ElementRecorder {
     }
 
     /// Hands over the elements recorded so far (with an element cut short by a stopped parser).
-    func deliverBatch() {
+    mutating func deliverBatch() {
         guard !batch.tape.isEmpty else { return }
         let capacity = batch.tape.capacity
         deliver(batch)

@@ -52,9 +52,7 @@ final class XMLStreamParser {
     @exclusivity(unchecked) private var elementCount = 0
     @exclusivity(unchecked) private var context: xmlParserCtxtPtr?
     private var input: InputStream
-    // unowned(unsafe): `parse` holds the handler for the whole synchronous pass, and counting
-    // references on each of millions of callbacks was a large part of reading time.
-    private unowned(unsafe) let handler: any XMLEventHandler
+    private let handler: any XMLEventHandler
     @exclusivity(unchecked) private(set) var stopped = false
 
     private init(path: String, input: InputStream, limits: ReaderLimits, handler: any XMLEventHandler) {

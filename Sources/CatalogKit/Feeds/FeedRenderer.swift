@@ -67,11 +67,10 @@ public struct FeedRenderer: Sendable {
     public init(catalog: AppCatalog) {
         self.catalog = catalog
         selector = VariantSelector(catalog: catalog)
-        // Encoded in two halves, one per core: of planning, only this pass over every product
+        // Encoded in parts, one per core: of planning, only this pass over every product
         // would otherwise keep one core idle.
         let products = catalog.products
-        let middle = products.count / 2
-        let halves = parallelMap([0..<middle, middle..<products.count]) { range in
+        let parts = parallelMap(coreParts(of: products.indices)) { range in
             var objects = ByteArena(capacity: range.count, bytes: range.count * 512)
             var ids = ByteArena(capacity: range.count, bytes: range.count * 128)
             // Products read in place: `for product in` would copy each, whole.
@@ -83,8 +82,8 @@ public struct FeedRenderer: Sendable {
             }
             return (objects, ids)
         }
-        feedObjects = ByteArena(concatenating: halves.map(\.0))
-        quotedIDs = ByteArena(concatenating: halves.map(\.1))
+        feedObjects = ByteArena(concatenating: parts.map(\.0))
+        quotedIDs = ByteArena(concatenating: parts.map(\.1))
         let appMask = FeedRenderer.mask(catalog.platforms)
         let facts = catalog.products.map { product in
             SaleFacts(

@@ -21,20 +21,28 @@ public enum CatalogRules {
         products.reserveCapacity(count)
 
         for definition in sources.definitions {
-            for product in definition.products {
-                if let id = product.id {
-                    let location = SourceLocation(file: product.file, position: id.position)
+            // Each product is checked on its own, on all cores; a duplicate is still checked, so
+            // that its own problems show in this run too, but only the first one is kept.
+            let definitions = definition.products
+            let appPlatforms = settings.platforms
+            let parts = parallelMap(coreParts(of: definitions.indices)) { range in
+                var diagnostics: [Diagnostic] = []
+                let checked = definitions[range].map { check($0, appPlatforms: appPlatforms, into: &diagnostics) }
+                return (checked, diagnostics)
+            }
+            for (_, found) in parts { diagnostics += found }
+            for (index, checked) in zip(definitions.indices, parts.lazy.flatMap(\.0)) {
+                if let id = definitions[index].id {
+                    let location = SourceLocation(file: definitions[index].file, position: id.position)
                     if let first = firstLocation[id.value] {
                         let place = first.file == location.file ? "\(first.position)" : "\(first)"
                         diagnostics.append(
                             .error("duplicate product id '\(id.value)' (first at \(place))", file: location.file, at: location.position))
-                        // Still checked, so that its own problems show in this run too.
-                        _ = check(product, appPlatforms: settings.platforms, into: &diagnostics)
                         continue
                     }
                     firstLocation[id.value] = location
                 }
-                if let checked = check(product, appPlatforms: settings.platforms, into: &diagnostics) { products.append(checked) }
+                if let checked { products.append(checked) }
             }
         }
         // The feeds distinguish every platform named anywhere: the app's list and the products'.

@@ -185,11 +185,12 @@ struct PlistSourceDecoder {
 /// until ``finish()`` has waited for it.
 private final class ProductPipeline: @unchecked Sendable {
     private let queue = DispatchQueue(label: "catalog.products")
+    /// Batches submitted and not yet decoded: when decoding falls behind, the parser waits
+    /// rather than recording the whole file ahead.
+    private let inFlight = DispatchSemaphore(value: 8)
     private let builder: RecordedElementBuilder
     private let decode: (PropertyListNode, inout [Diagnostic]) -> ProductDefinition?
-    /// One array per batch, joined once at the end: one growing array would copy every
-    /// product it holds each time it doubles.
-    private var products: [[ProductDefinition]] = []
+    private var products: [ProductDefinition] = []
     private var problems: [Diagnostic] = []
 
     init(builder: RecordedElementBuilder, decode: @escaping (PropertyListNode, inout [Diagnostic]) -> ProductDefinition?) {
@@ -198,17 +199,16 @@ private final class ProductPipeline: @unchecked Sendable {
     }
 
     func submit(_ batch: RecordedElements) {
+        inFlight.wait()
         queue.async {
-            var products: [ProductDefinition] = []
-            products.reserveCapacity(batch.count)
             self.problems += self.builder.build(batch) { node in
-                if let product = self.decode(node, &self.problems) { products.append(product) }
+                if let product = self.decode(node, &self.problems) { self.products.append(product) }
             }
-            self.products.append(products)
+            self.inFlight.signal()
         }
     }
 
     func finish() -> (products: [ProductDefinition], problems: [Diagnostic]) {
-        queue.sync { (Array(products.joined()), problems) }
+        queue.sync { (products, problems) }
     }
 }
