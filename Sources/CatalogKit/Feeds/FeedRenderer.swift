@@ -144,7 +144,17 @@ public struct FeedRenderer: Sendable {
     /// Without a stamp, the content alone (`{"products":[…],"known":[…]}`): what decides whether
     /// the rich feed changed.
     public func catalogFeed(_ selection: [Int], stamp: CatalogStamp?, _ pieces: FeedPieces) {
-        if let stamp { stamp.head.withUnsafeBufferPointer(pieces) } else { FeedRenderer.piece("{", pieces) }
+        FeedRenderer.catalogHead(stamp).withUnsafeBufferPointer(pieces)
+        catalogBody(selection, pieces)
+    }
+
+    /// The start of `catalog.json` up to its products: the stamp's details, or `{` alone.
+    static func catalogHead(_ stamp: CatalogStamp?) -> [UInt8] {
+        stamp?.head ?? [UInt8(ascii: "{")]
+    }
+
+    /// `catalog.json` after ``catalogHead(_:)``: the same bytes whatever the stamp.
+    func catalogBody(_ selection: [Int], _ pieces: FeedPieces) {
         FeedRenderer.piece(#""products":["#, pieces)
         feedObjects.forEachItem(at: selection, separatedBy: UInt8(ascii: ","), pieces)
         knownTail.withUnsafeBufferPointer(pieces)

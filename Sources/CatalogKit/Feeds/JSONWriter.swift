@@ -84,16 +84,22 @@ public struct JSONWriter: Sendable {
     }
 
     private mutating func appendQuoted(_ text: String) {
+        var text = text
+        text.withUTF8 { appendQuoted($0) }
+    }
+
+    private mutating func appendQuoted(_ text: UnsafeBufferPointer<UInt8>) {
         bytes.append(UInt8(ascii: "\""))
         // Most strings (identifiers, enum values, dates) need no escape: then one copy, not
         // one append per byte, which was a fair part of encoding every product of a big catalog.
-        let needsEscape = text.utf8.contains { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }
+        // Scanned as a plain buffer: the String view's iterator cost more than the scan.
+        let needsEscape = text.contains { $0 < 0x20 || $0 == UInt8(ascii: "\"") || $0 == UInt8(ascii: "\\") }
         if !needsEscape {
-            bytes.append(contentsOf: text.utf8)
+            bytes.append(contentsOf: text)
             bytes.append(UInt8(ascii: "\""))
             return
         }
-        for byte in text.utf8 {
+        for byte in text {
             switch byte {
             case UInt8(ascii: "\""): bytes.append(contentsOf: [0x5C, 0x22])
             case UInt8(ascii: "\\"): bytes.append(contentsOf: [0x5C, 0x5C])

@@ -11,25 +11,38 @@ public enum ContentHash {
     /// megabytes hashed without being held. Small pieces are gathered into chunks first, since
     /// each update of the hash has a cost of its own.
     public static func sha256Hex(of feed: (FeedPieces) -> Void) -> (sha256: String, count: Int) {
-        var hasher = SHA256()
+        sha256Hex(heads: [[]], body: feed)[0]
+    }
+
+    /// The SHA-256 of each of several byte strings that differ only in their heads, rendering
+    /// the shared body once: a rich feed and its content without the revision stamp.
+    static func sha256Hex(heads: [[UInt8]], body: (FeedPieces) -> Void) -> [(sha256: String, count: Int)] {
+        var hashers = heads.map { head in
+            var hasher = SHA256()
+            head.withUnsafeBytes { hasher.update(bufferPointer: $0) }
+            return hasher
+        }
         var count = 0
         let chunkSize = 1 << 16
         var chunk: [UInt8] = []
         chunk.reserveCapacity(chunkSize)
-        feed { piece in
+        func update(_ bytes: UnsafeRawBufferPointer) {
+            for index in hashers.indices { hashers[index].update(bufferPointer: bytes) }
+        }
+        body { piece in
             count += piece.count
             if chunk.count + piece.count > chunkSize {
-                chunk.withUnsafeBytes { hasher.update(bufferPointer: $0) }
+                chunk.withUnsafeBytes(update)
                 chunk.removeAll(keepingCapacity: true)
             }
             if piece.count >= chunkSize {
-                hasher.update(bufferPointer: UnsafeRawBufferPointer(piece))
+                update(UnsafeRawBufferPointer(piece))
             } else {
                 chunk.append(contentsOf: piece)
             }
         }
-        chunk.withUnsafeBytes { hasher.update(bufferPointer: $0) }
-        return (hex(hasher.finalize()), count)
+        chunk.withUnsafeBytes(update)
+        return zip(heads, hashers).map { head, hasher in (hex(hasher.finalize()), head.count + count) }
     }
 
     private static func hex(_ digest: SHA256.Digest) -> String {

@@ -103,7 +103,13 @@ struct StatePlanner {
         let renderer = self.renderer
         let newRevision = revision
         let results = parallelMap(Array(zip(fresh, sources))) { group, sources -> (GroupResult, Int, Timestamp) in
-            let contentHash = ContentHash.sha256Hex { renderer.catalogFeed(group.selection, stamp: nil, $0) }.sha256
+            // The content alone and the feed with a new stamp, from one rendering: most feeds of
+            // a build that changes anything get the new stamp.
+            let newStamp = CatalogStamp(app: app, revision: newRevision, publishedAt: stampTime)
+            let hashes = ContentHash.sha256Hex(heads: [FeedRenderer.catalogHead(nil), FeedRenderer.catalogHead(newStamp)]) {
+                renderer.catalogBody(group.selection, $0)
+            }
+            let contentHash = hashes[0].sha256
             // Rich-feed bytes carry the revision that first published them: reuse that stamp if
             // a variant already served this exact content.
             let reused = sources.first { $0.catalogContentSHA256 == contentHash }
@@ -111,7 +117,7 @@ struct StatePlanner {
             let stampTime = reused?.catalogPublishedAt ?? stampTime
             let stamp = CatalogStamp(app: app, revision: stampRevision, publishedAt: stampTime)
             let products = ContentHash.sha256Hex { renderer.productsFeed(group.selection, $0) }
-            let catalog = ContentHash.sha256Hex { renderer.catalogFeed(group.selection, stamp: stamp, $0) }
+            let catalog = reused == nil ? hashes[1] : ContentHash.sha256Hex { renderer.catalogFeed(group.selection, stamp: stamp, $0) }
             let result = GroupResult(
                 productsHash: products.sha256, productsBytes: products.count,
                 contentHash: contentHash, catalogHash: catalog.sha256, catalogBytes: catalog.count)
@@ -236,6 +242,7 @@ public struct Publisher: Sendable {
         // Every identifier this revision shows, now or by its schedule, is published from the
         // moment it first appears: feedback's grace period counts from then.
         var history = try previous.map { try tree.history(app, revision: $0.revision) } ?? IdentifierHistory()
+        history.reserveCapacity(forMore: catalog.products.count)
         var visibleNow = current.sellable
         for index in renderer.known { visibleNow[index] = true }
         for index in catalog.products.indices where visibleNow[index] {

@@ -122,6 +122,13 @@ public struct IdentifierHistory: Sendable, Hashable {
 
     public init() {}
 
+    /// Room for `count` more identifiers: recording every product of a big catalog would
+    /// otherwise rehash the table a dozen times.
+    public mutating func reserveCapacity(forMore count: Int) {
+        entries.reserveCapacity(entries.count + count)
+        order.reserveCapacity(order.count + count)
+    }
+
     public mutating func record(_ id: String, revision: Int, at moment: Timestamp, retired: Bool) {
         if var entry = entries[id] {
             if retired && entry.retiredRevision == nil {
