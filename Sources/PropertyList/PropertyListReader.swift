@@ -220,11 +220,9 @@ private final class PropertyListBuilder: XMLEventHandler {
     private(set) var root: PropertyListNode?
     private var problems: [Problem] = []
     private let streamingKey: String?
-    private let context: Context
     var onStreamedElement: (PropertyListNode) -> Void = { _ in }
 
     init(context: Context, streaming: (key: String, recorder: ElementRecorder)?) {
-        self.context = context
         streamingKey = streaming?.key
         recorder = streaming?.recorder ?? ElementRecorder(batchSize: 1) { _ in }
         records = streaming != nil

@@ -52,6 +52,8 @@ final class XMLStreamParser {
     @exclusivity(unchecked) private var elementCount = 0
     @exclusivity(unchecked) private var context: xmlParserCtxtPtr?
     private var input: InputStream
+    // A plain strong reference, guaranteed by `self` in each callback: held unowned(unsafe),
+    // it was retained and released around every call, a quarter of the parsing thread's time.
     private let handler: any XMLEventHandler
     @exclusivity(unchecked) private(set) var stopped = false
 
