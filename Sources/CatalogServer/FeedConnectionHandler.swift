@@ -113,6 +113,13 @@ final class FeedConnectionHandler: ChannelInboundHandler, RemovableChannelHandle
         if forwardedSinceReadComplete {
             forwardedSinceReadComplete = false
             context.fireChannelReadComplete()
+        } else if forwardedInFlight == 0 && !handedOver {
+            // The batch was answered here and nothing behind this handler has a request to
+            // answer, so nothing there holds reads back (the application's channel and the
+            // report handler only do so while they have requests). Asking for the next bytes
+            // from here makes NIO skip its own read request, which would pass through every
+            // handler behind this one to arrive at the same place: about 5% of a feed request.
+            context.read()
         }
     }
 
