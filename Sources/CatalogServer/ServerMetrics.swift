@@ -31,7 +31,7 @@ public final class ServerMetrics: Sendable {
 
     /// Counters by route and status, each made once: the registry takes a lock and builds
     /// labels per lookup, and the lean path counts nearly every request.
-    private let requestCounters = Mutex<[RequestKey: (requests: CoreMetrics.Counter, bytes: CoreMetrics.Counter)]>([:])
+    private let requestCounters = Mutex<[RequestKey: RequestCounters]>([:])
 
     public init() {
         factory = PrometheusMetricsFactory(registry: registry)
@@ -40,19 +40,23 @@ public final class ServerMetrics: Sendable {
 
     /// One answered request; the share of 304s follows from the `status` label.
     func recordRequest(_ route: MetricsRoute, status: Int, bodyBytes: Int) {
+        counters(route, status: status).record(bodyBytes: bodyBytes)
+    }
+
+    /// The counters of one route and status, for a caller that counts many requests alike and
+    /// keeps them, so as not to look them up (under a lock, by a hashed key) for each.
+    func counters(_ route: MetricsRoute, status: Int) -> RequestCounters {
         let key = RequestKey(route: route, status: status)
-        let counters = requestCounters.withLock { counters in
+        return requestCounters.withLock { counters in
             if let existing = counters[key] { return existing }
             let dimensions = [("route", route.rawValue), ("status", String(status))]
-            let made = (
+            let made = RequestCounters(
+                route: route, status: status,
                 requests: CoreMetrics.Counter(label: "catalog_http_requests_total", dimensions: dimensions, factory: factory),
-                bytes: CoreMetrics.Counter(label: "catalog_http_response_body_bytes_total", dimensions: dimensions, factory: factory)
-            )
+                bytes: CoreMetrics.Counter(label: "catalog_http_response_body_bytes_total", dimensions: dimensions, factory: factory))
             counters[key] = made
             return made
         }
-        counters.requests.increment()
-        if bodyBytes > 0 { counters.bytes.increment(by: bodyBytes) }
     }
 
     /// The revision each app serves, after a load or reload.
@@ -67,5 +71,19 @@ public final class ServerMetrics: Sendable {
     /// The exposition text.
     public func render() -> [UInt8] {
         registry.emitToBuffer()
+    }
+}
+
+/// The request counters of one route and status.
+struct RequestCounters: Sendable {
+    let route: MetricsRoute
+    let status: Int
+    fileprivate let requests: CoreMetrics.Counter
+    fileprivate let bytes: CoreMetrics.Counter
+
+    /// One answered request.
+    func record(bodyBytes: Int) {
+        requests.increment()
+        if bodyBytes > 0 { bytes.increment(by: bodyBytes) }
     }
 }

@@ -197,14 +197,17 @@ extension Timestamp {
             let etag = try #require(first.headers[.eTag])
             _ = try await client.execute(uri: CatalogServerTests.feedPath, method: .get, headers: [.ifNoneMatch: etag])
             _ = try await client.execute(uri: CatalogServerTests.feedPath, method: .get, headers: [.ifNoneMatch: etag])
+            // Back to a 200 on the same connection: counted under its own labels again.
+            _ = try await client.execute(uri: CatalogServerTests.feedPath, method: .get)
             _ = try await client.execute(uri: "/v1/apps/\(CatalogServerTests.app)/nope", method: .get)
             let metrics = try await client.execute(uri: "/metrics", method: .get)
             #expect(metrics.headers[.contentType] == "text/plain; version=0.0.4")
             let lines = String(buffer: metrics.body).split(separator: "\n").map(String.init)
-            #expect(lines.contains(#"catalog_http_requests_total{route="products",status="200"} 1"#))
+            #expect(lines.contains(#"catalog_http_requests_total{route="products",status="200"} 2"#))
             #expect(lines.contains(#"catalog_http_requests_total{route="products",status="304"} 2"#))
             #expect(lines.contains(#"catalog_http_requests_total{route="unknown",status="404"} 1"#))
-            #expect(lines.contains(#"catalog_http_response_body_bytes_total{route="products",status="200"} \#(first.body.readableBytes)"#))
+            #expect(
+                lines.contains(#"catalog_http_response_body_bytes_total{route="products",status="200"} \#(2 * first.body.readableBytes)"#))
             #expect(lines.contains(#"catalog_feed_revision{app="com.example.served"} 1.0"#))
             #expect(lines.contains("catalog_feed_reloads_total 0"))
         }

@@ -187,6 +187,34 @@ import Testing
         }
     }
 
+    /// One request or a few at a time, each batch sent once the previous one is answered: the
+    /// connection keeps being read after batches the lean path answered alone, after requests
+    /// the application answered, and after a mix of both.
+    @Test func batchesOfLeanAndGeneralRequestsKeepTheConnectionReading() async throws {
+        let fixture = try CatalogServerTests.Fixture(ids: ["com.example.served.coins"])
+        defer { fixture.remove() }
+        try await fixture.application().test(.live) { client in
+            let etag = try #require(try await client.execute(uri: Self.feedPath, method: .get).headers[.eTag])
+            let socket = try LoopbackSocket(port: try #require(client.port))
+            defer { socket.close() }
+            let lean = request(Self.feedPath, "If-None-Match: \(etag)\r\n")
+            let general = request("/healthz")
+            let batches: [(requests: [String], statuses: [Int])] = [
+                ([lean], [304]), ([lean], [304]), ([general], [200]), ([lean], [304]),
+                ([general, lean], [200, 304]), ([lean], [304]), ([lean, general], [304, 200]), ([general], [200]),
+                ([lean, lean, lean], [304, 304, 304]),
+            ]
+            for round in 0..<3 {
+                for (requests, statuses) in batches {
+                    #expect(socket.send(Array(requests.joined().utf8)))
+                    let answers = try await socket.awaitResponses(statuses.count)
+                    #expect(answers.map(\.status) == statuses, "round \(round): \(requests.count) requests")
+                }
+            }
+            #expect(!socket.isClosedByPeer())
+        }
+    }
+
     /// Each request split in two at every byte, the second part sent a little later: the parts
     /// make one request whether the lean path or the general one answers it.
     @Test func requestsSplitAtEveryByteAreAnsweredOnce() async throws {

@@ -43,11 +43,21 @@ public enum FeedKind: String, Sendable, CaseIterable {
 /// always sees one revision's body and validators together.
 public struct FeedIndex: Sendable {
     /// One app's current revision.
-    public struct App: Sendable {
+    ///
+    /// A class, immutable, for the same reason as ``ServedFeed``: looking an app up per request
+    /// takes one reference instead of copying the manifest and counting references to each of
+    /// its strings and arrays.
+    public final class App: Sendable {
         public let manifest: RevisionManifest
         public let selector: VariantSelector
         /// The variants as published, then as scheduled from each moment ahead.
         public let states: [(from: Timestamp?, variants: [Variant: ServedVariant])]
+
+        init(manifest: RevisionManifest, selector: VariantSelector, states: [(from: Timestamp?, variants: [Variant: ServedVariant])]) {
+            self.manifest = manifest
+            self.selector = selector
+            self.states = states
+        }
 
         /// The variants in effect at `moment`: the last state that has begun.
         public func variants(at moment: Timestamp) -> [Variant: ServedVariant] {
