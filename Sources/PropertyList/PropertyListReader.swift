@@ -26,15 +26,14 @@ public struct PropertyListReader: Sendable {
 
     /// Reads a whole property list.
     public func read(_ source: SourceFile) -> Result {
-        read(source, streamingArray: nil) { _ in }
+        read(source, streamingArray: nil, batchesOf: 1) { _ in }
     }
 
     /// Reads a property list, handing the elements of the array at `key` of the root dict to
     /// `element` as each completes instead of keeping them; that array appears empty in the result.
     public func read(
-        _ source: SourceFile, streamingArray key: String?, element: (PropertyListNode) -> Void
+        _ source: SourceFile, streamingArray key: String, element: (PropertyListNode) -> Void
     ) -> Result {
-        guard let key else { return read(source, streamingArray: nil, batchesOf: 1) { _ in } }
         let builder = RecordedElementBuilder(path: source.path)
         var built: [Diagnostic] = []
         var result = read(source, streamingArray: key, batchesOf: 64) { batch in
@@ -216,16 +215,17 @@ private final class PropertyListBuilder: XMLEventHandler {
     /// Records the streamed array's elements instead of building them, when `records`. Stored
     /// in place, not optional: each event mutates it without a copy or a reference count.
     @exclusivity(unchecked) private var recorder: ElementRecorder
-    private let records: Bool
     private(set) var root: PropertyListNode?
     private var problems: [Problem] = []
     private let streamingKey: String?
+    /// Whether this builder records the streamed array (a document read with one) rather than
+    /// building it.
+    private var records: Bool { streamingKey != nil }
     var onStreamedElement: (PropertyListNode) -> Void = { _ in }
 
     init(context: Context, streaming: (key: String, recorder: ElementRecorder)?) {
         streamingKey = streaming?.key
         recorder = streaming?.recorder ?? ElementRecorder(batchSize: 1) { _ in }
-        records = streaming != nil
         stack.reserveCapacity(16)
         text.reserveCapacity(256)
         if context == .streamedElements { resetToStreamedArray() }
