@@ -127,9 +127,7 @@ enum FeedRequestParser {
             guard let colon = line.firstIndex(of: UInt8(ascii: ":")), colon > 0 else { return false }
             let name = UnsafeRawBufferPointer(rebasing: line[..<colon])
             guard name.allSatisfy(isTokenByte) else { return false }  // also refuses obs-fold
-            var value = line[(colon + 1)...]
-            while let first = value.first, first == UInt8(ascii: " ") || first == UInt8(ascii: "\t") { value = value.dropFirst() }
-            while let last = value.last, last == UInt8(ascii: " ") || last == UInt8(ascii: "\t") { value = value.dropLast() }
+            let value = line[(colon + 1)...].trimmingSpaces
             // Printable ASCII, spaces and tabs: a control byte or obs-text is the decoder's to judge.
             guard value.allSatisfy({ (0x20...0x7E).contains($0) || $0 == UInt8(ascii: "\t") }) else { return false }
             let text = { String(decoding: UnsafeRawBufferPointer(rebasing: value), as: UTF8.self) }
@@ -141,7 +139,11 @@ enum FeedRequestParser {
                 acceptEncoding.append(text())
             } else if name.equalsIgnoringCase("connection") {
                 // Only keep-alive is plain: close, upgrade and the rest are the general path's.
-                keepsAlive = keepsAlive && text().split(separator: ",").allSatisfy { $0.trimmingSpaces.lowercased() == "keep-alive" }
+                keepsAlive =
+                    keepsAlive
+                    && value.split(separator: UInt8(ascii: ",")).allSatisfy {
+                        UnsafeRawBufferPointer(rebasing: $0.trimmingSpaces).equalsIgnoringCase("keep-alive")
+                    }
             } else if name.equalsIgnoringCase("content-length") {
                 hasBody = hasBody || !UnsafeRawBufferPointer(rebasing: value).equals("0")
             } else if name.equalsIgnoringCase("transfer-encoding") || name.equalsIgnoringCase("expect")
@@ -188,11 +190,12 @@ extension UnsafeRawBufferPointer {
     }
 }
 
-extension Substring {
-    fileprivate var trimmingSpaces: Substring {
+extension Slice<UnsafeRawBufferPointer> {
+    /// Without the spaces and tabs (optional whitespace, RFC 9110 §5.6.3) at either end.
+    fileprivate var trimmingSpaces: Slice<UnsafeRawBufferPointer> {
         var slice = self
-        while let first = slice.first, first == " " || first == "\t" { slice = slice.dropFirst() }
-        while let last = slice.last, last == " " || last == "\t" { slice = slice.dropLast() }
+        while let first = slice.first, first == UInt8(ascii: " ") || first == UInt8(ascii: "\t") { slice = slice.dropFirst() }
+        while let last = slice.last, last == UInt8(ascii: " ") || last == UInt8(ascii: "\t") { slice = slice.dropLast() }
         return slice
     }
 }

@@ -52,6 +52,11 @@ import Testing
         #expect(request.conditions.ifNoneMatch == ["\"x\""])
     }
 
+    @Test(arguments: ["Keep-Alive", "keep-alive ,KEEP-ALIVE", "\tkeep-alive\t"])
+    func keepAliveIsReadInAnyCaseAndSpacing(_ value: String) {
+        #expect(feedRequest("GET /v1/apps/com.example.app/products.json HTTP/1.1\r\nConnection: \(value)\r\n\r\n") != nil)
+    }
+
     @Test func repeatedConditionalHeadersAreAllKept() throws {
         let request = try #require(
             feedRequest(
@@ -145,18 +150,28 @@ import Testing
 @Suite struct FeedConnectionTests {
     static let feedPath = CatalogServerTests.feedPath
 
-    /// The first `count` responses read from `socket`; those at the indices in `heads` answer HEAD.
+    /// A request as a client sends it, with `fields` (each ending in CRLF) after `Host`.
     func request(_ path: String, _ fields: String = "", method: String = "GET") -> String {
         "\(method) \(path) HTTP/1.1\r\nHost: localhost\r\n\(fields)\r\n"
     }
 
-    @Test func pipelinedFeedAndOtherRequestsAreAnsweredInOrder() async throws {
+    /// A live server on a one-product catalog: `body` gets a raw connection to it and the feed's
+    /// validators, read by a first GET on another connection.
+    func withFeedConnection(
+        _ body: @escaping @Sendable (_ socket: LoopbackSocket, _ etag: String, _ lastModified: String) async throws -> Void
+    ) async throws {
         let fixture = try CatalogServerTests.Fixture(ids: ["com.example.served.coins"])
         defer { fixture.remove() }
         try await fixture.application().test(.live) { client in
-            let etag = try #require(try await client.execute(uri: Self.feedPath, method: .get).headers[.eTag])
+            let first = try await client.execute(uri: Self.feedPath, method: .get)
             let socket = try LoopbackSocket(port: try #require(client.port))
             defer { socket.close() }
+            try await body(socket, try #require(first.headers[.eTag]), try #require(first.headers[.lastModified]))
+        }
+    }
+
+    @Test func pipelinedFeedAndOtherRequestsAreAnsweredInOrder() async throws {
+        try await withFeedConnection { socket, etag, _ in
             let requests = [
                 request(Self.feedPath),
                 request("/healthz"),
@@ -191,12 +206,7 @@ import Testing
     /// connection keeps being read after batches the lean path answered alone, after requests
     /// the application answered, and after a mix of both.
     @Test func batchesOfLeanAndGeneralRequestsKeepTheConnectionReading() async throws {
-        let fixture = try CatalogServerTests.Fixture(ids: ["com.example.served.coins"])
-        defer { fixture.remove() }
-        try await fixture.application().test(.live) { client in
-            let etag = try #require(try await client.execute(uri: Self.feedPath, method: .get).headers[.eTag])
-            let socket = try LoopbackSocket(port: try #require(client.port))
-            defer { socket.close() }
+        try await withFeedConnection { socket, etag, _ in
             let lean = request(Self.feedPath, "If-None-Match: \(etag)\r\n")
             let general = request("/healthz")
             let batches: [(requests: [String], statuses: [Int])] = [
@@ -218,12 +228,7 @@ import Testing
     /// Each request split in two at every byte, the second part sent a little later: the parts
     /// make one request whether the lean path or the general one answers it.
     @Test func requestsSplitAtEveryByteAreAnsweredOnce() async throws {
-        let fixture = try CatalogServerTests.Fixture(ids: ["com.example.served.coins"])
-        defer { fixture.remove() }
-        try await fixture.application().test(.live) { client in
-            let etag = try #require(try await client.execute(uri: Self.feedPath, method: .get).headers[.eTag])
-            let socket = try LoopbackSocket(port: try #require(client.port))
-            defer { socket.close() }
+        try await withFeedConnection { socket, etag, _ in
             let pair = Array((request(Self.feedPath, "if-none-match: \(etag)\r\n") + request("/healthz")).utf8)
             for split in 1..<pair.count {
                 #expect(socket.send(Array(pair[..<split])))
@@ -236,14 +241,7 @@ import Testing
     }
 
     @Test func conditionalHeadersAreReadInAnyCaseAndRepetition() async throws {
-        let fixture = try CatalogServerTests.Fixture(ids: ["com.example.served.coins"])
-        defer { fixture.remove() }
-        try await fixture.application().test(.live) { client in
-            let first = try await client.execute(uri: Self.feedPath, method: .get)
-            let etag = try #require(first.headers[.eTag])
-            let lastModified = try #require(first.headers[.lastModified])
-            let socket = try LoopbackSocket(port: try #require(client.port))
-            defer { socket.close() }
+        try await withFeedConnection { socket, etag, lastModified in
             let cases: [(fields: String, status: Int)] = [
                 ("IF-NONE-MATCH: \(etag)\r\n", 304),
                 ("if-modified-since: \(lastModified)\r\n", 304),
