@@ -202,7 +202,7 @@ final class Confined<Value>: @unchecked Sendable {
 
     func run<Result: Sendable>(_ body: @escaping @Sendable (Value) throws -> Result) async throws -> Result {
         try await withCheckedThrowingContinuation { continuation in
-            queue.async { continuation.resume(with: Swift.Result { try body(self.value) }) }
+            self.async { value in continuation.resume(with: Swift.Result { try body(value) }) }
         }
     }
 }
