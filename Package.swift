@@ -39,6 +39,8 @@ let package = Package(
         ),
         // Process-wide allocator setting, applied by the executable only.
         .systemLibrary(name: "CMallocTuning"),
+        // The O_DIRECT open flag, for writing big feeds without the page cache.
+        .systemLibrary(name: "CDirectIO"),
         .systemLibrary(
             name: "CSQLite",
             pkgConfig: "sqlite3",
@@ -48,7 +50,7 @@ let package = Package(
         .target(
             name: "CatalogKit",
             dependencies: [
-                "PropertyList", "CLibDeflate",
+                "PropertyList", "CLibDeflate", "CDirectIO",
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             resources: [.copy("Resources/catalog.xsd")]

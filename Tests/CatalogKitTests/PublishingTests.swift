@@ -729,6 +729,27 @@ import Testing
         }
     }
 
+    // MARK: - Durable writes
+
+    /// Big files are written past the page cache in aligned blocks, the last one padded and cut
+    /// back: every size around the block and chunk boundaries must come back byte for byte.
+    @Test func durableWritesKeepEveryByteAtEverySize() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("durable-\(UUID().uuidString)")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let mebibyte = 1 << 20
+        let sizes = [0, 1, 4095, mebibyte - 1, mebibyte, mebibyte + 1, mebibyte + 4096, 3 * mebibyte + 17]
+        for size in sizes {
+            // A pattern that does not repeat with the block size, so a misplaced block shows.
+            let bytes = (0..<size).map { UInt8(truncatingIfNeeded: ($0 &* 2_654_435_761) >> 16) }
+            let url = directory.appendingPathComponent("file-\(size)")
+            try AtomicFile.writeDurably(bytes, to: url)
+            #expect(FileManager.default.contents(atPath: url.path).map { [UInt8]($0) } == bytes, "size \(size)")
+            // Never over an existing file: a leftover must not be silently replaced.
+            #expect(throws: CatalogError.self) { try AtomicFile.writeDurably(bytes, to: url) }
+        }
+    }
+
     // MARK: - Atomicity
 
     /// Records the calls of `beforeStep`, and throws at one of them to simulate a crash there.

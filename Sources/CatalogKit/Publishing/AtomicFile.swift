@@ -1,3 +1,4 @@
+import CDirectIO
 import Foundation
 
 #if canImport(Glibc)
@@ -22,25 +23,38 @@ public enum AtomicFile {
     }
 
     /// Creates `url` (which must not exist), writes `bytes` and fsyncs it.
+    ///
+    /// Big files go to the disk directly (O_DIRECT), past the page cache: a big build writes
+    /// about 100 MB of feeds that nothing reads back soon, and copying them into fresh page-cache
+    /// pages was a third of its writing time. Small files, and file systems that refuse O_DIRECT,
+    /// are written through the page cache as usual.
     public static func writeDurably(_ bytes: some ContiguousBytes, to url: URL) throws {
-        let descriptor = open(url.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
-        guard descriptor >= 0 else {
-            throw CatalogError.io(path: url.path, message: "cannot create: \(String(cString: strerror(errno)))")
-        }
-        defer { close(descriptor) }
-        var written = 0
         try bytes.withUnsafeBytes { buffer in
+            let flags = O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC
+            var direct = buffer.count >= DirectWrite.minimumBytes
+            var descriptor = open(url.path, flags | (direct ? cdirectio_open_flag() : 0), 0o644)
+            if descriptor < 0 && direct && errno == EINVAL {
+                direct = false
+                descriptor = open(url.path, flags, 0o644)
+            }
+            guard descriptor >= 0 else {
+                throw CatalogError.io(path: url.path, message: "cannot create: \(String(cString: strerror(errno)))")
+            }
+            defer { close(descriptor) }
+            func failure(_ action: String) -> CatalogError {
+                .io(path: url.path, message: "cannot \(action): \(String(cString: strerror(errno)))")
+            }
+            var written = 0
+            if direct { written = try DirectWrite.write(buffer, to: descriptor, failure: failure) }
             while written < buffer.count {
-                let count = Glibc.write(descriptor, buffer.baseAddress! + written, buffer.count - written)
+                let count = Glibc.pwrite(descriptor, buffer.baseAddress! + written, buffer.count - written, off_t(written))
                 if count < 0 {
                     if errno == EINTR { continue }
-                    throw CatalogError.io(path: url.path, message: "cannot write: \(String(cString: strerror(errno)))")
+                    throw failure("write")
                 }
                 written += count
             }
-        }
-        guard fsync(descriptor) == 0 else {
-            throw CatalogError.io(path: url.path, message: "cannot fsync: \(String(cString: strerror(errno)))")
+            guard fsync(descriptor) == 0 else { throw failure("fsync") }
         }
     }
 
@@ -75,5 +89,48 @@ public enum AtomicFile {
             throw CatalogError.io(path: destination.path, message: "cannot rename: \(String(cString: strerror(errno)))")
         }
         try syncDirectory(destination.deletingLastPathComponent())
+    }
+}
+
+/// Writing through a descriptor opened with O_DIRECT: whole, aligned blocks from an aligned
+/// buffer, the last one padded and the file cut back to its real size.
+private enum DirectWrite {
+    /// Below this, the page cache's copy costs less than setting up a direct write.
+    static let minimumBytes = 1 << 20
+    /// Block and buffer alignment: 4096 satisfies both 512- and 4096-byte sector devices.
+    static let alignment = 4096
+    static let chunkBytes = 1 << 20
+
+    /// Writes as much of `bytes` as the direct path takes and returns how many were written;
+    /// when that is not all (a file system that turns direct writes down, a short write), it
+    /// clears O_DIRECT and leaves the rest to the caller's ordinary writes.
+    static func write(
+        _ bytes: UnsafeRawBufferPointer, to descriptor: Int32, failure: (String) -> CatalogError
+    ) throws -> Int {
+        let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: chunkBytes, alignment: alignment)
+        defer { chunk.deallocate() }
+        var written = 0
+        while written < bytes.count {
+            let count = min(chunkBytes, bytes.count - written)
+            let padded = (count + alignment - 1) / alignment * alignment
+            chunk.copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[written..<written + count]))
+            if padded > count { chunk[count..<padded].initializeMemory(as: UInt8.self, repeating: 0) }
+            let result = Glibc.pwrite(descriptor, chunk.baseAddress!, padded, off_t(written))
+            if result < 0 && errno == EINTR { continue }
+            // EINVAL: this file system takes no direct writes, or not with this alignment.
+            if result < 0 && errno == EINVAL { break }
+            guard result >= 0 else { throw failure("write") }
+            written += min(result, count)
+            // A short write ends the direct path: what follows would no longer be aligned.
+            if result < padded { break }
+        }
+        // The padding of the last block is cut off, and so is anything beyond what was written.
+        guard ftruncate(descriptor, off_t(written)) == 0 else { throw failure("truncate") }
+        if written < bytes.count {
+            guard fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) & ~cdirectio_open_flag()) == 0 else {
+                throw failure("turn off direct writing")
+            }
+        }
+        return written
     }
 }
