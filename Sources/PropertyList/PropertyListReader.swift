@@ -73,7 +73,7 @@ public struct PropertyListReader: Sendable {
 /// copies per element; building values from it (allocating strings, arrays and dicts) is most
 /// of the work of reading, and can run on another core.
 public struct RecordedElements: Sendable {
-    fileprivate var tape: [UInt8]
+    var tape: [UInt8]
     /// How many complete elements the batch holds.
     public fileprivate(set) var count: Int
 }
@@ -84,17 +84,40 @@ public struct RecordedElements: Sendable {
 public final class RecordedElementBuilder {
     private let path: String
     private let builder = PropertyListBuilder(context: .streamedElements, streaming: nil)
+    private let plainState = PlainReadState()
 
     public init(path: String) {
         self.path = path
     }
 
     /// Calls `element` with each complete element of `batch`, in order; returns the problems found in them.
-    public func build(_ batch: RecordedElements, _ element: (PropertyListNode) -> Void) -> [Diagnostic] {
+    ///
+    /// With `readingPlain`, each element is first offered to it, in place: it returns true when
+    /// it took the element, which it must then have read to the end. An element it does not
+    /// take, or that is not plain, is built and handed to `element`.
+    public func build(
+        _ batch: RecordedElements, readingPlain plain: ((inout PlainElementCursor) -> Bool)? = nil,
+        _ element: (PropertyListNode) -> Void
+    ) -> [Diagnostic] {
         withoutActuallyEscaping(element) { element in
             builder.onStreamedElement = element
             defer { builder.onStreamedElement = { _ in } }
-            builder.replay(batch.tape)
+            batch.tape.withUnsafeBytes { tape in
+                guard let plain else { return builder.replay(tape) }
+                var start = 0
+                while start < tape.count {
+                    var cursor = PlainElementCursor(tape, from: start, state: plainState)
+                    if plain(&cursor) {
+                        precondition(cursor.isFinished, "an element was taken before its end")
+                        start = cursor.offset
+                        continue
+                    }
+                    let end = PlainElementCursor.endOfElement(in: tape, from: start)
+                    builder.replay(UnsafeRawBufferPointer(rebasing: tape[start..<end]))
+                    start = end
+                }
+            }
+            builder.finishReplay()
             return builder.takeProblems(file: path)
         }
     }
@@ -121,7 +144,7 @@ private struct Replay: EventSource {
 }
 
 /// The element names of the plist format.
-private enum PlistElement: UInt8, CaseIterable {
+enum PlistElement: UInt8, CaseIterable {
     case plist, dict, array, key, string, integer, real, `true`, `false`, date, data
 
     var isScalar: Bool {
@@ -131,9 +154,63 @@ private enum PlistElement: UInt8, CaseIterable {
         }
     }
 
-    /// The element name as a C string, for replayed events: `String(describing:)` spells each
-    /// case as its element name.
-    static let cNames: [[UInt8]] = allCases.map { Array(String(describing: $0).utf8) + [0] }
+    /// The element name as a C string, for replayed events. A literal per case, not a table of
+    /// arrays: reading an array out of a table costs a reference count on every replayed element.
+    var cName: StaticString {
+        switch self {
+        case .plist: "plist"
+        case .dict: "dict"
+        case .array: "array"
+        case .key: "key"
+        case .string: "string"
+        case .integer: "integer"
+        case .real: "real"
+        case .true: "true"
+        case .false: "false"
+        case .date: "date"
+        case .data: "data"
+        }
+    }
+
+    /// The value of a scalar element with this text, or the problem with it: one definition
+    /// for the builder and for reading plain elements in place (``PlainElementCursor``).
+    func scalarValue(_ text: UnsafeBufferPointer<UInt8>) -> (value: PropertyListValue?, problem: String?) {
+        switch self {
+        case .string:
+            return (.string(String(decoding: text, as: UTF8.self)), nil)
+        case .integer:
+            guard let value = parseInteger(text) else { return (nil, integerProblem(text)) }
+            return (.integer(value), nil)
+        case .real:
+            let literal = trimmed(text)
+            guard !literal.isEmpty, let value = Double(literal) else { return (nil, "'\(literal)' is not a valid <real>") }
+            return (.real(value), nil)
+        case .true, .false:
+            guard text.allSatisfy(isXMLWhitespace) else { return (nil, "<\(self)/> must be empty") }
+            return (.boolean(self == .true), nil)
+        case .date:
+            let literal = trimmed(text)
+            guard let date = Timestamp(iso8601: literal) else {
+                return (nil, "'\(literal)' is not a valid <date>; expected YYYY-MM-DDTHH:MM:SSZ")
+            }
+            return (.date(date), nil)
+        case .data:
+            guard let bytes = Base64.decode(text) else { return (nil, "<data> is not valid base64") }
+            return (.data(bytes), nil)
+        case .key, .array, .dict, .plist:
+            return (nil, nil)
+        }
+    }
+
+    private func integerProblem(_ text: UnsafeBufferPointer<UInt8>) -> String {
+        let literal = trimmed(text)
+        let isNumeral =
+            !literal.isEmpty && literal.drop { $0 == "-" || $0 == "+" }.allSatisfy(\.isASCIIDigit)
+            && literal.contains(where: \.isASCIIDigit)
+        return isNumeral
+            ? "integer \(literal) does not fit in 64 bits"
+            : "'\(literal)' is not a valid <integer>"
+    }
 
     init?(_ name: UnsafePointer<UInt8>) {
         // Compare raw bytes: this runs for every element of files with millions of them.
@@ -208,7 +285,11 @@ private final class PropertyListBuilder: XMLEventHandler {
     // each access cost about a tenth of the reading time of a large catalog.
     @exclusivity(unchecked) private var stack: [Frame] = []
     @exclusivity(unchecked) private var text: [UInt8] = []
-    @exclusivity(unchecked) private var internedKeys: [(bytes: [UInt8], key: String)] = []
+    /// Dict keys met so far: their bytes end to end in `internedKeyBytes`, where each ends, and
+    /// the shared String. Plain arrays compared in place: this runs for every key of a file.
+    @exclusivity(unchecked) private var internedKeyBytes: [UInt8] = []
+    @exclusivity(unchecked) private var internedKeyEnds: [Int] = []
+    @exclusivity(unchecked) private var internedKeys: [String] = []
     /// The scalar element being read, if any. Scalars cannot nest and are most of the elements,
     /// so they are kept here rather than pushed as frames.
     @exclusivity(unchecked) private var openScalar: (kind: PlistElement, position: SourcePosition)?
@@ -301,8 +382,8 @@ private final class PropertyListBuilder: XMLEventHandler {
     // MARK: Recorded events
 
     /// Builds the elements recorded in `tape`, handing each to `onStreamedElement`.
-    func replay(_ tape: [UInt8]) {
-        tape.withUnsafeBytes { tape in
+    func replay(_ tape: UnsafeRawBufferPointer) {
+        do {
             var offset = 0
             func load<T>(_ type: T.Type) -> T {
                 defer { offset += MemoryLayout<T>.size }
@@ -314,9 +395,7 @@ private final class PropertyListBuilder: XMLEventHandler {
                     let position = load(SourcePosition.self)
                     let raw = load(UInt8.self)
                     if let element = PlistElement(rawValue: raw) {
-                        PlistElement.cNames[Int(raw)].withUnsafeBufferPointer { name in
-                            start(Replay(cursorPosition: position), element, name: name.baseAddress!, at: position)
-                        }
+                        start(Replay(cursorPosition: position), element, name: element.cName.utf8Start, at: position)
                     } else {
                         // An unknown element: its name follows, NUL-terminated.
                         let name = (tape.baseAddress! + offset).assumingMemoryBound(to: UInt8.self)
@@ -335,7 +414,11 @@ private final class PropertyListBuilder: XMLEventHandler {
                 }
             }
         }
-        // A batch ends with complete elements, unless the parser stopped inside one.
+    }
+
+    /// After the last element of a batch: a batch ends with complete elements, unless the
+    /// parser stopped inside one.
+    func finishReplay() {
         if stack.count != 1 || openScalar != nil { resetToStreamedArray() }
     }
 
@@ -453,63 +536,36 @@ private final class PropertyListBuilder: XMLEventHandler {
     /// The key in `text` as a String, shared with earlier equal keys: a big catalog repeats a
     /// dozen keys a million times, and keys over 15 bytes would otherwise each allocate.
     private func internedKey() -> String {
-        for entry in internedKeys where entry.bytes == text {
-            return entry.key
+        let found: Int? = text.withUnsafeBytes { text in
+            internedKeyBytes.withUnsafeBytes { bytes in
+                internedKeyEnds.withUnsafeBufferPointer { ends -> Int? in
+                    var start = 0
+                    for (index, end) in ends.enumerated() {
+                        defer { start = end }
+                        if end - start == text.count
+                            && (text.isEmpty || memcmp(bytes.baseAddress! + start, text.baseAddress!, text.count) == 0)
+                        {
+                            return index
+                        }
+                    }
+                    return nil
+                }
+            }
         }
+        if let found { return internedKeys[found] }
         let key = String(decoding: text, as: UTF8.self)
-        if internedKeys.count < 64 { internedKeys.append((text, key)) }
+        if internedKeys.count < 64 {
+            internedKeyBytes.append(contentsOf: text)
+            internedKeyEnds.append(internedKeyBytes.count)
+            internedKeys.append(key)
+        }
         return key
     }
 
     private func scalarValue(_ kind: PlistElement, at position: SourcePosition) -> PropertyListValue? {
-        switch kind {
-        case .string:
-            return .string(String(decoding: text, as: UTF8.self))
-        case .integer:
-            guard let value = parseInteger(text) else {
-                problem(integerProblem(), at: position)
-                return nil
-            }
-            return .integer(value)
-        case .real:
-            let literal = trimmed(text)
-            guard !literal.isEmpty, let value = Double(literal) else {
-                problem("'\(literal)' is not a valid <real>", at: position)
-                return nil
-            }
-            return .real(value)
-        case .true, .false:
-            guard text.allSatisfy(isXMLWhitespace) else {
-                problem("<\(kind)/> must be empty", at: position)
-                return nil
-            }
-            return .boolean(kind == .true)
-        case .date:
-            let literal = trimmed(text)
-            guard let date = Timestamp(iso8601: literal) else {
-                problem("'\(literal)' is not a valid <date>; expected YYYY-MM-DDTHH:MM:SSZ", at: position)
-                return nil
-            }
-            return .date(date)
-        case .data:
-            guard let bytes = text.withUnsafeBufferPointer(Base64.decode) else {
-                problem("<data> is not valid base64", at: position)
-                return nil
-            }
-            return .data(bytes)
-        case .key, .array, .dict, .plist:
-            return nil
-        }
-    }
-
-    private func integerProblem() -> String {
-        let literal = trimmed(text)
-        let isNumeral =
-            !literal.isEmpty && literal.drop { $0 == "-" || $0 == "+" }.allSatisfy(\.isASCIIDigit)
-            && literal.contains(where: \.isASCIIDigit)
-        return isNumeral
-            ? "integer \(literal) does not fit in 64 bits"
-            : "'\(literal)' is not a valid <integer>"
+        let (value, message) = text.withUnsafeBufferPointer { kind.scalarValue($0) }
+        if let message { problem(message, at: position) }
+        return value
     }
 
     private func receiveKey(_ key: String, at position: SourcePosition) {
@@ -591,7 +647,7 @@ private final class PropertyListBuilder: XMLEventHandler {
 /// replay could not: it enforces the text limit of a value (stopping the parser, as the
 /// builder would), and notes the position of text that will be reported as misplaced, while
 /// whitespace between elements (most text events of an indented file) is dropped.
-private struct ElementRecorder {
+struct ElementRecorder {
     enum Event: UInt8 {
         /// Position, element kind (or 255 then the NUL-terminated name of an unknown element).
         case start
@@ -602,7 +658,7 @@ private struct ElementRecorder {
         case end
     }
 
-    private static let unknownElement: UInt8 = 255
+    static let unknownElement: UInt8 = 255
 
     let batchSize: Int
     let deliver: (RecordedElements) -> Void
@@ -698,19 +754,19 @@ func isXMLWhitespace(_ byte: UInt8) -> Bool {
 }
 
 /// `bytes` without XML whitespace at either end.
-private func trimmedSlice(_ bytes: [UInt8]) -> ArraySlice<UInt8> {
+private func trimmedSlice(_ bytes: UnsafeBufferPointer<UInt8>) -> Slice<UnsafeBufferPointer<UInt8>> {
     var slice = bytes[...]
     while let first = slice.first, isXMLWhitespace(first) { slice = slice.dropFirst() }
     while let last = slice.last, isXMLWhitespace(last) { slice = slice.dropLast() }
     return slice
 }
 
-private func trimmed(_ bytes: [UInt8]) -> String {
+private func trimmed(_ bytes: UnsafeBufferPointer<UInt8>) -> String {
     String(decoding: trimmedSlice(bytes), as: UTF8.self)
 }
 
 /// A decimal integer with optional sign and surrounding whitespace, or nil (including on overflow).
-private func parseInteger(_ bytes: [UInt8]) -> Int64? {
+private func parseInteger(_ bytes: UnsafeBufferPointer<UInt8>) -> Int64? {
     var slice = trimmedSlice(bytes)
     var negative = false
     if let sign = slice.first, sign == UInt8(ascii: "-") || sign == UInt8(ascii: "+") {

@@ -88,10 +88,8 @@ import Testing
         #expect(kept.isEmpty)
     }
 
-    /// Streamed elements are recorded while the parser reads and built later, elsewhere: every
-    /// element, well-formed or not, must come out exactly as reading it in place does, with the
-    /// same diagnostics at the same positions.
-    @Test(arguments: [
+    /// Elements of a streamed array, well-formed or not, for the tests of recording them.
+    static let recordedElements = [
         "<dict><key>id</key><string>a</string><key>n</key><integer>7</integer></dict>",
         "<dict>\n  <key>a</key><integer>1</integer>\n  <key>a</key><integer>2</integer>\n</dict>",
         "<dict><key>lonely</key></dict>",
@@ -108,7 +106,18 @@ import Testing
         "<foo/>",
         "<true>yes</true>",
         "<dict><key>t</key><string>a &amp; b <![CDATA[<c>]]></string></dict>",
-    ])
+        "<dict><key>d</key><date>2026-01-02T03:04:05Z</date><key>f</key><false/><key>r</key><real>1.5</real>"
+            + "<key>b</key><data>aGVsbG8=</data><key>e</key><string/><key>m</key><dict><key>z</key><array/></dict></dict>",
+        "<dict>\n  <key>a &amp; b</key>\n  <string>split key</string>\n</dict>",
+        "<dict><key>m</key><dict><key>x</key><true/><key>x</key><false/></dict></dict>",
+        "<dict><key>k</key><dict><key>a</key><integer>1</integer></dict><key>k2</key></dict>",
+        "<dict><key>n</key><integer>9223372036854775808</integer></dict>",
+    ]
+
+    /// Streamed elements are recorded while the parser reads and built later, elsewhere: every
+    /// element, well-formed or not, must come out exactly as reading it in place does, with the
+    /// same diagnostics at the same positions.
+    @Test(arguments: recordedElements)
     func streamedElementsReadAsInPlace(element: String) {
         var limits = ReaderLimits()
         limits.maximumTextBytes = 256
@@ -124,6 +133,39 @@ import Testing
             return
         }
         #expect(streamed == items.map(describe))
+    }
+
+    /// Reading a recorded element in place must give what building it gives, or refuse it: a
+    /// reader that rebuilds values from the tokens ends up with the same values and the same
+    /// diagnostics as reading in place, and takes exactly the elements with nothing to report.
+    @Test(arguments: recordedElements)
+    func plainElementsReadAsBuilt(element: String) throws {
+        var limits = ReaderLimits()
+        limits.maximumTextBytes = 256
+        let document = plist("<dict>\n<key>products</key>\n<array>\n\(element)\n\(element)\n</array>\n</dict>")
+        let inPlace = PropertyListReader(limits: limits).read(source(document))
+        let builder = RecordedElementBuilder(path: "test.plist")
+        var values: [String] = []
+        var taken = 0
+        var built: [Diagnostic] = []
+        var result = PropertyListReader(limits: limits).read(source(document), streamingArray: "products", batchesOf: 1) { batch in
+            built += builder.build(
+                batch,
+                readingPlain: { cursor in
+                    guard let node = try? rebuild(&cursor), cursor.isFinished else { return false }
+                    values.append(describe(node))
+                    taken += 1
+                    return true
+                },
+                { values.append(describe($0)) })
+        }
+        result.diagnostics = (result.diagnostics + built).sorted()
+        #expect(printed(result) == printed(inPlace))
+        if case .dictionary(let root) = inPlace.root?.value, case .array(let items) = root["products"]?.value {
+            #expect(values == items.map(describe))
+        }
+        let splitKey = element.contains("<key>a &amp; b</key>")
+        #expect((taken == 2) == (inPlace.diagnostics.isEmpty && !splitKey), "taken \(taken) of 2")
     }
 
     /// Each content problem is reported at its element, and reading goes on to find the others.
@@ -207,6 +249,47 @@ import Testing
 }
 
 /// A value with every position in it, for comparing two reads of the same element.
+/// The value of the element at the cursor, built from its tokens.
+private func rebuild(_ cursor: inout PlainElementCursor) throws(PlainElementCursor.NotPlain) -> PropertyListNode {
+    guard let token = try cursor.next() else { throw .init() }
+    return try rebuild(token, &cursor)
+}
+
+private func rebuild(_ token: PlainElementCursor.Token, _ cursor: inout PlainElementCursor) throws(PlainElementCursor.NotPlain)
+    -> PropertyListNode
+{
+    switch token {
+    case .string(let bytes, let position):
+        return PropertyListNode(.string(String(decoding: bytes, as: UTF8.self)), at: position)
+    case .value(let value, let position):
+        return PropertyListNode(value, at: position)
+    case .startArray(let position):
+        var items: [PropertyListNode] = []
+        while let item = try cursor.next() {
+            if case .end = item { return PropertyListNode(.array(items), at: position) }
+            items.append(try rebuild(item, &cursor))
+        }
+        throw .init()
+    case .startDictionary(let position):
+        var entries: [PropertyListDictionary.Entry] = []
+        while let item = try cursor.next() {
+            switch item {
+            case .end:
+                return PropertyListNode(.dictionary(PropertyListDictionary(entries: entries)), at: position)
+            case .key(let bytes, let keyPosition):
+                let key = String(decoding: bytes, as: UTF8.self)
+                guard let value = try cursor.next() else { throw .init() }
+                entries.append(.init(key: key, keyPosition: keyPosition, value: try rebuild(value, &cursor)))
+            default:
+                throw .init()
+            }
+        }
+        throw .init()
+    case .key, .end:
+        throw .init()
+    }
+}
+
 private func describe(_ node: PropertyListNode) -> String {
     switch node.value {
     case .array(let items): "\(node.position)[\(items.map(describe).joined(separator: ","))]"

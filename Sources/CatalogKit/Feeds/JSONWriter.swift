@@ -46,13 +46,25 @@ public struct JSONWriter: Sendable {
 
     /// Writes an object key; the next call writes its value.
     public mutating func key(_ key: String) {
+        var key = key
+        key.withUTF8 { self.key(utf8: $0) }
+    }
+
+    public mutating func string(_ value: String) {
+        var value = value
+        value.withUTF8 { string(utf8: $0) }
+    }
+
+    /// ``key(_:)`` for text already in UTF-8 bytes.
+    public mutating func key(utf8 key: UnsafeBufferPointer<UInt8>) {
         separate()
         appendQuoted(key)
         bytes.append(UInt8(ascii: ":"))
         needsComma = false
     }
 
-    public mutating func string(_ value: String) {
+    /// ``string(_:)`` for text already in UTF-8 bytes.
+    public mutating func string(utf8 value: UnsafeBufferPointer<UInt8>) {
         separate()
         appendQuoted(value)
     }
@@ -81,11 +93,6 @@ public struct JSONWriter: Sendable {
     public mutating func raw(_ json: some Collection<UInt8>) {
         separate()
         bytes.append(contentsOf: json)
-    }
-
-    private mutating func appendQuoted(_ text: String) {
-        var text = text
-        text.withUTF8 { appendQuoted($0) }
     }
 
     private mutating func appendQuoted(_ text: UnsafeBufferPointer<UInt8>) {

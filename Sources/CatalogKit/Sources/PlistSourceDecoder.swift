@@ -1,4 +1,5 @@
 import Dispatch
+import Foundation
 import PropertyList
 
 /// Turns an Apple XML property list into a ``SourceDefinition``.
@@ -8,14 +9,20 @@ import PropertyList
 /// The `products` array is streamed, so a file of any size is decoded product by product.
 struct PlistSourceDecoder {
     let reader: PropertyListReader
+    /// Whether products are first read in place (``PlainProductReader``); off only in tests,
+    /// which compare both ways.
+    var readsPlainProducts = true
 
     func decode(_ source: SourceFile, into diagnostics: inout [Diagnostic]) -> SourceDefinition? {
         let file = source.path
         // The parser records the products and reads on, while a second core builds and decodes
         // them: on a big catalog, building values is the larger half of reading.
-        let pipeline = ProductPipeline(builder: RecordedElementBuilder(path: file)) { node, problems in
-            decodeProduct(node, file: file, into: &problems)
-        }
+        let pipeline = ProductPipeline(
+            builder: RecordedElementBuilder(path: file),
+            plain: { [readsPlainProducts] cursor in
+                readsPlainProducts ? try? PlainProductReader(file: file).product(&cursor) : nil
+            },
+            decode: { node, problems in decodeProduct(node, file: file, into: &problems) })
         let result = reader.read(source, streamingArray: "products", batchesOf: 256) { pipeline.submit($0) }
         var (products, problems) = pipeline.finish()
         diagnostics += result.diagnostics
@@ -179,6 +186,178 @@ struct PlistSourceDecoder {
     }
 }
 
+/// ``PlistSourceDecoder``'s product decoding for the common case, read in place from the
+/// recording (``PlainElementCursor``) without building values: a product dict whose every key
+/// is known and whose every value has the kind its key expects, so that decoding it reports
+/// nothing. It gives up (nil) on anything else, and that product is built and decoded the
+/// ordinary way, which reports on it; the results of both ways must be the same.
+struct PlainProductReader {
+    let file: String
+
+    typealias NotPlain = PlainElementCursor.NotPlain
+
+    func product(_ cursor: inout PlainElementCursor) throws(NotPlain) -> ProductDefinition? {
+        guard case .startDictionary(let position)? = try cursor.next() else { return nil }
+        var product = ProductDefinition(file: file, position: position)
+        while let token = try cursor.next() {
+            guard case .key(let key, _) = token else { return product }
+            switch ProductKey(key) {
+            case .id: product.id = try string(&cursor)
+            case .type: product.type = try string(&cursor)
+            case .referenceName: product.referenceName = try string(&cursor)
+            case .status: product.status = try string(&cursor)
+            case .platforms: product.platforms = try stringArray(&cursor)
+            case .minimumAppVersion: product.minimumAppVersion = try string(&cursor)
+            case .availableFrom: product.availableFrom = try date(&cursor)
+            case .availableUntil: product.availableUntil = try date(&cursor)
+            case .displayOrder: product.displayOrder = try integer(&cursor)
+            case .subscription: product.subscription = try subscription(&cursor)
+            case .metadata:
+                guard case .startDictionary = try cursor.next() else { throw NotPlain() }
+                var writer = JSONWriter()
+                writer.beginObject()
+                try writeJSON(dictionaryFrom: &cursor, to: &writer)
+                product.metadataJSON = writer.compactBytes
+            case nil:
+                return nil
+            }
+        }
+        return nil
+    }
+
+    /// The keys ``PlistSourceDecoder`` knows in a product dict.
+    private enum ProductKey: CaseIterable {
+        case id, type, referenceName, status, platforms, minimumAppVersion, availableFrom, availableUntil, displayOrder
+        case subscription, metadata
+
+        var name: StaticString {
+            switch self {
+            case .id: "id"
+            case .type: "type"
+            case .referenceName: "referenceName"
+            case .status: "status"
+            case .platforms: "platforms"
+            case .minimumAppVersion: "minimumAppVersion"
+            case .availableFrom: "availableFrom"
+            case .availableUntil: "availableUntil"
+            case .displayOrder: "displayOrder"
+            case .subscription: "subscription"
+            case .metadata: "metadata"
+            }
+        }
+
+        init?(_ bytes: UnsafeBufferPointer<UInt8>) {
+            guard let key = Self.allCases.first(where: { equals(bytes, $0.name) }) else { return nil }
+            self = key
+        }
+    }
+
+    private func string(_ cursor: inout PlainElementCursor) throws(NotPlain) -> Located<String> {
+        guard case .string(let bytes, let position)? = try cursor.next() else { throw NotPlain() }
+        return Located(String(decoding: bytes, as: UTF8.self), at: position)
+    }
+
+    private func integer(_ cursor: inout PlainElementCursor) throws(NotPlain) -> Located<Int64> {
+        guard case .value(.integer(let number), let position)? = try cursor.next() else { throw NotPlain() }
+        return Located(number, at: position)
+    }
+
+    /// A `<date>`, or a `<string>` in its form, as `PropertyListNode.date` takes it.
+    private func date(_ cursor: inout PlainElementCursor) throws(NotPlain) -> Located<Timestamp> {
+        switch try cursor.next() {
+        case .value(.date(let moment), let position)?:
+            return Located(moment, at: position)
+        case .string(let bytes, let position)?:
+            guard let moment = Timestamp(iso8601: String(decoding: bytes, as: UTF8.self)) else { throw NotPlain() }
+            return Located(moment, at: position)
+        default:
+            throw NotPlain()
+        }
+    }
+
+    private func stringArray(_ cursor: inout PlainElementCursor) throws(NotPlain) -> Located<[Located<String>]> {
+        guard case .startArray(let position)? = try cursor.next() else { throw NotPlain() }
+        var values: [Located<String>] = []
+        while let token = try cursor.next() {
+            switch token {
+            case .string(let bytes, let position): values.append(Located(String(decoding: bytes, as: UTF8.self), at: position))
+            case .end: return Located(values, at: position)
+            default: throw NotPlain()
+            }
+        }
+        throw NotPlain()
+    }
+
+    private func subscription(_ cursor: inout PlainElementCursor) throws(NotPlain) -> SubscriptionDefinition {
+        guard case .startDictionary(let position)? = try cursor.next() else { throw NotPlain() }
+        var result = SubscriptionDefinition(position: position)
+        while let token = try cursor.next() {
+            switch token {
+            case .key(let key, _) where equals(key, "group"): result.group = try string(&cursor)
+            case .key(let key, _) where equals(key, "period"): result.period = try string(&cursor)
+            case .key(let key, _) where equals(key, "rank"): result.rank = try integer(&cursor)
+            case .end: return result
+            default: throw NotPlain()
+            }
+        }
+        throw NotPlain()
+    }
+
+    /// The members of a dict whose `{` is written, through its `}`: what `writeJSON` writes.
+    private func writeJSON(dictionaryFrom cursor: inout PlainElementCursor, to writer: inout JSONWriter) throws(NotPlain) {
+        while let token = try cursor.next() {
+            switch token {
+            case .key(let key, _):
+                writer.key(utf8: key)
+                try writeJSON(try cursor.next(), from: &cursor, to: &writer)
+            case .end:
+                writer.endObject()
+                return
+            default:
+                throw NotPlain()
+            }
+        }
+        throw NotPlain()
+    }
+
+    private func writeJSON(_ token: PlainElementCursor.Token?, from cursor: inout PlainElementCursor, to writer: inout JSONWriter)
+        throws(NotPlain)
+    {
+        switch token {
+        case .string(let bytes, _)?: writer.string(utf8: bytes)
+        case .value(.string(let value), _)?: writer.string(value)
+        case .value(.integer(let value), _)?: writer.integer(value)
+        case .value(.real(let value), _)?:
+            guard value.isFinite else { throw NotPlain() }
+            writer.real(value)
+        case .value(.boolean(let value), _)?: writer.boolean(value)
+        case .value(.date(let value), _)?: writer.string(value.iso8601)
+        case .value(.data(let bytes), _)?: writer.string(Base64.encode(bytes))
+        case .startDictionary?:
+            writer.beginObject()
+            try writeJSON(dictionaryFrom: &cursor, to: &writer)
+        case .startArray?:
+            writer.beginArray()
+            while let item = try cursor.next() {
+                if case .end = item {
+                    writer.endArray()
+                    return
+                }
+                try writeJSON(item, from: &cursor, to: &writer)
+            }
+            throw NotPlain()
+        case .value(.array, _)?, .value(.dictionary, _)?, .key?, .end?, nil:
+            throw NotPlain()
+        }
+    }
+}
+
+/// Whether `bytes` spell `literal`.
+private func equals(_ bytes: UnsafeBufferPointer<UInt8>, _ literal: StaticString) -> Bool {
+    bytes.count == literal.utf8CodeUnitCount
+        && (bytes.isEmpty || memcmp(bytes.baseAddress!, literal.utf8Start, bytes.count) == 0)
+}
+
 /// Builds and decodes recorded products on a serial queue, in the order they were submitted.
 ///
 /// `@unchecked Sendable`: the builder, `products` and `problems` are touched only on `queue`
@@ -189,19 +368,31 @@ private final class ProductPipeline: @unchecked Sendable {
     /// rather than recording the whole file ahead.
     private let inFlight = DispatchSemaphore(value: 8)
     private let builder: RecordedElementBuilder
+    private let plain: (inout PlainElementCursor) -> ProductDefinition?
     private let decode: (PropertyListNode, inout [Diagnostic]) -> ProductDefinition?
     private var products: [ProductDefinition] = []
     private var problems: [Diagnostic] = []
 
-    init(builder: RecordedElementBuilder, decode: @escaping (PropertyListNode, inout [Diagnostic]) -> ProductDefinition?) {
+    /// - Parameters:
+    ///   - plain: decodes a product read in place, or nil to have it built and decoded by `decode`.
+    init(
+        builder: RecordedElementBuilder, plain: @escaping (inout PlainElementCursor) -> ProductDefinition?,
+        decode: @escaping (PropertyListNode, inout [Diagnostic]) -> ProductDefinition?
+    ) {
         self.builder = builder
+        self.plain = plain
         self.decode = decode
     }
 
     func submit(_ batch: RecordedElements) {
         inFlight.wait()
         queue.async {
-            self.problems += self.builder.build(batch) { node in
+            let readPlain = { (cursor: inout PlainElementCursor) -> Bool in
+                guard let product = self.plain(&cursor) else { return false }
+                self.products.append(product)
+                return true
+            }
+            self.problems += self.builder.build(batch, readingPlain: readPlain) { node in
                 if let product = self.decode(node, &self.problems) { self.products.append(product) }
             }
             self.inFlight.signal()
