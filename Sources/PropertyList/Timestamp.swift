@@ -112,7 +112,33 @@ public struct Timestamp: Sendable, Hashable, Comparable, Codable, CustomStringCo
     /// `YYYY-MM-DDTHH:MM:SSZ`.
     public var iso8601: String {
         let c = components
-        return "\(pad(c.year, 4))-\(pad(c.month, 2))-\(pad(c.day, 2))T\(pad(c.hour, 2)):\(pad(c.minute, 2)):\(pad(c.second, 2))Z"
+        guard (0...9999).contains(c.year) else {
+            return "\(pad(c.year, 4))-\(pad(c.month, 2))-\(pad(c.day, 2))T\(pad(c.hour, 2)):\(pad(c.minute, 2)):\(pad(c.second, 2))Z"
+        }
+        // Digits written in place: a big build formats hundreds of thousands of dates, and
+        // interpolating padded strings cost several allocations each.
+        return String(unsafeUninitializedCapacity: 20) { text in
+            func digits(_ value: Int, _ width: Int, at offset: Int) {
+                var value = value
+                for index in (offset..<offset + width).reversed() {
+                    text[index] = UInt8(ascii: "0") + UInt8(value % 10)
+                    value /= 10
+                }
+            }
+            digits(c.year, 4, at: 0)
+            text[4] = UInt8(ascii: "-")
+            digits(c.month, 2, at: 5)
+            text[7] = UInt8(ascii: "-")
+            digits(c.day, 2, at: 8)
+            text[10] = UInt8(ascii: "T")
+            digits(c.hour, 2, at: 11)
+            text[13] = UInt8(ascii: ":")
+            digits(c.minute, 2, at: 14)
+            text[16] = UInt8(ascii: ":")
+            digits(c.second, 2, at: 17)
+            text[19] = UInt8(ascii: "Z")
+            return 20
+        }
     }
 
     public var description: String { iso8601 }

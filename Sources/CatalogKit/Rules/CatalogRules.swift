@@ -34,13 +34,14 @@ public enum CatalogRules {
             for (index, checked) in zip(definitions.indices, parts.lazy.flatMap(\.0)) {
                 if let id = definitions[index].id {
                     let location = SourceLocation(file: definitions[index].file, position: id.position)
-                    if let first = firstLocation[id.value] {
+                    // One lookup per id, the common case: a duplicate puts the first location back.
+                    if let first = firstLocation.updateValue(location, forKey: id.value) {
+                        firstLocation[id.value] = first
                         let place = first.file == location.file ? "\(first.position)" : "\(first)"
                         diagnostics.append(
                             .error("duplicate product id '\(id.value)' (first at \(place))", file: location.file, at: location.position))
                         continue
                     }
-                    firstLocation[id.value] = location
                 }
                 if let checked { products.append(checked) }
             }
