@@ -15,8 +15,8 @@ struct PlistSourceDecoder {
 
     func decode(_ source: SourceFile, into diagnostics: inout [Diagnostic]) -> SourceDefinition? {
         let file = source.path
-        // The parser records the products and reads on, while a second core builds and decodes
-        // them: on a big catalog, building values is the larger half of reading.
+        // The parser records the products and reads on, while a second core decodes them: in
+        // place when there is nothing to report (most products), else built into values first.
         let pipeline = ProductPipeline(
             builder: RecordedElementBuilder(path: file),
             plain: { [readsPlainProducts] cursor in
