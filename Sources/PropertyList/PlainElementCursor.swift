@@ -28,15 +28,15 @@ public struct PlainElementCursor {
         case value(PropertyListValue, SourcePosition)
     }
 
-    private let tape: UnsafeRawBufferPointer
-    private(set) var offset: Int
+    private var events: RecordedEventReader
     private let state: PlainReadState
     /// Whether the element has been read to its end.
     public private(set) var isFinished = false
+    /// Where the element's recording ends, once it is finished.
+    var offset: Int { events.offset }
 
     init(_ tape: UnsafeRawBufferPointer, from offset: Int, state: PlainReadState) {
-        self.tape = tape
-        self.offset = offset
+        events = RecordedEventReader(tape, from: offset)
         self.state = state
         state.containers.removeAll(keepingCapacity: true)
         state.keys.removeAll(keepingCapacity: true)
@@ -45,10 +45,8 @@ public struct PlainElementCursor {
     /// The next token of the element, or nil after its end.
     public mutating func next() throws(NotPlain) -> Token? {
         guard !isFinished else { return nil }
-        switch try event() {
-        case .start:
-            let position = try load(SourcePosition.self)
-            guard let element = PlistElement(rawValue: try load(UInt8.self)) else { throw NotPlain() }
+        switch events.next() {
+        case .start(let element?, _, let position)?:
             switch element {
             case .plist:
                 throw NotPlain()
@@ -61,14 +59,15 @@ public struct PlainElementCursor {
                     !state.containers[top].hasPendingKey
                 else { throw NotPlain() }
                 let key = try scalarText()
-                guard let start = key.tapeOffset else { throw NotPlain() }
+                // A key joined from pieces is left to building: the duplicate check keeps keys in place.
+                guard key.isInPlace else { throw NotPlain() }
                 for earlier in state.keys[state.containers[top].firstKey...]
                 where earlier.count == key.bytes.count
-                    && memcmp(tape.baseAddress! + earlier.start, tape.baseAddress! + start, earlier.count) == 0
+                    && (earlier.isEmpty || memcmp(earlier.baseAddress!, key.bytes.baseAddress!, earlier.count) == 0)
                 {
                     throw NotPlain()
                 }
-                state.keys.append((start, key.bytes.count))
+                state.keys.append(key.bytes)
                 state.containers[top].hasPendingKey = true
                 return .key(key.bytes, position)
             case .string:
@@ -83,56 +82,14 @@ public struct PlainElementCursor {
                 finishIfTopLevel()
                 return .value(value, position)
             }
-        case .end:
+        case .end?:
             guard let top = state.containers.popLast(), !top.hasPendingKey else { throw NotPlain() }
             state.keys.removeSubrange(top.firstKey...)
             finishIfTopLevel()
             return .end
-        case .text, .textAt:
+        case .start(nil, _, _)?, .text?, .misplacedText?, nil:
             throw NotPlain()
         }
-    }
-
-    /// Where the element that starts at `offset` ends: past its last event, or the end of the
-    /// tape when it was cut short.
-    static func endOfElement(in tape: UnsafeRawBufferPointer, from offset: Int) -> Int {
-        var offset = offset
-        var depth = 0
-        repeat {
-            guard offset < tape.count else { return tape.count }
-            let event = ElementRecorder.Event(rawValue: tape[offset])!
-            offset += 1
-            switch event {
-            case .start:
-                offset += MemoryLayout<SourcePosition>.size
-                let raw = tape[offset]
-                offset += 1
-                if raw == ElementRecorder.unknownElement {
-                    while offset < tape.count && tape[offset] != 0 { offset += 1 }
-                    offset += 1
-                }
-                depth += 1
-            case .text, .textAt:
-                if event == .textAt { offset += MemoryLayout<SourcePosition>.size }
-                let count = tape.loadUnaligned(fromByteOffset: offset, as: Int.self)
-                offset += MemoryLayout<Int>.size + count
-            case .end:
-                depth -= 1
-            }
-        } while depth > 0
-        return min(offset, tape.count)
-    }
-
-    // MARK: Reading the tape
-
-    private mutating func event() throws(NotPlain) -> ElementRecorder.Event {
-        ElementRecorder.Event(rawValue: try load(UInt8.self))!
-    }
-
-    private mutating func load<T>(_ type: T.Type) throws(NotPlain) -> T {
-        guard offset + MemoryLayout<T>.size <= tape.count else { throw NotPlain() }
-        defer { offset += MemoryLayout<T>.size }
-        return tape.loadUnaligned(fromByteOffset: offset, as: type)
     }
 
     /// A value is starting: in a dict, it uses up the pending key.
@@ -146,38 +103,23 @@ public struct PlainElementCursor {
         if state.containers.isEmpty { isFinished = true }
     }
 
-    /// The text of the scalar whose start tag was just read, through its end tag: in place when
-    /// it came in one piece (with its offset in the tape), else joined in the scratch buffer.
-    private mutating func scalarText() throws(NotPlain) -> (bytes: UnsafeBufferPointer<UInt8>, tapeOffset: Int?) {
-        var first: (start: Int, count: Int)?
+    /// The text of the scalar whose start tag was just read, through its end tag: in place in
+    /// the recording when it came in one piece, else joined in the scratch buffer.
+    private mutating func scalarText() throws(NotPlain) -> (bytes: UnsafeBufferPointer<UInt8>, isInPlace: Bool) {
+        var first = UnsafeBufferPointer<UInt8>(start: nil, count: 0)
         var pieces = 0
         while true {
-            switch try event() {
-            case .text:
-                let count = try load(Int.self)
-                guard offset + count <= tape.count else { throw NotPlain() }
-                if pieces == 0 {
-                    first = (offset, count)
-                } else {
-                    if pieces == 1 {
-                        state.scratchCount = 0
-                        state.appendToScratch(UnsafeRawBufferPointer(rebasing: tape[first!.start..<first!.start + first!.count]))
-                    }
-                    state.appendToScratch(UnsafeRawBufferPointer(rebasing: tape[offset..<offset + count]))
+            switch events.next() {
+            case .text(let bytes)?:
+                if pieces == 1 {
+                    state.scratchCount = 0
+                    state.appendToScratch(first)
                 }
+                if pieces == 0 { first = bytes } else { state.appendToScratch(bytes) }
                 pieces += 1
-                offset += count
-            case .end:
-                switch pieces {
-                case 0:
-                    return (UnsafeBufferPointer(start: nil, count: 0), offset)
-                case 1:
-                    let bytes = UnsafeRawBufferPointer(rebasing: tape[first!.start..<first!.start + first!.count])
-                    return (bytes.assumingMemoryBound(to: UInt8.self), first!.start)
-                default:
-                    return (UnsafeBufferPointer(rebasing: state.scratch[..<state.scratchCount]), nil)
-                }
-            case .start, .textAt:
+            case .end?:
+                return pieces > 1 ? (UnsafeBufferPointer(rebasing: state.scratch[..<state.scratchCount]), false) : (first, true)
+            case .start?, .misplacedText?, nil:
                 throw NotPlain()
             }
         }
@@ -197,20 +139,21 @@ final class PlainReadState {
     }
 
     @exclusivity(unchecked) var containers: [Container] = []
-    /// The keys of the open dicts, as places in the tape, for the duplicate check.
-    @exclusivity(unchecked) var keys: [(start: Int, count: Int)] = []
+    /// The keys of the open dicts, in place in the recording, for the duplicate check.
+    @exclusivity(unchecked) var keys: [UnsafeBufferPointer<UInt8>] = []
     /// Text that came in several pieces, joined; overwritten by the next such text.
     @exclusivity(unchecked) private(set) var scratch = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: 256)
     @exclusivity(unchecked) var scratchCount = 0
 
-    func appendToScratch(_ bytes: UnsafeRawBufferPointer) {
+    func appendToScratch(_ bytes: UnsafeBufferPointer<UInt8>) {
         if scratchCount + bytes.count > scratch.count {
             let larger = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: max(scratch.count * 2, scratchCount + bytes.count))
             _ = larger.initialize(fromContentsOf: scratch[..<scratchCount])
             scratch.deallocate()
             scratch = larger
         }
-        UnsafeMutableRawBufferPointer(start: scratch.baseAddress! + scratchCount, count: bytes.count).copyMemory(from: bytes)
+        UnsafeMutableRawBufferPointer(start: scratch.baseAddress! + scratchCount, count: bytes.count)
+            .copyMemory(from: UnsafeRawBufferPointer(bytes))
         scratchCount += bytes.count
     }
 

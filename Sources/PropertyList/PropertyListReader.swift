@@ -112,9 +112,10 @@ public final class RecordedElementBuilder {
                         start = cursor.offset
                         continue
                     }
-                    let end = PlainElementCursor.endOfElement(in: tape, from: start)
-                    builder.replay(UnsafeRawBufferPointer(rebasing: tape[start..<end]))
-                    start = end
+                    var element = RecordedEventReader(tape, from: start)
+                    element.skipElement()
+                    builder.replay(UnsafeRawBufferPointer(rebasing: tape[start..<element.offset]))
+                    start = element.offset
                 }
             }
             builder.finishReplay()
@@ -383,35 +384,13 @@ private final class PropertyListBuilder: XMLEventHandler {
 
     /// Builds the elements recorded in `tape`, handing each to `onStreamedElement`.
     func replay(_ tape: UnsafeRawBufferPointer) {
-        do {
-            var offset = 0
-            func load<T>(_ type: T.Type) -> T {
-                defer { offset += MemoryLayout<T>.size }
-                return tape.loadUnaligned(fromByteOffset: offset, as: type)
-            }
-            while offset < tape.count {
-                switch ElementRecorder.Event(rawValue: load(UInt8.self))! {
-                case .start:
-                    let position = load(SourcePosition.self)
-                    let raw = load(UInt8.self)
-                    if let element = PlistElement(rawValue: raw) {
-                        start(Replay(cursorPosition: position), element, name: element.cName.utf8Start, at: position)
-                    } else {
-                        // An unknown element: its name follows, NUL-terminated.
-                        let name = (tape.baseAddress! + offset).assumingMemoryBound(to: UInt8.self)
-                        offset += strlen(UnsafeRawPointer(name).assumingMemoryBound(to: CChar.self)) + 1
-                        start(Replay(cursorPosition: position), nil, name: UnsafePointer(name), at: position)
-                    }
-                case .text, .textAt:
-                    let position = tape[offset - 1] == ElementRecorder.Event.textAt.rawValue ? load(SourcePosition.self) : .startOfFile
-                    let count = load(Int.self)
-                    let bytes = UnsafeBufferPointer(
-                        start: (tape.baseAddress! + offset).assumingMemoryBound(to: UInt8.self), count: count)
-                    offset += count
-                    addText(Replay(cursorPosition: position), bytes)
-                case .end:
-                    end()
-                }
+        var events = RecordedEventReader(tape)
+        while let event = events.next() {
+            switch event {
+            case .start(let element, let name, let position): start(Replay(cursorPosition: position), element, name: name, at: position)
+            case .text(let bytes): addText(Replay(cursorPosition: .startOfFile), bytes)
+            case .misplacedText(let bytes, let position): addText(Replay(cursorPosition: position), bytes)
+            case .end: end()
             }
         }
     }
@@ -658,7 +637,7 @@ struct ElementRecorder {
         case end
     }
 
-    static let unknownElement: UInt8 = 255
+    private static let unknownElement: UInt8 = 255
 
     let batchSize: Int
     let deliver: (RecordedElements) -> Void
@@ -746,6 +725,76 @@ struct ElementRecorder {
         deliver(batch)
         batch = RecordedElements(tape: [], count: 0)
         batch.tape.reserveCapacity(capacity)
+    }
+}
+
+/// One event of a recording.
+enum RecordedEvent {
+    /// A start tag: a plist element, or (nil) an unknown one; `name` is NUL-terminated.
+    case start(PlistElement?, name: UnsafePointer<UInt8>, at: SourcePosition)
+    /// Text of a value.
+    case text(UnsafeBufferPointer<UInt8>)
+    /// Text that is not a value, where it stands.
+    case misplacedText(UnsafeBufferPointer<UInt8>, at: SourcePosition)
+    case end
+}
+
+/// Reads a recording event by event: the one reader of the layout ``ElementRecorder`` writes,
+/// for the builder's replay and for ``PlainElementCursor``. The recorder writes whole events,
+/// so a recording never ends inside one.
+struct RecordedEventReader {
+    let tape: UnsafeRawBufferPointer
+    private(set) var offset: Int
+
+    init(_ tape: UnsafeRawBufferPointer, from offset: Int = 0) {
+        self.tape = tape
+        self.offset = offset
+    }
+
+    /// The next event, or nil at the end of the recording.
+    mutating func next() -> RecordedEvent? {
+        guard offset < tape.count else { return nil }
+        switch ElementRecorder.Event(rawValue: load(UInt8.self))! {
+        case .start:
+            let position = load(SourcePosition.self)
+            let raw = load(UInt8.self)
+            if let element = PlistElement(rawValue: raw) { return .start(element, name: element.cName.utf8Start, at: position) }
+            let name = (tape.baseAddress! + offset).assumingMemoryBound(to: UInt8.self)
+            offset += strlen(UnsafeRawPointer(name).assumingMemoryBound(to: CChar.self)) + 1
+            return .start(nil, name: UnsafePointer(name), at: position)
+        case .text:
+            return .text(bytes())
+        case .textAt:
+            let position = load(SourcePosition.self)
+            return .misplacedText(bytes(), at: position)
+        case .end:
+            return .end
+        }
+    }
+
+    /// Moves past the element that starts here, or to the end of the recording if it was cut short.
+    mutating func skipElement() {
+        var depth = 0
+        repeat {
+            switch next() {
+            case .start?: depth += 1
+            case .end?: depth -= 1
+            case .text?, .misplacedText?: break
+            case nil: return
+            }
+        } while depth > 0
+    }
+
+    private mutating func load<T>(_ type: T.Type) -> T {
+        defer { offset += MemoryLayout<T>.size }
+        return tape.loadUnaligned(fromByteOffset: offset, as: type)
+    }
+
+    /// A byte count, then that many bytes.
+    private mutating func bytes() -> UnsafeBufferPointer<UInt8> {
+        let count = load(Int.self)
+        defer { offset += count }
+        return UnsafeBufferPointer(start: (tape.baseAddress! + offset).assumingMemoryBound(to: UInt8.self), count: count)
     }
 }
 
