@@ -80,26 +80,27 @@ struct PlistSourceDecoder {
         for entry in dictionary.entries {
             let value = entry.value
             let before = diagnostics.count
-            switch entry.key {
-            case "id": product.id = value.string(key: "id", file: file, into: &diagnostics)
-            case "type": product.type = value.string(key: "type", file: file, into: &diagnostics)
-            case "referenceName": product.referenceName = value.string(key: "referenceName", file: file, into: &diagnostics)
-            case "status": product.status = value.string(key: "status", file: file, into: &diagnostics)
-            case "platforms": product.platforms = value.stringArray(key: "platforms", file: file, into: &diagnostics)
-            case "minimumAppVersion": product.minimumAppVersion = value.string(key: "minimumAppVersion", file: file, into: &diagnostics)
-            case "availableFrom": product.availableFrom = value.date(key: "availableFrom", file: file, into: &diagnostics)
-            case "availableUntil": product.availableUntil = value.date(key: "availableUntil", file: file, into: &diagnostics)
-            case "displayOrder": product.displayOrder = value.integer(key: "displayOrder", file: file, into: &diagnostics)
-            case "subscription": product.subscription = subscription(value, file: file, into: &diagnostics)
-            case "metadata":
+            let name = entry.key
+            switch ProductKey(rawValue: name) {
+            case .id: product.id = value.string(key: name, file: file, into: &diagnostics)
+            case .type: product.type = value.string(key: name, file: file, into: &diagnostics)
+            case .referenceName: product.referenceName = value.string(key: name, file: file, into: &diagnostics)
+            case .status: product.status = value.string(key: name, file: file, into: &diagnostics)
+            case .platforms: product.platforms = value.stringArray(key: name, file: file, into: &diagnostics)
+            case .minimumAppVersion: product.minimumAppVersion = value.string(key: name, file: file, into: &diagnostics)
+            case .availableFrom: product.availableFrom = value.date(key: name, file: file, into: &diagnostics)
+            case .availableUntil: product.availableUntil = value.date(key: name, file: file, into: &diagnostics)
+            case .displayOrder: product.displayOrder = value.integer(key: name, file: file, into: &diagnostics)
+            case .subscription: product.subscription = subscription(value, file: file, into: &diagnostics)
+            case .metadata:
                 guard case .dictionary = value.value else {
                     diagnostics.append(.error("'metadata' must be a <dict>, found \(value.value.kindName)", file: file, at: value.position))
                     break
                 }
                 var writer = JSONWriter()
                 if writeJSON(value, to: &writer, file: file, into: &diagnostics) { product.metadataJSON = writer.compactBytes }
-            default:
-                diagnostics.append(.warning("unknown product key '\(entry.key)' is ignored", file: file, at: entry.keyPosition))
+            case nil:
+                diagnostics.append(.warning("unknown product key '\(name)' is ignored", file: file, at: entry.keyPosition))
             }
             if diagnostics[before...].contains(where: { $0.severity == .error }) { product.malformedKeys.insert(entry.key) }
         }
@@ -113,11 +114,11 @@ struct PlistSourceDecoder {
         }
         var result = SubscriptionDefinition(position: node.position)
         for entry in dictionary.entries {
-            switch entry.key {
-            case "group": result.group = entry.value.string(key: "group", file: file, into: &diagnostics)
-            case "period": result.period = entry.value.string(key: "period", file: file, into: &diagnostics)
-            case "rank": result.rank = entry.value.integer(key: "rank", file: file, into: &diagnostics)
-            default:
+            switch SubscriptionKey(rawValue: entry.key) {
+            case .group: result.group = entry.value.string(key: entry.key, file: file, into: &diagnostics)
+            case .period: result.period = entry.value.string(key: entry.key, file: file, into: &diagnostics)
+            case .rank: result.rank = entry.value.integer(key: entry.key, file: file, into: &diagnostics)
+            case nil:
                 diagnostics.append(.warning("unknown subscription key '\(entry.key)' is ignored", file: file, at: entry.keyPosition))
             }
         }
@@ -157,17 +158,11 @@ struct PlistSourceDecoder {
         -> Bool
     {
         switch node.value {
-        case .string(let value): writer.string(value)
-        case .integer(let value): writer.integer(value)
-        case .real(let value):
-            guard value.isFinite else {
-                diagnostics.append(.error("metadata value \(value) has no JSON form; use a finite number", file: file, at: node.position))
-                return false
-            }
-            writer.real(value)
-        case .boolean(let value): writer.boolean(value)
-        case .date(let value): writer.string(value.iso8601)
-        case .data(let bytes): writer.string(Base64.encode(bytes))
+        case .real(let value) where !value.isFinite:
+            diagnostics.append(.error("metadata value \(value) has no JSON form; use a finite number", file: file, at: node.position))
+            return false
+        case .string, .integer, .real, .boolean, .date, .data:
+            writeJSONScalar(node.value, to: &writer)
         case .array(let items):
             writer.beginArray()
             for item in items {
@@ -201,7 +196,7 @@ struct PlainProductReader {
         var product = ProductDefinition(file: file, position: position)
         while let token = try cursor.next() {
             guard case .key(let key, _) = token else { return product }
-            switch ProductKey(key) {
+            switch ProductKey(utf8: key) {
             case .id: product.id = try string(&cursor)
             case .type: product.type = try string(&cursor)
             case .referenceName: product.referenceName = try string(&cursor)
@@ -223,33 +218,6 @@ struct PlainProductReader {
             }
         }
         return nil
-    }
-
-    /// The keys ``PlistSourceDecoder`` knows in a product dict.
-    private enum ProductKey: CaseIterable {
-        case id, type, referenceName, status, platforms, minimumAppVersion, availableFrom, availableUntil, displayOrder
-        case subscription, metadata
-
-        var name: StaticString {
-            switch self {
-            case .id: "id"
-            case .type: "type"
-            case .referenceName: "referenceName"
-            case .status: "status"
-            case .platforms: "platforms"
-            case .minimumAppVersion: "minimumAppVersion"
-            case .availableFrom: "availableFrom"
-            case .availableUntil: "availableUntil"
-            case .displayOrder: "displayOrder"
-            case .subscription: "subscription"
-            case .metadata: "metadata"
-            }
-        }
-
-        init?(_ bytes: UnsafeBufferPointer<UInt8>) {
-            guard let key = Self.allCases.first(where: { equals(bytes, $0.name) }) else { return nil }
-            self = key
-        }
     }
 
     private func string(_ cursor: inout PlainElementCursor) throws(NotPlain) -> Located<String> {
@@ -293,9 +261,13 @@ struct PlainProductReader {
         var result = SubscriptionDefinition(position: position)
         while let token = try cursor.next() {
             switch token {
-            case .key(let key, _) where equals(key, "group"): result.group = try string(&cursor)
-            case .key(let key, _) where equals(key, "period"): result.period = try string(&cursor)
-            case .key(let key, _) where equals(key, "rank"): result.rank = try integer(&cursor)
+            case .key(let key, _):
+                switch SubscriptionKey(utf8: key) {
+                case .group: result.group = try string(&cursor)
+                case .period: result.period = try string(&cursor)
+                case .rank: result.rank = try integer(&cursor)
+                case nil: throw NotPlain()
+                }
             case .end: return result
             default: throw NotPlain()
             }
@@ -325,14 +297,8 @@ struct PlainProductReader {
     {
         switch token {
         case .string(let bytes, _)?: writer.string(utf8: bytes)
-        case .value(.string(let value), _)?: writer.string(value)
-        case .value(.integer(let value), _)?: writer.integer(value)
-        case .value(.real(let value), _)?:
-            guard value.isFinite else { throw NotPlain() }
-            writer.real(value)
-        case .value(.boolean(let value), _)?: writer.boolean(value)
-        case .value(.date(let value), _)?: writer.string(value.iso8601)
-        case .value(.data(let bytes), _)?: writer.string(Base64.encode(bytes))
+        case .value(.real(let value), _)? where !value.isFinite: throw NotPlain()
+        case .value(let value, _)?: writeJSONScalar(value, to: &writer)
         case .startDictionary?:
             writer.beginObject()
             try writeJSON(dictionaryFrom: &cursor, to: &writer)
@@ -346,16 +312,56 @@ struct PlainProductReader {
                 try writeJSON(item, from: &cursor, to: &writer)
             }
             throw NotPlain()
-        case .value(.array, _)?, .value(.dictionary, _)?, .key?, .end?, nil:
+        case .key?, .end?, nil:
             throw NotPlain()
         }
     }
 }
 
-/// Whether `bytes` spell `literal`.
-private func equals(_ bytes: UnsafeBufferPointer<UInt8>, _ literal: StaticString) -> Bool {
-    bytes.count == literal.utf8CodeUnitCount
-        && (bytes.isEmpty || memcmp(bytes.baseAddress!, literal.utf8Start, bytes.count) == 0)
+/// The keys of a product dict, for both ways of decoding one.
+private enum ProductKey: String, SpelledKey {
+    case id, type, referenceName, status, platforms, minimumAppVersion, availableFrom, availableUntil, displayOrder
+    case subscription, metadata
+}
+
+/// The keys of a product's `subscription` dict.
+private enum SubscriptionKey: String, SpelledKey {
+    case group, period, rank
+}
+
+/// Keys known by name, found from the bytes of a key read in place.
+private protocol SpelledKey: RawRepresentable<String>, CaseIterable {}
+
+extension SpelledKey {
+    init?(utf8 bytes: UnsafeBufferPointer<UInt8>) {
+        // Compared as memory: this runs for every key of a big catalog, and iterating the
+        // String's UTF-8 view cost a sixth of decoding.
+        for key in Self.allCases {
+            var name = key.rawValue
+            let matches = name.withUTF8 { name in
+                name.count == bytes.count && (name.isEmpty || memcmp(name.baseAddress!, bytes.baseAddress!, name.count) == 0)
+            }
+            if matches {
+                self = key
+                return
+            }
+        }
+        return nil
+    }
+}
+
+/// A scalar of a product's metadata as JSON. Containers are the caller's to write, and a real
+/// must be finite: each way of decoding reports, or gives up on, the others before calling this.
+private func writeJSONScalar(_ value: PropertyListValue, to writer: inout JSONWriter) {
+    switch value {
+    case .string(let value): writer.string(value)
+    case .integer(let value): writer.integer(value)
+    case .real(let value): writer.real(value)
+    case .boolean(let value): writer.boolean(value)
+    case .date(let value): writer.string(value.iso8601)
+    case .data(let bytes): writer.string(Base64.encode(bytes))
+    case .array, .dictionary: preconditionFailure("a container is not a scalar")
+    }
 }
 
 /// Builds and decodes recorded products on a serial queue, in the order they were submitted.
