@@ -117,27 +117,21 @@ public struct Timestamp: Sendable, Hashable, Comparable, Codable, CustomStringCo
         }
         // Digits written in place: a big build formats hundreds of thousands of dates, and
         // interpolating padded strings cost several allocations each.
+        let fields: [(value: Int, width: Int, separator: Unicode.Scalar)] = [
+            (c.year, 4, "-"), (c.month, 2, "-"), (c.day, 2, "T"), (c.hour, 2, ":"), (c.minute, 2, ":"), (c.second, 2, "Z"),
+        ]
         return String(unsafeUninitializedCapacity: 20) { text in
-            func digits(_ value: Int, _ width: Int, at offset: Int) {
+            var end = 0
+            for (value, width, separator) in fields {
                 var value = value
-                for index in (offset..<offset + width).reversed() {
+                for index in (end..<end + width).reversed() {
                     text[index] = UInt8(ascii: "0") + UInt8(value % 10)
                     value /= 10
                 }
+                text[end + width] = UInt8(ascii: separator)
+                end += width + 1
             }
-            digits(c.year, 4, at: 0)
-            text[4] = UInt8(ascii: "-")
-            digits(c.month, 2, at: 5)
-            text[7] = UInt8(ascii: "-")
-            digits(c.day, 2, at: 8)
-            text[10] = UInt8(ascii: "T")
-            digits(c.hour, 2, at: 11)
-            text[13] = UInt8(ascii: ":")
-            digits(c.minute, 2, at: 14)
-            text[16] = UInt8(ascii: ":")
-            digits(c.second, 2, at: 17)
-            text[19] = UInt8(ascii: "Z")
-            return 20
+            return end
         }
     }
 
