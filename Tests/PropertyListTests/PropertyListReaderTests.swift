@@ -246,6 +246,25 @@ import Testing
         // 3 header lines, <array> on line 4, 200,000 strings, then the long line.
         #expect(result.diagnostics.map(\.description) == ["big.plist:200005:360001: error: unknown property list element <foo>"])
     }
+
+    /// The size cap is checked when the file is opened and again as it is read: a file that
+    /// grows past it in between is refused, not read to its new end.
+    @Test func aFileGrowingPastTheCapWhileReadIsRefused() throws {
+        let url = FileManager.default.temporaryDirectory.appendingPathComponent("grow-\(UUID().uuidString).plist")
+        defer { try? FileManager.default.removeItem(at: url) }
+        try Data(plist("<array><string>a</string></array>").utf8).write(to: url)
+        var limits = ReaderLimits()
+        limits.maximumFileBytes = 4096
+        guard case .success(let file) = SourceFile.read(url, displayPath: "grow.plist", limits: limits) else {
+            Issue.record("not readable")
+            return
+        }
+        let grown = plist("<array>" + String(repeating: "<string>a</string>", count: 1000) + "</array>")
+        try Data(grown.utf8).write(to: url)
+        let result = PropertyListReader(limits: limits).read(file)
+        #expect(result.root == nil)
+        #expect(result.diagnostics.map(\.description) == ["grow.plist:1:1: error: file grew past the size limit while being read"])
+    }
 }
 
 /// A value with every position in it, for comparing two reads of the same element.
