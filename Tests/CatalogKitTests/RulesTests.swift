@@ -188,6 +188,24 @@ import Testing
             ])
     }
 
+    /// Products rejected by their own rules and products kept are compared in source order:
+    /// the later definition is always the one reported, whichever kind came first.
+    @Test func duplicatesAmongRejectedAndKeptProductsFollowSourceOrder() throws {
+        func product(_ id: String, status: String) -> String {
+            "<key>id</key>\n<string>com.example.game.\(id)</string>\n<key>status</key>\n<string>\(status)</string>"
+        }
+        let lines = try validate(
+            products: product("gold", status: "cleared"), product("silver", status: "sold"), product("silver", status: "cleared"),
+            product("gold", status: "sold"))
+        #expect(
+            lines == [
+                "\(Self.game):17:4: error: unknown status 'sold'; expected draft, cleared, removed or retired",
+                "\(Self.game):21:4: error: duplicate product id 'com.example.game.silver' (first at 15:4)",
+                "\(Self.game):27:4: error: duplicate product id 'com.example.game.gold' (first at 9:4)",
+                "\(Self.game):29:4: error: unknown status 'sold'; expected draft, cleared, removed or retired",
+            ])
+    }
+
     @Test func duplicateIdentifierAcrossFilesOfAFolder() throws {
         let lines = try validate([
             "com.example.game/a.plist": productsPlist("<key>id</key>\n<string>com.example.game.gold</string>"),

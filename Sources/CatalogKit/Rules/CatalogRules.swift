@@ -9,49 +9,66 @@ public enum CatalogRules {
     public static let maximumIdentifierLength = 100
     public static let maximumReferenceNameLength = 64
 
+    /// The rules across an app's products and files; each product's own rules ran as its file
+    /// was decoded (``CheckedProducts``).
     public static func check(_ sources: AppSources) -> (catalog: AppCatalog?, diagnostics: [Diagnostic]) {
         var diagnostics: [Diagnostic] = []
         let settings = mergedSettings(sources, into: &diagnostics)
-        var products: [Product] = []
-        let count = sources.definitions.reduce(0) { $0 + $1.products.count }
-        // Every written id is recorded, valid or not, so that a duplicate is reported in the same
-        // run as the first definition's own problems.
-        var firstLocation: [String: SourceLocation] = [:]
-        firstLocation.reserveCapacity(count)
-        products.reserveCapacity(count)
-
+        checkDuplicates(sources.definitions, into: &diagnostics)
+        // The feeds distinguish every platform named anywhere: the app's list and the products'.
+        var platforms = Set(settings.platforms)
         for definition in sources.definitions {
-            // Each product is checked on its own, on all cores; a duplicate is still checked, so
-            // that its own problems show in this run too, but only the first one is kept.
-            let definitions = definition.products
-            let appPlatforms = settings.platforms
-            let parts = parallelMap(coreParts(of: definitions.indices)) { range in
-                var diagnostics: [Diagnostic] = []
-                let checked = definitions[range].map { check($0, appPlatforms: appPlatforms, into: &diagnostics) }
-                return (checked, diagnostics)
-            }
-            for (_, found) in parts { diagnostics += found }
-            for (index, checked) in zip(definitions.indices, parts.lazy.flatMap(\.0)) {
-                if let id = definitions[index].id {
-                    let location = SourceLocation(file: definitions[index].file, position: id.position)
-                    // One lookup per id, the common case: a duplicate puts the first location back.
-                    if let first = firstLocation.updateValue(location, forKey: id.value) {
-                        firstLocation[id.value] = first
-                        let place = first.file == location.file ? "\(first.position)" : "\(first)"
-                        diagnostics.append(
-                            .error("duplicate product id '\(id.value)' (first at \(place))", file: location.file, at: location.position))
-                        continue
-                    }
+            for list in definition.products.platformLists {
+                platforms.formUnion(list.value)
+                guard !settings.platforms.isEmpty else { continue }
+                for platform in list.value where !settings.platforms.contains(platform) {
+                    diagnostics.append(
+                        .warning(
+                            "platform '\(platform.name)' is not one of the app's platforms (\(settings.platforms.map(\.name).joined(separator: ", "))); add it there if the app ships on \(platform.name)",
+                            file: definition.settings.file, at: list.position))
                 }
-                if let checked { products.append(checked) }
             }
         }
-        // The feeds distinguish every platform named anywhere: the app's list and the products'.
-        let platforms = Array(Set(settings.platforms + products.flatMap { $0.platforms ?? [] })).sorted()
+        guard !diagnostics.containsErrors, sources.definitions.allSatisfy({ $0.products.rejectedCount == 0 }) else {
+            return (nil, diagnostics)
+        }
+        // A single file's products are taken as they are: a big catalog is not copied.
+        let products =
+            sources.definitions.count == 1 ? sources.definitions[0].products.products : sources.definitions.flatMap(\.products.products)
         let catalog = AppCatalog(
-            app: sources.app, platforms: platforms, feedbackPolicy: settings.policy, products: products,
+            app: sources.app, platforms: platforms.sorted(), feedbackPolicy: settings.policy, products: products,
             files: sources.definitions.map(\.settings.file))
-        return (diagnostics.containsErrors ? nil : catalog, diagnostics)
+        return (catalog, diagnostics)
+    }
+
+    /// Each identifier once per app: a second definition is an error that points at the first.
+    /// Every written id counts, valid or not, so that a duplicate is reported in the same run as
+    /// the first definition's own problems.
+    private static func checkDuplicates(_ definitions: [SourceDefinition], into diagnostics: inout [Diagnostic]) {
+        var firstLocation: [String: SourceLocation] = [:]
+        firstLocation.reserveCapacity(definitions.reduce(0) { $0 + $1.products.products.count + $1.products.rejectedIDs.count })
+        func note(_ id: String, at location: SourceLocation) {
+            // One lookup per id, the common case: a duplicate puts the first location back.
+            guard let first = firstLocation.updateValue(location, forKey: id) else { return }
+            firstLocation[id] = first
+            let place = first.file == location.file ? "\(first.position)" : "\(first)"
+            diagnostics.append(.error("duplicate product id '\(id)' (first at \(place))", file: location.file, at: location.position))
+        }
+        for definition in definitions {
+            let file = definition.settings.file
+            let products = definition.products.products
+            // In source order: the products kept and the ids of those rejected, merged by position.
+            var rejected = definition.products.rejectedIDs[...]
+            // Products read in place: `for product in` would copy each, whole.
+            for index in products.indices {
+                while let id = rejected.first, id.position < products[index].location.position {
+                    note(id.value, at: SourceLocation(file: file, position: id.position))
+                    rejected.removeFirst()
+                }
+                note(products[index].id, at: products[index].location)
+            }
+            for id in rejected { note(id.value, at: SourceLocation(file: file, position: id.position)) }
+        }
     }
 
     private struct MergedSettings {
@@ -115,7 +132,9 @@ public enum CatalogRules {
         return result.sorted()
     }
 
-    private static func check(_ definition: ProductDefinition, appPlatforms: [Platform], into diagnostics: inout [Diagnostic]) -> Product? {
+    /// The rules that concern one product alone: the product when they found no error, and its
+    /// own platforms list as checked (the app's platforms are compared with it later).
+    static func check(_ definition: ProductDefinition, into diagnostics: inout [Diagnostic]) -> (Product?, platforms: [Platform]?) {
         let file = definition.file
         var valid = true
         func error(_ message: String, at position: SourcePosition) {
@@ -128,7 +147,7 @@ public enum CatalogRules {
 
         guard let id = definition.id else {
             if !definition.malformedKeys.contains("id") { error("product has no 'id'", at: definition.position) }
-            return nil
+            return (nil, nil)
         }
         if let problem = IdentifierRules.problem(id.value) {
             error(problem, at: id.position)
@@ -164,13 +183,6 @@ public enum CatalogRules {
             platforms = checkPlatforms(list, file: file, into: &diagnostics)
             if diagnostics[before...].contains(where: { $0.severity == .error }) { valid = false }
             if list.value.isEmpty { error("platforms list is empty; leave it out to sell on every platform of the app", at: list.position) }
-            if !appPlatforms.isEmpty, let platforms {
-                for platform in platforms where !appPlatforms.contains(platform) {
-                    warning(
-                        "platform '\(platform.name)' is not one of the app's platforms (\(appPlatforms.map(\.name).joined(separator: ", "))); add it there if the app ships on \(platform.name)",
-                        at: list.position)
-                }
-            }
         }
 
         var minimumAppVersion: AppVersion?
@@ -212,14 +224,15 @@ public enum CatalogRules {
             error("auto-renewable product '\(id.value)' needs a subscription with a group and a period", at: definition.position)
         }
 
-        guard valid else { return nil }
-        return Product(
+        guard valid else { return (nil, platforms) }
+        let product = Product(
             id: id.value, type: type, referenceName: definition.referenceName?.value, status: status,
             platforms: platforms, minimumAppVersion: minimumAppVersion,
             availableFrom: definition.availableFrom?.value, availableUntil: definition.availableUntil?.value,
             subscription: subscription, displayOrder: definition.displayOrder?.value,
             metadataJSON: definition.metadataJSON,
             location: SourceLocation(file: file, position: id.position))
+        return (product, platforms)
     }
 }
 

@@ -1,7 +1,8 @@
 import Foundation
 import PropertyList
 
-/// The source files of one app, decoded but not yet checked against the rules.
+/// The source files of one app, decoded, each product checked on its own; the rules across
+/// products and files have not run yet.
 public struct AppSources: Sendable {
     /// The bundle identifier taken from the file or folder name.
     public var app: String

@@ -30,12 +30,14 @@ struct CatalogXMLSourceDecoder {
         }
         var settings = AppSettingsDefinition(file: file)
         settings.app = root.located("app")
-        var products: [ProductDefinition] = []
+        var products = CheckedProducts()
         for child in root.children {
             switch child.name {
             case "platforms": settings.platforms = platforms(child)
             case "feedbackPolicy": settings.feedbackPolicy = feedbackPolicy(child, file: file, into: &diagnostics)
-            case "product": products.append(product(child, file: file, into: &diagnostics))
+            case "product":
+                let definition = product(child, file: file, into: &diagnostics)
+                products.append(definition, into: &diagnostics)
             default: break  // the schema admits nothing else
             }
         }

@@ -60,5 +60,41 @@ public struct FeedbackPolicyDefinition: Sendable {
 /// What one source file holds.
 public struct SourceDefinition: Sendable {
     public var settings: AppSettingsDefinition
-    public var products: [ProductDefinition]
+    public var products: CheckedProducts
+}
+
+/// A source file's products after the rules that concern each product alone. Decoders check
+/// each product as they decode it (``append(_:into:)``): a big file's products are checked on
+/// the decoding thread while the parser reads on, and are never held both as definitions and
+/// as products. The rules across products and files run on the app (``CatalogRules``).
+public struct CheckedProducts: Sendable, CustomStringConvertible {
+    /// The products whose own rules found no error, in source order.
+    public private(set) var products: [Product] = []
+    /// The identifiers of the products that their own rules rejected, in source order: the
+    /// duplicate rule still counts them.
+    public private(set) var rejectedIDs: [Located<String>] = []
+    /// How many products their own rules rejected, with an identifier or without.
+    public private(set) var rejectedCount = 0
+    /// Each product's own `platforms` list as checked, with where it was written: whether the
+    /// app lists those platforms is known only once every file's settings are read.
+    public private(set) var platformLists: [Located<[Platform]>] = []
+
+    public init() {}
+
+    /// Checks `definition` by the rules that concern it alone, into `diagnostics`, and keeps
+    /// what the rules across products need.
+    public mutating func append(_ definition: ProductDefinition, into diagnostics: inout [Diagnostic]) {
+        let (product, platforms) = CatalogRules.check(definition, into: &diagnostics)
+        if let platforms, let list = definition.platforms { platformLists.append(Located(platforms, at: list.position)) }
+        guard let product else {
+            rejectedCount += 1
+            if let id = definition.id { rejectedIDs.append(id) }
+            return
+        }
+        products.append(product)
+    }
+
+    public var description: String {
+        "products: \(products), rejected: \(rejectedCount) \(rejectedIDs), platform lists: \(platformLists)"
+    }
 }

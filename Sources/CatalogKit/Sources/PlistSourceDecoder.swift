@@ -15,8 +15,9 @@ struct PlistSourceDecoder {
 
     func decode(_ source: SourceFile, into diagnostics: inout [Diagnostic]) -> SourceDefinition? {
         let file = source.path
-        // The parser records the products and reads on, while a second core decodes them: in
-        // place when there is nothing to report (most products), else built into values first.
+        // The parser records the products and reads on, while a second core decodes and checks
+        // them: in place when there is nothing to report (most products), else built into
+        // values first.
         let pipeline = ProductPipeline(
             builder: RecordedElementBuilder(path: file),
             plain: { [readsPlainProducts] cursor in
@@ -40,7 +41,7 @@ struct PlistSourceDecoder {
                 }
                 var product = ProductDefinition(file: file, position: item.position)
                 product.id = Located(id, at: item.position)
-                products.append(product)
+                products.append(product, into: &diagnostics)
             }
         case .dictionary(let dictionary):
             for entry in dictionary.entries {
@@ -364,7 +365,8 @@ private func writeJSONScalar(_ value: PropertyListValue, to writer: inout JSONWr
     }
 }
 
-/// Builds and decodes recorded products on a serial queue, in the order they were submitted.
+/// Builds, decodes and checks recorded products on a serial queue, in the order they were
+/// submitted.
 ///
 /// `@unchecked Sendable`: the builder, `products` and `problems` are touched only on `queue`
 /// until ``finish()`` has waited for it.
@@ -376,7 +378,7 @@ private final class ProductPipeline: @unchecked Sendable {
     private let builder: RecordedElementBuilder
     private let plain: (inout PlainElementCursor) -> ProductDefinition?
     private let decode: (PropertyListNode, inout [Diagnostic]) -> ProductDefinition?
-    private var products: [ProductDefinition] = []
+    private var products = CheckedProducts()
     private var problems: [Diagnostic] = []
 
     /// - Parameters:
@@ -395,17 +397,17 @@ private final class ProductPipeline: @unchecked Sendable {
         queue.async {
             let readPlain = { (cursor: inout PlainElementCursor) -> Bool in
                 guard let product = self.plain(&cursor) else { return false }
-                self.products.append(product)
+                self.products.append(product, into: &self.problems)
                 return true
             }
             self.problems += self.builder.build(batch, readingPlain: readPlain) { node in
-                if let product = self.decode(node, &self.problems) { self.products.append(product) }
+                if let product = self.decode(node, &self.problems) { self.products.append(product, into: &self.problems) }
             }
             self.inFlight.signal()
         }
     }
 
-    func finish() -> (products: [ProductDefinition], problems: [Diagnostic]) {
+    func finish() -> (products: CheckedProducts, problems: [Diagnostic]) {
         queue.sync { (products, problems) }
     }
 }

@@ -128,8 +128,11 @@ extension CatalogWorkflow {
         sources.definitions.removeAll { $0.settings.file == layout.target }
         sources.definitions.append(definition)
         sources.definitions.sort { $0.settings.file < $1.settings.file }
-        let found = decoded + CatalogRules.check(sources).diagnostics
-        result.diagnostics += Self.pointed(found, in: definition, to: origin, storeKitFile: displayPath)
+        // Each product's own rules ran as its file was decoded: the other files' problems are the loader's.
+        let otherFiles = Set(sources.definitions.map(\.settings.file)).subtracting([layout.target])
+        let found = decoded + loaded.diagnostics.filter { otherFiles.contains($0.file) } + CatalogRules.check(sources).diagnostics
+        result.diagnostics += Self.pointed(
+            found, in: layout.target, starts: productStarts(candidate, path: layout.target), to: origin, storeKitFile: displayPath)
         result.diagnostics.sort()
         guard !result.hasErrors else { return result }
 
@@ -156,11 +159,10 @@ extension CatalogWorkflow {
     /// from, since that file exists nowhere yet; those about products already in the catalog
     /// were there before the import and are left out.
     private static func pointed(
-        _ diagnostics: [Diagnostic], in definition: SourceDefinition, to origin: [String: SourcePosition], storeKitFile: String
+        _ diagnostics: [Diagnostic], in target: String, starts: [(position: SourcePosition, id: String?)],
+        to origin: [String: SourcePosition], storeKitFile: String
     ) -> [Diagnostic] {
-        let target = definition.settings.file
-        let starts = definition.products.map { (position: $0.position, id: $0.id?.value) }
-        return diagnostics.compactMap { diagnostic in
+        diagnostics.compactMap { diagnostic in
             // Other files of a folder app did not change: only new errors there matter.
             guard diagnostic.file == target else { return diagnostic.severity == .error ? diagnostic : nil }
             guard let product = starts.last(where: { $0.position <= diagnostic.position }) else { return diagnostic }
@@ -170,6 +172,20 @@ extension CatalogWorkflow {
             moved.position = position
             if !moved.message.contains("'\(id)'") { moved.message += " (product '\(id)')" }
             return moved
+        }
+    }
+
+    /// Where each product dict of a plist source starts, with its id: what ``pointed(_:in:starts:to:storeKitFile:)``
+    /// attributes diagnostics by.
+    private func productStarts(_ bytes: [UInt8], path: String) -> [(position: SourcePosition, id: String?)] {
+        guard case .dictionary(let root)? = PropertyListReader(limits: limits).read(SourceFile(path: path, bytes: bytes)).root?.value,
+            case .array(let products)? = root["products"]?.value
+        else { return [] }
+        return products.map { product in
+            guard case .dictionary(let fields) = product.value, case .string(let id)? = fields["id"]?.value else {
+                return (product.position, nil)
+            }
+            return (product.position, id)
         }
     }
 
