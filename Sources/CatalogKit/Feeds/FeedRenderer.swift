@@ -61,7 +61,10 @@ public struct FeedRenderer: Sendable {
         var availableUntil: Timestamp?
         /// Bit i set: sold on `Platform.allCases[i]`; 0 means every platform.
         var platformMask: UInt8
-        var minimumAppVersion: AppVersion?
+        /// The index in `selector.bands` of the band its minimum app version starts; 0 for none.
+        /// An index, not the version: comparing versions (arrays) in the loop over products and
+        /// variants cost reference counting on each.
+        var minimumBand: Int
     }
 
     public init(catalog: AppCatalog) {
@@ -85,12 +88,14 @@ public struct FeedRenderer: Sendable {
         feedObjects = ByteArena(concatenating: parts.map(\.0))
         quotedIDs = ByteArena(concatenating: parts.map(\.1))
         let appMask = FeedRenderer.mask(catalog.platforms)
+        // Every minimum app version but 0 starts a band of its own (VariantSelector).
+        let bandIndex = Dictionary(uniqueKeysWithValues: selector.bands.enumerated().map { ($1, $0) })
         let facts = catalog.products.map { product in
             SaleFacts(
                 status: product.status, isQuarantined: product.isQuarantined, availableFrom: product.availableFrom,
                 availableUntil: product.availableUntil,
                 platformMask: product.platforms.map(FeedRenderer.mask) ?? appMask,
-                minimumAppVersion: product.minimumAppVersion)
+                minimumBand: product.minimumAppVersion.flatMap { bandIndex[$0] } ?? 0)
         }
         saleFacts = facts
         // Sorted on plain values: a product read in each comparison is copied, whole.
@@ -108,6 +113,8 @@ public struct FeedRenderer: Sendable {
     /// The products on sale in `variant` at `moment`, as indices in feed order.
     public func selection(_ variant: Variant, at moment: Timestamp) -> [Int] {
         let platformBit = variant.platform.map(FeedRenderer.bit) ?? 0
+        // The band the variant's version falls in: a product starting a later band is not sold there.
+        let band = variant.band.map { version in selector.bands.lastIndex { $0 <= version } ?? 0 }
         var sellable: [Int] = []
         sellable.reserveCapacity(feedOrder.count)
         saleFacts.withUnsafeBufferPointer { facts in
@@ -118,7 +125,7 @@ public struct FeedRenderer: Sendable {
                     fact.availableUntil.map({ moment < $0 }) ?? true
                 else { continue }
                 if platformBit != 0 && fact.platformMask != 0 && fact.platformMask & platformBit == 0 { continue }
-                if let band = variant.band, let minimum = fact.minimumAppVersion, band < minimum { continue }
+                if let band, band < fact.minimumBand { continue }
                 sellable.append(index)
             }
         }
