@@ -41,20 +41,11 @@ public enum CatalogRules {
         return (catalog, diagnostics)
     }
 
-    /// Each identifier once per app: a second definition is an error that points at the first.
-    /// Every written id counts, valid or not, so that a duplicate is reported in the same run as
-    /// the first definition's own problems.
+    /// Each identifier once per app. A file's own identifiers were noted as it was decoded; the
+    /// files after the first are noted again, after it, in file order.
     private static func checkDuplicates(_ definitions: [SourceDefinition], into diagnostics: inout [Diagnostic]) {
-        var firstLocation: [String: SourceLocation] = [:]
-        firstLocation.reserveCapacity(definitions.reduce(0) { $0 + $1.products.products.count + $1.products.rejectedIDs.count })
-        func note(_ id: String, at location: SourceLocation) {
-            // One lookup per id, the common case: a duplicate puts the first location back.
-            guard let first = firstLocation.updateValue(location, forKey: id) else { return }
-            firstLocation[id] = first
-            let place = first.file == location.file ? "\(first.position)" : "\(first)"
-            diagnostics.append(.error("duplicate product id '\(id)' (first at \(place))", file: location.file, at: location.position))
-        }
-        for definition in definitions {
+        guard var register = definitions.first?.products.identifiers else { return }
+        for definition in definitions.dropFirst() {
             let file = definition.settings.file
             let products = definition.products.products
             // In source order: the products kept and the ids of those rejected, merged by position.
@@ -62,13 +53,14 @@ public enum CatalogRules {
             // Products read in place: `for product in` would copy each, whole.
             for index in products.indices {
                 while let id = rejected.first, id.position < products[index].location.position {
-                    note(id.value, at: SourceLocation(file: file, position: id.position))
+                    register.note(id.value, at: SourceLocation(file: file, position: id.position))
                     rejected.removeFirst()
                 }
-                note(products[index].id, at: products[index].location)
+                register.note(products[index].id, at: products[index].location)
             }
-            for id in rejected { note(id.value, at: SourceLocation(file: file, position: id.position)) }
+            for id in rejected { register.note(id.value, at: SourceLocation(file: file, position: id.position)) }
         }
+        diagnostics += register.duplicates
     }
 
     private struct MergedSettings {
@@ -233,6 +225,40 @@ public enum CatalogRules {
             metadataJSON: definition.metadataJSON,
             location: SourceLocation(file: file, position: id.position))
         return (product, platforms)
+    }
+}
+
+/// The rule that each identifier is defined once per app: a second definition is an error that
+/// points at the first. Every written id counts, valid or not, so that a duplicate is reported
+/// in the same run as the first definition's own problems.
+struct IdentifierRegister: Sendable {
+    private var firstLocation: [HashedID: SourceLocation] = [:]
+    private(set) var duplicates: [Diagnostic] = []
+
+    mutating func note(_ id: String, at location: SourceLocation) {
+        let key = HashedID(id)
+        // One lookup per id, the common case: a duplicate puts the first location back.
+        guard let first = firstLocation.updateValue(location, forKey: key) else { return }
+        firstLocation[key] = first
+        let place = first.file == location.file ? "\(first.position)" : "\(first)"
+        duplicates.append(.error("duplicate product id '\(id)' (first at \(place))", file: location.file, at: location.position))
+    }
+
+    /// An identifier with its hash computed once, compared by hash before bytes: catalog ids
+    /// share long prefixes (`com.example.app.…`), and comparing the strings at every occupied
+    /// slot a lookup probes was most of the register's time.
+    private struct HashedID: Hashable, Sendable {
+        let id: String
+        let hash: Int
+
+        init(_ id: String) {
+            self.id = id
+            hash = id.hashValue
+        }
+
+        func hash(into hasher: inout Hasher) { hasher.combine(hash) }
+
+        static func == (left: HashedID, right: HashedID) -> Bool { left.hash == right.hash && left.id == right.id }
     }
 }
 

@@ -78,6 +78,9 @@ public struct CheckedProducts: Sendable, CustomStringConvertible {
     /// Each product's own `platforms` list as checked, with where it was written: whether the
     /// app lists those platforms is known only once every file's settings are read.
     public private(set) var platformLists: [Located<[Platform]>] = []
+    /// Every identifier written in the file, valid or not, in source order: for an app of one
+    /// file, the duplicate rule is done by the end of decoding.
+    private(set) var identifiers = IdentifierRegister()
 
     public init() {}
 
@@ -85,6 +88,7 @@ public struct CheckedProducts: Sendable, CustomStringConvertible {
     /// what the rules across products need.
     public mutating func append(_ definition: ProductDefinition, into diagnostics: inout [Diagnostic]) {
         let (product, platforms) = CatalogRules.check(definition, into: &diagnostics)
+        if let id = definition.id { identifiers.note(id.value, at: SourceLocation(file: definition.file, position: id.position)) }
         if let platforms, let list = definition.platforms { platformLists.append(Located(platforms, at: list.position)) }
         guard let product else {
             rejectedCount += 1
