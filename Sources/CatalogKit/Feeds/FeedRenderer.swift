@@ -38,18 +38,18 @@ public typealias FeedPieces = (UnsafeBufferPointer<UInt8>) -> Void
 public struct FeedRenderer: Sendable {
     public let catalog: AppCatalog
     public let selector: VariantSelector
-    /// Each product's rich-feed object, encoded once, in one buffer: rendering a feed is then
+    /// Each product's rich-feed object, encoded once, in one buffer per core: rendering a feed is then
     /// one copy per product, with no reference counting on the model (which cost more than the
     /// copying). The metadata is thereby held twice, about 50 bytes a product.
-    let feedObjects: ByteArena
+    let feedObjects: ByteArenas
     /// Indices into `catalog.products` in feed order: displayOrder, then source order.
     let feedOrder: [Int]
     /// Products that apps may meet in restored purchases although they are no longer sold.
     public let known: [Int]
     /// The end of every rich feed of the app, whatever the selection: `],"known":[…]}`.
     let knownTail: [UInt8]
-    /// Each product's identifier as a JSON string, encoded once, in one buffer.
-    let quotedIDs: ByteArena
+    /// Each product's identifier as a JSON string, encoded once, in one buffer per core.
+    let quotedIDs: ByteArenas
     /// What selection needs of each product, kept apart from `Product` so that the selection
     /// loop (products × variants) touches small plain values, not whole structs of strings.
     let saleFacts: [SaleFacts]
@@ -85,8 +85,8 @@ public struct FeedRenderer: Sendable {
             }
             return (objects, ids)
         }
-        feedObjects = ByteArena(concatenating: parts.map(\.0))
-        quotedIDs = ByteArena(concatenating: parts.map(\.1))
+        feedObjects = ByteArenas(parts.map(\.0))
+        quotedIDs = ByteArenas(parts.map(\.1))
         let appMask = FeedRenderer.mask(catalog.platforms)
         // Every minimum app version but 0 starts a band of its own (VariantSelector).
         let bandIndex = Dictionary(uniqueKeysWithValues: selector.bands.enumerated().map { ($1, $0) })
@@ -299,35 +299,61 @@ struct ByteArena: Sendable {
         self.bytes.reserveCapacity(bytes)
     }
 
-    /// The items of `parts`, in order: one arena from parts encoded on several cores.
-    init(concatenating parts: [ByteArena]) {
-        bytes.reserveCapacity(parts.reduce(0) { $0 + $1.bytes.count })
-        ends.reserveCapacity(parts.reduce(0) { $0 + $1.ends.count })
-        for part in parts {
-            let offset = bytes.count
-            bytes.append(contentsOf: part.bytes)
-            ends.append(contentsOf: part.ends.lazy.map { $0 + offset })
-        }
-    }
-
     mutating func append(_ item: [UInt8]) {
         bytes.append(contentsOf: item)
         ends.append(bytes.count)
     }
 
+    var count: Int { ends.count }
+
+    /// Calls `body` with the bytes and item ends in place.
+    func withUnsafeParts<Result>(_ body: (UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<Int>) -> Result) -> Result {
+        bytes.withUnsafeBufferPointer { bytes in ends.withUnsafeBufferPointer { ends in body(bytes, ends) } }
+    }
+}
+
+/// The items of arenas filled on several cores, numbered across them in order. The arenas are
+/// kept as they are: joining them copied every byte once more, on one core, while the other
+/// waited.
+struct ByteArenas: Sendable {
+    private let arenas: [ByteArena]
+    /// The number of the first item of each arena.
+    private let firstItems: [Int]
+
+    init(_ arenas: [ByteArena]) {
+        self.arenas = arenas
+        var first = 0
+        firstItems = arenas.map { arena in
+            defer { first += arena.count }
+            return first
+        }
+    }
+
     /// Calls `body` with the item at each of `indices`, in place, and with `separator` between
     /// them: no slice, so no reference counting per item in loops over every product.
     func forEachItem(at indices: [Int], separatedBy separator: UInt8, _ body: (UnsafeBufferPointer<UInt8>) -> Void) {
-        withUnsafePointer(to: separator) { separator in
-            bytes.withUnsafeBufferPointer { bytes in
-                ends.withUnsafeBufferPointer { ends in
-                    for (position, index) in indices.enumerated() {
-                        if position > 0 { body(UnsafeBufferPointer(start: separator, count: 1)) }
-                        let start = index == 0 ? 0 : ends[index - 1]
-                        body(UnsafeBufferPointer(rebasing: bytes[start..<ends[index]]))
-                    }
+        withUnsafeArenas { arenas in
+            withUnsafePointer(to: separator) { separator in
+                for (position, index) in indices.enumerated() {
+                    if position > 0 { body(UnsafeBufferPointer(start: separator, count: 1)) }
+                    // One arena per core: a short search from the last.
+                    var arena = arenas.count - 1
+                    while firstItems[arena] > index { arena -= 1 }
+                    let (bytes, ends) = arenas[arena]
+                    let item = index - firstItems[arena]
+                    let start = item == 0 ? 0 : ends[item - 1]
+                    body(UnsafeBufferPointer(rebasing: bytes[start..<ends[item]]))
                 }
             }
         }
+    }
+
+    /// Calls `body` with every arena's bytes and ends in place, in order.
+    private func withUnsafeArenas<Result>(
+        from index: Int = 0, _ collected: [(UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<Int>)] = [],
+        _ body: ([(UnsafeBufferPointer<UInt8>, UnsafeBufferPointer<Int>)]) -> Result
+    ) -> Result {
+        guard index < arenas.count else { return body(collected) }
+        return arenas[index].withUnsafeParts { withUnsafeArenas(from: index + 1, collected + [($0, $1)], body) }
     }
 }
