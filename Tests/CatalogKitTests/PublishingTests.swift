@@ -374,11 +374,11 @@ import Testing
                     "com.example.game.spring", "com.example.game.gone", "com.example.game.summer",
                 ])
             // On sale from 2026-06-01 by the schedule: published from then, not from the build.
-            #expect(history.entries["com.example.game.summer"]?.firstPublishedAt == Timestamp(iso8601: "2026-06-01T00:00:00Z"))
-            #expect(history.entries["com.example.game.old"]?.retiredRevision == 1)
-            #expect(history.entries["com.example.game.coins"]?.retiredRevision == nil)
-            #expect(history.entries["com.example.game.coins"]?.firstRevision == 1)
-            #expect(history.entries["com.example.game.coins"]?.firstPublishedAt == buildMoment)
+            #expect(history["com.example.game.summer"]?.firstPublishedAt == Timestamp(iso8601: "2026-06-01T00:00:00Z"))
+            #expect(history["com.example.game.old"]?.retiredRevision == 1)
+            #expect(history["com.example.game.coins"]?.retiredRevision == nil)
+            #expect(history["com.example.game.coins"]?.firstRevision == 1)
+            #expect(history["com.example.game.coins"]?.firstPublishedAt == buildMoment)
         }
     }
 
@@ -601,7 +601,7 @@ import Testing
                     {"app":"com.example.app","revision":2,"publishedAt":"2026-03-01T12:01:00Z",\
                     "products":[{"id":"com.example.level1"},{"id":"com.example.level2"}],"known":[{"id":"com.example.rocket_car","status":"retired"}]}
                     """)
-            #expect(try catalog.tree.history("com.example.app", revision: 2).entries["com.example.rocket_car"]?.retiredRevision == 2)
+            #expect(try catalog.tree.history("com.example.app", revision: 2)["com.example.rocket_car"]?.retiredRevision == 2)
             let before = catalog.publicSnapshot()
 
             // Cleared (or removed) again: an error at its id, and nothing published.

@@ -31,7 +31,7 @@ public enum FeedbackLoop {
         var changes: [VerdictChange] = []
         for identifier in Set(inWindow.keys).union(previous.verdicts.keys).sorted() {
             let countedFrom = policy.countingStart(
-                at: now, firstPublishedAt: history?.entries[identifier]?.firstPublishedAt, releasedAt: previous.released[identifier])
+                at: now, firstPublishedAt: history?[identifier]?.firstPublishedAt, releasedAt: previous.released[identifier])
             var aggregates = inWindow[identifier] ?? []
             if countedFrom > windowStart {
                 aggregates =

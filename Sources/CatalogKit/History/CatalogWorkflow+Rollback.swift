@@ -54,7 +54,7 @@ extension CatalogWorkflow {
         source.feedbackPolicy = sources.feedbackPolicy
         var forced = Set<String>()
         for entry in restored {
-            let retired = history.entries[entry.id]?.retiredRevision != nil
+            let retired = history[entry.id]?.retiredRevision != nil
             if retired { forced.insert(entry.id) }
             try source.append(snapshot: entry.json, status: retired ? .retired : nil)
         }

@@ -116,28 +116,36 @@ public struct IdentifierHistory: Sendable, Hashable {
         public var retiredRevision: Int?
     }
 
-    public private(set) var entries: [String: Entry] = [:]
     /// Identifiers in the order they were first published.
     public private(set) var order: [String] = []
+    /// The entry of each identifier of `order`, at the same index: writing the history is then
+    /// one pass with no lookups.
+    private(set) var orderedEntries: [Entry] = []
+    /// Where each identifier is in `order`.
+    private var positions: [HashedIdentifier: Int] = [:]
 
     public init() {}
+
+    public subscript(id: String) -> Entry? {
+        positions[HashedIdentifier(id)].map { orderedEntries[$0] }
+    }
 
     /// Room for `count` more identifiers: recording every product of a big catalog would
     /// otherwise rehash the table a dozen times.
     public mutating func reserveCapacity(forMore count: Int) {
-        entries.reserveCapacity(entries.count + count)
+        positions.reserveCapacity(positions.count + count)
         order.reserveCapacity(order.count + count)
+        orderedEntries.reserveCapacity(orderedEntries.count + count)
     }
 
     public mutating func record(_ id: String, revision: Int, at moment: Timestamp, retired: Bool) {
-        if var entry = entries[id] {
-            if retired && entry.retiredRevision == nil {
-                entry.retiredRevision = revision
-                entries[id] = entry
-            }
+        let key = HashedIdentifier(id)
+        if let index = positions[key] {
+            if retired && orderedEntries[index].retiredRevision == nil { orderedEntries[index].retiredRevision = revision }
         } else {
-            entries[id] = Entry(firstRevision: revision, firstPublishedAt: moment, retiredRevision: retired ? revision : nil)
+            positions[key] = order.count
             order.append(id)
+            orderedEntries.append(Entry(firstRevision: revision, firstPublishedAt: moment, retiredRevision: retired ? revision : nil))
         }
     }
 
@@ -147,8 +155,7 @@ public struct IdentifierHistory: Sendable, Hashable {
         var bytes = Array((Self.header + "\n").utf8)
         bytes.reserveCapacity(order.count * 64)
         var timeCache: (Timestamp, [UInt8])?
-        for id in order {
-            let entry = entries[id]!
+        for (id, entry) in zip(order, orderedEntries) {
             // Most identifiers share a publication time; format it once.
             if timeCache?.0 != entry.firstPublishedAt {
                 timeCache = (entry.firstPublishedAt, Array(entry.firstPublishedAt.iso8601.utf8))
@@ -172,8 +179,13 @@ public struct IdentifierHistory: Sendable, Hashable {
                 throw CatalogError.corruptPublication(
                     path: "identifiers.tsv", message: "bad line '\(String(decoding: line, as: UTF8.self))'")
             }
-            entries[fields[0]] = Entry(firstRevision: first, firstPublishedAt: moment, retiredRevision: Int(fields[3]))
+            let key = HashedIdentifier(fields[0])
+            guard positions[key] == nil else {
+                throw CatalogError.corruptPublication(path: "identifiers.tsv", message: "'\(fields[0])' is listed twice")
+            }
+            positions[key] = order.count
             order.append(fields[0])
+            orderedEntries.append(Entry(firstRevision: first, firstPublishedAt: moment, retiredRevision: Int(fields[3])))
         }
     }
 }
@@ -185,8 +197,7 @@ public enum HistoryRules {
         var diagnostics: [Diagnostic] = []
         var byID: [String: Product] = [:]
         for product in catalog.products { byID[product.id] = product }
-        for id in history.order {
-            let entry = history.entries[id]!
+        for (id, entry) in zip(history.order, history.orderedEntries) {
             guard let product = byID[id] else {
                 diagnostics.append(
                     .error(

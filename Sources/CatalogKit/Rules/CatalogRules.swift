@@ -232,33 +232,16 @@ public enum CatalogRules {
 /// points at the first. Every written id counts, valid or not, so that a duplicate is reported
 /// in the same run as the first definition's own problems.
 struct IdentifierRegister: Sendable {
-    private var firstLocation: [HashedID: SourceLocation] = [:]
+    private var firstLocation: [HashedIdentifier: SourceLocation] = [:]
     private(set) var duplicates: [Diagnostic] = []
 
     mutating func note(_ id: String, at location: SourceLocation) {
-        let key = HashedID(id)
+        let key = HashedIdentifier(id)
         // One lookup per id, the common case: a duplicate puts the first location back.
         guard let first = firstLocation.updateValue(location, forKey: key) else { return }
         firstLocation[key] = first
         let place = first.file == location.file ? "\(first.position)" : "\(first)"
         duplicates.append(.error("duplicate product id '\(id)' (first at \(place))", file: location.file, at: location.position))
-    }
-
-    /// An identifier with its hash computed once, compared by hash before bytes: catalog ids
-    /// share long prefixes (`com.example.app.…`), and comparing the strings at every occupied
-    /// slot a lookup probes was most of the register's time.
-    private struct HashedID: Hashable, Sendable {
-        let id: String
-        let hash: Int
-
-        init(_ id: String) {
-            self.id = id
-            hash = id.hashValue
-        }
-
-        func hash(into hasher: inout Hasher) { hasher.combine(hash) }
-
-        static func == (left: HashedID, right: HashedID) -> Bool { left.hash == right.hash && left.id == right.id }
     }
 }
 
