@@ -1,5 +1,5 @@
 /// A place in a source file: 1-based line and byte column, as compilers print them.
-public struct SourcePosition: Sendable, Hashable, Comparable, CustomStringConvertible {
+public struct SourcePosition: Sendable, Hashable, Comparable, BitwiseCopyable, CustomStringConvertible {
     // 32 bits each: every value of a big catalog carries a position, so its size matters.
     private var storedLine: UInt32
     private var storedColumn: UInt32

@@ -73,7 +73,7 @@ public struct PropertyListReader: Sendable {
 /// copies per element; building values from it (allocating strings, arrays and dicts) is most
 /// of the work of reading, and can run on another core.
 public struct RecordedElements: Sendable {
-    var tape: [UInt8]
+    var tape: ByteTape
     /// How many complete elements the batch holds.
     public fileprivate(set) var count: Int
 }
@@ -237,6 +237,22 @@ enum PlistElement: UInt8, CaseIterable {
     }
 }
 
+/// Element kinds by the address of their name. libxml2 interns element names in its parser's
+/// dictionary, where they stay until the parse ends: during one parse, a name keeps one
+/// address and no other string takes it. Most start tags then need no string comparison;
+/// an address not seen yet is compared by bytes. One cache per parse.
+struct ElementNameCache {
+    /// The name address of each kind seen so far, by raw value.
+    private var addresses = [UnsafePointer<UInt8>?](repeating: nil, count: PlistElement.allCases.count)
+
+    mutating func element(named name: UnsafePointer<UInt8>) -> PlistElement? {
+        for index in addresses.indices where addresses[index] == name { return PlistElement(rawValue: UInt8(index)) }
+        guard let element = PlistElement(name) else { return nil }
+        addresses[Int(element.rawValue)] = name
+        return element
+    }
+}
+
 /// Builds values from SAX events with an explicit stack: no recursion, so depth costs no stack.
 ///
 /// Frames are plain structs mutated in place at the top of the stack, and dict keys are
@@ -297,6 +313,7 @@ private final class PropertyListBuilder: XMLEventHandler {
     /// Records the streamed array's elements instead of building them, when `records`. Stored
     /// in place, not optional: each event mutates it without a copy or a reference count.
     @exclusivity(unchecked) private var recorder: ElementRecorder
+    @exclusivity(unchecked) private var elementNames = ElementNameCache()
     private(set) var root: PropertyListNode?
     private var problems: [Problem] = []
     private let streamingKey: String?
@@ -348,7 +365,7 @@ private final class PropertyListBuilder: XMLEventHandler {
         _ parser: XMLStreamParser, name: UnsafePointer<UInt8>, namespace: UnsafePointer<UInt8>?,
         attributes: XMLAttributes, at position: SourcePosition
     ) {
-        let element = PlistElement(name)
+        let element = elementNames.element(named: name)
         if records, recorder.isRecording || isStreamedElementStarting {
             recorder.recordStart(element, name: name, at: position)
             return
@@ -641,7 +658,7 @@ struct ElementRecorder {
 
     let batchSize: Int
     let deliver: (RecordedElements) -> Void
-    private var batch = RecordedElements(tape: [], count: 0)
+    private var batch = RecordedElements(tape: ByteTape(capacity: 1 << 16), count: 0)
     /// Open elements of the element being recorded; 0 between elements.
     private var depth = 0
     /// The depth of the open scalar, whose text is a value (nil inside unknown elements).
@@ -657,28 +674,16 @@ struct ElementRecorder {
 
     var isRecording: Bool { depth > 0 }
 
-    private mutating func append(_ event: Event) {
-        batch.tape.append(event.rawValue)
-    }
-
-    private mutating func append(_ position: SourcePosition) {
-        withUnsafeBytes(of: position) { batch.tape.append(contentsOf: $0) }
-    }
-
-    private mutating func append(_ count: Int) {
-        withUnsafeBytes(of: count) { batch.tape.append(contentsOf: $0) }
-    }
-
     mutating func recordStart(_ element: PlistElement?, name: UnsafePointer<UInt8>, at position: SourcePosition) {
         depth += 1
-        append(.start)
-        append(position)
+        batch.tape.append(Event.start.rawValue)
+        batch.tape.append(raw: position)
         if let element {
             batch.tape.append(element.rawValue)
         } else {
             batch.tape.append(Self.unknownElement)
             batch.tape.append(
-                contentsOf: UnsafeBufferPointer(start: name, count: strlen(UnsafeRawPointer(name).assumingMemoryBound(to: CChar.self)) + 1))
+                UnsafeBufferPointer(start: name, count: strlen(UnsafeRawPointer(name).assumingMemoryBound(to: CChar.self)) + 1))
         }
         // Mirrors the builder: unknown elements, <plist> and anything inside a scalar are skipped.
         guard skippedDepth == nil else { return }
@@ -695,20 +700,20 @@ struct ElementRecorder {
         if scalarDepth == depth && skippedDepth == nil {
             scalarTextBytes += bytes.count
             guard scalarTextBytes <= parser.limits.maximumTextBytes else { return false }
-            append(.text)
+            batch.tape.append(Event.text.rawValue)
         } else if bytes.contains(where: { !isXMLWhitespace($0) }) {
-            append(.textAt)
-            append(parser.cursorPosition)
+            batch.tape.append(Event.textAt.rawValue)
+            batch.tape.append(raw: parser.cursorPosition)
         } else {
             return true
         }
-        append(bytes.count)
-        batch.tape.append(contentsOf: bytes)
+        batch.tape.append(raw: bytes.count)
+        batch.tape.append(bytes)
         return true
     }
 
     mutating func recordEnd() {
-        append(.end)
+        batch.tape.append(Event.end.rawValue)
         if skippedDepth == depth { skippedDepth = nil }
         if scalarDepth == depth { scalarDepth = nil }
         depth -= 1
@@ -723,8 +728,66 @@ struct ElementRecorder {
         guard !batch.tape.isEmpty else { return }
         let capacity = batch.tape.capacity
         deliver(batch)
-        batch = RecordedElements(tape: [], count: 0)
-        batch.tape.reserveCapacity(capacity)
+        batch = RecordedElements(tape: ByteTape(capacity: capacity), count: 0)
+    }
+}
+
+/// A growable byte buffer written field by field through a pointer: the recorder writes a few
+/// small fields per SAX event, millions of them, and an Array checked uniqueness and capacity
+/// and called memmove for each. Fields are stored unaligned, as ``RecordedEventReader`` reads them.
+///
+/// `@unchecked Sendable`: a tape is written by one recorder, then handed whole to the thread
+/// that reads it; the recorder never touches it again.
+final class ByteTape: @unchecked Sendable {
+    @exclusivity(unchecked) private var base: UnsafeMutableRawPointer
+    @exclusivity(unchecked) private(set) var count = 0
+    @exclusivity(unchecked) private(set) var capacity: Int
+
+    init(capacity: Int) {
+        self.capacity = max(capacity, 64)
+        base = .allocate(byteCount: self.capacity, alignment: 16)
+    }
+
+    deinit { base.deallocate() }
+
+    var isEmpty: Bool { count == 0 }
+
+    func append(_ byte: UInt8) {
+        reserve(1)
+        base.storeBytes(of: byte, toByteOffset: count, as: UInt8.self)
+        count += 1
+    }
+
+    /// The bytes of `value` as they are in memory.
+    func append<Value: BitwiseCopyable>(raw value: Value) {
+        reserve(MemoryLayout<Value>.size)
+        base.storeBytes(of: value, toByteOffset: count, as: Value.self)
+        count += MemoryLayout<Value>.size
+    }
+
+    func append(_ bytes: UnsafeBufferPointer<UInt8>) {
+        guard let source = bytes.baseAddress else { return }
+        reserve(bytes.count)
+        (base + count).copyMemory(from: source, byteCount: bytes.count)
+        count += bytes.count
+    }
+
+    func withUnsafeBytes<Result>(_ body: (UnsafeRawBufferPointer) throws -> Result) rethrows -> Result {
+        try body(UnsafeRawBufferPointer(start: base, count: count))
+    }
+
+    private func reserve(_ bytes: Int) {
+        if count + bytes > capacity { grow(toHold: count + bytes) }
+    }
+
+    @inline(never) private func grow(toHold bytes: Int) {
+        var grown = capacity * 2
+        while grown < bytes { grown *= 2 }
+        let moved = UnsafeMutableRawPointer.allocate(byteCount: grown, alignment: 16)
+        moved.copyMemory(from: base, byteCount: count)
+        base.deallocate()
+        base = moved
+        capacity = grown
     }
 }
 
