@@ -37,6 +37,11 @@ let package = Package(
             pkgConfig: "libdeflate",
             providers: [.apt(["libdeflate-dev"]), .brew(["libdeflate"])]
         ),
+        .systemLibrary(
+            name: "CISAL",
+            pkgConfig: "libisal",
+            providers: [.apt(["libisal-dev"]), .brew(["isa-l"])]
+        ),
         // Process-wide allocator setting, applied by the executable only.
         .systemLibrary(name: "CMallocTuning"),
         // The O_DIRECT open flag, for writing big feeds without the page cache.
@@ -50,7 +55,7 @@ let package = Package(
         .target(
             name: "CatalogKit",
             dependencies: [
-                "PropertyList", "CLibDeflate", "CDirectIO",
+                "PropertyList", "CLibDeflate", "CISAL", "CDirectIO",
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             resources: [.copy("Resources/catalog.xsd")]

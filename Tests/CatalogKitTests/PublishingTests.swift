@@ -399,12 +399,19 @@ import Testing
         #expect(Gzip.decompress(Array("not gzip".utf8)) == nil)
     }
 
-    @Test func bigFeedsGetTheFastGzipLevelAndStillRoundTrip() throws {
-        #expect(Gzip.feedLevel(forBytes: 1 << 20) == 6)
-        #expect(Gzip.feedLevel(forBytes: (1 << 20) + 1) == 1)
+    @Test func bigFeedsGetTheFastestGzipAndStillRoundTrip() throws {
+        #expect(Gzip.feedEffort(forBytes: 1 << 20) == .smallest)
+        #expect(Gzip.feedEffort(forBytes: (1 << 20) + 1) == .fastest)
         let bytes = Array(String(repeating: Self.goldenDefaultCatalog, count: (1 << 20) / Self.goldenDefaultCatalog.utf8.count + 1).utf8)
-        let fast = try Gzip.compress(bytes, level: Gzip.feedLevel(forBytes: bytes.count))
+        let fast = try Gzip.compress(bytes, effort: Gzip.feedEffort(forBytes: bytes.count))
+        #expect(fast == (try Gzip.compress(bytes, effort: .fastest)))
+        #expect(Array(fast.prefix(8)) == [0x1F, 0x8B, 0x08, 0, 0, 0, 0, 0])
         #expect(Gzip.decompress(fast) == bytes)
+        // Incompressible bytes are stored, and still fit the output bound.
+        var generator = SystemRandomNumberGenerator()
+        let noise = (0..<(3 << 20)).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        #expect(Gzip.decompress(try Gzip.compress(noise, effort: .fastest)) == noise)
+        #expect(Gzip.decompress(try Gzip.compress([UInt8](), effort: .fastest)) == [])
     }
 
     // MARK: - Byte stability

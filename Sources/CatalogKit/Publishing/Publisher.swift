@@ -86,8 +86,11 @@ struct StatePlanner {
     ) -> (records: [VariantRecord], changed: Int, sellable: [Bool]) {
         var groups: [VariantGroup] = []
         var groupIndex: [[Int]: Int] = [:]
-        for variant in renderer.selector.variants {
-            let selection = renderer.selection(variant, at: moment)
+        // Each variant's selection is a pass over every product: one variant per core at a time.
+        let variants = renderer.selector.variants
+        let renderer = self.renderer
+        let selections = parallelMap(variants) { renderer.selection($0, at: moment) }
+        for (variant, selection) in zip(variants, selections) {
             if let index = groupIndex[selection] {
                 groups[index].variants.append(variant)
             } else {
@@ -100,7 +103,6 @@ struct StatePlanner {
         let fresh = groups.filter { planned[$0.selection] == nil }
         let sources = fresh.map { $0.variants.flatMap(stampSources) }
         let app = self.app
-        let renderer = self.renderer
         let newRevision = revision
         let results = parallelMap(Array(zip(fresh, sources))) { group, sources -> (GroupResult, Int, Timestamp) in
             // The content alone and the feed with a new stamp, from one rendering: most feeds of
@@ -322,7 +324,7 @@ public struct Publisher: Sendable {
                 guard let output else {
                     try AtomicFile.writeDurably(history.tsv, to: staging.appendingPathComponent("identifiers.tsv"))
                     try AtomicFile.writeDurably(
-                        try Gzip.compress(snapshot ?? Self.snapshot(renderer.catalog.products), level: 1),
+                        try Gzip.compress(snapshot ?? Self.snapshot(renderer.catalog.products), effort: .fastest),
                         to: staging.appendingPathComponent(PublicTree.snapshotName))
                     return nil
                 }
@@ -336,7 +338,7 @@ public struct Publisher: Sendable {
                 ]
                 for (name, feed) in feeds {
                     let bytes = FeedRenderer.collect(feed)
-                    let compressed = try Gzip.compress(bytes, level: Gzip.feedLevel(forBytes: bytes.count))
+                    let compressed = try Gzip.compress(bytes, effort: Gzip.feedEffort(forBytes: bytes.count))
                     try AtomicFile.writeDurably(bytes, to: directory.appendingPathComponent(name))
                     try AtomicFile.writeDurably(compressed, to: directory.appendingPathComponent(name + ".gz"))
                     try step("staged \(output.directory)\(name)")
