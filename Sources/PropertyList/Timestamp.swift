@@ -117,12 +117,9 @@ public struct Timestamp: Sendable, Hashable, Comparable, Codable, CustomStringCo
         }
         // Digits written in place: a big build formats hundreds of thousands of dates, and
         // interpolating padded strings cost several allocations each.
-        let fields: [(value: Int, width: Int, separator: Unicode.Scalar)] = [
-            (c.year, 4, "-"), (c.month, 2, "-"), (c.day, 2, "T"), (c.hour, 2, ":"), (c.minute, 2, ":"), (c.second, 2, "Z"),
-        ]
         return String(unsafeUninitializedCapacity: 20) { text in
             var end = 0
-            for (value, width, separator) in fields {
+            func field(_ value: Int, width: Int, then separator: Unicode.Scalar) {
                 var value = value
                 for index in (end..<end + width).reversed() {
                     text[index] = UInt8(ascii: "0") + UInt8(value % 10)
@@ -131,6 +128,12 @@ public struct Timestamp: Sendable, Hashable, Comparable, Codable, CustomStringCo
                 text[end + width] = UInt8(ascii: separator)
                 end += width + 1
             }
+            field(c.year, width: 4, then: "-")
+            field(c.month, width: 2, then: "-")
+            field(c.day, width: 2, then: "T")
+            field(c.hour, width: 2, then: ":")
+            field(c.minute, width: 2, then: ":")
+            field(c.second, width: 2, then: "Z")
             return end
         }
     }
