@@ -143,10 +143,15 @@ public struct IdentifierHistory: Sendable, Hashable {
         if let index = positions[key] {
             if retired && orderedEntries[index].retiredRevision == nil { orderedEntries[index].retiredRevision = revision }
         } else {
-            positions[key] = order.count
-            order.append(id)
-            orderedEntries.append(Entry(firstRevision: revision, firstPublishedAt: moment, retiredRevision: retired ? revision : nil))
+            append(key, Entry(firstRevision: revision, firstPublishedAt: moment, retiredRevision: retired ? revision : nil))
         }
+    }
+
+    /// An identifier not recorded yet, last in the order.
+    private mutating func append(_ key: HashedIdentifier, _ entry: Entry) {
+        positions[key] = order.count
+        order.append(key.id)
+        orderedEntries.append(entry)
     }
 
     static let header = "# id\tfirstRevision\tfirstPublishedAt\tretiredRevision"
@@ -183,9 +188,7 @@ public struct IdentifierHistory: Sendable, Hashable {
             guard positions[key] == nil else {
                 throw CatalogError.corruptPublication(path: "identifiers.tsv", message: "'\(fields[0])' is listed twice")
             }
-            positions[key] = order.count
-            order.append(fields[0])
-            orderedEntries.append(Entry(firstRevision: first, firstPublishedAt: moment, retiredRevision: Int(fields[3])))
+            append(key, Entry(firstRevision: first, firstPublishedAt: moment, retiredRevision: Int(fields[3])))
         }
     }
 }
