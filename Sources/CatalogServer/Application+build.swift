@@ -14,14 +14,13 @@ public func buildApplication(
     publicDirectory: PublicTree, host: String = "127.0.0.1", port: Int = 8080,
     configuration: ServeConfiguration = ServeConfiguration(), reloadInterval: Duration = .milliseconds(250),
     reportStore: (any CatalogStore)? = nil, reportsConfiguration: ReportsConfiguration = ReportsConfiguration(),
-    workflow: CatalogWorkflow? = nil,
+    workflow: CatalogWorkflow? = nil, metrics: ServerMetrics = ServerMetrics(),
     extraServices: [any Service] = [], eventLoopGroup: EventLoopGroupProvider = .singleton, logger: Logger
 ) -> some ApplicationProtocol {
     let store = FeedStore(tree: publicDirectory, logger: logger)
-    let metrics = ServerMetrics()
     metrics.recordFeeds(store.index, reloaded: false)
     // One intake for both paths that receive reports: one committer, one set of rate limits.
-    let intake = reportStore.map { ReportIntake(store: $0, configuration: reportsConfiguration) }
+    let intake = reportStore.map { ReportIntake(store: $0, configuration: reportsConfiguration, metrics: metrics) }
     let server = HTTPServerBuilder { responder in
         FeedHTTP1Channel(
             responder: responder,
@@ -36,8 +35,8 @@ public func buildApplication(
     if let reportStore {
         services.append(
             ReportRetentionService(
-                store: reportStore, retention: reportsConfiguration.retention, interval: reportsConfiguration.pruneInterval,
-                clock: configuration.clock, logger: logger))
+                store: reportStore, retention: reportsConfiguration.retention, perAppQuota: reportsConfiguration.perAppQuota,
+                metrics: metrics, interval: reportsConfiguration.pruneInterval, clock: configuration.clock, logger: logger))
     }
     return Application(
         responder: CatalogResponder(

@@ -70,8 +70,7 @@ public struct CatalogResponder: HTTPResponder {
         guard request.method == .post else { return Self.methodNotAllowed(request, allow: "POST") }
         guard let reports else { return JSONError.response(.serviceUnavailable, "this server does not store reports") }
         return await reports.respond(
-            to: request, app: app, isPublished: store.index.apps[app] != nil,
-            clientAddress: context.remoteAddress?.ipAddress ?? "unknown", now: configuration.clock())
+            to: request, app: app, published: store.index.apps[app], peer: context.remoteAddress?.ipAddress, now: configuration.clock())
     }
 
     /// Ready once the feeds are loaded and the report store answers.
@@ -219,6 +218,7 @@ enum Route: Equatable {
         "/v1/apps/{app}/revisions/{revision}/catalog.json", "/v1/admin/apps", "/v1/admin/apps/{app}", "/v1/admin/apps/{app}/products",
         "/v1/admin/apps/{app}/products/{id}", "/v1/admin/apps/{app}/products/{id}/retire", "/v1/admin/apps/{app}/publish",
         "/v1/admin/apps/{app}/reports", "/v1/admin/apps/{app}/reports/daily", "/v1/admin/apps/{app}/feedback/{id}/release",
+        "/v1/admin/apps/{app}/feedback/{id}/quarantine",
         "/v1/admin/apps/{app}/revisions", "/v1/admin/apps/{app}/diff", "/v1/admin/apps/{app}/revisions/{revision}/rollback",
         "/v1/admin/audit", "/editor", "/editor/", "/editor/editor.css", "/editor/editor.js",
     ]

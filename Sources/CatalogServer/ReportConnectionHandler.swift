@@ -37,7 +37,7 @@ final class ReportConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
         /// Passing a request on to Hummingbird.
         case forwarding
         /// Reading a report's body.
-        case collecting(app: String, body: ByteBuffer)
+        case collecting(app: String, client: IPAddress?, body: ByteBuffer)
         /// A refusal decided by the head, sent once the (small, known-length) body has gone by.
         case discarding(ReportAnswer)
         /// Waiting for the report's commit.
@@ -89,25 +89,27 @@ final class ReportConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
                 return
             }
             let length = head.headers.first(name: "content-length").flatMap(Int.init)
+            let client = intake.client(peer: context.channel.remoteAddress?.ipAddress) { head.headers[$0] }
             if let refusal = intake.checkHead(
                 app: app, isPublished: feeds.index.apps[app] != nil, contentType: head.headers.first(name: "content-type"),
-                contentLength: length, clientAddress: context.channel.remoteAddress?.ipAddress ?? "unknown")
+                contentLength: length, client: client)
             {
                 // Too large or of unknown size: answer and close without reading the body.
                 if refusal.closeConnection { return write(refusal, context: context) }
                 state = .discarding(refusal)
                 return
             }
-            state = .collecting(app: app, body: context.channel.allocator.buffer(capacity: length ?? 0))
-        case (.body(var bytes), .collecting(let app, var body)):
+            state = .collecting(app: app, client: client, body: context.channel.allocator.buffer(capacity: length ?? 0))
+        case (.body(var bytes), .collecting(let app, let client, var body)):
             state = .idle  // drop the buffer's other reference, so that writing into it does not copy it
             body.writeBuffer(&bytes)
-            state = .collecting(app: app, body: body)
-        case (.end, .collecting(let app, let body)):
+            state = .collecting(app: app, client: client, body: body)
+        case (.end, .collecting(let app, let client, let body)):
             state = .committing
             let loop = context.eventLoop
             let bound = NIOLoopBound((handler: self, context: context), eventLoop: loop)
-            intake.receive(body.readableBytesView, app: app, now: clock()) { answer in
+            let published = feeds.index.apps[app]?.history
+            intake.receive(body.readableBytesView, app: app, published: published, client: client, now: clock()) { answer in
                 loop.execute { bound.value.handler.write(answer, context: bound.value.context) }
             }
         case (.end, .discarding(let refusal)):

@@ -1,4 +1,5 @@
 import CatalogKit
+import Crypto
 import HTTPTypes
 import Hummingbird
 import NIOCore
@@ -11,12 +12,25 @@ public struct ReportsConfiguration: Sendable {
     public var retention: Duration = .seconds(90 * 86_400)
     /// How often the pruning runs.
     public var pruneInterval: Duration = .seconds(3600)
-    /// Per client address; nil for none (a benchmark from one address, a trusted proxy in front).
+    /// Per client network (``networkPrefixes``); nil for none (a benchmark from one address).
     public var perAddress: RateLimit? = RateLimit(perMinute: 600, burst: 120)
     /// Per `installId`: one device has little reason to report more than now and then.
     public var perInstall: RateLimit? = RateLimit(perMinute: 30, burst: 10)
     /// The deliberately broken mode `scripts/crash-test` must catch; see `GroupCommitter`.
     public var acknowledgeBeforeCommit = false
+    /// Proxies whose `Forwarded` and `X-Forwarded-For` headers are believed (`--trusted-proxy`);
+    /// none by default, so that no client can name its own address.
+    public var trustedProxies: [AddressRange] = []
+    /// How much of a client's address is its network, for evidence and rate limits alike.
+    public var networkPrefixes = NetworkPrefixLengths()
+    /// The key of the networks' hashes. `catalog serve` keeps it in a file beside the store; the
+    /// default, random per process, suits a server whose reports no other process judges.
+    public var networkSecret: [UInt8] = SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) }
+    /// Verifies the StoreKit `AppTransaction` a report may carry; nil: none is verified, and
+    /// every report counts as unverified.
+    public var appTransactions: AppTransactionVerifier?
+    /// Raw reports kept per app; past it the oldest are pruned first (by the retention service).
+    public var perAppQuota = 1_000_000
 
     public init() {}
 }
@@ -60,17 +74,34 @@ struct ReportIntake: Sendable {
     let committer: GroupCommitter
     let byAddress: RateLimiter?
     let byInstall: RateLimiter?
+    let clients: ClientAddressResolver
+    let networks: NetworkHasher
+    let appTransactions: AppTransactionVerifier?
+    let metrics: ServerMetrics?
 
-    init(store: any ReportStore, configuration: ReportsConfiguration) {
+    init(store: any ReportStore, configuration: ReportsConfiguration, metrics: ServerMetrics? = nil) {
         self.store = store
         committer = GroupCommitter(store: store, acknowledgeBeforeCommit: configuration.acknowledgeBeforeCommit)
         byAddress = configuration.perAddress.map { RateLimiter($0) }
         byInstall = configuration.perInstall.map { RateLimiter($0) }
+        clients = ClientAddressResolver(trustedProxies: configuration.trustedProxies)
+        networks = NetworkHasher(secret: configuration.networkSecret, prefixes: configuration.networkPrefixes)
+        appTransactions = configuration.appTransactions
+        self.metrics = metrics
+    }
+
+    /// The client a request came from: the peer, or what trusted proxies forwarded for.
+    /// `fields` gives every line of a header field by its lower-case name.
+    func client(peer: String?, fields: (String) -> [String]) -> IPAddress? {
+        let peer = peer.flatMap { IPAddress($0) }
+        // Only a trusted peer's headers are read at all: the common case costs one range check.
+        guard let peer, clients.isTrusted(peer) else { return peer }
+        return clients.client(peer: peer, forwarded: fields("forwarded"), forwardedFor: fields("x-forwarded-for"))
     }
 
     /// The answer the head alone decides, or nil to read the body (at most
-    /// `ReportDecoder.maximumBodyBytes`). Takes from the address's rate when it returns nil.
-    func checkHead(app: String, isPublished: Bool, contentType: String?, contentLength: Int?, clientAddress: String) -> ReportAnswer? {
+    /// `ReportDecoder.maximumBodyBytes`). Takes from the client network's rate when it returns nil.
+    func checkHead(app: String, isPublished: Bool, contentType: String?, contentLength: Int?, client: IPAddress?) -> ReportAnswer? {
         let limit = ReportDecoder.maximumBodyBytes
         // A refusal before the body is read: Hummingbird would read and discard the body to keep
         // the connection, which is cheap for a small body of known length; anything else closes.
@@ -86,48 +117,100 @@ struct ReportIntake: Sendable {
         if let contentLength, contentLength > limit {
             return refuse(.contentTooLarge, "the body is \(contentLength) bytes; the limit is \(limit)")
         }
-        if let wait = byAddress?.take(clientAddress) {
-            return refuse(.tooManyRequests, "too many reports from this address; retry after \(wait) s", retryAfter: wait)
+        // A network, not an address, is the bucket: an IPv6 client has a /64 of addresses to itself.
+        if let wait = byAddress?.take(client.map(networks.prefixes.key(of:)) ?? "unknown") {
+            return refuse(.tooManyRequests, "too many reports from this network; retry after \(wait) s", retryAfter: wait)
         }
         return nil
     }
 
-    /// Decodes the body, applies the install's rate, and commits; `completion` once the report
-    /// is durable, or with the refusal (on the committer's thread when it commits).
-    func receive(_ body: some Collection<UInt8>, app: String, now: Timestamp, completion: @escaping @Sendable (ReportAnswer) -> Void) {
-        let report: InvalidIdentifierReport
+    /// Decodes the body, applies the install's rate, notes the client's network, keeps only the
+    /// identifiers the app published, verifies an attached AppTransaction, and commits;
+    /// `completion` once the report is durable, or with the refusal (on the committer's thread
+    /// when it commits).
+    ///
+    /// - Parameter published: every identifier the app ever published; nil keeps all (a server
+    ///   whose index has no history for the app).
+    func receive(
+        _ body: some Collection<UInt8>, app: String, published: IdentifierHistory?, client: IPAddress?, now: Timestamp,
+        completion: @escaping @Sendable (ReportAnswer) -> Void
+    ) {
+        var report: InvalidIdentifierReport
         switch ReportDecoder.decode(body, app: app, receivedAt: now) {
         case .failure(let rejection): return completion(.error(.badRequest, rejection.description))
         case .success(let decoded): report = decoded
         }
+        let appTransaction = report.appTransaction
+        report.appTransaction = nil  // verified below, never stored
         if let install = report.installID, let wait = byInstall?.take(install) {
             return completion(.error(.tooManyRequests, "too many reports from this install; retry after \(wait) s", retryAfter: wait))
         }
+        report.network = client.map(networks.networkID(of:))
+        let named = report.invalid.count
+        if let published {
+            let unknown = report.keepPublished { published[$0] != nil }
+            if unknown > 0 { metrics?.recordUnpublishedIdentifiers(app: app, count: unknown) }
+        }
+        guard !report.invalid.isEmpty else {
+            // Nothing the app ever published: counted in the tally above, not stored one by one.
+            return completion(ReportAnswer(status: .accepted, json: Self.accepted(count: named, stored: 0, duplicate: false)))
+        }
+        guard let appTransaction, let verifier = appTransactions else {
+            return commit(report, named: named, completion: completion)
+        }
+        Task {
+            if case .success(let verified) = await verifier.verify(appTransaction, bundleID: app),
+                verified.environment == report.environment?.rawValue
+            {
+                report.verifiedInstall = verified.installKey
+            }
+            metrics?.recordAppTransaction(verified: report.verifiedInstall != nil)
+            commit(report, named: named, completion: completion)
+        }
+    }
+
+    private func commit(_ report: InvalidIdentifierReport, named: Int, completion: @escaping @Sendable (ReportAnswer) -> Void) {
         committer.submit(report) { result in
             switch result {
             case .success(let outcome):
-                var json = JSONWriter()
-                json.beginObject()
-                json.key("accepted")
-                json.integer(Int64(report.invalid.count))
-                if outcome == .duplicate {
-                    json.key("duplicate")
-                    json.boolean(true)
-                }
-                json.endObject()
-                completion(ReportAnswer(status: .accepted, json: json.bytes))
+                completion(
+                    ReportAnswer(
+                        status: .accepted,
+                        json: Self.accepted(count: named, stored: report.invalid.count, duplicate: outcome == .duplicate)))
             case .failure:
                 completion(.error(.serviceUnavailable, "the report could not be stored; send it again later", retryAfter: 5))
             }
         }
     }
 
+    /// `{"accepted":3}`: how many identifiers the report named; `stored` when fewer were kept
+    /// one by one (the others were never published by the app), `duplicate` for a retry.
+    static func accepted(count: Int, stored: Int, duplicate: Bool) -> [UInt8] {
+        var json = JSONWriter()
+        json.beginObject()
+        json.key("accepted")
+        json.integer(Int64(count))
+        if stored != count {
+            json.key("stored")
+            json.integer(Int64(stored))
+        }
+        if duplicate {
+            json.key("duplicate")
+            json.boolean(true)
+        }
+        json.endObject()
+        return json.bytes
+    }
+
     /// The endpoint on Hummingbird's path.
-    func respond(to request: Request, app: String, isPublished: Bool, clientAddress: String, now: Timestamp) async -> Response {
+    func respond(to request: Request, app: String, published: FeedIndex.App?, peer: String?, now: Timestamp) async -> Response {
         let limit = ReportDecoder.maximumBodyBytes
+        let client = client(peer: peer) { name in
+            HTTPField.Name(name).map { request.headers[values: $0] } ?? []
+        }
         if let refusal = checkHead(
-            app: app, isPublished: isPublished, contentType: request.headers[.contentType],
-            contentLength: request.headers[.contentLength].flatMap(Int.init), clientAddress: clientAddress)
+            app: app, isPublished: published != nil, contentType: request.headers[.contentType],
+            contentLength: request.headers[.contentLength].flatMap(Int.init), client: client)
         {
             return refusal.response
         }
@@ -144,7 +227,9 @@ struct ReportIntake: Sendable {
             return answer.response
         }
         let answer = await withCheckedContinuation { continuation in
-            receive(body.readableBytesView, app: app, now: now) { continuation.resume(returning: $0) }
+            receive(body.readableBytesView, app: app, published: published?.history, client: client, now: now) {
+                continuation.resume(returning: $0)
+            }
         }
         return answer.response
     }

@@ -3,10 +3,13 @@ import Logging
 import PropertyList
 import ServiceLifecycle
 
-/// Deletes raw reports older than the retention, at start and then every `interval`.
+/// Deletes raw reports older than the retention, and each app's oldest past its quota, at start
+/// and then every `interval`: one app's flood of reports cannot fill the store for the others.
 struct ReportRetentionService: Service {
     let store: any ReportStore
     let retention: Duration
+    let perAppQuota: Int
+    let metrics: ServerMetrics
     let interval: Duration
     let clock: @Sendable () -> Timestamp
     let logger: Logger
@@ -29,6 +32,10 @@ struct ReportRetentionService: Service {
         do {
             let pruned = try await store.prune(receivedBefore: cut)
             if pruned > 0 { logger.info("reports.pruned", metadata: ["count": "\(pruned)", "before": "\(cut)"]) }
+            for (app, count) in try await store.prune(keepingPerApp: perAppQuota).sorted(by: { $0.key < $1.key }) {
+                metrics.recordQuotaPruned(app: app, count: count)
+                logger.warning("reports.quota-pruned", metadata: ["feed.app": "\(app)", "report.count": "\(count)"])
+            }
         } catch {
             // The next round tries again; serving goes on.
             logger.error("reports.prune-failed", metadata: ["error": "\(error)"])

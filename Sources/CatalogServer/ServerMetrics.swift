@@ -68,6 +68,36 @@ public final class ServerMetrics: Sendable {
         }
     }
 
+    /// Identifiers a report named that the app never published: tallied, not stored.
+    func recordUnpublishedIdentifiers(app: String, count: Int) {
+        CoreMetrics.Counter(label: "catalog_reports_unpublished_identifiers_total", dimensions: [("app", app)], factory: factory)
+            .increment(by: count)
+    }
+
+    /// A report that carried an AppTransaction, and whether it verified.
+    func recordAppTransaction(verified: Bool) {
+        CoreMetrics.Counter(
+            label: "catalog_reports_app_transactions_total", dimensions: [("result", verified ? "verified" : "unverified")],
+            factory: factory
+        ).increment()
+    }
+
+    /// Raw reports pruned because their app passed its quota.
+    func recordQuotaPruned(app: String, count: Int) {
+        CoreMetrics.Counter(label: "catalog_reports_quota_pruned_total", dimensions: [("app", app)], factory: factory)
+            .increment(by: count)
+    }
+
+    /// Each app's alerts after a feedback run: 1 while raised, 0 once cleared.
+    public func recordAlerts(_ alerts: [String: AppAlert], apps: [String]) {
+        for app in apps {
+            for code in AppAlert.Code.allCases {
+                CoreMetrics.Gauge(label: "catalog_feedback_alert", dimensions: [("app", app), ("code", code.rawValue)], factory: factory)
+                    .record(alerts[app]?.code == code ? 1 : 0)
+            }
+        }
+    }
+
     /// The exposition text.
     public func render() -> [UInt8] {
         registry.emitToBuffer()

@@ -134,6 +134,78 @@ public final class PostgresReportStore: ReportStore {
         }
     }
 
+    public func networkEvidence(_ query: AggregateQuery) async throws -> [NetworkEvidence] {
+        try await evidence(query, allRequestedInvalid: false)
+    }
+
+    public func storeWideEvidence(_ query: AggregateQuery) async throws -> NetworkEvidence? {
+        try await evidence(query, allRequestedInvalid: true).first
+    }
+
+    /// Production reports, by network (``NetworkEvidence``), as `SQLiteReportStore` counts them:
+    /// per identifier from product reports, or per app (no identifier) from store-wide ones.
+    private func evidence(_ query: AggregateQuery, allRequestedInvalid: Bool) async throws -> [NetworkEvidence] {
+        let since = query.since?.secondsSince1970 ?? .min
+        let (app, identifier, cap) = (query.app, query.identifier, max(query.installsPerNetwork, 1))
+        // One statement for both: the identifier column is the unnested one, or NULL per app.
+        let perIdentifier = !allRequestedInvalid
+        return try await withStoreErrors("cannot count report networks") {
+            try await client.withConnection { connection in
+                let rows = try await connection.query(
+                    """
+                    WITH hits AS (
+                        SELECT r.app, CASE WHEN \(perIdentifier) THEN i.identifier END AS identifier, r.id, r.network,
+                               r.install_id, r.verified_install
+                        FROM reports r CROSS JOIN LATERAL unnest(CASE WHEN \(perIdentifier) THEN r.invalid ELSE ARRAY[NULL::text] END)
+                            AS i(identifier)
+                        WHERE r.environment = 'production' AND r.all_requested_invalid = \(allRequestedInvalid)
+                          AND (r.network IS NOT NULL OR r.verified_install IS NOT NULL)
+                          AND r.received_at >= \(since) AND (\(app)::text IS NULL OR r.app = \(app))
+                          AND (\(identifier)::text IS NULL OR i.identifier = \(identifier))
+                    ), capped AS (
+                        SELECT app, identifier, LEAST(GREATEST(count(DISTINCT install_id), 1), \(cap)) AS installs
+                        FROM hits WHERE verified_install IS NULL
+                        GROUP BY app, identifier, network
+                    )
+                    SELECT h.app, h.identifier, count(*)::bigint, count(DISTINCT h.network)::bigint,
+                           COALESCE((SELECT sum(c.installs) FROM capped c
+                                     WHERE c.app = h.app AND c.identifier IS NOT DISTINCT FROM h.identifier), 0)::bigint,
+                           count(DISTINCT h.verified_install)::bigint
+                    FROM hits h
+                    GROUP BY h.app, h.identifier
+                    """, logger: logger)
+                var evidence: [NetworkEvidence] = []
+                for try await row in rows.decode((String, String?, Int, Int, Int, Int).self) {
+                    evidence.append(
+                        NetworkEvidence(
+                            app: row.0, identifier: row.1, reports: row.2, networks: row.3, networkInstalls: row.4,
+                            verifiedInstalls: row.5))
+                }
+                return evidence.sorted { ($0.countedInstalls, $1.identifier ?? "") > ($1.countedInstalls, $0.identifier ?? "") }
+            }
+        }
+    }
+
+    public func prune(keepingPerApp quota: Int) async throws -> [String: Int] {
+        let keep = max(quota, 1)
+        return try await transaction("cannot prune reports to the quota") { connection, logger in
+            // The oldest first: ids grow with insertion.
+            let rows = try await connection.query(
+                """
+                WITH ranked AS (
+                    SELECT id, app, row_number() OVER (PARTITION BY app ORDER BY id DESC) AS newer
+                    FROM reports WHERE app IN (SELECT app FROM reports GROUP BY app HAVING count(*) > \(keep))
+                ), pruned AS (
+                    DELETE FROM reports r USING ranked WHERE r.id = ranked.id AND ranked.newer > \(keep) RETURNING r.app
+                )
+                SELECT app, count(*)::bigint FROM pruned GROUP BY app
+                """, logger: logger)
+            var pruned: [String: Int] = [:]
+            for try await (app, count) in rows.decode((String, Int).self) { pruned[app] = count }
+            return pruned
+        }
+    }
+
     public func prune(receivedBefore moment: Timestamp) async throws -> Int {
         try await transaction("cannot prune reports") { connection, logger in
             let rows = try await connection.query(
@@ -212,12 +284,13 @@ public final class PostgresReportStore: ReportStore {
     private static func insertQuery(_ reports: [InvalidIdentifierReport]) -> PostgresQuery {
         """
         INSERT INTO reports (app, report_id, received_at, platform, environment, app_version, storefront,
-                             feed_revision, install_id, invalid, requested)
+                             feed_revision, install_id, invalid, requested, network, verified_install, all_requested_invalid)
         SELECT app, report_id, received_at, platform, environment, app_version, storefront,
-               feed_revision, install_id, invalid, requested
+               feed_revision, install_id, invalid, requested, network, verified_install, all_requested_invalid
         FROM jsonb_to_recordset(\(batchJSON(reports))::jsonb) AS r(
             app text, report_id text, received_at bigint, platform text, environment text, app_version text,
-            storefront text, feed_revision bigint, install_id text, invalid text[], requested text[])
+            storefront text, feed_revision bigint, install_id text, invalid text[], requested text[], network text,
+            verified_install text, all_requested_invalid boolean)
         ORDER BY app, report_id
         ON CONFLICT (app, report_id) DO NOTHING
         RETURNING app, report_id
@@ -257,6 +330,12 @@ public final class PostgresReportStore: ReportStore {
             field("install_id", report.installID)
             list("invalid", report.invalid)
             list("requested", report.requested)
+            field("network", report.network)
+            field("verified_install", report.verifiedInstall)
+            if let allInvalid = report.allRequestedInvalid {
+                json.key("all_requested_invalid")
+                json.boolean(allInvalid)
+            }
             json.endObject()
         }
         json.endArray()

@@ -68,6 +68,69 @@ public final class SQLiteReportStore: ReportStore {
         }
     }
 
+    public func networkEvidence(_ query: AggregateQuery) async throws -> [NetworkEvidence] {
+        try await reader.run { connection in
+            try connection.rows(
+                Self.evidenceQuery(of: "j.value", from: "reports r, json_each(r.invalid) j", allRequestedInvalid: false),
+                Self.evidenceFilters(query)
+            ) { row in
+                NetworkEvidence(
+                    app: row.text(0) ?? "", identifier: row.text(1), reports: Int(row.integer(2)), networks: Int(row.integer(3)),
+                    networkInstalls: Int(row.integer(4)), verifiedInstalls: Int(row.integer(5)))
+            }
+        }
+    }
+
+    public func storeWideEvidence(_ query: AggregateQuery) async throws -> NetworkEvidence? {
+        try await reader.run { connection in
+            try connection.rows(
+                Self.evidenceQuery(of: "NULL", from: "reports r", allRequestedInvalid: true), Self.evidenceFilters(query)
+            ) { row in
+                NetworkEvidence(
+                    app: row.text(0) ?? "", identifier: nil, reports: Int(row.integer(2)), networks: Int(row.integer(3)),
+                    networkInstalls: Int(row.integer(4)), verifiedInstalls: Int(row.integer(5)))
+            }.first
+        }
+    }
+
+    private static func evidenceFilters(_ query: AggregateQuery) -> [SQLiteValue] {
+        [
+            .integer(query.since?.secondsSince1970 ?? .min), .init(query.app), .init(query.identifier),
+            .integer(Int64(max(query.installsPerNetwork, 1))),
+        ]
+    }
+
+    /// Production reports, by network (``NetworkEvidence``): each unverified network adds its
+    /// distinct installs up to `?4`, each verified install one. `?1` since, `?2` app or NULL,
+    /// `?3` identifier or NULL. Reports stored before networks were recorded have none and
+    /// count for nothing here.
+    private static func evidenceQuery(of identifier: String, from source: String, allRequestedInvalid: Bool) -> String {
+        """
+        SELECT app, identifier, SUM(reports), SUM(networks), SUM(installs), SUM(verified)
+        FROM (
+            SELECT r.app AS app, \(identifier) AS identifier, COUNT(*) AS reports,
+                   COUNT(DISTINCT r.network) AS networks, 0 AS installs, COUNT(DISTINCT r.verified_install) AS verified
+            FROM \(source)
+            WHERE r.environment = 'production' AND r.all_requested_invalid = \(allRequestedInvalid ? 1 : 0)
+              AND (r.network IS NOT NULL OR r.verified_install IS NOT NULL)
+              AND r.received_at >= ?1 AND (?2 IS NULL OR r.app = ?2) AND (?3 IS NULL OR \(identifier) = ?3)
+            GROUP BY r.app, \(identifier)
+            UNION ALL
+            SELECT app, identifier, 0, 0, MIN(MAX(installs, 1), ?4), 0
+            FROM (
+                SELECT r.app AS app, \(identifier) AS identifier, COUNT(DISTINCT r.install_id) AS installs
+                FROM \(source)
+                WHERE r.environment = 'production' AND r.all_requested_invalid = \(allRequestedInvalid ? 1 : 0)
+                  AND r.network IS NOT NULL AND r.verified_install IS NULL
+                  AND r.received_at >= ?1 AND (?2 IS NULL OR r.app = ?2) AND (?3 IS NULL OR \(identifier) = ?3)
+                GROUP BY r.app, \(identifier), r.network
+            )
+        )
+        GROUP BY app, identifier
+        ORDER BY SUM(installs) + SUM(verified) DESC, identifier
+        """
+    }
+
     public func dailyCounts(app: String, identifier: String, since: Timestamp) async throws -> [DailyReportCount] {
         try await reader.run { connection in
             // Integer division floors the day: reception times are never before 1970.
@@ -85,6 +148,25 @@ public final class SQLiteReportStore: ReportStore {
 
     public func prune(receivedBefore moment: Timestamp) async throws -> Int {
         try await writer.run { try $0.connection.run("DELETE FROM reports WHERE received_at < ?1", [.integer(moment.secondsSince1970)]) }
+    }
+
+    public func prune(keepingPerApp quota: Int) async throws -> [String: Int] {
+        try await writer.run { writer in
+            let quota = max(quota, 1)
+            let apps = try writer.connection.rows(
+                "SELECT app FROM reports GROUP BY app HAVING COUNT(*) > ?1", [.integer(Int64(quota))]
+            ) { row in row.text(0) ?? "" }
+            var pruned: [String: Int] = [:]
+            for app in apps {
+                // The oldest first: ids grow with insertion, and the index on (app, id) finds the cut.
+                pruned[app] = try writer.connection.run(
+                    """
+                    DELETE FROM reports WHERE app = ?1 AND id < (
+                        SELECT id FROM reports WHERE app = ?1 ORDER BY id DESC LIMIT 1 OFFSET ?2)
+                    """, [.text(app), .integer(Int64(quota - 1))])
+            }
+            return pruned
+        }
     }
 
     public func ping() async throws {
@@ -127,8 +209,9 @@ public final class SQLiteReportStore: ReportStore {
             insert = try connection.prepare(
                 """
                 INSERT INTO reports (app, report_id, received_at, platform, environment, app_version, storefront,
-                                     feed_revision, install_id, invalid, requested)
-                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
+                                     feed_revision, install_id, invalid, requested, network, verified_install,
+                                     all_requested_invalid)
+                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)
                 ON CONFLICT (app, report_id) DO NOTHING
                 """)
         }
@@ -157,7 +240,8 @@ public final class SQLiteReportStore: ReportStore {
                         .text(report.app), .text(report.reportID), .integer(report.receivedAt.secondsSince1970),
                         .init(report.platform?.rawValue), .init(report.environment?.rawValue), .init(report.appVersion?.description),
                         .init(report.storefront), .init(report.feedRevision), .init(report.installID),
-                        .text(jsonArray(report.invalid)), .init(report.requested.map(jsonArray)),
+                        .text(jsonArray(report.invalid)), .init(report.requested.map(jsonArray)), .init(report.network),
+                        .init(report.verifiedInstall), .init(report.allRequestedInvalid.map { $0 ? 1 : 0 }),
                     ])
                     _ = try insert.step()
                     outcomes.append(connection.changes == 1 ? .stored : .duplicate)

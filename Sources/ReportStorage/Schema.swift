@@ -6,7 +6,9 @@ struct Migration: Sendable {
 }
 
 /// The store's schema, the same tables and meaning on both engines (docs/storage.md): reports
-/// (version 1), then editor tokens and the audit log (version 2).
+/// (version 1), then editor tokens and the audit log (version 2), then where each report came
+/// from: its network's keyed hash, its verified install, and whether it was a store-wide failure
+/// (version 3; rows stored before it have no network and never count toward a quarantine).
 ///
 /// A report is one row: its identifier lists are stored with it (a JSON array in SQLite, a
 /// `text[]` in PostgreSQL) and unnested only when aggregating, so that storing a report costs
@@ -57,6 +59,18 @@ enum Schema {
                 );
                 CREATE INDEX audit_log_by_app ON audit_log (app, sequence);
                 """),
+        Migration(
+            version: 3,
+            sql: """
+                ALTER TABLE reports ADD COLUMN network TEXT;
+                ALTER TABLE reports ADD COLUMN verified_install TEXT;
+                ALTER TABLE reports ADD COLUMN all_requested_invalid INTEGER;
+                UPDATE reports SET all_requested_invalid = NOT EXISTS (
+                    SELECT 1 FROM json_each(reports.requested) q
+                    WHERE q.value NOT IN (SELECT i.value FROM json_each(reports.invalid) i))
+                WHERE requested IS NOT NULL AND json_array_length(requested) > 0;
+                CREATE INDEX reports_by_app_and_id ON reports (app, id);
+                """),
     ]
 
     static let postgres: [Migration] = [
@@ -103,6 +117,14 @@ enum Schema {
                     after_hash TEXT
                 );
                 CREATE INDEX audit_log_by_app ON audit_log (app, sequence);
+                """),
+        Migration(
+            version: 3,
+            sql: """
+                ALTER TABLE reports ADD COLUMN network TEXT, ADD COLUMN verified_install TEXT,
+                    ADD COLUMN all_requested_invalid BOOLEAN;
+                UPDATE reports SET all_requested_invalid = (requested <@ invalid) WHERE cardinality(requested) > 0;
+                CREATE INDEX reports_by_app_and_id ON reports (app, id);
                 """),
     ]
 

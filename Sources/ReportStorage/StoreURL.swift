@@ -43,6 +43,15 @@ public enum StoreURL: Sendable, Hashable, CustomStringConvertible {
         throw StoreURLError("unknown store '\(text)'; use sqlite:PATH or postgres://user@host:port/database")
     }
 
+    /// Where the secret that report networks are hashed with is kept unless configured: beside a
+    /// SQLite file, never inside the store, so that the store alone holds no addresses.
+    public var defaultNetworkSecretPath: String {
+        switch self {
+        case .sqlite(let path): URL(fileURLWithPath: path).deletingLastPathComponent().appendingPathComponent("report-network.secret").path
+        case .postgres: "var/report-network.secret"
+        }
+    }
+
     /// The URL without its password, for logs and messages.
     public var description: String {
         switch self {

@@ -1,4 +1,5 @@
 import CatalogKit
+import CatalogServer
 import Logging
 import PropertyList
 import ServiceLifecycle
@@ -10,6 +11,7 @@ struct AutoFeedbackService: Service {
     let workflow: CatalogWorkflow
     let store: any CatalogStore
     let interval: Duration
+    let metrics: ServerMetrics
     let logger: Logger
 
     func run() async throws {
@@ -31,6 +33,11 @@ struct AutoFeedbackService: Service {
             let now = Timestamp.now
             let feedback = try await workflow.runFeedback(store: store, at: now)
             for entry in AuditEntry.feedback(feedback.changes, actor: "auto-feedback", at: now) { try await store.appendAudit(entry) }
+            metrics.recordAlerts(feedback.alerts, apps: feedback.apps)
+            for (app, alert) in feedback.alerts.sorted(by: { $0.key < $1.key }) {
+                logger.warning(
+                    "feedback.alert", metadata: ["feedback.app": "\(app)", "feedback.alert": "\(alert.code.rawValue)", "feedback.reason": "\(alert.message)"])
+            }
             for diagnostic in feedback.diagnostics where diagnostic.severity == .error {
                 logger.error("feedback.diagnostic", metadata: ["diagnostic": "\(diagnostic)"])
             }

@@ -13,7 +13,7 @@ struct FeedbackCommand: AsyncParsableCommand {
             every verdict change. Run 'catalog build' afterwards to publish quarantines. Exit \
             status: 0 on success, 1 on errors, 64 on misuse.
             """,
-        subcommands: [ReleaseCommand.self]
+        subcommands: [ReleaseCommand.self, QuarantineCommand.self]
     )
 
     @OptionGroup var options: CatalogOptions
@@ -28,7 +28,36 @@ struct FeedbackCommand: AsyncParsableCommand {
         }
         report(run.diagnostics)
         for change in run.changes { print(change) }
+        for (app, alert) in run.alerts.sorted(by: { $0.key < $1.key }) { print("\(app): alert: \(alert.message)") }
         if run.hasErrors { throw ExitCode(1) }
+    }
+
+    struct QuarantineCommand: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "quarantine",
+            abstract: "Quarantine an identifier by an editor's decision, past the quarantine budget or a store-wide alert.",
+            discussion: "Run 'catalog build' afterwards to take it off sale. Exit status: 0 quarantined, 1 on errors, 64 on misuse."
+        )
+
+        @OptionGroup var options: CatalogOptions
+        @OptionGroup var storeOptions: StoreOptions
+
+        @Argument(help: "The app's bundle identifier.")
+        var app: String
+
+        @Argument(help: "The product identifier to take off sale.")
+        var identifier: String
+
+        func run() async throws {
+            let now = Timestamp.now
+            let change = try await exitOnFailure {
+                try options.workflow.confirmQuarantine(app: app, identifier: identifier, by: LocalUser.name, at: now)
+            }
+            try await storeOptions.withStore(logger: Logger(label: "catalog.feedback")) { store in
+                for entry in AuditEntry.feedback([change], actor: LocalUser.name, at: now) { try await store.appendAudit(entry) }
+            }
+            print(change)
+        }
     }
 
     struct ReleaseCommand: AsyncParsableCommand {

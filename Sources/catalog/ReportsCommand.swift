@@ -39,7 +39,12 @@ struct ReportsCommand: AsyncParsableCommand {
         let aggregates = document.aggregates
         if json {
             print(String(decoding: try prettyJSON(document), as: UTF8.self))
-        } else if aggregates.isEmpty {
+            return
+        }
+        for (app, alert) in document.alerts.sorted(by: { $0.key < $1.key }) {
+            print("\(app): alert since \(alert.since.iso8601): \(alert.message)")
+        }
+        if aggregates.isEmpty {
             print("No reports\(since.map { " in the last \($0)" } ?? "")\(app.map { " for \($0)" } ?? "").")
         } else {
             print(table(aggregates))
@@ -50,7 +55,7 @@ struct ReportsCommand: AsyncParsableCommand {
         var rows = [
             [
                 "APP", "IDENTIFIER", "VERDICT", "PLATFORM", "ENVIRONMENT", "INSTALLS", "REPORTS", "INVALID RATE", "FIRST SEEN", "LAST SEEN",
-                "VERSIONS",
+                "VERSIONS", "PROBABLE CAUSE",
             ]
         ]
         for (aggregate, verdict) in found.map({ ($0.aggregate, $0.verdict) }) {
@@ -60,6 +65,7 @@ struct ReportsCommand: AsyncParsableCommand {
                 String(aggregate.installs), String(aggregate.reports),
                 aggregate.invalidRate.map { String(format: "%.2f", $0) } ?? "-",
                 aggregate.firstSeen.iso8601, aggregate.lastSeen.iso8601, aggregate.appVersions.joined(separator: " "),
+                verdict?.cause?.code.rawValue ?? "-",
             ])
         }
         // One app asked for: its name on every row says nothing.

@@ -29,8 +29,37 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: "Cache-Control of the current feeds (revision snapshots are always immutable).")
     var cacheControl = "public, max-age=300"
 
-    @Option(help: ArgumentHelp("Reports per minute accepted from one client address; 0 for no limit.", valueName: "n"))
+    @Option(
+        help: ArgumentHelp(
+            "Reports per minute accepted from one client network (see --report-network-ipv4-prefix); 0 for no limit.", valueName: "n"))
     var reportLimitAddress = 600
+
+    @Option(
+        help: ArgumentHelp(
+            "A proxy whose Forwarded and X-Forwarded-For headers are believed, as an address or CIDR block; repeatable. Default: none.",
+            valueName: "cidr"))
+    var trustedProxy: [String] = []
+
+    @Option(help: ArgumentHelp("How many leading bits of an IPv4 client address name its network.", valueName: "bits"))
+    var reportNetworkIpv4Prefix = 24
+
+    @Option(help: ArgumentHelp("How many leading bits of an IPv6 client address name its network.", valueName: "bits"))
+    var reportNetworkIpv6Prefix = 48
+
+    @Option(
+        help: ArgumentHelp(
+            "The file of the secret that report networks are hashed with, made on first start. Default: report-network.secret beside a SQLite store, var/report-network.secret with PostgreSQL (replicas must share it).",
+            valueName: "path"))
+    var reportNetworkSecretFile: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "A root certificate (PEM or DER) that App Store AppTransactions in reports are verified against, such as Apple Root CA - G3; repeatable. Without one, no report counts as verified.",
+            valueName: "file"))
+    var appleRootCertificate: [String] = []
+
+    @Option(help: ArgumentHelp("Raw reports kept per app; past it the oldest are pruned first.", valueName: "n"))
+    var reportQuota = 1_000_000
 
     @Option(help: ArgumentHelp("Reports per minute accepted from one install (installId); 0 for no limit.", valueName: "n"))
     var reportLimitInstall = 30
@@ -48,6 +77,13 @@ struct ServeCommand: AsyncParsableCommand {
         guard (1...65535).contains(port) else { throw ValidationError("port \(port) is not between 1 and 65535") }
         guard reportLimitAddress >= 0, reportLimitInstall >= 0 else { throw ValidationError("report limits cannot be negative") }
         guard (1...36_600).contains(retentionDays) else { throw ValidationError("--retention-days must be 1 to 36600 (100 years)") }
+        for block in trustedProxy where AddressRange(cidr: block) == nil {
+            throw ValidationError("--trusted-proxy '\(block)' is not an address or CIDR block such as 10.0.0.0/8 or fd00::/8")
+        }
+        guard (8...32).contains(reportNetworkIpv4Prefix), (16...128).contains(reportNetworkIpv6Prefix) else {
+            throw ValidationError("--report-network-ipv4-prefix must be 8 to 32 and --report-network-ipv6-prefix 16 to 128")
+        }
+        guard reportQuota >= 1 else { throw ValidationError("--report-quota must be 1 or more") }
         if let autoFeedback, autoFeedback.seconds > 366 * 86_400 {
             throw ValidationError("--auto-feedback \(autoFeedback) is longer than a year (366d)")
         }
@@ -75,20 +111,37 @@ struct ServeCommand: AsyncParsableCommand {
         reports.perAddress = Self.limit(perMinute: reportLimitAddress)
         reports.perInstall = Self.limit(perMinute: reportLimitInstall)
         reports.retention = .seconds(Int64(retentionDays) * 86_400)
+        reports.trustedProxies = trustedProxy.compactMap(AddressRange.init(cidr:))
+        reports.networkPrefixes = NetworkPrefixLengths(ipv4: reportNetworkIpv4Prefix, ipv6: reportNetworkIpv6Prefix)
+        reports.perAppQuota = reportQuota
+        let secretPath = try reportNetworkSecretFile ?? storeOptions.url.defaultNetworkSecretPath
+        do {
+            reports.networkSecret = try NetworkSecret.loadOrCreate(at: URL(fileURLWithPath: secretPath))
+            if !appleRootCertificate.isEmpty {
+                reports.appTransactions = try AppTransactionVerifier(rootCertificateFiles: appleRootCertificate)
+            }
+        } catch {
+            printError("\(error)")
+            throw ExitCode(1)
+        }
         // For scripts/crash-test only: proves the harness catches a server that answers early.
         if ProcessInfo.processInfo.environment["CATALOG_UNSAFE_ACKNOWLEDGE_BEFORE_COMMIT"] == "1" {
             logger.critical("reports.unsafe", metadata: ["reason": "acknowledging reports before they are committed (crash-test mode)"])
             reports.acknowledgeBeforeCommit = true
         }
         let group = MultiThreadedEventLoopGroup(numberOfThreads: availableCPUCount())
+        let metrics = ServerMetrics()
         let storeName = try storeOptions.url.description
         try await storeOptions.withStore(logger: logger) { store in
             logger.info("reports.store", metadata: ["store": "\(storeName)"])
             let app = buildApplication(
                 publicDirectory: tree, host: host, port: port, configuration: configuration, reportStore: store,
-                reportsConfiguration: reports, workflow: options.workflow,
+                reportsConfiguration: reports, workflow: options.workflow, metrics: metrics,
                 extraServices: autoFeedback.map {
-                    [AutoFeedbackService(workflow: options.workflow, store: store, interval: $0.duration, logger: logger)]
+                    [
+                        AutoFeedbackService(
+                            workflow: options.workflow, store: store, interval: $0.duration, metrics: metrics, logger: logger)
+                    ]
                 } ?? [],
                 eventLoopGroup: .shared(group), logger: logger)
             try await app.runService()

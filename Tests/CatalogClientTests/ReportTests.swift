@@ -162,12 +162,12 @@ final class ReportTests: XCTestCase {
     /// More identifiers than one report may carry (1000, 64 KiB) go out as several reports, all
     /// accepted; identifiers the server would refuse are left out rather than sinking the report.
     func testLargeReportsAreSplitWithinTheServersLimits() async throws {
-        let fixture = try ServedCatalog(ids: Self.ids)
+        let padding = String(repeating: "x", count: 60)
+        let many = (0..<2500).map { "com.example.client.\(padding).\($0)" }
+        let fixture = try ServedCatalog(ids: Self.ids, retired: many)
         defer { fixture.remove() }
         try await fixture.serve { server, counters in
             let client = fixture.client(server: server) { $0.sendsReportsAutomatically = false }
-            let padding = String(repeating: "x", count: 60)
-            let many = (0..<2500).map { "com.example.client.\(padding).\($0)" }
             let queued = try await client.reportInvalidIdentifiers(many + ["not an id"], requested: many, environment: .production)
             XCTAssertGreaterThanOrEqual(queued.count, 3)
             let delivery = await client.sendPendingReports()

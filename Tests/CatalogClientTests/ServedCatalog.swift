@@ -20,16 +20,23 @@ struct ServedCatalog {
     /// Where clients keep their cache and report queue: a new client on it is an app relaunched.
     var clientDirectory: URL { root.appendingPathComponent("client") }
 
-    init(ids: [String]) throws {
+    /// The identifiers the report tests name invalid: published once, now retired, so that the
+    /// server stores reports about them (it stores only identifiers the app published) while the
+    /// feeds stay `ids`.
+    static let retired = ["com.example.client.gone", "com.example.client.gone2"]
+
+    init(ids: [String], retired: [String] = ServedCatalog.retired) throws {
         root = FileManager.default.temporaryDirectory.appendingPathComponent("client-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: catalog, withIntermediateDirectories: true)
-        try publish(ids)
+        try publish(ids, retired: retired)
     }
 
     /// Publishes `ids` as a new revision, dated a little after the last one so that Last-Modified
     /// moves forward whatever the clock says (the server holds a just-published date back to Date).
-    func publish(_ ids: [String]) throws {
-        let products = ids.map { "<dict><key>id</key><string>\($0)</string><key>type</key><string>consumable</string></dict>" }
+    func publish(_ ids: [String], retired: [String] = ServedCatalog.retired) throws {
+        let products =
+            ids.map { "<dict><key>id</key><string>\($0)</string><key>type</key><string>consumable</string></dict>" }
+            + retired.map { "<dict><key>id</key><string>\($0)</string><key>status</key><string>retired</string></dict>" }
         let text = """
             <?xml version="1.0" encoding="UTF-8"?>
             <plist version="1.0"><dict><key>platforms</key><array><string>iOS</string><string>macOS</string></array>

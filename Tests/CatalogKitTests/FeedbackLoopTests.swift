@@ -10,7 +10,7 @@ import Testing
     static let app = "com.example.app"
     /// The seed catalog is first published at `buildMoment`: its grace period ends 48 h later.
     static let graceEnd = buildMoment.adding(48 * 3600)
-    static let reason = "reported invalid by 20 production installs in the last 24 h"
+    static let reason = "reported invalid by 20 production installs from 20 networks in the last 24 h, invalid rate 1.0"
 
     /// A fresh catalog with the seed example published at `buildMoment`.
     static func withPublishedSeed(_ body: (TemporaryCatalog) async throws -> Void) async throws {
@@ -42,7 +42,7 @@ import Testing
             #expect(text(catalog.published("v1/apps/com.example.app/products.json")) == #"["com.example.level1","com.example.rocket_car"]"#)
             #expect(
                 text(catalog.published("v1/apps/com.example.app/catalog.json"))
-                    == #"{"app":"com.example.app","revision":2,"publishedAt":"2026-03-01T14:00:00Z","products":[{"id":"com.example.level1"},{"id":"com.example.rocket_car"}],"known":[{"id":"com.example.level2","status":"quarantined","reason":"reported invalid by 20 production installs in the last 24 h"}]}"#
+                    == #"{"app":"com.example.app","revision":2,"publishedAt":"2026-03-01T14:00:00Z","products":[{"id":"com.example.level1"},{"id":"com.example.rocket_car"}],"known":[{"id":"com.example.level2","status":"quarantined","reason":"reported invalid by 20 production installs from 20 networks in the last 24 h, invalid rate 1.0"}]}"#
             )
             #expect(try catalog.tree.currentManifest(Self.app)?.quarantined == ["com.example.level2"])
 
@@ -101,7 +101,7 @@ import Testing
             let run = try await catalog.workflow.runFeedback(store: store, at: now)
             #expect(
                 run.changes.map(\.description) == [
-                    "com.example.app: quarantined com.example.level2 (reported invalid by 20 production installs since 2026-03-03T12:00:00Z)"
+                    "com.example.app: quarantined com.example.level2 (reported invalid by 20 production installs from 20 networks since 2026-03-03T12:00:00Z, invalid rate 1.0)"
                 ])
             #expect(run.written == [Self.app])
             let file = try #require(Self.feedback(catalog))
@@ -172,7 +172,7 @@ import Testing
             let again = try await catalog.workflow.runFeedback(store: store, at: releasedAt.adding(120))
             #expect(
                 again.changes.map(\.description) == [
-                    "com.example.app: quarantined com.example.level2 (reported invalid by 20 production installs since \(releasedAt.adding(1).iso8601))"
+                    "com.example.app: quarantined com.example.level2 (reported invalid by 20 production installs from 20 networks since \(releasedAt.adding(1).iso8601), invalid rate 1.0)"
                 ])
         }
     }
@@ -199,7 +199,7 @@ import Testing
             let suspect = try await catalog.workflow.runFeedback(store: store, at: reported.adding(60))
             #expect(
                 suspect.changes.map(\.description) == [
-                    "com.example.app: suspect com.example.level1 (reported invalid by 3 installs (2 production, 1 sandbox) since 2026-03-03T12:00:00Z)"
+                    "com.example.app: suspect com.example.level1 (reported invalid by 3 installs (2 production, 1 sandbox) since 2026-03-03T12:00:00Z, invalid rate 1.0)"
                 ])
             let build = try #require(try catalog.build(at: reported.adding(120)).plans.first)
             #expect(build.isUnchanged, "a suspect stays on sale")

@@ -4,7 +4,8 @@ import PropertyList
 import Testing
 
 /// The policy's rules, pure: aggregates in, verdict out (defaults: suspect at 3 installs,
-/// quarantine at 20 production installs, a 24 h window, 48 h of grace, a minimum rate of 0.5).
+/// quarantine at 20 production installs from as many networks, a 24 h window, 48 h of grace, a
+/// minimum rate of 0.5).
 @Suite struct FeedbackPolicyTests {
     static let now = Timestamp(iso8601: "2026-03-10T12:00:00Z")!
     static let windowStart = Timestamp(iso8601: "2026-03-09T12:00:00Z")!
@@ -31,7 +32,7 @@ import Testing
     }
 
     static let quarantinedEarlier = Verdict(
-        status: .quarantined, reason: "reported invalid by 21 production installs in the last 24 h", since: earlier)
+        status: .quarantined, reason: "reported invalid by 21 production installs from 21 networks in the last 24 h", since: earlier)
     static let suspectEarlier = Verdict(
         status: .suspect, reason: "reported invalid by 3 installs (3 production) in the last 24 h", since: earlier)
 
@@ -48,7 +49,7 @@ import Testing
         Case(name: "one production install below quarantine", aggregates: [rows(.production, installs: 19)], status: .suspect),
         Case(
             name: "quarantine threshold exactly reached", aggregates: [rows(.production, installs: 20)], status: .quarantined,
-            reason: "reported invalid by 20 production installs in the last 24 h"),
+            reason: "reported invalid by 20 production installs from 20 networks in the last 24 h"),
         Case(
             name: "production installs add up across platforms",
             aggregates: [rows(.production, installs: 12, platform: .iOS), rows(.production, installs: 8, platform: .macOS)],
@@ -70,17 +71,17 @@ import Testing
         Case(
             name: "invalid rate exactly the minimum quarantines",
             aggregates: [rows(.production, installs: 25, requested: 100, invalidWhenRequested: 50)], status: .quarantined,
-            reason: "reported invalid by 25 production installs in the last 24 h, invalid rate 0.5"),
+            reason: "reported invalid by 25 production installs from 25 networks in the last 24 h, invalid rate 0.5"),
         Case(
             name: "unknown invalid rate does not block quarantine", aggregates: [rows(.production, installs: 23)], status: .quarantined,
-            reason: "reported invalid by 23 production installs in the last 24 h"),
+            reason: "reported invalid by 23 production installs from 23 networks in the last 24 h"),
         Case(
             name: "only production requests make the rate",
             aggregates: [
                 rows(.production, installs: 23, requested: 25, invalidWhenRequested: 23),
                 rows(.sandbox, installs: 5, requested: 1000, invalidWhenRequested: 5),
             ],
-            status: .quarantined, reason: "reported invalid by 23 production installs in the last 24 h, invalid rate 0.92"),
+            status: .quarantined, reason: "reported invalid by 23 production installs from 23 networks in the last 24 h, invalid rate 0.92"),
         Case(name: "quarantine is sticky without reports", aggregates: [], previous: quarantinedEarlier, status: .quarantined),
         Case(
             name: "quarantine is sticky below every threshold", aggregates: [rows(.production, installs: 1)], previous: quarantinedEarlier,
@@ -135,15 +136,16 @@ import Testing
                 == VerdictEvidence(
                     countedFrom: Self.windowStart, reports: 26, installs: InstallCounts(production: 21, sandbox: 2), invalidRate: 0.75,
                     firstSeen: Timestamp(iso8601: "2026-03-10T07:00:00Z")!, lastSeen: Timestamp(iso8601: "2026-03-10T11:30:00Z")!,
-                    platforms: ["iOS", "macOS"], appVersions: ["2.3", "10.0"], storefronts: ["FRA", "USA"], feedRevisions: [3, 4]))
-        #expect(verdict.reason == "reported invalid by 21 production installs in the last 24 h, invalid rate 0.75")
+                    platforms: ["iOS", "macOS"], appVersions: ["2.3", "10.0"], storefronts: ["FRA", "USA"], feedRevisions: [3, 4],
+                    networks: 21, networkInstalls: 21))
+        #expect(verdict.reason == "reported invalid by 21 production installs from 21 networks in the last 24 h, invalid rate 0.75")
     }
 
     /// A cut later than the window says from when it counted.
     @Test func reasonNamesALaterCountingStart() {
         let start = Timestamp(iso8601: "2026-03-10T02:00:00Z")!
         let verdict = FeedbackPolicy().verdict(for: [Self.rows(.production, installs: 20)], countedFrom: start, at: Self.now, previous: nil)
-        #expect(verdict?.reason == "reported invalid by 20 production installs since 2026-03-10T02:00:00Z")
+        #expect(verdict?.reason == "reported invalid by 20 production installs from 20 networks since 2026-03-10T02:00:00Z")
     }
 
     struct Start: Sendable, CustomTestStringConvertible {
@@ -194,5 +196,50 @@ import Testing
                 for: [Self.rows(.production, installs: 2, requested: 10, invalidWhenRequested: 8)], countedFrom: Self.windowStart,
                 at: Self.now,
                 previous: nil)?.status == .suspect)
+    }
+}
+
+extension FeedbackPolicyTests {
+    /// Network evidence of genuine reports: every production install from a network of its own.
+    static func genuine(_ aggregates: [ReportAggregate]) -> NetworkEvidence? {
+        let production = aggregates.filter { $0.environment == .production }.reduce(0) { $0 + $1.installs }
+        guard production > 0 else { return nil }
+        return NetworkEvidence(
+            app: "com.example.app", identifier: "com.example.x", reports: production, networks: production, networkInstalls: production)
+    }
+
+    /// Whatever one network sends, it is one network's worth: 500 invented installs from one
+    /// network, then from two, are suspects; verified installs count without the network cap.
+    @Test func networksNotInstallsQuarantine() {
+        let policy = FeedbackPolicy()
+        let flood = [Self.rows(.production, installs: 500)]
+        let oneNetwork = NetworkEvidence(app: "com.example.app", identifier: "com.example.x", reports: 500, networks: 1, networkInstalls: 1)
+        let suspect = policy.verdict(for: flood, network: oneNetwork, countedFrom: Self.windowStart, at: Self.now, previous: nil)
+        #expect(suspect?.status == .suspect)
+        #expect(suspect?.evidence?.networks == 1 && suspect?.evidence?.installs.production == 500)
+        let nineteen = NetworkEvidence(app: "com.example.app", identifier: "com.example.x", reports: 500, networks: 19, networkInstalls: 19)
+        #expect(policy.verdict(for: flood, network: nineteen, countedFrom: Self.windowStart, at: Self.now, previous: nil)?.status == .suspect)
+        let verified = NetworkEvidence(
+            app: "com.example.app", identifier: "com.example.x", reports: 500, networks: 2, networkInstalls: 2, verifiedInstalls: 18)
+        let quarantined = policy.verdict(for: flood, network: verified, countedFrom: Self.windowStart, at: Self.now, previous: nil)
+        #expect(quarantined?.status == .quarantined)
+        #expect(quarantined?.reason == "reported invalid by 2 production installs from 2 networks and 18 verified installs in the last 24 h")
+        #expect(policy.verdict(for: flood, network: nil, countedFrom: Self.windowStart, at: Self.now, previous: nil)?.status == .suspect)
+    }
+
+    @Test func budgetIsAShareWithAFloorOfOne() {
+        let policy = FeedbackPolicy()
+        #expect(policy.quarantineBudget(sellable: 0) == 1)
+        #expect(policy.quarantineBudget(sellable: 3) == 1)
+        #expect(policy.quarantineBudget(sellable: 19) == 1)
+        #expect(policy.quarantineBudget(sellable: 20) == 2)
+        #expect(policy.quarantineBudget(sellable: 1000) == 100)
+    }
+}
+
+extension FeedbackPolicy {
+    /// The verdict on genuine reports (``FeedbackPolicyTests/genuine(_:)``).
+    func verdict(for aggregates: [ReportAggregate], countedFrom: Timestamp, at now: Timestamp, previous: Verdict?) -> Verdict? {
+        verdict(for: aggregates, network: FeedbackPolicyTests.genuine(aggregates), countedFrom: countedFrom, at: now, previous: previous)
     }
 }

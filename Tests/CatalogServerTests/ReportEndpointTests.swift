@@ -15,13 +15,18 @@ import Testing
 @Suite struct ReportEndpointTests {
     static let path = "/v1/apps/\(CatalogServerTests.app)/invalid-identifiers"
     static let json: HTTPFields = [.contentType: "application/json"]
+    static let publishedByExamples = [
+        "com.example.a", "com.example.gone", "com.example.level1", "com.example.level2", "com.example.served.a", "com.example.served.b",
+        "com.example.served.c", "com.example.served.d",
+    ]
 
     /// A served fixture and a fresh SQLite store beside it; `body` gets the client and the store.
     private func withServer(
         limits: (address: RateLimit?, install: RateLimit?) = (nil, nil),
         _ body: @Sendable (any TestClientProtocol, SQLiteReportStore) async throws -> Void
     ) async throws {
-        let fixture = try CatalogServerTests.Fixture(ids: ["com.example.served.coins"])
+        // The examples' identifiers are published: only those are stored one by one.
+        let fixture = try CatalogServerTests.Fixture(ids: ["com.example.served.coins"] + Self.publishedByExamples)
         defer { fixture.remove() }
         let store = try await SQLiteReportStore.open(path: fixture.root.appendingPathComponent("var/catalog.sqlite").path)
         var reports = ReportsConfiguration()
@@ -189,7 +194,8 @@ import Testing
 
     /// Raw reports past the retention are pruned as soon as the server starts.
     @Test func reportsPastTheRetentionArePruned() async throws {
-        let fixture = try CatalogServerTests.Fixture(ids: ["com.example.served.coins"])
+        // The examples' identifiers are published: only those are stored one by one.
+        let fixture = try CatalogServerTests.Fixture(ids: ["com.example.served.coins"] + Self.publishedByExamples)
         defer { fixture.remove() }
         let store = try await SQLiteReportStore.open(path: fixture.root.appendingPathComponent("reports.sqlite").path)
         let now = Timestamp.now

@@ -26,6 +26,8 @@ final class SQLiteReportStoreTests: XCTestCase {
     func testFilters() async throws { try await withStore(StoreConformance.filters) }
     func testCountsPerDay() async throws { try await withStore(StoreConformance.countsPerDay) }
     func testPrunes() async throws { try await withStore(StoreConformance.prunes) }
+    func testCountsNetworks() async throws { try await withStore(StoreConformance.countsNetworks) }
+    func testPrunesToTheQuota() async throws { try await withStore(StoreConformance.prunesToTheQuota) }
     func testGroupCommits() async throws { try await withStore(StoreConformance.groupCommits) }
     func testKeepsTokensAndTheAuditLog() async throws { try await withStore(StoreConformance.keepsTokensAndTheAuditLog) }
 

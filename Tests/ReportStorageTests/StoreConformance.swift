@@ -11,12 +11,79 @@ enum StoreConformance {
     static func report(
         _ invalid: [String], id: String = UUID().uuidString.lowercased(), app: String = "com.example.app", at moment: Timestamp = noon,
         requested: [String]? = nil, platform: Platform? = .iOS, environment: ReportEnvironment? = .production,
-        install: String? = "install-1", version: String? = "2.3", storefront: String? = "USA", revision: Int? = 7
+        install: String? = "install-1", version: String? = "2.3", storefront: String? = "USA", revision: Int? = 7,
+        network: String? = nil, verified: String? = nil
     ) -> InvalidIdentifierReport {
         InvalidIdentifierReport(
             app: app, reportID: id, receivedAt: moment, invalid: invalid, requested: requested, platform: platform,
             appVersion: version.flatMap(AppVersion.init), environment: environment, storefront: storefront, feedRevision: revision,
-            installID: install)
+            installID: install, network: network, verifiedInstall: verified)
+    }
+
+    /// Quarantine evidence counts production product reports by network: one network's
+    /// invented installs count as `installsPerNetwork`, whatever platforms and environments they
+    /// claim; verified installs count without the cap; store-wide and unrequested reports, and
+    /// reports stored without a network, count for nothing.
+    static func countsNetworks(_ store: any ReportStore) async throws {
+        let product = ["com.example.a", "com.example.ok"]
+        var reports: [InvalidIdentifierReport] = []
+        // One network, 50 invented installs over every platform and environment.
+        for index in 0..<50 {
+            reports.append(
+                report(
+                    ["com.example.a"], requested: product, platform: Platform.allCases[index % Platform.allCases.count],
+                    environment: index % 2 == 0 ? .production : .sandbox, install: "invented-\(index)", network: "n-attacker"))
+        }
+        // Three genuine networks, two installs on the second.
+        for (network, install) in [("n1", "i1"), ("n2", "i2"), ("n2", "i3"), ("n3", "i4")] {
+            reports.append(report(["com.example.a"], requested: product, install: install, network: network))
+        }
+        // A network whose reports name no install counts as one install.
+        reports.append(report(["com.example.a"], requested: product, install: nil, network: "n4"))
+        // Two verified installs on the attacker's network.
+        reports.append(report(["com.example.a"], requested: product, install: "v1", network: "n-attacker", verified: "tx-1"))
+        reports.append(report(["com.example.a"], requested: product, install: "v2", network: "n-attacker", verified: "tx-2"))
+        // Not product evidence: every requested id invalid, no requested list, no network.
+        reports.append(report(["com.example.a", "com.example.ok"], requested: product, install: "s1", network: "n5"))
+        reports.append(report(["com.example.a"], requested: nil, install: "u1", network: "n6"))
+        reports.append(report(["com.example.a"], requested: product, install: "old", network: nil))
+        _ = try await store.store(reports)
+
+        let one = try await store.networkEvidence(AggregateQuery(app: "com.example.app", installsPerNetwork: 1))
+        XCTAssertEqual(one.map(\.identifier), ["com.example.a"])
+        XCTAssertEqual(one.first?.networks, 5, "attacker, n1 to n4")
+        XCTAssertEqual(one.first?.networkInstalls, 5, "one install per network")
+        XCTAssertEqual(one.first?.verifiedInstalls, 2)
+        XCTAssertEqual(one.first?.countedInstalls, 7)
+        let two = try await store.networkEvidence(AggregateQuery(app: "com.example.app", installsPerNetwork: 2))
+        XCTAssertEqual(two.first?.networkInstalls, 7, "attacker 2, n1 1, n2 2, n3 1, n4 1")
+        let narrowed = try await store.networkEvidence(
+            AggregateQuery(app: "com.example.app", identifier: "com.example.ok", installsPerNetwork: 1))
+        XCTAssertEqual(narrowed, [], "only the store-wide report named it")
+
+        let storeWide = try await store.storeWideEvidence(AggregateQuery(app: "com.example.app", installsPerNetwork: 1))
+        XCTAssertEqual(storeWide, NetworkEvidence(app: "com.example.app", identifier: nil, reports: 1, networks: 1, networkInstalls: 1))
+        let otherApp = try await store.storeWideEvidence(AggregateQuery(app: "com.example.game", installsPerNetwork: 1))
+        XCTAssertNil(otherApp)
+    }
+
+    /// Past the per-app quota the oldest reports go first; other apps keep theirs.
+    static func prunesToTheQuota(_ store: any ReportStore) async throws {
+        var reports: [InvalidIdentifierReport] = []
+        for index in 0..<10 {
+            reports.append(report(["com.example.old"], at: Timestamp(secondsSince1970: noon.secondsSince1970 + Int64(index)), install: "i\(index)"))
+        }
+        for index in 0..<5 { reports.append(report(["com.example.new"], at: Timestamp(secondsSince1970: noon.secondsSince1970 + 100 + Int64(index)), install: "j\(index)")) }
+        reports.append(report(["com.example.a"], app: "com.example.game"))
+        _ = try await store.store(reports)
+        let pruned = try await store.prune(keepingPerApp: 6)
+        XCTAssertEqual(pruned, ["com.example.app": 9])
+        let left = try await store.aggregate(AggregateQuery(app: "com.example.app"))
+        XCTAssertEqual(left.map { "\($0.identifier) \($0.reports)" }.sorted(), ["com.example.new 5", "com.example.old 1"])
+        let game = try await store.aggregate(AggregateQuery(app: "com.example.game"))
+        XCTAssertEqual(game.first?.reports, 1)
+        let again = try await store.prune(keepingPerApp: 6)
+        XCTAssertEqual(again, [:])
     }
 
     /// A retried report (same app and reportId) is stored once, also within one batch; the same

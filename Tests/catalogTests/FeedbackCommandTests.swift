@@ -57,11 +57,11 @@ import Testing
             // asked for level1 and level2 and were told level2 is invalid, and two testers.
             let now = Timestamp.now
             try await Self.storeReports(
-                invalidReports("com.example.level2", installs: 20, at: now, requested: ["com.example.level1", "com.example.level2"])
+                invalidReports("com.example.level2", installs: 20, at: now, requested: .list(["com.example.level1", "com.example.level2"]))
                     + invalidReports("com.example.level1", installs: 2, at: now, environment: .sandbox, installPrefix: "tester"),
                 in: workspace)
 
-            let reason = "reported invalid by 20 production installs since \(manifest.publishedAt.iso8601), invalid rate 1.0"
+            let reason = "reported invalid by 20 production installs from 20 networks since \(manifest.publishedAt.iso8601), invalid rate 1.0"
             let feedback = try workspace.run("feedback")
             #expect(feedback.status == 0)
             #expect(feedback.stderr == "")
@@ -164,30 +164,52 @@ import Testing
     }
 
     /// `catalog serve --auto-feedback`: the loop runs at start, and the served feed follows.
+    ///
+    /// First the attack of issue 15, from one network (127.0.200.0/24): a flood of invented
+    /// installs naming every identifier invalid, without a requested list, with one that makes
+    /// every requested identifier invalid, and as product reports, in every environment. Not
+    /// one identifier leaves the feed. Then genuine product reports from 20 networks
+    /// (127.0.N.1) take the one bad identifier off sale.
     @Test func serveRunsTheLoop() async throws {
         try await CommandTests.withWorkspaceAsync { workspace in
             try workspace.write("catalog/com.example.app.plist", Self.catalog)
-            let server = try ServeProcess(in: workspace, ["--auto-feedback", "1s", "--report-limit-install", "0"])
+            let server = try ServeProcess(
+                in: workspace, ["--auto-feedback", "1s", "--report-limit-install", "0", "--report-limit-address", "0"])
             defer { if server.process.isRunning { server.process.terminate() } }
             let feed = "/v1/apps/com.example.app/products.json"
+            let report = "/v1/apps/com.example.app/invalid-identifiers"
+            let json = [("Content-Type", "application/json")]
             #expect(try await server.body(of: feed) == seedProductsJSON)
 
-            // The whole loop through HTTP: 20 production installs report level2 invalid.
-            for install in 0..<20 {
-                var request = URLRequest(url: server.url("/v1/apps/com.example.app/invalid-identifiers"))
-                request.httpMethod = "POST"
-                request.setValue("application/json", forHTTPHeaderField: "Content-Type")
-                request.httpBody = Data(
-                    #"{"invalidProductIdentifiers":["com.example.level2"],"platform":"iOS","environment":"production","installId":"install-\#(install)"}"#
-                        .utf8)
-                let (_, response) = try await URLSession.shared.data(for: request)
-                #expect((response as? HTTPURLResponse)?.statusCode == 202)
+            let all = #""com.example.level1","com.example.level2","com.example.rocket_car""#
+            let shapes = [
+                #"{"invalidProductIdentifiers":[\#(all)],"environment":"production""#,
+                #"{"invalidProductIdentifiers":[\#(all)],"requestedProductIdentifiers":[\#(all)],"environment":"production""#,
+                #"{"invalidProductIdentifiers":["com.example.level2"],"requestedProductIdentifiers":[\#(all)],"environment":"production""#,
+                #"{"invalidProductIdentifiers":[\#(all)],"requestedProductIdentifiers":[\#(all),"com.example.fine"],"environment":"sandbox""#,
+            ]
+            for install in 0..<200 {
+                let body = shapes[install % shapes.count] + #","platform":"iOS","installId":"invented-\#(install)"}"#
+                let answer = try LoopbackClient.request(from: "127.0.200.\(1 + install % 250)", port: server.port, path: report, headers: json, body: body)
+                #expect(answer.status == 202, "\(answer.text)")
+            }
+            // Three feedback runs after the attack: nothing leaves the feed.
+            try await Task.sleep(for: .seconds(3.5))
+            #expect(try await server.body(of: feed) == seedProductsJSON, "one network took products off sale")
+
+            // Genuine product reports, one install on each of 20 networks.
+            for network in 0..<20 {
+                let body =
+                    #"{"invalidProductIdentifiers":["com.example.level2"],"requestedProductIdentifiers":[\#(all)],"platform":"iOS","environment":"production","installId":"install-\#(network)"}"#
+                let answer = try LoopbackClient.request(from: "127.0.\(network).1", port: server.port, path: report, headers: json, body: body)
+                #expect(answer.status == 202, "\(answer.text)")
             }
 
             // Within twenty seconds: feedback, build, then the reload picks the revision up.
             let quarantined = #"["com.example.level1","com.example.rocket_car"]"#
             #expect(try await server.body(of: feed, within: 20) { $0 == quarantined } == quarantined)
-            #expect(workspace.exists("catalog/com.example.app.feedback.plist"))
+            let file = try #require(workspace.read("catalog/com.example.app.feedback.plist"))
+            #expect(file.contains("<string>propagation-window</string>"), "published seconds ago: \(file)")
             #expect(try await server.stop() == 0)
             #expect(
                 server.logText.contains("feedback.verdict") && server.logText.contains("feedback.identifier=com.example.level2"),

@@ -21,6 +21,10 @@ extension CatalogWorkflow {
         public var changes: [VerdictChange]
         /// The apps whose feedback files were written.
         public var written: [String]
+        /// The apps judged, in name order.
+        public var apps: [String] = []
+        /// The alerts the apps have after this run, by app (docs/feedback.md, "Store-wide failures").
+        public var alerts: [String: AppAlert] = [:]
         public var hasErrors: Bool { diagnostics.containsErrors }
     }
 
@@ -34,6 +38,8 @@ extension CatalogWorkflow {
         var run = FeedbackRun(diagnostics: judged.diagnostics, changes: [], written: [])
         for (app, verdicts) in judged.apps {
             run.changes += verdicts.changes
+            run.apps.append(app)
+            run.alerts[app] = verdicts.feedback.alert
             if try verdicts.feedback.write(to: feedbackURL(app)) { run.written.append(app) }
         }
         return run
@@ -64,6 +70,34 @@ extension CatalogWorkflow {
     /// Clears `identifier`'s verdict in `app`'s feedback file and records when, so that reports
     /// before now no longer count. The next build offers it again.
     public func releaseFeedback(app: String, identifier: String, at now: Timestamp) throws -> VerdictChange {
+        try editFeedback(app) { feedback in
+            guard let verdict = feedback.release(identifier, at: now) else {
+                throw ReleaseError(description: "'\(identifier)' is neither quarantined nor suspect in '\(app)'; nothing to release")
+            }
+            return VerdictChange(
+                app: app, identifier: identifier, kind: .released, reason: "was \(verdict.status.rawValue): \(verdict.reason)")
+        }
+    }
+
+    /// Quarantines `identifier` by `editor`'s decision: how an identifier past the quarantine
+    /// budget, or held back by a store-wide alert, goes off sale. Only an identifier the app
+    /// sells can be confirmed; the next build takes it off sale.
+    public func confirmQuarantine(app: String, identifier: String, by editor: String, at now: Timestamp) throws -> VerdictChange {
+        let sold = validate().catalogs.first { $0.app == app }?.products.contains { $0.id == identifier && $0.status == .cleared }
+        return try editFeedback(app) { feedback in
+            if feedback.verdicts[identifier]?.status == .quarantined {
+                throw ReleaseError(description: "'\(identifier)' is already quarantined in '\(app)'")
+            }
+            guard sold == true else {
+                throw ReleaseError(description: "'\(identifier)' is not a cleared product of '\(app)'; only what is on sale can be quarantined")
+            }
+            _ = feedback.confirmQuarantine(identifier, by: editor, at: now)
+            return VerdictChange(app: app, identifier: identifier, kind: .quarantined, reason: feedback.verdicts[identifier]?.reason)
+        }
+    }
+
+    /// Reads `app`'s feedback file under the build lock, lets `change` edit it, and writes it.
+    private func editFeedback(_ app: String, _ change: (inout FeedbackFile) throws -> VerdictChange) throws -> VerdictChange {
         if let problem = AppName.problem(app) { throw ReleaseError(description: problem) }
         guard hasSources(app) else {
             throw ReleaseError(description: "unknown app '\(app)': no \(app).plist, \(app).xml or \(app)/ in \(catalogDisplayPath)")
@@ -75,11 +109,9 @@ extension CatalogWorkflow {
         guard var feedback = read.file else {
             throw ReleaseError(description: "the feedback file of '\(app)' has errors; fix them first", diagnostics: read.diagnostics)
         }
-        guard let verdict = feedback.release(identifier, at: now) else {
-            throw ReleaseError(description: "'\(identifier)' is neither quarantined nor suspect in '\(app)'; nothing to release")
-        }
+        let outcome = try change(&feedback)
         try feedback.write(to: feedbackURL(app))
-        return VerdictChange(app: app, identifier: identifier, kind: .released, reason: "was \(verdict.status.rawValue): \(verdict.reason)")
+        return outcome
     }
 
     /// Whether `app` has sources in one of the layouts ``CatalogLoader`` reads.

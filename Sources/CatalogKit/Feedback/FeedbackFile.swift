@@ -18,19 +18,23 @@ import PropertyList
 ///     <dict>
 ///         <key>com.example.y</key>     <date> of the release
 ///     </dict>
+///     <key>alert</key>                 only while the app has one: code, message, since
 /// </dict>
 /// ```
 public struct FeedbackFile: Sendable, Hashable {
     public var verdicts: [String: Verdict]
     /// When an editor last released each identifier: reports before that no longer count.
     public var released: [String: Timestamp]
+    /// What the last run found wrong with the app as a whole; nil when nothing.
+    public var alert: AppAlert?
 
-    public init(verdicts: [String: Verdict] = [:], released: [String: Timestamp] = [:]) {
+    public init(verdicts: [String: Verdict] = [:], released: [String: Timestamp] = [:], alert: AppAlert? = nil) {
         self.verdicts = verdicts
         self.released = released
+        self.alert = alert
     }
 
-    public var isEmpty: Bool { verdicts.isEmpty && released.isEmpty }
+    public var isEmpty: Bool { verdicts.isEmpty && released.isEmpty && alert == nil }
 
     /// The identifiers taken off sale, with their reasons.
     public var quarantined: [String: String] {
@@ -47,6 +51,16 @@ public struct FeedbackFile: Sendable, Hashable {
         guard let verdict = verdicts.removeValue(forKey: identifier) else { return nil }
         released[identifier] = moment
         return verdict
+    }
+
+    /// Quarantines `identifier` by an editor's decision: a suspect's evidence and cause are kept.
+    /// Returns the verdict it replaced, nil for an identifier with none.
+    public mutating func confirmQuarantine(_ identifier: String, by editor: String, at moment: Timestamp) -> Verdict? {
+        let before = verdicts[identifier]
+        let reason = before.map { "confirmed by \(editor): \($0.reason)" } ?? "quarantined by \(editor)"
+        verdicts[identifier] = Verdict(
+            status: .quarantined, reason: reason, since: moment, evidence: before?.evidence, cause: before?.cause, confirmedBy: editor)
+        return before
     }
 
     // MARK: - Writing
@@ -69,6 +83,17 @@ public struct FeedbackFile: Sendable, Hashable {
             writer.date(released[identifier]!)
         }
         writer.endDictionary()
+        if let alert {
+            writer.key("alert")
+            writer.beginDictionary()
+            writer.key("code")
+            writer.string(alert.code.rawValue)
+            writer.key("message")
+            writer.string(alert.message)
+            writer.key("since")
+            writer.date(alert.since)
+            writer.endDictionary()
+        }
         writer.endDictionary()
         return writer.document
     }
@@ -81,6 +106,23 @@ public struct FeedbackFile: Sendable, Hashable {
         writer.string(verdict.reason)
         writer.key("since")
         writer.date(verdict.since)
+        if let cause = verdict.cause {
+            writer.key("cause")
+            writer.beginDictionary()
+            writer.key("code")
+            writer.string(cause.code.rawValue)
+            writer.key("explanation")
+            writer.string(cause.explanation)
+            writer.endDictionary()
+        }
+        if verdict.awaitingEditor {
+            writer.key("awaitingEditor")
+            writer.boolean(true)
+        }
+        if let editor = verdict.confirmedBy {
+            writer.key("confirmedBy")
+            writer.string(editor)
+        }
         if let evidence = verdict.evidence {
             writer.key("evidence")
             writer.beginDictionary()
@@ -115,6 +157,13 @@ public struct FeedbackFile: Sendable, Hashable {
             writer.beginArray()
             for revision in evidence.feedRevisions { writer.integer(Int64(revision)) }
             writer.endArray()
+            for (key, count) in [
+                ("networks", evidence.networks), ("networkInstalls", evidence.networkInstalls),
+                ("verifiedInstalls", evidence.verifiedInstalls),
+            ] where count > 0 {
+                writer.key(key)
+                writer.integer(Int64(count))
+            }
             writer.endDictionary()
         }
         writer.endDictionary()
@@ -196,6 +245,8 @@ private struct FeedbackFileDecoder {
                         result.released[release.key] = moment.value
                     }
                 }
+            case "alert":
+                result.alert = alert(entry.value)
             default:
                 warnUnknown(entry)
             }
@@ -209,6 +260,9 @@ private struct FeedbackFileDecoder {
         var reason: String?
         var since: Timestamp?
         var evidence: VerdictEvidence?
+        var cause: ProbableCause?
+        var awaitingEditor = false
+        var confirmedBy: String?
         for entry in entries {
             switch entry.key {
             case "status":
@@ -221,6 +275,9 @@ private struct FeedbackFileDecoder {
             case "reason": reason = entry.value.string(key: "reason", file: file, into: &diagnostics)?.value
             case "since": since = entry.value.date(key: "since", file: file, into: &diagnostics)?.value
             case "evidence": evidence = self.evidence(entry.value, identifier: identifier)
+            case "cause": cause = self.cause(entry.value)
+            case "awaitingEditor": awaitingEditor = entry.value.boolean(key: "awaitingEditor", file: file, into: &diagnostics)?.value ?? false
+            case "confirmedBy": confirmedBy = entry.value.string(key: "confirmedBy", file: file, into: &diagnostics)?.value
             default: warnUnknown(entry)
             }
         }
@@ -230,7 +287,55 @@ private struct FeedbackFileDecoder {
             }
         }
         guard let status, let reason, let since else { return nil }
-        return Verdict(status: status, reason: reason, since: since, evidence: evidence)
+        return Verdict(
+            status: status, reason: reason, since: since, evidence: evidence, cause: cause, awaitingEditor: awaitingEditor,
+            confirmedBy: confirmedBy)
+    }
+
+    /// `code` and `explanation`; an unknown code is an error (tools switch on it).
+    private mutating func cause(_ node: PropertyListNode) -> ProbableCause? {
+        guard let fields = strings(node, what: "'cause'", keys: ["code", "explanation"]) else { return nil }
+        guard let code = ProbableCause.Code(rawValue: fields["code"]!.value) else {
+            let known = ProbableCause.Code.allCases.map(\.rawValue).joined(separator: ", ")
+            diagnostics.append(.error("unknown cause '\(fields["code"]!.value)'; expected one of \(known)", file: file, at: fields["code"]!.position))
+            return nil
+        }
+        return ProbableCause(code, fields["explanation"]!.value)
+    }
+
+    private mutating func alert(_ node: PropertyListNode) -> AppAlert? {
+        guard let entries = dictionary(node, what: "'alert'") else { return nil }
+        let since = entries.first { $0.key == "since" }.flatMap { $0.value.date(key: "since", file: file, into: &diagnostics) }
+        guard let fields = strings(node, what: "'alert'", keys: ["code", "message"], ignoring: ["since"]), let since else {
+            if !entries.contains(where: { $0.key == "since" }) {
+                diagnostics.append(.error("'alert' has no 'since'", file: file, at: node.position))
+            }
+            return nil
+        }
+        guard let code = AppAlert.Code(rawValue: fields["code"]!.value) else {
+            diagnostics.append(.error("unknown alert '\(fields["code"]!.value)'", file: file, at: fields["code"]!.position))
+            return nil
+        }
+        return AppAlert(code: code, message: fields["message"]!.value, since: since.value)
+    }
+
+    /// A dict of the string members `keys`, all required; other keys (but `ignoring`) are warnings.
+    private mutating func strings(
+        _ node: PropertyListNode, what: String, keys: [String], ignoring: Set<String> = []
+    ) -> [String: Located<String>]? {
+        guard let entries = dictionary(node, what: what) else { return nil }
+        var fields: [String: Located<String>] = [:]
+        for entry in entries {
+            if keys.contains(entry.key) {
+                fields[entry.key] = entry.value.string(key: entry.key, file: file, into: &diagnostics)
+            } else if !ignoring.contains(entry.key) {
+                warnUnknown(entry)
+            }
+        }
+        for key in keys where fields[key] == nil && !entries.contains(where: { $0.key == key }) {
+            diagnostics.append(.error("\(what) has no '\(key)'", file: file, at: node.position))
+        }
+        return keys.allSatisfy({ fields[$0] != nil }) ? fields : nil
     }
 
     private mutating func evidence(_ node: PropertyListNode, identifier: String) -> VerdictEvidence? {
@@ -241,12 +346,15 @@ private struct FeedbackFileDecoder {
         var rate: Double?
         var lists: [String: [String]] = [:]
         var revisions: [Int] = []
+        var counts: [String: Int] = [:]
         for entry in entries {
             switch entry.key {
             case "countedFrom", "firstSeen", "lastSeen":
                 dates[entry.key] = entry.value.date(key: entry.key, file: file, into: &diagnostics)?.value
             case "reports":
                 reports = entry.value.integer(key: "reports", file: file, into: &diagnostics).map { Int($0.value) }
+            case "networks", "networkInstalls", "verifiedInstalls":
+                counts[entry.key] = entry.value.integer(key: entry.key, file: file, into: &diagnostics).map { Int($0.value) }
             case "installs":
                 for count in dictionary(entry.value, what: "'installs'") ?? [] {
                     guard let number = count.value.integer(key: count.key, file: file, into: &diagnostics) else { continue }
@@ -290,7 +398,8 @@ private struct FeedbackFileDecoder {
         return VerdictEvidence(
             countedFrom: countedFrom, reports: reports, installs: installs, invalidRate: rate, firstSeen: firstSeen, lastSeen: lastSeen,
             platforms: lists["platforms"] ?? [], appVersions: lists["appVersions"] ?? [], storefronts: lists["storefronts"] ?? [],
-            feedRevisions: revisions)
+            feedRevisions: revisions, networks: counts["networks"] ?? 0, networkInstalls: counts["networkInstalls"] ?? 0,
+            verifiedInstalls: counts["verifiedInstalls"] ?? 0)
     }
 
     private mutating func dictionary(_ node: PropertyListNode, what: String) -> [PropertyListDictionary.Entry]? {

@@ -16,13 +16,80 @@ public struct Verdict: Sendable, Hashable {
     public var since: Timestamp
     /// The reports that led to it; nil for a verdict an editor wrote by hand.
     public var evidence: VerdictEvidence?
+    /// What the reports' pattern points at; nil for a verdict an editor wrote by hand.
+    public var cause: ProbableCause?
+    /// A suspect with a quarantine's evidence that the quarantine budget (or a store-wide alert)
+    /// kept on sale: it waits for an editor's `catalog feedback quarantine`.
+    public var awaitingEditor: Bool
+    /// Who confirmed this quarantine; nil for one the policy decided. A confirmed quarantine is
+    /// an editor's decision and does not count against the budget.
+    public var confirmedBy: String?
 
-    public init(status: Status, reason: String, since: Timestamp, evidence: VerdictEvidence? = nil) {
+    public init(
+        status: Status, reason: String, since: Timestamp, evidence: VerdictEvidence? = nil, cause: ProbableCause? = nil,
+        awaitingEditor: Bool = false, confirmedBy: String? = nil
+    ) {
         self.status = status
         self.reason = reason
         self.since = since
         self.evidence = evidence
+        self.cause = cause
+        self.awaitingEditor = awaitingEditor
+        self.confirmedBy = confirmedBy
     }
+
+    /// Off sale by the policy's own decision: what the quarantine budget counts.
+    public var isAutomaticQuarantine: Bool { status == .quarantined && confirmedBy == nil }
+}
+
+/// Why an identifier is probably reported invalid, read from the pattern of its reports and its
+/// publication history: in words for editors, and as a stable code for tools.
+public struct ProbableCause: Sendable, Hashable {
+    public enum Code: String, Sendable, Hashable, CaseIterable {
+        /// First published recently: the App Store may still be propagating it.
+        case propagationWindow = "propagation-window"
+        /// Reported from one platform while the product is offered on several.
+        case onePlatform = "one-platform"
+        /// Reported from a few storefronts while the app's reports come from more.
+        case someStorefronts = "some-storefronts"
+        /// Reported only by app versions from some version on, while older ones report too.
+        case newAppVersions = "new-app-versions"
+        /// Reported only by sandbox or Xcode installs.
+        case sandboxOnly = "sandbox-only"
+        /// From many networks, every platform, version and storefront seen.
+        case everywhere
+    }
+
+    public var code: Code
+    public var explanation: String
+
+    public init(_ code: Code, _ explanation: String) {
+        self.code = code
+        self.explanation = explanation
+    }
+}
+
+/// Something wrong with a whole app rather than one of its products, raised by a feedback run.
+public struct AppAlert: Sendable, Hashable {
+    public enum Code: String, Sendable, Hashable, CaseIterable {
+        /// Every requested identifier failing, from many networks, or most of the app's
+        /// identifiers failing at once: agreements, the bundle identifier or the App Store.
+        case storeWideFailure = "store-wide-failure"
+    }
+
+    public var code: Code
+    /// One sentence: what is wrong, what to check, and the evidence.
+    public var message: String
+    /// When the alert was first raised; it holds while its condition does.
+    public var since: Timestamp
+
+    public init(code: Code, message: String, since: Timestamp) {
+        self.code = code
+        self.message = message
+        self.since = since
+    }
+
+    static let storeWideAdvice = "store-wide failure: check agreements, bundle identifier, App Store status"
 }
 
 /// Distinct installs that reported an identifier invalid, by environment.
@@ -83,10 +150,19 @@ public struct VerdictEvidence: Sendable, Hashable {
     public var appVersions: [String]
     public var storefronts: [String]
     public var feedRevisions: [Int]
+    /// What can quarantine (``NetworkEvidence``): distinct networks of production product
+    /// reports, their installs at most the policy's per network, and verified installs.
+    public var networks: Int
+    public var networkInstalls: Int
+    public var verifiedInstalls: Int
+
+    /// The installs the quarantine threshold is compared with.
+    public var countedInstalls: Int { networkInstalls + verifiedInstalls }
 
     public init(
         countedFrom: Timestamp, reports: Int, installs: InstallCounts, invalidRate: Double?, firstSeen: Timestamp, lastSeen: Timestamp,
-        platforms: [String] = [], appVersions: [String] = [], storefronts: [String] = [], feedRevisions: [Int] = []
+        platforms: [String] = [], appVersions: [String] = [], storefronts: [String] = [], feedRevisions: [Int] = [],
+        networks: Int = 0, networkInstalls: Int = 0, verifiedInstalls: Int = 0
     ) {
         self.countedFrom = countedFrom
         self.reports = reports
@@ -98,14 +174,18 @@ public struct VerdictEvidence: Sendable, Hashable {
         self.appVersions = appVersions
         self.storefronts = storefronts
         self.feedRevisions = feedRevisions
+        self.networks = networks
+        self.networkInstalls = networkInstalls
+        self.verifiedInstalls = verifiedInstalls
     }
 
-    /// One identifier's aggregates summed up; nil when there are none.
+    /// One identifier's aggregates summed up, with its network evidence; nil when there are no
+    /// aggregates.
     ///
     /// Installs are summed over platforms: an install runs on one platform, so it is in one
     /// aggregate of its environment (a client that sometimes leaves out its platform could be
     /// counted twice; the policy's thresholds are far above that noise).
-    public init?(_ aggregates: [ReportAggregate], countedFrom: Timestamp) {
+    public init?(_ aggregates: [ReportAggregate], network: NetworkEvidence? = nil, countedFrom: Timestamp) {
         guard let first = aggregates.first else { return nil }
         var installs = InstallCounts()
         for aggregate in aggregates { installs[aggregate.environment] += aggregate.installs }
@@ -116,11 +196,13 @@ public struct VerdictEvidence: Sendable, Hashable {
             platforms: Set(aggregates.compactMap(\.platform)).sorted().map(\.name),
             appVersions: Set(aggregates.flatMap(\.appVersions)).sorted(by: Self.versionOrder),
             storefronts: Set(aggregates.flatMap(\.storefronts)).sorted(),
-            feedRevisions: Set(aggregates.flatMap(\.feedRevisions)).sorted())
+            feedRevisions: Set(aggregates.flatMap(\.feedRevisions)).sorted(),
+            networks: network?.networks ?? 0, networkInstalls: network?.networkInstalls ?? 0,
+            verifiedInstalls: network?.verifiedInstalls ?? 0)
     }
 
     /// Versions numerically (`2.3` before `10.0`), as the store sorts them.
-    private static func versionOrder(_ left: String, _ right: String) -> Bool {
+    static func versionOrder(_ left: String, _ right: String) -> Bool {
         if let a = AppVersion(left), let b = AppVersion(right), a != b { return a < b }
         return left < right
     }
@@ -146,6 +228,8 @@ public struct VerdictChange: Sendable, Hashable, CustomStringConvertible {
     public enum Kind: String, Sendable, Hashable {
         case suspect
         case quarantined
+        /// A suspect with a quarantine's evidence, kept on sale by the budget or a store-wide alert.
+        case awaitingEditor = "suspect (awaiting an editor)"
         /// A suspect that the reports no longer support.
         case noLongerSuspect = "no longer suspect"
         /// An editor released it, or (in a build) it is offered again.

@@ -53,13 +53,25 @@ public struct Product: Sendable {
     }
 }
 
-/// Thresholds that turn invalid-identifier reports into verdicts (see PRODUCT.md section 4).
+/// Thresholds that turn invalid-identifier reports into verdicts (docs/feedback.md, "The policy").
 public struct FeedbackPolicy: Sendable, Hashable, Codable {
+    /// Distinct installs of any environment and network that make an identifier suspect.
     public var suspectAfterInstalls: Int64 = 3
+    /// Production installs, at most ``installsPerNetwork`` from each network (verified installs
+    /// without a cap), that quarantine an identifier.
     public var quarantineAfterInstalls: Int64 = 20
     public var windowHours: Int64 = 24
     public var graceHours: Int64 = 48
     public var minimumInvalidRate: Double = 0.5
+    /// How many unverified installs one network adds toward a quarantine: one machine can invent
+    /// any number of installs, not networks.
+    public var installsPerNetwork: Int64 = 1
+    /// The share of the app's sellable identifiers that automatic quarantine may hold off sale at
+    /// once (at least one identifier); the rest wait, suspect, for an editor.
+    public var quarantineBudget: Double = 0.1
+    /// When more than this share of the sellable identifiers have a quarantine's evidence in one
+    /// run, the store is failing, not the products: an alert, and no quarantine.
+    public var storeWideShare: Double = 0.5
 
     public init() {}
 }

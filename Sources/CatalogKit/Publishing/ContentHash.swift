@@ -45,15 +45,37 @@ public enum ContentHash {
         return zip(heads, hashers).map { head, hasher in (hex(hasher.finalize()), head.count + count) }
     }
 
-    private static func hex(_ digest: SHA256.Digest) -> String {
+    /// Lower-case hexadecimal digits of `bytes`.
+    public static func hex(_ bytes: some Sequence<UInt8>) -> String {
         let hex = Array("0123456789abcdef".utf8)
         var text: [UInt8] = []
         text.reserveCapacity(64)
-        for byte in digest {
+        for byte in bytes {
             text.append(hex[Int(byte >> 4)])
             text.append(hex[Int(byte & 15)])
         }
         return String(decoding: text, as: UTF8.self)
+    }
+
+    /// The bytes that hexadecimal `text` spells (either case); nil for an odd length or a non-digit.
+    public static func bytes(hex text: String) -> [UInt8]? {
+        func value(_ digit: UInt8) -> UInt8? {
+            switch digit {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit - UInt8(ascii: "A") + 10
+            default: nil
+            }
+        }
+        let digits = Array(text.utf8)
+        guard digits.count % 2 == 0 else { return nil }
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(digits.count / 2)
+        for index in stride(from: 0, to: digits.count, by: 2) {
+            guard let high = value(digits[index]), let low = value(digits[index + 1]) else { return nil }
+            bytes.append(high << 4 | low)
+        }
+        return bytes
     }
 
     /// The strong entity tag for content with this SHA-256: 128 bits of it, quoted.

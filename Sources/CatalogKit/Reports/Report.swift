@@ -29,12 +29,27 @@ public struct InvalidIdentifierReport: Sendable, Hashable {
     public var storefront: String?
     public var feedRevision: Int?
     /// An opaque random id per install, for counting distinct clients; never a person's identity.
+    /// Chosen by the client, so worth little on its own: see ``network``.
     public var installID: String?
+    /// The keyed hash of the client's network (``NetworkHasher``), set by the server from the
+    /// connection, never from the body: what one attacker cannot multiply without more machines.
+    public var network: String?
+    /// The install key of the app's StoreKit `AppTransaction` when the report carried one that
+    /// the server verified: an install the App Store vouches for.
+    public var verifiedInstall: String?
+    /// The app's StoreKit `AppTransaction` JWS as the client sent it, for the server to verify
+    /// into ``verifiedInstall``; never stored.
+    public var appTransaction: String?
+    /// Whether every identifier the app requested came back invalid, as the client sent its
+    /// lists (before the server dropped identifiers the app never published); nil when it did
+    /// not say what it requested (or sent an empty list). All of them invalid is the store failing, not the products.
+    public var allRequestedInvalid: Bool?
 
     public init(
         app: String, reportID: String, receivedAt: Timestamp, invalid: [String], requested: [String]? = nil,
         platform: Platform? = nil, appVersion: AppVersion? = nil, environment: ReportEnvironment? = nil,
-        storefront: String? = nil, feedRevision: Int? = nil, installID: String? = nil
+        storefront: String? = nil, feedRevision: Int? = nil, installID: String? = nil, network: String? = nil,
+        verifiedInstall: String? = nil
     ) {
         self.app = app
         self.reportID = reportID
@@ -47,6 +62,23 @@ public struct InvalidIdentifierReport: Sendable, Hashable {
         self.storefront = storefront
         self.feedRevision = feedRevision
         self.installID = installID
+        self.network = network
+        self.verifiedInstall = verifiedInstall
+        // An empty requested list says nothing about what was asked: like no list at all.
+        allRequestedInvalid = requested.flatMap { requested in
+            requested.isEmpty ? nil : requested.allSatisfy(Set(invalid).contains)
+        }
+    }
+
+    /// Keeps only identifiers that `isPublished` accepts in both lists, and returns how many
+    /// invalid ones it dropped: a report may name anything, but only what the app published is
+    /// worth a row of evidence (PRODUCT.md section 4, bounded intake). ``allRequestedInvalid``
+    /// keeps what the client's whole lists said.
+    public mutating func keepPublished(_ isPublished: (String) -> Bool) -> Int {
+        let before = invalid.count
+        invalid.removeAll { !isPublished($0) }
+        requested?.removeAll { !isPublished($0) }
+        return before - invalid.count
     }
 }
 
@@ -64,11 +96,14 @@ public struct AggregateQuery: Sendable, Hashable {
     public var identifier: String?
     /// Reports received at or after this moment; nil for all that retention kept.
     public var since: Timestamp?
+    /// How many installs one network may add to ``NetworkEvidence/networkInstalls``.
+    public var installsPerNetwork: Int
 
-    public init(app: String? = nil, identifier: String? = nil, since: Timestamp? = nil) {
+    public init(app: String? = nil, identifier: String? = nil, since: Timestamp? = nil, installsPerNetwork: Int = 1) {
         self.app = app
         self.identifier = identifier
         self.since = since
+        self.installsPerNetwork = installsPerNetwork
     }
 }
 
@@ -135,6 +170,38 @@ public struct DailyReportCount: Sendable, Hashable {
     public static let secondsPerDay: Int64 = 86_400
 }
 
+/// The evidence that can quarantine, counted so that one machine cannot multiply it: production
+/// reports only, across platforms, by the networks they came from.
+///
+/// For an identifier, only *product* reports count: those that said what they requested and had
+/// some of it answered valid. For a store-wide failure (``identifier`` nil), only the reports in
+/// which every requested identifier came back invalid.
+public struct NetworkEvidence: Sendable, Hashable, Codable {
+    public var app: String
+    /// nil: the app's store-wide reports.
+    public var identifier: String?
+    public var reports: Int
+    /// Distinct networks among the reports.
+    public var networks: Int
+    /// Unverified installs, at most ``AggregateQuery/installsPerNetwork`` from each network; a
+    /// network whose reports name no install counts as one.
+    public var networkInstalls: Int
+    /// Distinct verified installs: the App Store vouches for each, so no network cap applies.
+    public var verifiedInstalls: Int
+
+    public init(app: String, identifier: String?, reports: Int, networks: Int, networkInstalls: Int, verifiedInstalls: Int = 0) {
+        self.app = app
+        self.identifier = identifier
+        self.reports = reports
+        self.networks = networks
+        self.networkInstalls = networkInstalls
+        self.verifiedInstalls = verifiedInstalls
+    }
+
+    /// What the quarantine threshold is compared with.
+    public var countedInstalls: Int { networkInstalls + verifiedInstalls }
+}
+
 /// Durable storage of reports: SQLite by default, PostgreSQL to share one store between replicas.
 ///
 /// Implementations apply their migrations when opened, commit a call's reports in one
@@ -154,8 +221,17 @@ public protocol ReportStore: Sendable {
     /// Reports of `app` that named `identifier` invalid, received at or after `since`, per UTC
     /// day; only days with reports, oldest first.
     func dailyCounts(app: String, identifier: String, since: Timestamp) async throws -> [DailyReportCount]
+    /// The quarantine evidence of each identifier the query covers (``NetworkEvidence``), most
+    /// counted installs first; identifiers with none are left out.
+    func networkEvidence(_ query: AggregateQuery) async throws -> [NetworkEvidence]
+    /// The store-wide failure evidence of `query.app` (``NetworkEvidence`` with no identifier);
+    /// nil when there is none.
+    func storeWideEvidence(_ query: AggregateQuery) async throws -> NetworkEvidence?
     /// Deletes raw reports received before `moment`; returns how many.
     func prune(receivedBefore moment: Timestamp) async throws -> Int
+    /// Deletes each app's oldest raw reports past its newest `quota`; returns how many, by app
+    /// (apps with none pruned are left out).
+    func prune(keepingPerApp quota: Int) async throws -> [String: Int]
     /// Whether the store answers: a trivial query.
     func ping() async throws
     /// Releases connections; the store is unusable afterwards.

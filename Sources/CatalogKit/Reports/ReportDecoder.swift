@@ -9,6 +9,8 @@ public enum ReportDecoder {
     static let maximumAppVersionLength = 32
     static let maximumStorefrontLength = 16
     static let maximumInstallIDLength = 64
+    /// An AppTransaction JWS with its three-certificate chain is 4 to 6 KiB.
+    static let maximumAppTransactionLength = 16 * 1024
 
     /// The members this version reads, as sent. Members it does not know are skipped, so that
     /// newer clients are not turned away.
@@ -22,6 +24,7 @@ public enum ReportDecoder {
         var feedRevision: Substring?
         var installId: String?
         var reportId: String?
+        var appTransaction: String?
         var seen: Set<String> = []
 
         /// Reads member `key` at the scanner as the type it must have.
@@ -36,6 +39,7 @@ public enum ReportDecoder {
             case "storefront": storefront = try string(key, &scanner)
             case "installId": installId = try string(key, &scanner)
             case "reportId": reportId = try string(key, &scanner)
+            case "appTransaction": appTransaction = try string(key, &scanner)
             case "feedRevision":
                 try expect(.number, key, "an integer", &scanner)
                 feedRevision = try scanner.readNumber()
@@ -139,6 +143,13 @@ public enum ReportDecoder {
                     "installId must be 1 to \(maximumInstallIDLength) letters, digits, '-' or '_' (an opaque random id)")
             }
             report.installID = install
+        }
+        if let jws = body.appTransaction {
+            // Checked by the server's verifier; here only bounded, so that a report never holds more.
+            guard (1...maximumAppTransactionLength).contains(jws.utf8.count) else {
+                throw ReportRejection("appTransaction must be a JWS of at most \(maximumAppTransactionLength) bytes")
+            }
+            report.appTransaction = jws
         }
         if let reportID = body.reportId {
             guard let uuid = UUID(uuidString: reportID) else {

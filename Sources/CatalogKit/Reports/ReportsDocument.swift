@@ -1,22 +1,45 @@
 import PropertyList
 
-/// The aggregates with their invalid rate spelled out and each identifier's verdict: what
-/// `catalog reports --json` prints and the editor API's reports endpoint answers.
+/// The aggregates with their invalid rate spelled out and each identifier's verdict, and each
+/// app's alert: what `catalog reports --json` prints and the editor API's reports endpoint answers.
+///
+/// Most affected first, one page of them: `total` says how many there are in all.
 public struct ReportsDocument: Encodable, Sendable {
     public var since: Timestamp?
+    public var total: Int
+    public var offset: Int
     public var aggregates: [Row]
+    /// Each app's alert (docs/feedback.md, "Store-wide failures"), by app.
+    public var alerts: [String: Alert]
 
-    public init(since: Timestamp?, aggregates: [ReportAggregate], verdicts: [String: [String: Verdict]]) {
+    public init(
+        since: Timestamp?, aggregates: [ReportAggregate], verdicts: [String: [String: Verdict]], alerts: [String: AppAlert] = [:],
+        page: Range<Int>? = nil
+    ) {
         self.since = since
-        self.aggregates = aggregates.map { Row(aggregate: $0, verdict: verdicts[$0.app]?[$0.identifier]) }
+        total = aggregates.count
+        let page = page.map { $0.clamped(to: 0..<aggregates.count) } ?? 0..<aggregates.count
+        offset = page.lowerBound
+        self.aggregates = aggregates[page].map { Row(aggregate: $0, verdict: verdicts[$0.app]?[$0.identifier]) }
+        self.alerts = alerts.mapValues(Alert.init)
+    }
+
+    public struct Alert: Encodable, Sendable {
+        public let code: String
+        public let message: String
+        public let since: Timestamp
+
+        init(_ alert: AppAlert) {
+            (code, message, since) = (alert.code.rawValue, alert.message, alert.since)
+        }
     }
 
     /// An aggregate's members plus its invalid rate, which is computed rather than stored, and
-    /// the identifier's verdict.
+    /// the identifier's verdict with its probable cause.
     public struct Row: Encodable, Sendable {
         public let aggregate: ReportAggregate
         public let verdict: Verdict?
-        private enum Key: String, CodingKey { case invalidRate, verdict, reason }
+        private enum Key: String, CodingKey { case invalidRate, verdict, reason, cause, causeCode, awaitingEditor, networks }
 
         public func encode(to encoder: any Encoder) throws {
             try aggregate.encode(to: encoder)
@@ -24,6 +47,10 @@ public struct ReportsDocument: Encodable, Sendable {
             try container.encodeIfPresent(aggregate.invalidRate, forKey: .invalidRate)
             try container.encodeIfPresent(verdict?.status.rawValue, forKey: .verdict)
             try container.encodeIfPresent(verdict?.reason, forKey: .reason)
+            try container.encodeIfPresent(verdict?.cause?.explanation, forKey: .cause)
+            try container.encodeIfPresent(verdict?.cause?.code.rawValue, forKey: .causeCode)
+            if verdict?.awaitingEditor == true { try container.encode(true, forKey: .awaitingEditor) }
+            try container.encodeIfPresent(verdict?.evidence?.networks, forKey: .networks)
         }
     }
 }
@@ -31,10 +58,16 @@ public struct ReportsDocument: Encodable, Sendable {
 extension CatalogWorkflow {
     /// The aggregates of `app` (every app when nil) since `since`, with the verdict each
     /// identifier would get now under its app's policy; sources with errors are not judged.
-    public func reports(store: any ReportStore, app: String?, since: Timestamp?, at now: Timestamp) async throws -> ReportsDocument {
+    ///
+    /// - Parameter page: which of the aggregates, most affected first; nil for all.
+    public func reports(
+        store: any ReportStore, app: String?, since: Timestamp?, at now: Timestamp, page: Range<Int>? = nil
+    ) async throws -> ReportsDocument {
         let aggregates = try await store.aggregate(AggregateQuery(app: app, since: since))
-        let judged = try await judgeFeedback(store: store, at: now).apps
+        let judged = try await judgeFeedback(store: store, at: now).apps.filter { app == nil || $0.app == app }
         let verdicts = Dictionary(uniqueKeysWithValues: judged.map { ($0.app, $0.verdicts.feedback.verdicts) })
-        return ReportsDocument(since: since, aggregates: aggregates, verdicts: verdicts)
+        var alerts: [String: AppAlert] = [:]
+        for entry in judged { alerts[entry.app] = entry.verdicts.feedback.alert }
+        return ReportsDocument(since: since, aggregates: aggregates, verdicts: verdicts, alerts: alerts, page: page)
     }
 }

@@ -313,24 +313,33 @@ enum SubscriptionPeriod {
 
 /// Checks the feedback thresholds and fills in defaults.
 enum FeedbackPolicyRules {
-    static let integerKeys = ["suspectAfterInstalls", "quarantineAfterInstalls", "windowHours", "graceHours"]
+    static let integerKeys = ["suspectAfterInstalls", "quarantineAfterInstalls", "windowHours", "graceHours", "installsPerNetwork"]
+    static let realKeys = ["minimumInvalidRate", "quarantineBudget", "storeWideShare"]
+
+    /// Counts of installs or networks: zero would quarantine on no evidence at all.
+    private static func isCount(_ key: String) -> Bool { key.hasSuffix("Installs") || key == "installsPerNetwork" }
 
     static func check(_ definition: Located<FeedbackPolicyDefinition>, file: String, into diagnostics: inout [Diagnostic]) -> FeedbackPolicy
     {
         var policy = FeedbackPolicy()
         let values = definition.value.integers
-        for (key, value) in values where value.value < (key.hasSuffix("Installs") ? 1 : 0) {
-            diagnostics.append(.error("\(key) must be \(key.hasSuffix("Installs") ? "1" : "0") or more", file: file, at: value.position))
+        for (key, value) in values where value.value < (isCount(key) ? 1 : 0) {
+            diagnostics.append(.error("\(key) must be \(isCount(key) ? "1" : "0") or more", file: file, at: value.position))
         }
         if let value = values["suspectAfterInstalls"] { policy.suspectAfterInstalls = value.value }
         if let value = values["quarantineAfterInstalls"] { policy.quarantineAfterInstalls = value.value }
         if let value = values["windowHours"] { policy.windowHours = value.value }
         if let value = values["graceHours"] { policy.graceHours = value.value }
-        if let rate = definition.value.minimumInvalidRate {
-            if (0...1).contains(rate.value) {
-                policy.minimumInvalidRate = rate.value
-            } else {
-                diagnostics.append(.error("minimumInvalidRate must be between 0 and 1", file: file, at: rate.position))
+        if let value = values["installsPerNetwork"], value.value >= 1 { policy.installsPerNetwork = value.value }
+        for (key, rate) in definition.value.reals.sorted(by: { $0.key < $1.key }) {
+            guard (0...1).contains(rate.value) else {
+                diagnostics.append(.error("\(key) must be between 0 and 1", file: file, at: rate.position))
+                continue
+            }
+            switch key {
+            case "minimumInvalidRate": policy.minimumInvalidRate = rate.value
+            case "quarantineBudget": policy.quarantineBudget = rate.value
+            default: policy.storeWideShare = rate.value
             }
         }
         if policy.quarantineAfterInstalls < policy.suspectAfterInstalls {

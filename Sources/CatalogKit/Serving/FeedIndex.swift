@@ -52,11 +52,17 @@ public struct FeedIndex: Sendable {
         public let selector: VariantSelector
         /// The variants as published, then as scheduled from each moment ahead.
         public let states: [(from: Timestamp?, variants: [Variant: ServedVariant])]
+        /// Every identifier the app ever published: the only ones a report is stored for.
+        public let history: IdentifierHistory
 
-        init(manifest: RevisionManifest, selector: VariantSelector, states: [(from: Timestamp?, variants: [Variant: ServedVariant])]) {
+        init(
+            manifest: RevisionManifest, selector: VariantSelector, states: [(from: Timestamp?, variants: [Variant: ServedVariant])],
+            history: IdentifierHistory
+        ) {
             self.manifest = manifest
             self.selector = selector
             self.states = states
+            self.history = history
         }
 
         /// The variants in effect at `moment`: the last state that has begun.
@@ -149,7 +155,8 @@ public struct FeedIndex: Sendable {
         for scheduled in manifest.schedule ?? [] {
             states.append((scheduled.from, try load(scheduled.variants)))
         }
-        return App(manifest: manifest, selector: manifest.selector, states: states)
+        return App(
+            manifest: manifest, selector: manifest.selector, states: states, history: try tree.history(app, revision: manifest.revision))
     }
 
     private static func feed(

@@ -52,11 +52,16 @@ struct CanonicalSource {
             ("quarantineAfterInstalls", feedbackPolicy.quarantineAfterInstalls, defaults.quarantineAfterInstalls),
             ("windowHours", feedbackPolicy.windowHours, defaults.windowHours),
             ("graceHours", feedbackPolicy.graceHours, defaults.graceHours),
+            ("installsPerNetwork", feedbackPolicy.installsPerNetwork, defaults.installsPerNetwork),
         ] where value != standard {
             policy.set(key, .integer(value))
         }
-        if feedbackPolicy.minimumInvalidRate != defaults.minimumInvalidRate {
-            policy.set("minimumInvalidRate", .real(feedbackPolicy.minimumInvalidRate))
+        for (key, value, standard) in [
+            ("minimumInvalidRate", feedbackPolicy.minimumInvalidRate, defaults.minimumInvalidRate),
+            ("quarantineBudget", feedbackPolicy.quarantineBudget, defaults.quarantineBudget),
+            ("storeWideShare", feedbackPolicy.storeWideShare, defaults.storeWideShare),
+        ] where value != standard {
+            policy.set(key, .real(value))
         }
         return policy.entries.isEmpty ? nil : .dictionary(policy)
     }

@@ -127,11 +127,12 @@ struct CatalogXMLSourceDecoder {
         for key in FeedbackPolicyRules.integerKeys {
             if let value = integer(element, key, file: file, into: &diagnostics) { policy.integers[key] = value }
         }
-        if let text = element.attribute("minimumInvalidRate") {
+        for key in FeedbackPolicyRules.realKeys {
+            guard let text = element.attribute(key) else { continue }
             if let rate = Double(text) {
-                policy.minimumInvalidRate = Located(rate, at: element.position)
+                policy.reals[key] = Located(rate, at: element.position)
             } else {
-                diagnostics.append(.error("minimumInvalidRate '\(text)' is not a number", file: file, at: element.position))
+                diagnostics.append(.error("\(key) '\(text)' is not a number", file: file, at: element.position))
             }
         }
         return Located(policy, at: element.position)

@@ -54,7 +54,8 @@ public struct AppSettingsDefinition: Sendable {
 
 public struct FeedbackPolicyDefinition: Sendable {
     public var integers: [String: Located<Int64>] = [:]
-    public var minimumInvalidRate: Located<Double>?
+    /// `minimumInvalidRate`, `quarantineBudget`, `storeWideShare`: shares between 0 and 1.
+    public var reals: [String: Located<Double>] = [:]
 }
 
 /// What one source file holds.

@@ -135,14 +135,14 @@ struct PlistSourceDecoder {
         }
         var policy = FeedbackPolicyDefinition()
         for entry in dictionary.entries {
-            if entry.key == "minimumInvalidRate" {
+            if FeedbackPolicyRules.realKeys.contains(entry.key) {
                 switch entry.value.value {
-                case .real(let rate): policy.minimumInvalidRate = Located(rate, at: entry.value.position)
-                case .integer(let rate): policy.minimumInvalidRate = Located(Double(rate), at: entry.value.position)
+                case .real(let rate): policy.reals[entry.key] = Located(rate, at: entry.value.position)
+                case .integer(let rate): policy.reals[entry.key] = Located(Double(rate), at: entry.value.position)
                 default:
                     diagnostics.append(
                         .error(
-                            "'minimumInvalidRate' must be a <real>, found \(entry.value.value.kindName)", file: file,
+                            "'\(entry.key)' must be a <real>, found \(entry.value.value.kindName)", file: file,
                             at: entry.value.position))
                 }
             } else if FeedbackPolicyRules.integerKeys.contains(entry.key) {

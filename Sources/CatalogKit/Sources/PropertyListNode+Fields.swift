@@ -19,6 +19,14 @@ extension PropertyListNode {
         return Located(number, at: position)
     }
 
+    func boolean(key: String, file: String, into diagnostics: inout [Diagnostic]) -> Located<Bool>? {
+        guard case .boolean(let flag) = value else {
+            diagnostics.append(.error("'\(key)' must be <true/> or <false/>, found \(value.kindName)", file: file, at: position))
+            return nil
+        }
+        return Located(flag, at: position)
+    }
+
     func date(key: String, file: String, into diagnostics: inout [Diagnostic]) -> Located<Timestamp>? {
         switch value {
         case .date(let moment):

@@ -54,7 +54,14 @@ struct AdminAPI: Sendable {
             case .publish(let app): return try await publish(request, app: app, dryRun: dryRun, actor: token.name)
             case .reports(let app): return try await reports(request, app: app)
             case .dailyReports(let app): return try await dailyReports(request, app: app)
-            case .release(let app, let id): return try await release(app: app, id: id, actor: token.name)
+            case .release(let app, let id):
+                return try await decide(app: app, id: id, actor: token.name, key: "released") { workflow, now in
+                    try workflow.releaseFeedback(app: app, identifier: id, at: now)
+                }
+            case .quarantine(let app, let id):
+                return try await decide(app: app, id: id, actor: token.name, key: "quarantined") { workflow, now in
+                    try workflow.confirmQuarantine(app: app, identifier: id, by: token.name, at: now)
+                }
             case .revisions(let app): return try revisions(request, app: app)
             case .diff(let app): return try diff(request, app: app)
             case .rollback(let app, let revision): return try await rollback(request, app: app, to: revision, actor: token.name)
@@ -219,8 +226,10 @@ struct AdminAPI: Sendable {
             }
             since = interval.before(now)
         }
+        let limit = try Self.limit(request, default: 100) ?? 100
+        let offset = try Self.offset(request)
         _ = try workflow.appState(app)
-        let document = try await workflow.reports(store: store, app: app, since: since, at: now)
+        let document = try await workflow.reports(store: store, app: app, since: since, at: now, page: offset..<(offset + limit))
         return JSONResponse.ok(String(decoding: try Self.encoder.encode(document), as: UTF8.self))
     }
 
@@ -390,16 +399,21 @@ struct AdminAPI: Sendable {
         json.endObject()
     }
 
-    private func release(app: String, id: String, actor: String) async throws -> Response {
+    /// An editor's decision on one identifier's verdict (a release, or a confirmed quarantine),
+    /// audited; answers `{"<key>": id, "summary": …, "sourceRevision": …}`.
+    private func decide(
+        app: String, id: String, actor: String, key: String,
+        _ decision: @escaping @Sendable (CatalogWorkflow, Timestamp) throws -> VerdictChange
+    ) async throws -> Response {
         let workflow = self.workflow
         let now = clock()
         let (change, before, after) = try await changes.run {
             guard let before = try workflow.sourceRevision(app) else { throw EditError(.notFound, "unknown app '\(app)'") }
             do {
-                let change = try workflow.releaseFeedback(app: app, identifier: id, at: now)
+                let change = try decision(workflow, now)
                 return (change, before, try workflow.sourceRevision(app) ?? before)
             } catch let error as CatalogWorkflow.ReleaseError {
-                // A feedback file with errors, or an identifier with no verdict to release.
+                // A feedback file with errors, or an identifier with no verdict to decide on.
                 throw EditError(error.diagnostics.isEmpty ? .notFound : .invalid, error.description, diagnostics: error.diagnostics)
             }
         }
@@ -409,7 +423,7 @@ struct AdminAPI: Sendable {
         }
         var json = JSONWriter()
         json.beginObject()
-        json.key("released")
+        json.key(key)
         json.string(id)
         json.key("summary")
         json.string(change.description)
@@ -544,6 +558,15 @@ struct AdminAPI: Sendable {
         return number
     }
 
+    /// `?offset=`: how many of the most affected to skip.
+    static func offset(_ request: Request) throws -> Int {
+        guard let text = request.uri.queryParameters.get("offset") else { return 0 }
+        guard let number = Int(text), (0...Int(Int32.max)).contains(number) else {
+            throw Refusal(response: JSONError.response(.badRequest, "offset=\(text) must be a whole number, 0 or more"))
+        }
+        return number
+    }
+
     private static func requireIfMatch(_ request: Request) throws -> [String] {
         let lines = request.headers[values: .ifMatch]
         guard !lines.isEmpty else {
@@ -611,7 +634,7 @@ extension AdminRoute {
         switch self {
         case .apps, .audit: nil
         case .app(let app), .products(let app), .publish(let app), .reports(let app), .dailyReports(let app): app
-        case .product(let app, _), .retire(let app, _), .release(let app, _): app
+        case .product(let app, _), .retire(let app, _), .release(let app, _), .quarantine(let app, _): app
         case .revisions(let app), .diff(let app), .rollback(let app, _): app
         }
     }

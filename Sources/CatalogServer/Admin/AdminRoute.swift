@@ -13,6 +13,8 @@ enum AdminRoute: Equatable {
     /// One identifier's reports per day, for the dashboard's chart.
     case dailyReports(app: String)
     case release(app: String, id: String)
+    /// An editor's quarantine of an identifier past the budget or a store-wide alert.
+    case quarantine(app: String, id: String)
     case revisions(app: String)
     case diff(app: String)
     case rollback(app: String, revision: Int)
@@ -44,6 +46,8 @@ enum AdminRoute: Equatable {
                 self = .retire(app: app, id: rest[1])
             case let rest where rest.count == 3 && rest[0] == "feedback" && rest[2] == "release" && Self.isIdentifier(rest[1]):
                 self = .release(app: app, id: rest[1])
+            case let rest where rest.count == 3 && rest[0] == "feedback" && rest[2] == "quarantine" && Self.isIdentifier(rest[1]):
+                self = .quarantine(app: app, id: rest[1])
             default: return nil
             }
         default: return nil
@@ -64,7 +68,7 @@ enum AdminRoute: Equatable {
     var allowed: [HTTPRequest.Method] {
         switch self {
         case .apps, .app, .reports, .dailyReports, .audit, .revisions, .diff: [.get]
-        case .products, .retire, .publish, .release, .rollback: [.post]
+        case .products, .retire, .publish, .release, .quarantine, .rollback: [.post]
         case .product: [.put]
         }
     }
@@ -75,7 +79,7 @@ enum AdminRoute: Equatable {
         switch self {
         case .apps, .app, .reports, .dailyReports, .audit, .revisions, .diff: false
         case .publish: !dryRun
-        case .products, .product, .retire, .release, .rollback: true
+        case .products, .product, .retire, .release, .quarantine, .rollback: true
         }
     }
 }
