@@ -109,7 +109,10 @@ let package = Package(
         .testTarget(name: "PropertyListTests", dependencies: ["PropertyList"]),
         // Tables shared by the domain tests and the tests that send them through HTTP.
         .target(name: "CatalogTestSupport", dependencies: ["CatalogKit"], path: "Tests/CatalogTestSupport"),
-        .testTarget(name: "CatalogKitTests", dependencies: ["CatalogKit", "CatalogTestSupport", "ReportStorage"]),
+        .testTarget(
+            name: "CatalogKitTests",
+            dependencies: ["CatalogKit", "CatalogTestSupport", "ReportStorage", .product(name: "Logging", package: "swift-log")]
+        ),
         .testTarget(
             name: "CatalogServerTests",
             dependencies: [

@@ -189,11 +189,11 @@ public final class PostgresReportStore: ReportStore {
     public func prune(keepingPerApp quota: Int) async throws -> [String: Int] {
         let keep = max(quota, 1)
         return try await transaction("cannot prune reports to the quota") { connection, logger in
-            // The oldest first: ids grow with insertion.
+            // The oldest received first, then the first stored.
             let rows = try await connection.query(
                 """
                 WITH ranked AS (
-                    SELECT id, app, row_number() OVER (PARTITION BY app ORDER BY id DESC) AS newer
+                    SELECT id, app, row_number() OVER (PARTITION BY app ORDER BY received_at DESC, id DESC) AS newer
                     FROM reports WHERE app IN (SELECT app FROM reports GROUP BY app HAVING count(*) > \(keep))
                 ), pruned AS (
                     DELETE FROM reports r USING ranked WHERE r.id = ranked.id AND ranked.newer > \(keep) RETURNING r.app

@@ -158,11 +158,15 @@ public final class SQLiteReportStore: ReportStore {
             ) { row in row.text(0) ?? "" }
             var pruned: [String: Int] = [:]
             for app in apps {
-                // The oldest first: ids grow with insertion, and the index on (app, id) finds the cut.
+                // The oldest received first (then the first stored); the index on (app,
+                // received_at) finds the newest report that is kept.
                 pruned[app] = try writer.connection.run(
                     """
-                    DELETE FROM reports WHERE app = ?1 AND id < (
-                        SELECT id FROM reports WHERE app = ?1 ORDER BY id DESC LIMIT 1 OFFSET ?2)
+                    WITH cut AS (
+                        SELECT received_at, id FROM reports WHERE app = ?1 ORDER BY received_at DESC, id DESC LIMIT 1 OFFSET ?2)
+                    DELETE FROM reports WHERE app = ?1
+                      AND (received_at < (SELECT received_at FROM cut)
+                           OR (received_at = (SELECT received_at FROM cut) AND id < (SELECT id FROM cut)))
                     """, [.text(app), .integer(Int64(quota - 1))])
             }
             return pruned

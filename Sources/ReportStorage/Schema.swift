@@ -69,7 +69,6 @@ enum Schema {
                     SELECT 1 FROM json_each(reports.requested) q
                     WHERE q.value NOT IN (SELECT i.value FROM json_each(reports.invalid) i))
                 WHERE requested IS NOT NULL AND json_array_length(requested) > 0;
-                CREATE INDEX reports_by_app_and_id ON reports (app, id);
                 """),
     ]
 
@@ -124,7 +123,6 @@ enum Schema {
                 ALTER TABLE reports ADD COLUMN network TEXT, ADD COLUMN verified_install TEXT,
                     ADD COLUMN all_requested_invalid BOOLEAN;
                 UPDATE reports SET all_requested_invalid = (requested <@ invalid) WHERE cardinality(requested) > 0;
-                CREATE INDEX reports_by_app_and_id ON reports (app, id);
                 """),
     ]
 

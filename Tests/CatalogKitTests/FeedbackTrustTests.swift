@@ -1,7 +1,9 @@
 import CatalogKit
 import CatalogTestSupport
 import Foundation
+import Logging
 import PropertyList
+import ReportStorage
 import Testing
 
 /// What one party can do to an app through the feedback loop (docs/feedback.md, "Trust"), on a
@@ -50,6 +52,75 @@ import Testing
     }
 
     // MARK: - Networks, not installs
+
+    enum Engine: String, CaseIterable, Sendable { case sqlite, postgres }
+    enum StoreURLError: Error { case notPostgres }
+
+    /// A fresh store of `engine` holding `reports`: a SQLite file beside the catalog, or a
+    /// database on a PostgreSQL server started for the test (stopped by `cleanUp`).
+    static func store(
+        _ engine: Engine, _ catalog: TemporaryCatalog, _ reports: [InvalidIdentifierReport]
+    ) async throws -> (store: any ReportStore, cleanUp: @Sendable () async -> Void) {
+        switch engine {
+        case .sqlite:
+            return (try await catalog.reportStore(reports), {})
+        case .postgres:
+            let server = try TestPostgres.start()
+            guard case .postgres(let address) = try StoreURL(parsing: try server.createDatabase()) else {
+                server.stop()
+                throw StoreURLError.notPostgres
+            }
+            let store = try await PostgresReportStore.open(address, logger: Logger(label: "catalog.tests.trust"))
+            _ = try await store.store(reports)
+            return (store, {
+                try? await store.close()
+                server.stop()
+            })
+        }
+    }
+
+    /// The whole story on both engines: a flood of invented installs from one network, any mix
+    /// of environments and shapes, takes nothing off sale; every requested id failing from 25
+    /// networks raises the alert; genuine product reports from 20 networks quarantine the one
+    /// bad identifier.
+    @Test(arguments: Engine.allCases)
+    func oneNetworkCannotWhatManyNetworksCan(_ engine: Engine) async throws {
+        try await Self.withPublished(seedCatalog) { catalog in
+            let all = ["com.example.level1", "com.example.level2", "com.example.rocket_car"]
+            var flood: [InvalidIdentifierReport] = []
+            for index in 0..<200 {
+                flood.append(
+                    InvalidIdentifierReport(
+                        app: Self.app, reportID: "attack-\(index)", receivedAt: Self.later, invalid: index % 2 == 0 ? all : ["com.example.level2"],
+                        requested: index % 3 == 0 ? nil : all, environment: index % 5 == 0 ? .sandbox : .production,
+                        installID: "invented-\(index)", network: "the-attackers-network"))
+            }
+            let (store, cleanUp) = try await Self.store(engine, catalog, flood)
+            do {
+                let attacked = try await catalog.workflow.runFeedback(store: store, at: Self.later.adding(60))
+                #expect(!attacked.changes.contains { $0.kind == .quarantined } && attacked.alerts.isEmpty, "\(attacked.changes)")
+
+                _ = try await store.store(Self.reports(all, requested: all, networks: 25, prefix: "outage", at: Self.later.adding(100)))
+                let outage = try await catalog.workflow.runFeedback(store: store, at: Self.later.adding(160))
+                #expect(outage.alerts[Self.app]?.code == .storeWideFailure)
+                #expect(!outage.changes.contains { $0.kind == .quarantined })
+
+                // A day later the outage is out of the window; genuine reports come in.
+                let dayLater = Self.later.adding(25 * 3600)
+                _ = try await store.store(
+                    Self.reports(["com.example.level2"], requested: ["com.example.level2", "com.example.level1"], networks: 20, at: dayLater))
+                let genuine = try await catalog.workflow.runFeedback(store: store, at: dayLater.adding(60))
+                #expect(genuine.changes.filter { $0.kind == .quarantined }.map(\.identifier) == ["com.example.level2"])
+                #expect(genuine.alerts.isEmpty)
+                let verdict = try #require(Self.feedback(catalog)?.verdicts["com.example.level2"])
+                #expect(verdict.evidence?.networks == 20 && verdict.cause?.code == .onePlatform, "all from iOS; the app names no platform")
+            } catch {
+                await cleanUp()
+                throw error
+            }
+            await cleanUp()
+        }
+    }
 
     /// The attack of issue 15: any number of invented installs from one network, in every shape,
     /// quarantine nothing; the feed stays whole.
