@@ -3,6 +3,9 @@ import Foundation
 #if canImport(FoundationNetworking)
     import FoundationNetworking
 #endif
+#if canImport(StoreKit)
+    import StoreKit
+#endif
 
 /// What an app links to get its product identifiers from the catalog and report the ones the
 /// App Store calls invalid.
@@ -236,13 +239,32 @@ public actor CatalogClient {
     ///   - requested: The identifiers that were asked for, so the server can tell an invalid rate.
     ///   - environment: The store that answered: StoreKit's `AppTransaction.shared` environment.
     ///   - storefront: The storefront's country code, such as `USA` (`Storefront.current?.countryCode`).
+    ///   - appTransaction: `AppTransaction.shared`'s `jwsRepresentation`. A server configured with
+    ///     Apple's root certificate verifies it and counts the report as from a real install, which
+    ///     weighs more than any number of reports from one network. When nil, the client fetches it
+    ///     itself where StoreKit 2 is available; it is never required.
     /// - Returns: The `reportId` of each queued report; none when `invalid` is empty.
     @discardableResult
     public func reportInvalidIdentifiers(
-        _ invalid: [String], requested: [String]? = nil, environment: StoreEnvironment, storefront: String? = nil
+        _ invalid: [String], requested: [String]? = nil, environment: StoreEnvironment, storefront: String? = nil,
+        appTransaction: String? = nil
     ) async throws(CatalogClientError) -> [String] {
-        try await outbox.enqueue(
-            invalid: invalid, requested: requested, environment: environment, storefront: storefront, feedRevision: lastRevision)
+        var appTransaction = appTransaction
+        if appTransaction == nil { appTransaction = await Self.currentAppTransaction() }
+        return try await outbox.enqueue(
+            invalid: invalid, requested: requested, environment: environment, storefront: storefront, feedRevision: lastRevision,
+            appTransaction: appTransaction)
+    }
+
+    /// The app's signed AppTransaction where StoreKit 2 has one; nil elsewhere (Linux, older
+    /// systems) or when StoreKit cannot answer.
+    static func currentAppTransaction() async -> String? {
+        #if canImport(StoreKit)
+            if #available(iOS 16.0, macOS 13.0, tvOS 16.0, watchOS 9.0, visionOS 1.0, *) {
+                return try? await AppTransaction.shared.jwsRepresentation
+            }
+        #endif
+        return nil
     }
 
     /// Sends the queued reports now, unless the server asked to wait (429 or 5xx with

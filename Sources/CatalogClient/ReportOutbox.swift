@@ -48,8 +48,12 @@ actor ReportOutbox {
     static let maximumBodyBytes = 64 * 1024
     static let maximumIdentifiers = 1000
 
+    /// The server reads an AppTransaction JWS of at most this many bytes.
+    static let maximumAppTransactionBytes = 16 * 1024
+
     func enqueue(
-        invalid: [String], requested: [String]?, environment: StoreEnvironment, storefront: String?, feedRevision: Int?
+        invalid: [String], requested: [String]?, environment: StoreEnvironment, storefront: String?, feedRevision: Int?,
+        appTransaction: String? = nil
     ) throws(CatalogClientError) -> [String] {
         var seen = Set<String>()
         let unique = invalid.filter { WireRules.isIdentifier($0) && seen.insert($0).inserted }
@@ -66,7 +70,8 @@ actor ReportOutbox {
             },
             platform: configuration.platform?.rawValue, appVersion: WireRules.appVersion(configuration.appVersion),
             environment: environment.rawValue, storefront: WireRules.storefront(storefront), feedRevision: feedRevision,
-            installId: try installIdentifier(), reportId: "")
+            installId: try installIdentifier(), reportId: "",
+            appTransaction: appTransaction.flatMap { (1...Self.maximumAppTransactionBytes).contains($0.utf8.count) ? $0 : nil })
         var reportIDs: [String] = []
         var chunks = stride(from: 0, to: unique.count, by: Self.maximumIdentifiers).map {
             Array(unique[$0..<min($0 + Self.maximumIdentifiers, unique.count)])
@@ -77,6 +82,10 @@ actor ReportOutbox {
             report.invalidProductIdentifiers = chunk
             report.reportId = UUID().uuidString.lowercased()
             var body = try Self.encode(report)
+            if body.count > Self.maximumBodyBytes, report.appTransaction != nil {
+                report.appTransaction = nil
+                body = try Self.encode(report)
+            }
             if body.count > Self.maximumBodyBytes, report.requestedProductIdentifiers != nil {
                 report.requestedProductIdentifiers = nil
                 body = try Self.encode(report)
@@ -105,6 +114,9 @@ actor ReportOutbox {
         var feedRevision: Int?
         var installId: String
         var reportId: String
+        /// The app's StoreKit 2 `AppTransaction` JWS: the server may verify it and count the
+        /// report as from an install the App Store vouches for.
+        var appTransaction: String?
     }
 
     private static func encode(_ report: WireReport) throws(CatalogClientError) -> Data {

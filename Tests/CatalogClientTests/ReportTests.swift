@@ -9,6 +9,31 @@ final class ReportTests: XCTestCase {
     static let ids = ["com.example.client.coins", "com.example.client.gems"]
     static let gone = "com.example.client.gone"
 
+    /// The AppTransaction the app passes goes out with the report, and the server accepts it
+    /// (one it cannot verify leaves the report unverified, never refused); one too large for
+    /// the server is left out rather than sinking the report.
+    func testAReportCarriesTheAppTransaction() async throws {
+        let fixture = try ServedCatalog(ids: Self.ids)
+        defer { fixture.remove() }
+        try await fixture.serve { server, counters in
+            let client = fixture.client(server: server) { $0.sendsReportsAutomatically = false }
+            try await client.reportInvalidIdentifiers([Self.gone], environment: .production, appTransaction: "eyJhbGciOiJFUzI1NiJ9.e30.c2ln")
+            try await client.reportInvalidIdentifiers(
+                ["com.example.client.gone2"], environment: .production, appTransaction: String(repeating: "a", count: 20_000))
+            let queued = try FileManager.default.contentsOfDirectory(
+                at: fixture.clientDirectory.appendingPathComponent("data/reports"), includingPropertiesForKeys: nil
+            ).filter { $0.pathExtension == "json" }.sorted { $0.lastPathComponent < $1.lastPathComponent }
+            let bodies = try queued.map { String(decoding: try Data(contentsOf: $0), as: UTF8.self) }
+            XCTAssertEqual(bodies.count, 2)
+            XCTAssertTrue(bodies.first?.contains(#""appTransaction":"eyJhbGciOiJFUzI1NiJ9.e30.c2ln""#) == true, "\(bodies)")
+            XCTAssertFalse(bodies.last?.contains("appTransaction") == true)
+            let delivery = await client.sendPendingReports()
+            XCTAssertEqual(delivery.sent, 2)
+            let stored = try await counters.storedReports()
+            XCTAssertEqual(stored, [Self.gone: 1, "com.example.client.gone2": 1])
+        }
+    }
+
     func testAReportCarriesWhatTheServerAggregates() async throws {
         let fixture = try ServedCatalog(ids: Self.ids)
         defer { fixture.remove() }
