@@ -77,10 +77,10 @@ class Server:
             fail(f"catalog token create: {made.stderr.strip()}")
         return made.stdout.strip().splitlines()[-1]
 
-    def start(self):
+    def start(self, *extra):
         self.log = open(self.log_path, "w")
         self.process = subprocess.Popen(
-            [self.binary, "serve", "--port", str(self.port), "--catalog", "catalog", "--public", "public", "--store", self.store],
+            [self.binary, "serve", "--port", str(self.port), "--catalog", "catalog", "--public", "public", "--store", self.store, *extra],
             cwd=self.workspace, stdout=self.log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         wait_until("catalog serve ready", lambda: self.process.poll() is None and http("GET", self.base + "/readyz")[0] == 200, 60)
         if self.process.poll() is not None:

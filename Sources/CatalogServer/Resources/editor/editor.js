@@ -554,13 +554,16 @@ async function renderReports(app) {
   // One row per identifier: the API aggregates per platform and environment too.
   const byIdentifier = new Map();
   for (const row of reports.aggregates) {
-    const entry = byIdentifier.get(row.identifier) || { identifier: row.identifier, reports: 0, installs: 0, firstSeen: row.firstSeen, lastSeen: row.lastSeen, verdict: row.verdict, reason: row.reason };
+    const entry = byIdentifier.get(row.identifier) || { identifier: row.identifier, reports: 0, installs: 0, firstSeen: row.firstSeen, lastSeen: row.lastSeen, verdict: row.verdict, reason: row.reason, cause: row.cause, awaitingEditor: row.awaitingEditor, networks: row.networks };
     entry.reports += row.reports;
     entry.installs += row.installs;
     if (row.firstSeen < entry.firstSeen) entry.firstSeen = row.firstSeen;
     if (row.lastSeen > entry.lastSeen) entry.lastSeen = row.lastSeen;
     entry.verdict = entry.verdict || row.verdict;
     entry.reason = entry.reason || row.reason;
+    entry.cause = entry.cause || row.cause;
+    entry.awaitingEditor = entry.awaitingEditor || row.awaitingEditor;
+    entry.networks = entry.networks || row.networks;
     byIdentifier.set(row.identifier, entry);
   }
   const identifiers = [...byIdentifier.values()].sort((a, b) => b.reports - a.reports);
@@ -569,30 +572,43 @@ async function renderReports(app) {
     const { json } = await api("GET", `/v1/admin/apps/${enc(app)}/reports/daily?identifier=${enc(entry.identifier)}&days=${CHART_DAYS}`);
     return reportCard(app, entry, json.days, known.has(entry.identifier), state.verdicts[entry.identifier]);
   }));
+  // A store-wide failure is about the app, not its products: it comes first.
+  const alert = (reports.alerts || {})[app];
   show(`Reports for ${app}`, appTabs(app, "Reports"),
+    alert ? h("p", { class: "notice alert", role: "alert" }, h("strong", {}, "Alert: "), alert.message, ` (since ${when(alert.since)})`) : null,
     h("p", {}, `Identifiers the App Store answered as invalid, as apps reported them in the last ${CHART_DAYS} days.`),
     identifiers.length ? figures : h("p", { class: "notice" }, "No reports in this period."));
 }
 
-function reportCard(app, entry, days, isProduct, verdict) {
-  const release = verdict ? h("button", { type: "button", onclick: async (event) => {
+/** A button that posts an editor's decision on one identifier's verdict, then shows the reports again. */
+function decisionButton(app, identifier, action, label) {
+  return h("button", { type: "button", onclick: async (event) => {
     event.currentTarget.disabled = true;
     try {
-      const { json } = await api("POST", `/v1/admin/apps/${enc(app)}/feedback/${enc(entry.identifier)}/release`);
+      const { json } = await api("POST", `/v1/admin/apps/${enc(app)}/feedback/${enc(identifier)}/${action}`);
       say(json.summary);
       await renderReports(app);
     } catch (error) {
       if (!(error instanceof SignedOut)) say(error.message);
     }
-  } }, `Release ${entry.identifier}`) : null;
+  } }, label);
+}
+
+function reportCard(app, entry, days, isProduct, verdict) {
+  const release = verdict ? decisionButton(app, entry.identifier, "release", `Release ${entry.identifier}`) : null;
+  // Kept on sale by the quarantine budget or a store-wide alert: the editor decides.
+  const quarantine = entry.awaitingEditor && isProduct
+    ? decisionButton(app, entry.identifier, "quarantine", `Quarantine ${entry.identifier}`) : null;
   return h("section", { class: "card report" },
     h("h2", {}, h("code", {}, entry.identifier), isProduct ? null : h("span", { class: "muted" }, " (not in the catalog)")),
     h("dl", { class: "facts" },
       h("dt", {}, "Reports"), h("dd", {}, `${entry.reports} from ${entry.installs} installs`),
       h("dt", {}, "Seen"), h("dd", {}, `${when(entry.firstSeen)} to ${when(entry.lastSeen)}`),
-      h("dt", {}, "Verdict"), h("dd", {}, verdict ? [badge(verdict.status), " ", verdict.reason] : entry.verdict ? [badge(entry.verdict), " ", entry.reason || ""] : "none")),
+      h("dt", {}, "Networks"), h("dd", {}, entry.networks ? `${entry.networks} (production reports about the product)` : "none that count toward quarantine"),
+      h("dt", {}, "Verdict"), h("dd", {}, verdict ? [badge(verdict.status), " ", verdict.reason] : entry.verdict ? [badge(entry.verdict), " ", entry.reason || ""] : "none"),
+      entry.cause ? h("dt", {}, "Probable cause") : null, entry.cause ? h("dd", { class: "cause" }, entry.cause) : null),
     chart(entry.identifier, days),
-    release);
+    release, quarantine);
 }
 
 const SVG = "http://www.w3.org/2000/svg";
