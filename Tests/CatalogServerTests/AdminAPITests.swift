@@ -74,6 +74,7 @@ import Testing
                 ("\(Self.appPath)/products/com.example.served.coins/retire", .post),
                 ("\(Self.appPath)/publish", .post), ("\(Self.appPath)/reports", .get),
                 ("\(Self.appPath)/feedback/com.example.served.coins/release", .post), ("/v1/admin/audit", .get),
+                ("\(Self.appPath)/feedback/com.example.served.coins/quarantine", .post),
             ]
             for (path, method) in routes {
                 for (token, invalid) in [(nil, false), ("cat_wrong", true), (server.revoked, true)] as [(String?, Bool)] {
@@ -100,6 +101,7 @@ import Testing
                 ("\(Self.appPath)/products/com.example.served.coins/retire", .post, nil),
                 ("\(Self.appPath)/publish", .post, nil),
                 ("\(Self.appPath)/feedback/com.example.served.coins/release", .post, nil),
+                ("\(Self.appPath)/feedback/com.example.served.coins/quarantine", .post, nil),
             ]
             for (path, method, body) in attempts {
                 let response = try await client.execute(
@@ -552,6 +554,38 @@ import Testing
             #expect(entries[0]["beforeHash"] as? String != entries[0]["afterHash"] as? String)
             let badLimit = try await client.execute(uri: "/v1/admin/audit?limit=0", method: .get, headers: server.headers(server.viewer))
             #expect(badLimit.status == .badRequest)
+        }
+    }
+
+    /// An editor's quarantine, past the budget: audited, recorded as confirmed, refused twice
+    /// and for what is not on sale. The reports come one page at a time.
+    @Test func anEditorConfirmsAQuarantine() async throws {
+        try await Self.withServer { client, server in
+            let path = "\(Self.appPath)/feedback/com.example.served.coins/quarantine"
+            let confirmed = try await client.execute(uri: path, method: .post, headers: server.headers(server.editor))
+            #expect(confirmed.status == .ok, "\(String(buffer: confirmed.body))")
+            #expect(try Self.json(confirmed)["quarantined"] as? String == "com.example.served.coins")
+            let verdict = FeedbackFile.read(server.workflow.feedbackURL(Self.app), displayPath: "feedback").file?.verdicts["com.example.served.coins"]
+            #expect(verdict?.status == .quarantined && verdict?.confirmedBy == "ada")
+            let again = try await client.execute(uri: path, method: .post, headers: server.headers(server.editor))
+            #expect(again.status == .notFound)
+            let unknown = try await client.execute(
+                uri: "\(Self.appPath)/feedback/com.example.served.nothing/quarantine", method: .post, headers: server.headers(server.editor))
+            #expect(unknown.status == .notFound)
+            let audit = try await client.execute(uri: "/v1/admin/audit?app=\(Self.app)&limit=5", method: .get, headers: server.headers(server.viewer))
+            let entries = try #require(try Self.json(audit)["entries"] as? [[String: Any]])
+            #expect(entries.first?["action"] as? String == "verdict")
+            #expect((entries.first?["summary"] as? String)?.contains("quarantined com.example.served.coins") == true)
+
+            let page = try await client.execute(
+                uri: "\(Self.appPath)/reports?limit=1&offset=0", method: .get, headers: server.headers(server.viewer))
+            #expect(page.status == .ok)
+            let document = try Self.json(page)
+            #expect(document["total"] as? Int == 0 && document["offset"] as? Int == 0 && document["alerts"] != nil)
+            for query in ["limit=0", "limit=1001", "offset=-1", "offset=x"] {
+                let bad = try await client.execute(uri: "\(Self.appPath)/reports?\(query)", method: .get, headers: server.headers(server.viewer))
+                #expect(bad.status == .badRequest, "\(query)")
+            }
         }
     }
 }

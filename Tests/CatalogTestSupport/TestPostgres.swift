@@ -189,7 +189,7 @@ public final class TestPostgres: Sendable {
         else {
             throw TestPostgresError(
                 "PostgreSQL is not installed: no initdb in /usr/lib/postgresql/*/bin or on the PATH. "
-                    + "Install it (apt-get install postgresql); .ci/run does.")
+                    + "Install it (apt-get install postgresql); bash scripts/setup test does.")
         }
         return found
     }

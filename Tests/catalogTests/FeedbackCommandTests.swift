@@ -143,6 +143,25 @@ import Testing
         }
     }
 
+    /// `catalog feedback quarantine`: an editor's decision, then a build takes the id off sale;
+    /// twice, or for an id not on sale, is an error.
+    @Test func anEditorQuarantinesFromTheCommandLine() throws {
+        try CommandTests.withWorkspace { workspace in
+            try workspace.write("catalog/com.example.app.plist", Self.catalog)
+            #expect(try workspace.run("build").status == 0)
+            let confirmed = try workspace.run("feedback", "quarantine", Self.app, "com.example.level1")
+            #expect(confirmed.status == 0, "\(confirmed.stderr)")
+            #expect(confirmed.stdout.hasPrefix("com.example.app: quarantined com.example.level1 (quarantined by "))
+            #expect(workspace.read("catalog/com.example.app.feedback.plist")?.contains("<key>confirmedBy</key>") == true)
+            let again = try workspace.run("feedback", "quarantine", Self.app, "com.example.level1")
+            #expect(again.status == 1 && again.stderr == "error: 'com.example.level1' is already quarantined in 'com.example.app'\n")
+            let unknown = try workspace.run("feedback", "quarantine", Self.app, "com.example.nope")
+            #expect(unknown.status == 1 && unknown.stderr.contains("is not a cleared product of 'com.example.app'"))
+            #expect(try workspace.run("build").status == 0)
+            #expect(workspace.read("public/v1/apps/com.example.app/products.json") == #"["com.example.level2","com.example.rocket_car"]"#)
+        }
+    }
+
     /// A feedback file with errors is neither acted on nor overwritten.
     @Test func malformedFeedbackFileIsLeftAlone() throws {
         try CommandTests.withWorkspace { workspace in

@@ -5,7 +5,7 @@ import Testing
 /// `scripts/`: each must exit 0.
 ///
 /// What a script needs that is missing (Chromium, chromedriver, selenium, schemathesis) is a
-/// failure, not a skip: a suite that passes without having looked proves nothing. `.ci/run`
+/// failure, not a skip: a suite that passes without having looked proves nothing. `scripts/setup test`
 /// installs them, the Python packages in a virtual environment whose python `TEST_PYTHON` names.
 @Suite struct ScriptTests {
     /// The scripts bound each of their waits; this only stops a wedged run from hanging CI.
