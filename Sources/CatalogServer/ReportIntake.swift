@@ -99,6 +99,11 @@ struct ReportIntake: Sendable {
         return clients.client(peer: peer, forwarded: fields("forwarded"), forwardedFor: fields("x-forwarded-for"))
     }
 
+    /// The keyed hash of `client`'s network, as reports store it.
+    func network(of client: IPAddress?) -> String? {
+        client.map(networks.networkID(of:))
+    }
+
     /// The answer the head alone decides, or nil to read the body (at most
     /// `ReportDecoder.maximumBodyBytes`). Takes from the client network's rate when it returns nil.
     func checkHead(app: String, isPublished: Bool, contentType: String?, contentLength: Int?, client: IPAddress?) -> ReportAnswer? {
@@ -129,10 +134,12 @@ struct ReportIntake: Sendable {
     /// `completion` once the report is durable, or with the refusal (on the committer's thread
     /// when it commits).
     ///
-    /// - Parameter published: every identifier the app ever published; nil keeps all (a server
-    ///   whose index has no history for the app).
+    /// - Parameters:
+    ///   - published: every identifier the app ever published; nil keeps all (a server whose
+    ///     index has no history for the app).
+    ///   - network: ``network(of:)`` of the client, which a connection may keep between requests.
     func receive(
-        _ body: some Collection<UInt8>, app: String, published: IdentifierHistory?, client: IPAddress?, now: Timestamp,
+        _ body: some Collection<UInt8>, app: String, published: IdentifierHistory?, network: String?, now: Timestamp,
         completion: @escaping @Sendable (ReportAnswer) -> Void
     ) {
         var report: InvalidIdentifierReport
@@ -145,7 +152,7 @@ struct ReportIntake: Sendable {
         if let install = report.installID, let wait = byInstall?.take(install) {
             return completion(.error(.tooManyRequests, "too many reports from this install; retry after \(wait) s", retryAfter: wait))
         }
-        report.network = client.map(networks.networkID(of:))
+        report.network = network
         let named = report.invalid.count
         if let published {
             let unknown = report.keepPublished { published[$0] != nil }
@@ -227,7 +234,7 @@ struct ReportIntake: Sendable {
             return answer.response
         }
         let answer = await withCheckedContinuation { continuation in
-            receive(body.readableBytesView, app: app, published: published?.history, client: client, now: now) {
+            receive(body.readableBytesView, app: app, published: published?.history, network: network(of: client), now: now) {
                 continuation.resume(returning: $0)
             }
         }
