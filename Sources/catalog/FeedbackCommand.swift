@@ -49,14 +49,9 @@ struct FeedbackCommand: AsyncParsableCommand {
         var identifier: String
 
         func run() async throws {
-            let now = Timestamp.now
-            let change = try await exitOnFailure {
+            try await FeedbackCommand.decide(storeOptions) { now in
                 try options.workflow.confirmQuarantine(app: app, identifier: identifier, by: LocalUser.name, at: now)
             }
-            try await storeOptions.withStore(logger: Logger(label: "catalog.feedback")) { store in
-                for entry in AuditEntry.feedback([change], actor: LocalUser.name, at: now) { try await store.appendAudit(entry) }
-            }
-            print(change)
         }
     }
 
@@ -77,13 +72,20 @@ struct FeedbackCommand: AsyncParsableCommand {
         var identifier: String
 
         func run() async throws {
-            let now = Timestamp.now
-            let change = try await exitOnFailure { try options.workflow.releaseFeedback(app: app, identifier: identifier, at: now) }
-            // The release is in the feedback file; the audit log says who made it.
-            try await storeOptions.withStore(logger: Logger(label: "catalog.feedback")) { store in
-                for entry in AuditEntry.feedback([change], actor: LocalUser.name, at: now) { try await store.appendAudit(entry) }
+            try await FeedbackCommand.decide(storeOptions) { now in
+                try options.workflow.releaseFeedback(app: app, identifier: identifier, at: now)
             }
-            print(change)
         }
+    }
+
+    /// An editor's decision on one verdict: made in the feedback file, then recorded in the
+    /// audit log (who made it), then printed.
+    static func decide(_ storeOptions: StoreOptions, _ decision: (Timestamp) throws -> VerdictChange) async throws {
+        let now = Timestamp.now
+        let change = try await exitOnFailure { try decision(now) }
+        try await storeOptions.withStore(logger: Logger(label: "catalog.feedback")) { store in
+            for entry in AuditEntry.feedback([change], actor: LocalUser.name, at: now) { try await store.appendAudit(entry) }
+        }
+        print(change)
     }
 }
