@@ -66,7 +66,11 @@ public struct InvalidIdentifierReport: Sendable, Hashable {
         self.verifiedInstall = verifiedInstall
         // An empty requested list says nothing about what was asked: like no list at all.
         allRequestedInvalid = requested.flatMap { requested in
-            requested.isEmpty ? nil : requested.allSatisfy(Set(invalid).contains)
+            guard !requested.isEmpty else { return nil }
+            // Most reports name one or two identifiers: a scan beats building a set per report.
+            if invalid.count <= 8 { return requested.allSatisfy(invalid.contains) }
+            let named = Set(invalid)
+            return requested.allSatisfy(named.contains)
         }
     }
 
