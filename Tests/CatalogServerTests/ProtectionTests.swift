@@ -63,9 +63,14 @@ import Testing
         let fixture = try CatalogServerTests.Fixture(ids: ["com.example.served.coins"])
         defer { fixture.remove() }
         try await application(fixture).test(.live) { client in
-            let response = try await client.execute(
-                uri: "/healthz", method: .get, headers: [.init("X-Big")!: String(repeating: "a", count: 20_000)])
-            #expect(response.status == .badRequest)
+            do {
+                let response = try await client.execute(
+                    uri: "/healthz", method: .get, headers: [.init("X-Big")!: String(repeating: "a", count: 20_000)])
+                #expect(response.status == .badRequest)
+            } catch ChannelError.ioOnClosedChannel {
+                // Refused too: on a busy machine the server answers 400 and closes while the client
+                // is still writing the oversized head, and the client's write fails first.
+            }
         }
     }
 }

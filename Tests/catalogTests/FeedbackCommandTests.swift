@@ -215,6 +215,7 @@ import Testing
             // Three feedback runs after the attack: nothing leaves the feed.
             try await Task.sleep(for: .seconds(3.5))
             #expect(try await server.body(of: feed) == seedProductsJSON, "one network took products off sale")
+            #expect(workspace.exists("var/report-network.secret"), "the network secret is made beside the store")
 
             // Genuine product reports, one install on each of 20 networks.
             for network in 0..<20 {
