@@ -10,41 +10,67 @@ struct CachePolicy: Sendable, Hashable {
     /// Reads `max-age`, `no-cache` and `no-store`; `Age` (set by CDNs and proxies) is time the
     /// response already spent in a cache, so it shortens what is left. Without `max-age` there is no
     /// heuristic freshness: a feed without one is revalidated at every call, which is always correct.
+    ///
+    /// Any value a proxy may send parses without trapping: empty members, a bare `=` (which
+    /// trapped before), quotes, a `max-age` that is not delta-seconds or that appears twice (both
+    /// make the response stale: RFC 9111 §4.2.1 calls them invalid), or one too large (capped).
     init(cacheControl: String?, age: String?) {
-        var maxAge: TimeInterval?
+        var maxAges: [TimeInterval] = []
         var noCache = false
         for directive in (cacheControl ?? "").split(separator: ",") {
-            let parts = directive.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
-            switch parts[0].lowercased() {
-            case "max-age" where parts.count == 2:
-                // A malformed max-age makes the response stale (RFC 9111 §4.2.1), not fresh forever.
-                maxAge = TimeInterval(parts[1].trimmingCharacters(in: CharacterSet(charactersIn: "\""))).map { max($0, 0) } ?? 0
+            let parts = directive.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false).map {
+                $0.trimmingCharacters(in: .whitespaces)
+            }
+            guard let name = parts.first?.lowercased(), !name.isEmpty else { continue }
+            switch name {
+            case "max-age":
+                // A malformed max-age makes the response stale, not fresh forever.
+                maxAges.append(parts.count == 2 ? Self.deltaSeconds(parts[1]) ?? 0 : 0)
             case "no-cache": noCache = true
             case "no-store": noStore = true
             default: break
             }
         }
-        guard let maxAge, !noCache, !noStore else { return }
-        let alreadyCached = age.flatMap { TimeInterval($0.trimmingCharacters(in: .whitespaces)) } ?? 0
-        freshnessLifetime = max(maxAge - max(alreadyCached, 0), 0)
+        guard let maxAge = maxAges.count == 1 ? maxAges[0] : (maxAges.isEmpty ? nil : 0), !noCache, !noStore else { return }
+        let alreadyCached = age.flatMap { Self.deltaSeconds($0) } ?? 0
+        freshnessLifetime = max(maxAge - alreadyCached, 0)
+    }
+
+    /// RFC 9111 §1.2.2 delta-seconds: digits only (quotes tolerated around them), and a value too
+    /// large is 2^31, "infinity enough". nil for anything else.
+    static func deltaSeconds(_ text: String) -> TimeInterval? {
+        var digits = text.trimmingCharacters(in: .whitespaces)
+        if digits.count >= 2, digits.hasPrefix("\""), digits.hasSuffix("\"") { digits = String(digits.dropFirst().dropLast()) }
+        guard !digits.isEmpty, digits.utf8.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else { return nil }
+        let cap: TimeInterval = 2_147_483_648
+        return digits.count > 10 ? cap : min(TimeInterval(digits) ?? cap, cap)
     }
 }
 
 enum HTTPHeaderDate {
-    /// IMF-fixdate, the form servers send (RFC 9110 §5.6.7).
+    /// The three forms RFC 9110 §5.6.7 has recipients accept: IMF-fixdate, which servers send,
+    /// and the obsolete RFC 850 and asctime forms.
+    static let formats = ["EEE, dd MMM yyyy HH:mm:ss 'GMT'", "EEEE, dd-MMM-yy HH:mm:ss 'GMT'", "EEE MMM d HH:mm:ss yyyy"]
+
     static func parse(_ text: String) -> Date? {
-        let formatter = DateFormatter()
-        formatter.locale = Locale(identifier: "en_US_POSIX")
-        formatter.timeZone = TimeZone(identifier: "GMT")
-        formatter.dateFormat = "EEE, dd MMM yyyy HH:mm:ss 'GMT'"
-        return formatter.date(from: text.trimmingCharacters(in: .whitespaces))
+        // asctime pads a one-digit day with a space: "Sun Nov  6 08:49:37 1994".
+        let trimmed = text.trimmingCharacters(in: .whitespaces).replacingOccurrences(of: "  ", with: " ")
+        for format in formats {
+            let formatter = DateFormatter()
+            formatter.locale = Locale(identifier: "en_US_POSIX")
+            formatter.timeZone = TimeZone(identifier: "GMT")
+            formatter.dateFormat = format
+            if let date = formatter.date(from: trimmed) { return date }
+        }
+        return nil
     }
 }
 
-/// How long a 429 or 503 asks the client to wait: delay-seconds or an HTTP-date (RFC 9110 §10.2.3).
+/// How long a 429 or 503 asks the client to wait: delay-seconds or an HTTP-date in any of its
+/// three forms (RFC 9110 §10.2.3).
 func retryAfterDelay(_ value: String?, now: Date) -> TimeInterval? {
     guard let value = value?.trimmingCharacters(in: .whitespaces), !value.isEmpty else { return nil }
-    if let seconds = Int(value) { return TimeInterval(max(seconds, 0)) }
+    if let seconds = CachePolicy.deltaSeconds(value) { return seconds }
     return HTTPHeaderDate.parse(value).map { max($0.timeIntervalSince(now), 0) }
 }
 
