@@ -35,6 +35,16 @@ enum DurableFile {
             try? FileManager.default.removeItem(at: temporary)
             throw CatalogClientError(code: .storage, message: "cannot rename into \(url.path): \(reason)")
         }
+        // The rename itself is durable only once the directory is: without this, a report the
+        // caller was told is queued could vanish in a power cut.
+        let descriptor = open(directory.path, O_RDONLY)
+        guard descriptor >= 0 else {
+            throw CatalogClientError(code: .storage, message: "cannot open \(directory.path): \(String(cString: strerror(errno)))")
+        }
+        defer { close(descriptor) }
+        guard fsync(descriptor) == 0 else {
+            throw CatalogClientError(code: .storage, message: "cannot make \(url.path) durable: \(String(cString: strerror(errno)))")
+        }
     }
 
     /// Files a killed process left half-written start with this, and are never read.

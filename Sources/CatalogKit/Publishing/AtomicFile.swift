@@ -58,14 +58,17 @@ public enum AtomicFile {
         }
     }
 
-    /// Makes a rename or creation in `directory` durable.
+    /// Makes a rename or creation in `directory` durable. A failed fsync is an error: the rename
+    /// may not survive a crash, and the caller must not report the file as published.
     public static func syncDirectory(_ directory: URL) throws {
         let descriptor = open(directory.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard descriptor >= 0 else {
             throw CatalogError.io(path: directory.path, message: "cannot open directory: \(String(cString: strerror(errno)))")
         }
         defer { close(descriptor) }
-        _ = fsync(descriptor)
+        guard fsync(descriptor) == 0 else {
+            throw CatalogError.io(path: directory.path, message: "cannot make the directory durable (fsync): \(String(cString: strerror(errno)))")
+        }
     }
 
     /// Makes `url` a hard link to `source`, replacing it atomically: readers see the old file or

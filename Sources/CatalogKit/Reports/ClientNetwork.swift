@@ -243,6 +243,8 @@ public enum NetworkSecret {
         guard written == text.count, fsync(descriptor) == 0 else {
             throw CatalogError.io(path: url.path, message: "cannot write the report network secret")
         }
+        // A secret lost in a crash would be made anew, and every network renamed.
+        try AtomicFile.syncDirectory(url.deletingLastPathComponent())
         return secret
     }
 
