@@ -51,16 +51,40 @@ public func buildApplication(
 }
 
 /// How many CPUs this process may run on: one event loop each. NIO's default counts the
-/// machine's cores, so a server pinned to one core would time-share two or more loops on it.
+/// machine's cores, so a server pinned to one core, or given one core's worth of time by its
+/// container, would time-share two or more loops on it. The smaller of the affinity mask and the
+/// cgroup CPU quota, rounded up.
 public func availableCPUCount() -> Int {
-    // `Cpus_allowed_list: 0-1,4` in /proc/self/status is the affinity mask, readable without C.
+    let affinity = affinityCPUCount() ?? System.coreCount
+    // cgroup v2 (`cpu.max`), then v1 (`cpu.cfs_quota_us` / `cpu.cfs_period_us`).
+    let quota =
+        (try? String(contentsOfFile: "/sys/fs/cgroup/cpu.max", encoding: .utf8)).flatMap(cpuQuota(cpuMax:))
+        ?? {
+            guard let quota = try? String(contentsOfFile: "/sys/fs/cgroup/cpu/cpu.cfs_quota_us", encoding: .utf8),
+                let period = try? String(contentsOfFile: "/sys/fs/cgroup/cpu/cpu.cfs_period_us", encoding: .utf8)
+            else { return nil }
+            return cpuQuota(cpuMax: quota.trimmingCharacters(in: .whitespacesAndNewlines) + " " + period)
+        }()
+    return max(1, min(affinity, quota ?? affinity))
+}
+
+/// CPUs' worth of time in a cgroup `cpu.max` line (`200000 100000`: 2; `150000 100000`: 2, rounded
+/// up; `max 100000` or a v1 quota of `-1`: nil, no quota).
+func cpuQuota(cpuMax: String) -> Int? {
+    let fields = cpuMax.split(whereSeparator: \.isWhitespace)
+    guard fields.count == 2, let quota = Double(fields[0]), let period = Double(fields[1]), quota > 0, period > 0 else { return nil }
+    return max(1, Int((quota / period).rounded(.up)))
+}
+
+/// `Cpus_allowed_list: 0-1,4` in /proc/self/status is the affinity mask, readable without C.
+private func affinityCPUCount() -> Int? {
     guard let status = try? String(contentsOfFile: "/proc/self/status", encoding: .utf8),
         let line = status.split(separator: "\n").first(where: { $0.hasPrefix("Cpus_allowed_list:") })
-    else { return System.coreCount }
+    else { return nil }
     var count = 0
     for range in line.dropFirst("Cpus_allowed_list:".count).split(separator: ",") {
         let bounds = range.split(separator: "-").compactMap { Int($0.trimmingCharacters(in: .whitespaces)) }
         if bounds.count == 2 { count += bounds[1] - bounds[0] + 1 } else if bounds.count == 1 { count += 1 }
     }
-    return count > 0 ? count : System.coreCount
+    return count > 0 ? count : nil
 }
