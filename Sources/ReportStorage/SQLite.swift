@@ -105,7 +105,8 @@ final class SQLiteStatement {
             switch value {
             case .null: code = sqlite3_bind_null(statement, index)
             case .integer(let number): code = sqlite3_bind_int64(statement, index, number)
-            case .text(let text): code = sqlite3_bind_text(statement, index, text, -1, SQLiteStatement.transient)
+            // With its length, not up to the first NUL: a value is stored whole or refused, never cut short.
+            case .text(let text): code = sqlite3_bind_text(statement, index, text, Int32(clamping: text.utf8.count), SQLiteStatement.transient)
             }
             guard code == SQLITE_OK else { throw SQLiteError(connection.lastError) }
         }
@@ -128,7 +129,8 @@ final class SQLiteStatement {
 
     func text(_ column: Int32) -> String? {
         guard let bytes = sqlite3_column_text(statement, column) else { return nil }
-        return String(cString: bytes)
+        // By its length, as it was bound: a NUL inside the value does not end it.
+        return String(decoding: UnsafeBufferPointer(start: bytes, count: Int(sqlite3_column_bytes(statement, column))), as: UTF8.self)
     }
 
     /// SQLite copies bound text at once, so Swift's temporary C string may go away.

@@ -52,6 +52,7 @@ final class PostgresReportStoreTests: XCTestCase {
     func testPrunes() async throws { try await withStore(StoreConformance.prunes) }
     func testCountsNetworks() async throws { try await withStore(StoreConformance.countsNetworks) }
     func testPrunesToTheQuota() async throws { try await withStore(StoreConformance.prunesToTheQuota) }
+    func testKeepsOrRefusesNULs() async throws { try await withStore(StoreConformance.keepsOrRefusesNULs) }
     func testGroupCommits() async throws { try await withStore(StoreConformance.groupCommits) }
     func testKeepsTokensAndTheAuditLog() async throws { try await withStore(StoreConformance.keepsTokensAndTheAuditLog) }
 

@@ -67,6 +67,19 @@ enum StoreConformance {
         XCTAssertNil(otherApp)
     }
 
+    /// Text with a NUL inside is stored whole or refused, never cut at the NUL.
+    static func keepsOrRefusesNULs(_ store: any CatalogStore) async throws {
+        let summary = "before\u{0}after"
+        do {
+            try await store.appendAudit(AuditEntry(at: noon, actor: "a\u{0}b", action: .publish, app: nil, summary: summary))
+        } catch {
+            return  // refused (PostgreSQL does not store NUL in text): acceptable, nothing cut short
+        }
+        let entries = try await store.auditLog(app: nil, limit: 1)
+        XCTAssertEqual(entries.first?.summary, summary)
+        XCTAssertEqual(entries.first?.actor, "a\u{0}b")
+    }
+
     /// Past the per-app quota the oldest reports go first; other apps keep theirs.
     static func prunesToTheQuota(_ store: any ReportStore) async throws {
         var reports: [InvalidIdentifierReport] = []
