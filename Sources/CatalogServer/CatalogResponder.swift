@@ -21,7 +21,7 @@ public struct ServeConfiguration: Sendable {
     public init() {}
 }
 
-/// The routes of PRODUCT.md section 3, matched by path segments.
+/// The routes of docs/contract.md section 3, matched by path segments.
 ///
 /// A small fixed set of routes needs no general router, and matching them directly gives
 /// what Hummingbird's router does not: 405 with `Allow` for a known path and a wrong method,

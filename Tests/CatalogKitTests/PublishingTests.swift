@@ -4,7 +4,7 @@ import Foundation
 import PropertyList
 import Testing
 
-/// Publishing (PRODUCT.md section 2): exact feed bytes, manifests, validators from content,
+/// Publishing (docs/contract.md section 2): exact feed bytes, manifests, validators from content,
 /// byte stability, history rules, dry runs and atomicity.
 @Suite struct PublishingTests {
     // MARK: - The seed example

@@ -4,7 +4,7 @@ import Foundation
 import PropertyList
 import Testing
 
-/// The source rules of PRODUCT.md section 1, one test per rule, each with the exact lines an
+/// The source rules of docs/contract.md section 1, one test per rule, each with the exact lines an
 /// editor sees. Positions are 1-based line and byte column of the start tag concerned.
 ///
 /// `validate(products:)` wraps product bodies in `com.example.game.plist`: the first product's

@@ -4,7 +4,7 @@ import Foundation
 import PropertyList
 import Testing
 
-/// Scheduled availability (PRODUCT.md section 2): a build publishes what the feeds become at each
+/// Scheduled availability (docs/contract.md section 2): a build publishes what the feeds become at each
 /// moment ahead, and the feed index switches on time, with Last-Modified equal to the moment.
 @Suite struct ScheduleTests {
     static let opens = Timestamp(iso8601: "2026-04-01T00:00:00Z")!

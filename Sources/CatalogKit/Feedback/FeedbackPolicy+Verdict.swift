@@ -1,6 +1,6 @@
 import PropertyList
 
-/// The policy's rules (PRODUCT.md section 4), pure: the same reports, moment and previous
+/// The policy's rules (docs/contract.md section 4), pure: the same reports, moment and previous
 /// verdict always give the same verdict.
 extension FeedbackPolicy {
     /// Where the counting window of a run at `now` starts.

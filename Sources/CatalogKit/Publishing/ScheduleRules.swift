@@ -1,7 +1,7 @@
 import PropertyList
 
 /// Which future moments a build publishes feeds for, so that sale windows open and close on time
-/// without a rebuild (PRODUCT.md section 2).
+/// without a rebuild (docs/contract.md section 2).
 ///
 /// Bounded so that a catalog with thousands of distant dates does not publish thousands of
 /// states: changes within `horizonDays` ahead, at most `maximumStates` of them. A change beyond

@@ -1,6 +1,6 @@
 import PropertyList
 
-/// Where a report's app was running when the store answered (PRODUCT.md section 4).
+/// Where a report's app was running when the store answered (docs/contract.md section 4).
 public enum ReportEnvironment: String, CaseIterable, Sendable, Hashable, Codable {
     case production
     case sandbox
@@ -76,7 +76,7 @@ public struct InvalidIdentifierReport: Sendable, Hashable {
 
     /// Keeps only identifiers that `isPublished` accepts in both lists, and returns how many
     /// invalid ones it dropped: a report may name anything, but only what the app published is
-    /// worth a row of evidence (PRODUCT.md section 4, bounded intake). ``allRequestedInvalid``
+    /// worth a row of evidence (docs/contract.md section 4, bounded intake). ``allRequestedInvalid``
     /// keeps what the client's whole lists said.
     public mutating func keepPublished(_ isPublished: (String) -> Bool) -> Int {
         let before = invalid.count

@@ -1,7 +1,7 @@
 import Foundation
 import PropertyList
 
-/// Turns the body of `POST /v1/apps/{app}/invalid-identifiers` (PRODUCT.md section 4) into a
+/// Turns the body of `POST /v1/apps/{app}/invalid-identifiers` (docs/contract.md section 4) into a
 /// report, or says exactly what is wrong with it. Nothing is stored from a rejected body.
 public enum ReportDecoder {
     public static let maximumBodyBytes = 64 * 1024

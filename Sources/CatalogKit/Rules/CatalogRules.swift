@@ -1,7 +1,7 @@
 import Foundation
 import PropertyList
 
-/// The rules of PRODUCT.md section 1, applied to one app's decoded sources.
+/// The rules of docs/contract.md section 1, applied to one app's decoded sources.
 ///
 /// Every rule is a diagnostic at the place it concerns; all of them run, so one pass reports
 /// every problem. The result is an ``AppCatalog`` when no rule found an error.
