@@ -395,9 +395,9 @@ private struct MillisecondsDate: Decodable {
 
 // MARK: - Base64
 
-/// A strict base64 decoder over UTF-8 bytes. Foundation's decoder wants padding and standard alphabet, and tolerates
-/// non-canonical trailing bits; here padding is optional, the alphabet is chosen, and non-canonical encodings are refused
-/// so that one signature has exactly one spelling.
+/// Base64 as JWS uses it, through Foundation's decoder: the alphabet is chosen (URL-safe for JWS
+/// segments, standard for x5c entries), padding is optional, and a spelling that does not encode
+/// back to itself (stray trailing bits) is refused, so that one value has one spelling.
 fileprivate enum JWSBase64 {
     enum Alphabet {
         /// RFC 4648 §5, used by JWS segments.
@@ -407,45 +407,26 @@ fileprivate enum JWSBase64 {
     }
 
     static func decode<Bytes: Collection<UInt8>>(_ input: Bytes, alphabet: Alphabet) -> [UInt8]? {
-        var body = Array(input)
-        // Up to two trailing "=" are allowed; if present, the padded length must be a multiple of 4.
+        var text = String(decoding: input, as: UTF8.self)
         var padding = 0
-        while body.last == UInt8(ascii: "="), padding < 2 {
-            body.removeLast()
+        while text.hasSuffix("="), padding < 2 {
+            text.removeLast()
             padding += 1
         }
-        if padding > 0, (body.count + padding) % 4 != 0 { return nil }
-        if body.count % 4 == 1 { return nil }
-
-        var output: [UInt8] = []
-        output.reserveCapacity(body.count * 3 / 4)
-        var accumulator: UInt32 = 0
-        var bits = 0
-        for byte in body {
-            guard let sextet = value(of: byte, alphabet: alphabet) else { return nil }
-            accumulator = (accumulator << 6) | UInt32(sextet)
-            bits += 6
-            if bits >= 8 {
-                bits -= 8
-                output.append(UInt8(truncatingIfNeeded: accumulator >> UInt32(bits)))
-                accumulator &= (1 << UInt32(bits)) - 1
-            }
-        }
-        // Leftover bits (2 or 4) must be zero: otherwise several strings would decode to the same bytes.
-        guard accumulator == 0 else { return nil }
-        return output
+        if padding > 0, (text.utf8.count + padding) % 4 != 0 { return nil }
+        // The other alphabet's two characters, or anything else Foundation might skip, are refused.
+        let extra: (UInt8, UInt8) = alphabet == .url ? (UInt8(ascii: "-"), UInt8(ascii: "_")) : (UInt8(ascii: "+"), UInt8(ascii: "/"))
+        guard text.utf8.allSatisfy({ $0.isASCIIAlphanumeric || $0 == extra.0 || $0 == extra.1 }) else { return nil }
+        if alphabet == .url { text = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/") }
+        let padded = text + String(repeating: "=", count: (4 - text.utf8.count % 4) % 4)
+        guard let data = Data(base64Encoded: padded), data.base64EncodedString() == padded else { return nil }
+        return [UInt8](data)
     }
+}
 
-    private static func value(of byte: UInt8, alphabet: Alphabet) -> UInt8? {
-        switch byte {
-        case UInt8(ascii: "A")...UInt8(ascii: "Z"): return byte - UInt8(ascii: "A")
-        case UInt8(ascii: "a")...UInt8(ascii: "z"): return byte - UInt8(ascii: "a") + 26
-        case UInt8(ascii: "0")...UInt8(ascii: "9"): return byte - UInt8(ascii: "0") + 52
-        case UInt8(ascii: "-") where alphabet == .url: return 62
-        case UInt8(ascii: "_") where alphabet == .url: return 63
-        case UInt8(ascii: "+") where alphabet == .standard: return 62
-        case UInt8(ascii: "/") where alphabet == .standard: return 63
-        default: return nil
-        }
+extension UInt8 {
+    fileprivate var isASCIIAlphanumeric: Bool {
+        (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(self) || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(self)
+            || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(self)
     }
 }

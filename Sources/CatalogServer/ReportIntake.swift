@@ -93,10 +93,7 @@ struct ReportIntake: Sendable {
     /// The client a request came from: the peer, or what trusted proxies forwarded for.
     /// `fields` gives every line of a header field by its lower-case name.
     func client(peer: String?, fields: (String) -> [String]) -> IPAddress? {
-        let peer = peer.flatMap { IPAddress($0) }
-        // Only a trusted peer's headers are read at all: the common case costs one range check.
-        guard let peer, clients.isTrusted(peer) else { return peer }
-        return clients.client(peer: peer, forwarded: fields("forwarded"), forwardedFor: fields("x-forwarded-for"))
+        clients.client(peer: peer.flatMap { IPAddress($0) }, fields: fields)
     }
 
     /// The keyed hash of `client`'s network, as reports store it.

@@ -83,12 +83,13 @@ extension CatalogWorkflow {
     /// budget, or held back by a store-wide alert, goes off sale. Only an identifier the app
     /// sells can be confirmed; the next build takes it off sale.
     public func confirmQuarantine(app: String, identifier: String, by editor: String, at now: Timestamp) throws -> VerdictChange {
-        let sold = validate().catalogs.first { $0.app == app }?.products.contains { $0.id == identifier && $0.status == .cleared }
         return try editFeedback(app) { feedback in
             if feedback.verdicts[identifier]?.status == .quarantined {
                 throw ReleaseError(description: "'\(identifier)' is already quarantined in '\(app)'")
             }
-            guard sold == true else {
+            // Read under the lock, as the feedback file is: the sources cannot change in between.
+            let products = validate().catalogs.first { $0.app == app }?.products ?? []
+            guard products.contains(where: { $0.id == identifier && $0.status == .cleared }) else {
                 throw ReleaseError(description: "'\(identifier)' is not a cleared product of '\(app)'; only what is on sale can be quarantined")
             }
             _ = feedback.confirmQuarantine(identifier, by: editor, at: now)

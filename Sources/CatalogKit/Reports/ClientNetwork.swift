@@ -84,7 +84,7 @@ public struct ClientAddressResolver: Sendable {
         self.trustedProxies = trustedProxies
     }
 
-    public func isTrusted(_ address: IPAddress) -> Bool {
+    func isTrusted(_ address: IPAddress) -> Bool {
         trustedProxies.contains { $0.contains(address) }
     }
 
@@ -92,16 +92,17 @@ public struct ClientAddressResolver: Sendable {
     ///
     /// - Parameters:
     ///   - peer: the socket's remote address; nil when unknown (a Unix socket).
-    ///   - forwarded: every `Forwarded` field line (RFC 7239), in order; read in preference to
-    ///     `X-Forwarded-For` when present.
-    ///   - forwardedFor: every `X-Forwarded-For` field line, in order.
+    ///   - fields: every line of a header field, in order, by its lower-case name. Asked only when
+    ///     the peer is trusted, so that the common case reads no header. `forwarded` (RFC 7239) is
+    ///     read in preference to `x-forwarded-for` when present.
     /// - Returns: the peer when it is not a trusted proxy or no header names anyone; otherwise the
     ///   rightmost forwarded address that is not a trusted proxy. When that element is not an
     ///   address (`unknown`, an obfuscated name), the nearest trusted hop stands for the client:
     ///   nothing to its left can be believed.
-    public func client(peer: IPAddress?, forwarded: [String], forwardedFor: [String]) -> IPAddress? {
+    public func client(peer: IPAddress?, fields: (String) -> [String]) -> IPAddress? {
         guard let peer, isTrusted(peer) else { return peer }
-        let chain = !forwarded.isEmpty ? Self.forwardedChain(forwarded) : Self.forwardedForChain(forwardedFor)
+        let forwarded = fields("forwarded")
+        let chain = !forwarded.isEmpty ? Self.forwardedChain(forwarded) : Self.forwardedForChain(fields("x-forwarded-for"))
         var nearest = peer
         for element in chain.reversed() {
             guard let address = element else { return nearest }
