@@ -5,6 +5,11 @@ import HummingbirdCore
 import Logging
 import NIOCore
 import ServiceLifecycle
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// The serving application: the catalog's routes and the reload service, ready to run or test.
 ///
@@ -21,9 +26,10 @@ public func buildApplication(
     metrics.recordFeeds(store.index, reloaded: false)
     // One intake for both paths that receive reports: one committer, one set of rate limits.
     let intake = reportStore.map { ReportIntake(store: $0, configuration: reportsConfiguration, metrics: metrics) }
+    let connectionLimit = ConnectionLimit(maximum: configuration.maxConnections, metrics: metrics)
     let server = HTTPServerBuilder { responder in
         FeedHTTP1Channel(
-            responder: responder,
+            responder: responder, connectionLimit: connectionLimit,
             connectionHandler: { FeedConnectionHandler(store: store, metrics: metrics, configuration: configuration) },
             reportHandler: { connection in
                 intake.map {
@@ -42,12 +48,53 @@ public func buildApplication(
         responder: CatalogResponder(
             store: store, configuration: configuration, metrics: metrics,
             reports: intake,
-            admin: reportStore.flatMap { store in workflow.map { AdminAPI(store: store, workflow: $0, clock: configuration.clock) } }),
+            admin: reportStore.flatMap { store in workflow.map { AdminAPI(store: store, workflow: $0, clock: configuration.clock) } },
+            logger: logger),
         server: server,
         configuration: ApplicationConfiguration(address: .hostname(host, port: port), serverName: nil),
         services: services + extraServices,
         eventLoopGroupProvider: eventLoopGroup,
         logger: logger)
+}
+
+/// `--max-connections`: a connection accepted past it is closed at once, before any handler is
+/// set up for it (the cheapest refusal that still tells the client), and `/metrics` counts it.
+///
+/// Counted here rather than with Hummingbird's `availableConnectionsDelegate`, which stops
+/// accepting instead: that one is dropped by `ApplicationConfiguration.with(address:)`, so the
+/// tests could not see it, and a server that stops accepting leaves clients waiting silently.
+final class ConnectionLimit: Sendable {
+    let maximum: Int
+    private let metrics: ServerMetrics
+    private let open = Atomic<Int>(0)
+
+    init(maximum: Int, metrics: ServerMetrics) {
+        self.maximum = maximum
+        self.metrics = metrics
+    }
+
+    /// Counts `channel` until it closes; false (and counted as refused) if it is one too many.
+    func admit(_ channel: any Channel) -> Bool {
+        let count = open.add(1, ordering: .relaxed).newValue
+        guard count <= maximum else {
+            open.subtract(1, ordering: .relaxed)
+            metrics.recordConnectionRefused()
+            return false
+        }
+        metrics.recordOpenConnections(count)
+        channel.closeFuture.whenComplete { _ in
+            self.metrics.recordOpenConnections(self.open.subtract(1, ordering: .relaxed).newValue)
+        }
+        return true
+    }
+}
+
+/// The default `--max-connections`: what the process's descriptor limit leaves after a reserve
+/// for the store, files and the listener, at most 10,000.
+public func defaultMaxConnections() -> Int {
+    var limit = rlimit()
+    guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0 else { return 1024 }
+    return max(64, min(10_000, Int(clamping: limit.rlim_cur) - 256))
 }
 
 /// How many CPUs this process may run on: one event loop each. NIO's default counts the

@@ -2,8 +2,10 @@ import CatalogKit
 import Foundation
 import HTTPTypes
 import Hummingbird
+import Logging
 import NIOCore
 import PropertyList
+import ServiceLifecycle
 
 /// What `catalog serve` answers with, and how.
 public struct ServeConfiguration: Sendable {
@@ -11,10 +13,13 @@ public struct ServeConfiguration: Sendable {
     public var cacheControl = "public, max-age=300"
     /// Cache-Control of revision snapshots, which never change.
     public var immutableCacheControl = "public, max-age=31536000, immutable"
-    /// Each request must be read completely within this time after the connection opened or the
-    /// previous response was sent, however steadily its bytes trickle in; an idle connection is
-    /// closed after it too.
-    public var requestReadDeadline: TimeAmount = .seconds(10)
+    /// Each request must be read completely within this time of its first byte, however steadily
+    /// its bytes trickle in; a client that reads none of its answers for this long is closed too.
+    public var readDeadline: TimeAmount = .seconds(10)
+    /// A keep-alive connection with no request in progress and nothing unanswered closes after this.
+    public var idleTimeout: TimeAmount = .seconds(30)
+    /// Open connections at most; past it the server stops accepting until one closes.
+    public var maxConnections = defaultMaxConnections()
     /// The time responses are dated by and scheduled changes switch at; tests fix it.
     public var clock: @Sendable () -> Timestamp = { .now }
 
@@ -37,8 +42,13 @@ public struct CatalogResponder: HTTPResponder {
     let reports: ReportIntake?
     /// nil: no catalog sources or no store were given; `/v1/admin/` answers 503.
     let admin: AdminAPI?
+    let logger: Logger
 
-    init(store: FeedStore, configuration: ServeConfiguration, metrics: ServerMetrics, reports: ReportIntake?, admin: AdminAPI?) {
+    init(
+        store: FeedStore, configuration: ServeConfiguration, metrics: ServerMetrics, reports: ReportIntake?, admin: AdminAPI?,
+        logger: Logger
+    ) {
+        self.logger = logger
         self.store = store
         self.configuration = configuration
         self.metrics = metrics
@@ -60,7 +70,7 @@ public struct CatalogResponder: HTTPResponder {
             } else {
                 response = JSONError.response(.serviceUnavailable, "this server has no catalog sources and store to edit")
             }
-        case let route?: response = respond(to: request, at: route)
+        case let route?: response = await respond(to: request, at: route)
         }
         metrics.recordRequest(route?.metricsRoute ?? .unknown, status: response.status.code, bodyBytes: response.body.contentLength ?? 0)
         return response
@@ -76,12 +86,16 @@ public struct CatalogResponder: HTTPResponder {
     /// Ready once the feeds are loaded and the report store answers.
     private func readiness(_ request: Request) async -> Response {
         guard request.method == .get || request.method == .head else { return Self.methodNotAllowed(request, allow: "GET, HEAD") }
+        // From the moment a graceful shutdown begins, a load balancer must stop sending here.
+        if Task.isShuttingDownGracefully { return JSONError.response(.serviceUnavailable, "shutting down") }
         let apps = store.index.apps.count
         if let reports {
             do {
                 try await reports.store.ping()
             } catch {
-                return JSONError.response(.serviceUnavailable, "the report store does not answer: \(error)")
+                // The store's error may name its host or file; the operator's log has it, the answer does not.
+                logger.error("readiness.store", metadata: ["error": "\(error)"])
+                return JSONError.response(.serviceUnavailable, "the report store does not answer")
             }
         }
         return JSONResponse.ok(#"{"status":"ready","apps":\#(apps)}"#)
@@ -94,7 +108,7 @@ public struct CatalogResponder: HTTPResponder {
         return response
     }
 
-    private func respond(to request: Request, at route: Route) -> Response {
+    private func respond(to request: Request, at route: Route) async -> Response {
         guard request.method == .get || request.method == .head else { return Self.methodNotAllowed(request, allow: "GET, HEAD") }
         let now = configuration.clock()
         switch route {
@@ -124,15 +138,18 @@ public struct CatalogResponder: HTTPResponder {
             case .failure(let error):
                 return JSONError.response(HTTPResponse.Status(code: error.status), error.description)
             case .success(let feed):
-                return respond(with: feed, to: request, now: now, cacheControl: configuration.cacheControl)
+                return respond(
+                    with: feed, bodies: store.bodies(of: feed), to: request, now: now, cacheControl: configuration.cacheControl)
             }
         case .revisions(let app):
-            return revisionList(app)
+            guard let json = await store.revisionList(app) else { return JSONError.response(.notFound, "no published app '\(app)'") }
+            return JSONResponse.ok(String(decoding: json, as: UTF8.self))
         case .snapshot(let app, let revision, let kind):
-            guard let feed = FeedIndex.snapshot(app, revision: revision, kind: kind, in: store.tree) else {
+            guard let snapshot = await store.snapshot(app, revision: revision, kind: kind) else {
                 return JSONError.response(.notFound, "no revision \(revision) of app '\(app)'")
             }
-            return respond(with: feed, to: request, now: now, cacheControl: configuration.immutableCacheControl)
+            return respond(
+                with: snapshot.feed, bodies: snapshot.bodies, to: request, now: now, cacheControl: configuration.immutableCacheControl)
         }
     }
 
@@ -140,19 +157,21 @@ public struct CatalogResponder: HTTPResponder {
     /// second behind the clock; Last-Modified must never be later than it.
     static let dateLag: Int64 = 1
 
-    private func respond(with feed: ServedFeed, to request: Request, now: Timestamp, cacheControl: String) -> Response {
-        let decided = FeedResponse.decide(
+    private func respond(
+        with feed: ServedFeed, bodies: FeedBodies, to request: Request, now: Timestamp, cacheControl: String
+    ) -> Response {
+        let choice = FeedResponse.choose(
             feed: feed,
             conditions: ConditionalRequest(
                 ifNoneMatch: request.headers[values: .ifNoneMatch], ifModifiedSince: request.headers[values: .ifModifiedSince]),
-            acceptEncoding: request.headers[values: .acceptEncoding], isHead: request.method == .head, now: now,
-            cacheControl: cacheControl, dateLag: Self.dateLag)
+            acceptEncoding: request.headers[values: .acceptEncoding], now: now)
         var headers = HTTPFields()
-        for (name, value) in decided.headers {
+        for (name, value) in FeedResponse.headers(feed: feed, choice: choice, now: now, cacheControl: cacheControl, dateLag: Self.dateLag) {
             if let field = HTTPField.Name(name) { headers[field] = value }
         }
-        let body = decided.body.map { ResponseBody(byteBuffer: ByteBuffer(bytes: $0)) } ?? ResponseBody()
-        return Response(status: HTTPResponse.Status(code: decided.status), headers: headers, body: body)
+        // The feed's own buffer, shared with every other response: no copy per request.
+        let body = choice.status == 200 && request.method != .head ? ResponseBody(byteBuffer: bodies.body(gzip: choice.gzip)) : ResponseBody()
+        return Response(status: HTTPResponse.Status(code: choice.status), headers: headers, body: body)
     }
 
     private func appsIndex() -> String {
@@ -175,27 +194,6 @@ public struct CatalogResponder: HTTPResponder {
         return String(decoding: json.bytes, as: UTF8.self)
     }
 
-    private func revisionList(_ app: String) -> Response {
-        guard let current = store.index.apps[app] else { return JSONError.response(.notFound, "no published app '\(app)'") }
-        var json = JSONWriter()
-        json.beginObject()
-        json.key("app")
-        json.string(app)
-        json.key("revisions")
-        json.beginArray()
-        for revision in stride(from: current.manifest.revision, through: 1, by: -1) {
-            guard let manifest = try? store.tree.manifest(app, revision: revision) else { continue }
-            json.beginObject()
-            json.key("revision")
-            json.integer(Int64(revision))
-            json.key("publishedAt")
-            json.string(manifest.publishedAt.iso8601)
-            json.endObject()
-        }
-        json.endArray()
-        json.endObject()
-        return JSONResponse.ok(String(decoding: json.bytes, as: UTF8.self))
-    }
 }
 
 /// The paths the server knows.

@@ -12,12 +12,17 @@ struct FeedHTTP1Channel: HTTPChannelHandler {
     typealias Value = NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>
 
     let responder: HTTPChannelHandler.Responder
+    let connectionLimit: ConnectionLimit
     let connectionHandler: @Sendable () -> FeedConnectionHandler
     /// nil when the server stores no reports.
     let reportHandler: @Sendable (FeedConnectionHandler) -> ReportConnectionHandler?
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
-        channel.eventLoop.makeCompletedFuture {
+        guard connectionLimit.admit(channel) else {
+            channel.close(promise: nil)
+            return channel.eventLoop.makeFailedFuture(ChannelError.inputClosed)
+        }
+        return channel.eventLoop.makeCompletedFuture {
             var limits = NIOHTTPDecoderLimitConfiguration()
             // Feed requests carry a handful of short headers.
             limits.maxHeaderFieldSize = 8 * 1024

@@ -121,6 +121,7 @@ enum FeedRequestParser {
         var acceptEncoding: [String] = []
         var keepsAlive = true
         var hasBody = false
+        var hasContentLength = false
 
         /// Reads one field line (without its CRLF); false if it is not plainly well-formed.
         mutating func read(_ line: UnsafeRawBufferPointer) -> Bool {
@@ -145,6 +146,9 @@ enum FeedRequestParser {
                         UnsafeRawBufferPointer(rebasing: $0.trimmingSpaces).equalsIgnoringCase("keep-alive")
                     }
             } else if name.equalsIgnoringCase("content-length") {
+                // A repeated Content-Length is for the decoder to refuse, before anything behind it is answered.
+                guard !hasContentLength else { return false }
+                hasContentLength = true
                 hasBody = hasBody || !UnsafeRawBufferPointer(rebasing: value).equals("0")
             } else if name.equalsIgnoringCase("transfer-encoding") || name.equalsIgnoringCase("expect")
                 || name.equalsIgnoringCase("upgrade")

@@ -23,6 +23,9 @@ public final class ServerMetrics: Sendable {
     public let registry = PrometheusCollectorRegistry()
     private let factory: PrometheusMetricsFactory
     private let reloads: CoreMetrics.Counter
+    private let openConnections: CoreMetrics.Gauge
+    private let connectionsRefused: CoreMetrics.Counter
+    private let commitQueueFull: CoreMetrics.Counter
 
     private struct RequestKey: Hashable {
         var route: MetricsRoute
@@ -36,6 +39,9 @@ public final class ServerMetrics: Sendable {
     public init() {
         factory = PrometheusMetricsFactory(registry: registry)
         reloads = CoreMetrics.Counter(label: "catalog_feed_reloads_total", factory: factory)
+        openConnections = CoreMetrics.Gauge(label: "catalog_connections_open", factory: factory)
+        connectionsRefused = CoreMetrics.Counter(label: "catalog_connections_refused_total", factory: factory)
+        commitQueueFull = CoreMetrics.Counter(label: "catalog_reports_commit_queue_full_total", factory: factory)
     }
 
     /// One answered request; the share of 304s follows from the `status` label.
@@ -96,6 +102,21 @@ public final class ServerMetrics: Sendable {
                     .record(alerts[app]?.code == code ? 1 : 0)
             }
         }
+    }
+
+    /// Connections open now, after one opened or closed.
+    func recordOpenConnections(_ count: Int) {
+        openConnections.record(count)
+    }
+
+    /// A connection past `--max-connections`, closed as soon as it was accepted.
+    func recordConnectionRefused() {
+        connectionsRefused.increment()
+    }
+
+    /// A report refused with 503 because the store's commit queue was full.
+    func recordCommitQueueFull() {
+        commitQueueFull.increment()
     }
 
     /// The exposition text.

@@ -7,6 +7,10 @@ import Logging
 import NIOPosix
 import ReportStorage
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
@@ -28,6 +32,18 @@ struct ServeCommand: AsyncParsableCommand {
 
     @Option(help: "Cache-Control of the current feeds (revision snapshots are always immutable).")
     var cacheControl = "public, max-age=300"
+
+    @Option(help: ArgumentHelp("Seconds within which each request must arrive whole, from its first byte; a client that reads none of its answers for as long is closed too.", valueName: "seconds"))
+    var readDeadline = 10
+
+    @Option(help: ArgumentHelp("Seconds after which a keep-alive connection with nothing in progress is closed.", valueName: "seconds"))
+    var idleTimeout = 30
+
+    @Option(
+        help: ArgumentHelp(
+            "Open connections at most; past it the server stops accepting until one closes. Default: the descriptor limit less 256, at most 10000.",
+            valueName: "n"))
+    var maxConnections: Int?
 
     @Option(
         help: ArgumentHelp(
@@ -83,6 +99,10 @@ struct ServeCommand: AsyncParsableCommand {
         guard (8...32).contains(reportNetworkIpv4Prefix), (16...128).contains(reportNetworkIpv6Prefix) else {
             throw ValidationError("--report-network-ipv4-prefix must be 8 to 32 and --report-network-ipv6-prefix 16 to 128")
         }
+        guard (1...3600).contains(readDeadline), (1...86_400).contains(idleTimeout) else {
+            throw ValidationError("--read-deadline must be 1 to 3600 seconds and --idle-timeout 1 to 86400")
+        }
+        if let maxConnections, maxConnections < 1 { throw ValidationError("--max-connections must be 1 or more") }
         guard reportQuota >= 1 else { throw ValidationError("--report-quota must be 1 or more") }
         if let autoFeedback, autoFeedback.seconds > 366 * 86_400 {
             throw ValidationError("--auto-feedback \(autoFeedback) is longer than a year (366d)")
@@ -107,6 +127,10 @@ struct ServeCommand: AsyncParsableCommand {
         }
         var configuration = ServeConfiguration()
         configuration.cacheControl = cacheControl
+        configuration.readDeadline = .seconds(Int64(readDeadline))
+        configuration.idleTimeout = .seconds(Int64(idleTimeout))
+        raiseDescriptorLimit()
+        configuration.maxConnections = maxConnections ?? defaultMaxConnections()
         var reports = ReportsConfiguration()
         reports.perAddress = Self.limit(perMinute: reportLimitAddress)
         reports.perInstall = Self.limit(perMinute: reportLimitInstall)
@@ -147,4 +171,13 @@ struct ServeCommand: AsyncParsableCommand {
             try await app.runService()
         }
     }
+}
+
+/// Raises the soft limit on open descriptors to the hard one, as servers do: each connection
+/// takes one, and the soft default (often 1024) would cap a server far below what it can hold.
+private func raiseDescriptorLimit() {
+    var limit = rlimit()
+    guard getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < limit.rlim_max else { return }
+    limit.rlim_cur = min(limit.rlim_max, 1 << 20)
+    _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
 }
