@@ -16,8 +16,13 @@ public struct ReportsConfiguration: Sendable {
     public var perAddress: RateLimit? = RateLimit(perMinute: 600, burst: 120)
     /// Per `installId`: one device has little reason to report more than now and then.
     public var perInstall: RateLimit? = RateLimit(perMinute: 30, burst: 10)
-    /// The deliberately broken mode `scripts/crash-test` must catch; see `GroupCommitter`.
-    public var acknowledgeBeforeCommit = false
+    /// Reports waiting for the store at most; past it, 503 with `Retry-After` until it catches up.
+    public var maximumQueuedReports = 20_000
+    #if DEBUG
+        /// The deliberately broken mode `scripts/crash-test --broken` must catch (debug builds
+        /// only); see `GroupCommitter`.
+        public var acknowledgeBeforeCommit = false
+    #endif
     /// Proxies whose `Forwarded` and `X-Forwarded-For` headers are believed (`--trusted-proxy`);
     /// none by default, so that no client can name its own address.
     public var trustedProxies: [AddressRange] = []
@@ -81,7 +86,13 @@ struct ReportIntake: Sendable {
 
     init(store: any ReportStore, configuration: ReportsConfiguration, metrics: ServerMetrics? = nil) {
         self.store = store
-        committer = GroupCommitter(store: store, acknowledgeBeforeCommit: configuration.acknowledgeBeforeCommit)
+        #if DEBUG
+            committer = GroupCommitter(
+                store: store, maximumQueued: configuration.maximumQueuedReports,
+                acknowledgeBeforeCommit: configuration.acknowledgeBeforeCommit)
+        #else
+            committer = GroupCommitter(store: store, maximumQueued: configuration.maximumQueuedReports)
+        #endif
         byAddress = configuration.perAddress.map { RateLimiter($0) }
         byInstall = configuration.perInstall.map { RateLimiter($0) }
         clients = ClientAddressResolver(trustedProxies: configuration.trustedProxies)
@@ -181,6 +192,9 @@ struct ReportIntake: Sendable {
                     ReportAnswer(
                         status: .accepted,
                         json: Self.accepted(count: named, stored: report.invalid.count, duplicate: outcome == .duplicate)))
+            case .failure(let error as CommitQueueFull):
+                self.metrics?.recordCommitQueueFull()
+                completion(.error(.serviceUnavailable, "\(error); send it again later", retryAfter: 1))
             case .failure:
                 completion(.error(.serviceUnavailable, "the report could not be stored; send it again later", retryAfter: 5))
             }

@@ -5,11 +5,18 @@ import Synchronization
 /// disk, the reports that arrive queue up and go in the next. Durability then costs one flush
 /// per batch instead of one per request, and each caller still returns only once its own
 /// report is committed.
+///
+/// The queue is bounded: while the store stalls, a report past `maximumQueued` fails at once
+/// with ``CommitQueueFull`` (the endpoint answers 503 with `Retry-After`), so memory stays
+/// bounded and nothing acknowledged is ever dropped.
 public final class GroupCommitter: Sendable {
     private let store: any ReportStore
     private let maximumBatch: Int
-    private let acknowledgeBeforeCommit: Bool
+    private let maximumQueued: Int
     private let state = Mutex(State())
+    #if DEBUG
+        private let acknowledgeBeforeCommit: Bool
+    #endif
 
     /// Called once the report's transaction is durable (or has failed), on the commit loop's
     /// thread: hop elsewhere before doing real work.
@@ -20,14 +27,26 @@ public final class GroupCommitter: Sendable {
         var committing = false
     }
 
-    /// - Parameter acknowledgeBeforeCommit: a deliberately broken mode for `scripts/crash-test`
-    ///   to prove that it catches a server that answers before the commit: each batch is
-    ///   answered, then committed 200 ms later. Never for real use.
-    public init(store: any ReportStore, maximumBatch: Int = 4096, acknowledgeBeforeCommit: Bool = false) {
+    public init(store: any ReportStore, maximumBatch: Int = 4096, maximumQueued: Int = 20_000) {
         self.store = store
         self.maximumBatch = maximumBatch
-        self.acknowledgeBeforeCommit = acknowledgeBeforeCommit
+        self.maximumQueued = maximumQueued
+        #if DEBUG
+            self.acknowledgeBeforeCommit = false
+        #endif
     }
+
+    #if DEBUG
+        /// A deliberately broken mode, in debug builds only (never in a release binary), for
+        /// `scripts/crash-test --broken` to prove that it catches a server that answers before the
+        /// commit: each batch is answered, then committed 200 ms later.
+        public init(store: any ReportStore, maximumQueued: Int = 20_000, acknowledgeBeforeCommit: Bool) {
+            self.store = store
+            self.maximumBatch = 4096
+            self.maximumQueued = maximumQueued
+            self.acknowledgeBeforeCommit = acknowledgeBeforeCommit
+        }
+    #endif
 
     /// Stores `report` with whatever else is waiting; returns once that transaction is durable.
     public func submit(_ report: InvalidIdentifierReport) async throws -> StoreOutcome {
@@ -38,13 +57,18 @@ public final class GroupCommitter: Sendable {
 
     /// Stores `report` with whatever else is waiting; `completion` once that transaction is durable.
     public func submit(_ report: InvalidIdentifierReport, completion: @escaping Completion) {
-        let startCommitting = state.withLock { state in
+        let start: Bool? = state.withLock { state in
+            guard state.pending.count < maximumQueued else { return nil }
             state.pending.append((report, completion))
             guard !state.committing else { return false }
             state.committing = true
             return true
         }
-        if startCommitting { commitNext() }
+        switch start {
+        case nil: completion(.failure(CommitQueueFull()))
+        case true?: commitNext()
+        case false?: break
+        }
     }
 
     /// Commits what is waiting, then calls itself back for what came meanwhile, until nothing
@@ -58,16 +82,18 @@ public final class GroupCommitter: Sendable {
             return batch
         }
         guard !batch.isEmpty else { return }
-        if acknowledgeBeforeCommit {
-            // The bug this mode stands for: a write-behind buffer that answers at once and
-            // commits what it gathered a little later.
-            for (_, completion) in batch { completion(.success(.stored)) }
-            Task {
-                try? await Task.sleep(for: .milliseconds(200))
-                store.store(batch.map(\.0)) { _ in self.commitNext() }
+        #if DEBUG
+            if acknowledgeBeforeCommit {
+                // The bug this mode stands for: a write-behind buffer that answers at once and
+                // commits what it gathered a little later.
+                for (_, completion) in batch { completion(.success(.stored)) }
+                Task {
+                    try? await Task.sleep(for: .milliseconds(200))
+                    store.store(batch.map(\.0)) { _ in self.commitNext() }
+                }
+                return
             }
-            return
-        }
+        #endif
         store.store(batch.map(\.0)) { result in
             switch result {
             case .success(let outcomes):
@@ -78,4 +104,10 @@ public final class GroupCommitter: Sendable {
             self.commitNext()
         }
     }
+}
+
+/// The commit queue is full: the store has stalled for longer than the queue holds reports.
+public struct CommitQueueFull: Error, CustomStringConvertible {
+    public init() {}
+    public var description: String { "too many reports are waiting for the store" }
 }

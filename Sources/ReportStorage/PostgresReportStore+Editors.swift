@@ -42,6 +42,24 @@ extension PostgresReportStore: EditorStore {
         }
     }
 
+    public func activeToken(secretHash: String) async throws -> EditorToken? {
+        try await withStoreErrors("cannot look a token up") {
+            try await client.withConnection { connection in
+                let rows = try await connection.query(
+                    """
+                    SELECT name, role, secret_hash, created_at FROM editor_tokens
+                    WHERE secret_hash = \(secretHash) AND revoked_at IS NULL
+                    """, logger: logger)
+                for try await (name, role, hash, createdAt) in rows.decode((String, String, String, Int64).self) {
+                    return EditorToken(
+                        name: name, role: EditorRole(rawValue: role) ?? .viewer, secretHash: hash,
+                        createdAt: Timestamp(secondsSince1970: createdAt))
+                }
+                return nil
+            }
+        }
+    }
+
     public func revokeToken(named name: String, at moment: Timestamp) async throws -> Bool {
         try await transaction("cannot revoke a token") { connection, logger in
             let rows = try await connection.query(

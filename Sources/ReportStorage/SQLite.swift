@@ -5,9 +5,10 @@ import CSQLite
 final class SQLiteConnection {
     let handle: OpaquePointer
 
-    init(path: String) throws(SQLiteError) {
+    /// - Parameter readOnly: a reader's connection, which cannot write even by mistake.
+    init(path: String, readOnly: Bool = false) throws(SQLiteError) {
         var db: OpaquePointer?
-        let flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX
+        let flags = (readOnly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE) | SQLITE_OPEN_NOMUTEX
         let code = sqlite3_open_v2(path, &db, flags, nil)
         guard code == SQLITE_OK, let db else {
             let message = db.map { String(cString: sqlite3_errmsg($0)) } ?? "out of memory"

@@ -18,7 +18,7 @@ extension SQLiteReportStore: EditorStore {
     }
 
     public func tokens() async throws -> [EditorToken] {
-        try await reader.run { connection in
+        try await lookupReader.run { connection in
             try connection.rows("SELECT name, role, secret_hash, created_at, revoked_at FROM editor_tokens ORDER BY name, created_at") {
                 row in
                 EditorToken(
@@ -26,6 +26,19 @@ extension SQLiteReportStore: EditorStore {
                     createdAt: Timestamp(secondsSince1970: row.integer(3)),
                     revokedAt: row.optionalInteger(4).map(Timestamp.init(secondsSince1970:)))
             }
+        }
+    }
+
+    public func activeToken(secretHash: String) async throws -> EditorToken? {
+        try await lookupReader.run { connection in
+            try connection.rows(
+                "SELECT name, role, secret_hash, created_at FROM editor_tokens WHERE secret_hash = ?1 AND revoked_at IS NULL",
+                [.text(secretHash)]
+            ) { row in
+                EditorToken(
+                    name: row.text(0) ?? "", role: EditorRole(rawValue: row.text(1) ?? "") ?? .viewer, secretHash: row.text(2) ?? "",
+                    createdAt: Timestamp(secondsSince1970: row.integer(3)))
+            }.first
         }
     }
 
@@ -49,7 +62,7 @@ extension SQLiteReportStore: EditorStore {
     }
 
     public func auditLog(app: String?, limit: Int) async throws -> [AuditEntry] {
-        try await reader.run { connection in
+        try await lookupReader.run { connection in
             try connection.rows(
                 """
                 SELECT sequence, at, actor, action, app, summary, before_hash, after_hash FROM audit_log

@@ -6,11 +6,15 @@ import PropertyList
 /// Reports in one SQLite file, in WAL mode with `synchronous = FULL`: a commit is on disk when
 /// `store` returns, and readers (`catalog reports`, feedback) never block the writer.
 ///
-/// One connection writes and one reads, each confined to its own serial queue so that SQLite's
-/// blocking calls (a commit waits for fsync) never occupy Swift's cooperative threads.
+/// One connection writes and two read, each confined to its own serial queue so that SQLite's
+/// blocking calls (a commit waits for fsync) never occupy Swift's cooperative threads. The
+/// readers are read-only and apart: `reader` takes the long aggregates of reports and feedback,
+/// `lookupReader` the short lookups a request waits for (a token, the audit log), so that a
+/// long aggregate never delays a token check. Readiness asks the writer.
 public final class SQLiteReportStore: ReportStore {
     let writer: Confined<Writer>
     let reader: Confined<SQLiteConnection>
+    let lookupReader: Confined<SQLiteConnection>
     public let path: String
 
     /// Opens (creating it and its folder if needed) and migrates the store at `path`.
@@ -19,16 +23,21 @@ public final class SQLiteReportStore: ReportStore {
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let writerQueue = DispatchQueue(label: "catalog.sqlite.writer")
         let writer = try await Confined.make(on: writerQueue) { try Writer(path: path) }
+        // Opened after the writer, which creates and migrates the file.
         let reader = try await Confined.make(on: DispatchQueue(label: "catalog.sqlite.reader")) {
-            try SQLiteConnection(path: path)
+            try SQLiteConnection(path: path, readOnly: true)
         }
-        return SQLiteReportStore(path: path, writer: writer, reader: reader)
+        let lookupReader = try await Confined.make(on: DispatchQueue(label: "catalog.sqlite.lookup")) {
+            try SQLiteConnection(path: path, readOnly: true)
+        }
+        return SQLiteReportStore(path: path, writer: writer, reader: reader, lookupReader: lookupReader)
     }
 
-    private init(path: String, writer: Confined<Writer>, reader: Confined<SQLiteConnection>) {
+    private init(path: String, writer: Confined<Writer>, reader: Confined<SQLiteConnection>, lookupReader: Confined<SQLiteConnection>) {
         self.path = path
         self.writer = writer
         self.reader = reader
+        self.lookupReader = lookupReader
     }
 
     /// The writer connection's `PRAGMA synchronous` (2 is FULL) and journal mode, for the test
@@ -146,35 +155,61 @@ public final class SQLiteReportStore: ReportStore {
         }
     }
 
-    public func prune(receivedBefore moment: Timestamp) async throws -> Int {
-        try await writer.run { try $0.connection.run("DELETE FROM reports WHERE received_at < ?1", [.integer(moment.secondsSince1970)]) }
-    }
+    /// Reports deleted per writer turn when pruning: each batch is its own short transaction, so
+    /// group commits of new reports go between batches instead of waiting for the whole prune.
+    static let pruneBatch = 5_000
 
-    public func prune(keepingPerApp quota: Int) async throws -> [String: Int] {
-        try await writer.run { writer in
-            let quota = max(quota, 1)
-            let apps = try writer.connection.rows(
-                "SELECT app FROM reports GROUP BY app HAVING COUNT(*) > ?1", [.integer(Int64(quota))]
-            ) { row in row.text(0) ?? "" }
-            var pruned: [String: Int] = [:]
-            for app in apps {
-                // The oldest received first (then the first stored); the index on (app,
-                // received_at) finds the newest report that is kept.
-                pruned[app] = try writer.connection.run(
-                    """
-                    WITH cut AS (
-                        SELECT received_at, id FROM reports WHERE app = ?1 ORDER BY received_at DESC, id DESC LIMIT 1 OFFSET ?2)
-                    DELETE FROM reports WHERE app = ?1
-                      AND (received_at < (SELECT received_at FROM cut)
-                           OR (received_at = (SELECT received_at FROM cut) AND id < (SELECT id FROM cut)))
-                    """, [.text(app), .integer(Int64(quota - 1))])
+    public func prune(receivedBefore moment: Timestamp) async throws -> Int {
+        var total = 0
+        while true {
+            let deleted = try await writer.run {
+                try $0.connection.run(
+                    "DELETE FROM reports WHERE id IN (SELECT id FROM reports WHERE received_at < ?1 LIMIT ?2)",
+                    [.integer(moment.secondsSince1970), .integer(Int64(Self.pruneBatch))])
             }
-            return pruned
+            total += deleted
+            if deleted < Self.pruneBatch { return total }
         }
     }
 
+    public func prune(keepingPerApp quota: Int) async throws -> [String: Int] {
+        let quota = max(quota, 1)
+        let apps = try await writer.run { writer in
+            try writer.connection.rows("SELECT app FROM reports GROUP BY app HAVING COUNT(*) > ?1", [.integer(Int64(quota))]) { row in
+                row.text(0) ?? ""
+            }
+        }
+        var pruned: [String: Int] = [:]
+        for app in apps {
+            // The newest report that is kept, through the index on (app, received_at): everything
+            // received before it (then stored before it) goes, oldest first, in batches.
+            let cut = try await writer.run { writer in
+                try writer.connection.rows(
+                    "SELECT received_at, id FROM reports WHERE app = ?1 ORDER BY received_at DESC, id DESC LIMIT 1 OFFSET ?2",
+                    [.text(app), .integer(Int64(quota - 1))]
+                ) { row in (row.integer(0), row.integer(1)) }.first
+            }
+            guard let (receivedAt, id) = cut else { continue }
+            var total = 0
+            while true {
+                let deleted = try await writer.run { writer in
+                    try writer.connection.run(
+                        """
+                        DELETE FROM reports WHERE id IN (
+                            SELECT id FROM reports WHERE app = ?1 AND (received_at < ?2 OR (received_at = ?2 AND id < ?3)) LIMIT ?4)
+                        """, [.text(app), .integer(receivedAt), .integer(id), .integer(Int64(Self.pruneBatch))])
+                }
+                total += deleted
+                if deleted < Self.pruneBatch { break }
+            }
+            pruned[app] = total
+        }
+        return pruned
+    }
+
+    /// Asks the writer: a store whose commits are stuck is not ready, however well it reads.
     public func ping() async throws {
-        _ = try await reader.run { try $0.scalar("SELECT 1") }
+        _ = try await writer.run { try $0.connection.scalar("SELECT 1") }
     }
 
     public func close() async throws {}

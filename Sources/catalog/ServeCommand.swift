@@ -148,11 +148,14 @@ struct ServeCommand: AsyncParsableCommand {
             printError("\(error)")
             throw ExitCode(1)
         }
-        // For scripts/crash-test only: proves the harness catches a server that answers early.
-        if ProcessInfo.processInfo.environment["CATALOG_UNSAFE_ACKNOWLEDGE_BEFORE_COMMIT"] == "1" {
-            logger.critical("reports.unsafe", metadata: ["reason": "acknowledging reports before they are committed (crash-test mode)"])
-            reports.acknowledgeBeforeCommit = true
-        }
+        #if DEBUG
+            // For scripts/crash-test --broken only, and only in a debug build: proves the harness
+            // catches a server that answers early. A release binary has no such switch.
+            if ProcessInfo.processInfo.environment["CATALOG_UNSAFE_ACKNOWLEDGE_BEFORE_COMMIT"] == "1" {
+                logger.critical("reports.unsafe", metadata: ["reason": "acknowledging reports before they are committed (crash-test mode)"])
+                reports.acknowledgeBeforeCommit = true
+            }
+        #endif
         let group = MultiThreadedEventLoopGroup(numberOfThreads: availableCPUCount())
         let metrics = ServerMetrics()
         let storeName = try storeOptions.url.description

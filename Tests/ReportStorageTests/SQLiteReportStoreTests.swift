@@ -1,6 +1,7 @@
 import CatalogKit
 import Foundation
-import ReportStorage
+@testable import ReportStorage
+import Synchronization
 import XCTest
 
 final class SQLiteReportStoreTests: XCTestCase {
@@ -19,6 +20,37 @@ final class SQLiteReportStoreTests: XCTestCase {
         let store = try await SQLiteReportStore.open(path: folder.appendingPathComponent("var/catalog.sqlite").path)
         try await body(store)
         try await store.close()
+    }
+
+    /// While the store stalls (another connection holds its write lock), the group committer
+    /// queues reports up to its bound and refuses the next at once, instead of holding them in
+    /// memory without limit; every report it queued is stored once the lock goes.
+    func testAStalledStoreRefusesPastTheQueueAndLosesNothing() async throws {
+        try await withStore { store in
+            let blocker = try SQLiteConnection(path: store.path)
+            try blocker.execute("BEGIN IMMEDIATE")
+            let committer = GroupCommitter(store: store, maximumBatch: 64, maximumQueued: 10)
+            let results = Mutex<[Int: Result<StoreOutcome, any Error>]>([:])
+            // One report goes to the (stalled) commit, ten wait, the twelfth finds the queue full.
+            for index in 0..<12 {
+                committer.submit(StoreConformance.report(["com.example.a"], id: "report-\(index)")) { result in
+                    results.withLock { $0[index] = result }
+                }
+            }
+            let refusedAtOnce = results.withLock { $0[11] }
+            XCTAssertNotNil(refusedAtOnce, "the report past the queue waited instead of being refused")
+            if case .failure(let error)? = refusedAtOnce {
+                XCTAssertTrue(error is CommitQueueFull, "\(error)")
+            } else {
+                XCTFail("the report past the queue was accepted")
+            }
+            try blocker.execute("ROLLBACK")
+            for _ in 0..<300 where results.withLock({ $0.count }) < 12 { try await Task.sleep(for: .milliseconds(50)) }
+            let stored = results.withLock { results in (0..<11).filter { if case .success(.stored)? = results[$0] { true } else { false } } }
+            XCTAssertEqual(stored.count, 11, "every queued report is stored")
+            let count = try await store.aggregate(AggregateQuery()).first?.reports
+            XCTAssertEqual(count, 11)
+        }
     }
 
     func testDeduplicates() async throws { try await withStore(StoreConformance.deduplicates) }

@@ -244,8 +244,13 @@ enum StoreConformance {
         let tokens = try await store.tokens()
         XCTAssertEqual(tokens.map(\.role), [.editor, .viewer])
         XCTAssertEqual(tokens.first?.revokedAt, later)
-        XCTAssertEqual(TokenSecret.match("secret-c", among: tokens)?.role, .viewer)
-        XCTAssertNil(TokenSecret.match("secret-a", among: tokens), "a revoked token no longer matches")
+        let current = try await store.activeToken(secretHash: TokenSecret.hash("secret-c"))
+        XCTAssertEqual(current?.role, .viewer)
+        XCTAssertEqual(current?.name, "alice")
+        let revokedToken = try await store.activeToken(secretHash: TokenSecret.hash("secret-a"))
+        XCTAssertNil(revokedToken, "a revoked token no longer matches")
+        let unknown = try await store.activeToken(secretHash: TokenSecret.hash("secret-z"))
+        XCTAssertNil(unknown)
 
         for (offset, app) in ["com.example.app", nil, "com.example.game"].enumerated() {
             try await store.appendAudit(

@@ -99,13 +99,13 @@ struct AdminAPI: Sendable {
         guard parts.count == 2, parts[0].lowercased() == "bearer" else {
             return .failure(unauthorized("use Authorization: Bearer cat_…", invalid: false))
         }
-        let tokens: [EditorToken]
+        let found: EditorToken?
         do {
-            tokens = try await store.tokens()
+            found = try await store.activeToken(secretHash: TokenSecret.hash(String(parts[1])))
         } catch {
             return .failure(Refusal(response: JSONError.response(.serviceUnavailable, "the token store does not answer")))
         }
-        guard let token = TokenSecret.match(String(parts[1]), among: tokens) else {
+        guard let token = found else {
             return .failure(unauthorized("the token is unknown or revoked", invalid: true))
         }
         return .success(token)
