@@ -40,6 +40,8 @@ final class FeedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     private let idleTimeout: TimeAmount
     private var context: ChannelHandlerContext?
     private var timer: Scheduled<Void>?
+    /// When `timer` fires.
+    private var timerDeadline: NIODeadline?
 
     /// When the first byte of the request being read arrived; nil between requests.
     private var requestStartedAt: NIODeadline?
@@ -113,20 +115,23 @@ final class FeedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         var buffer = unwrapInboundIn(data)
         let now = NIODeadline.now()
-        if requestStartedAt == nil {
-            requestStartedAt = now
-            ensureTimer(context)
+        if requestStartedAt == nil { requestStartedAt = now }
+        if handedOver {
+            forward(buffer, context: context)
+        } else {
+            if var unread = self.unread.take() {
+                unread.writeBuffer(&buffer)
+                buffer = unread
+            }
+            if paused {
+                unread = buffer
+            } else {
+                consume(buffer, context: context, now: now)
+            }
         }
-        if handedOver { return forward(buffer, context: context) }
-        if var unread = self.unread.take() {
-            unread.writeBuffer(&buffer)
-            buffer = unread
-        }
-        if paused {
-            unread = buffer
-            return
-        }
-        consume(buffer, context: context, now: now)
+        // A request still arriving: its deadline may come before the timer (set for the idle
+        // timeout, say). Whole requests, the usual case, leave the timer alone.
+        if requestStartedAt != nil { ensureTimer(context) }
     }
 
     /// Answers or passes on every complete request in `buffer`, keeping what is left in `unread`.
@@ -323,21 +328,26 @@ final class FeedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         return expiry
     }
 
-    /// Makes sure a timer runs while there is an expiry. A running timer is left alone: when it
-    /// fires it looks at the expiry as it then is (rescheduling per request cost a tenth of the time).
+    /// Makes sure a timer fires no later than the expiry. A timer set for an earlier moment is left
+    /// alone: when it fires it looks at the expiry as it then is (rescheduling per request cost a
+    /// tenth of the time).
     private func ensureTimer(_ context: ChannelHandlerContext) {
-        guard timer == nil, let expiry else { return }
+        guard let expiry else { return }
+        if timer != nil, let timerDeadline, timerDeadline <= expiry { return }
+        timer?.cancel()
         schedule(context, at: expiry)
     }
 
     private func schedule(_ context: ChannelHandlerContext, at moment: NIODeadline) {
         let channel = context.channel
+        timerDeadline = moment
         // The task holds the handler strongly: a weak reference would give the handler a side
         // table for good, which makes NIO's reference counting of it slower on every request.
         // The timer is cancelled when the channel closes or the handler is removed. The task
         // runs on this event loop, as the handler does.
         timer = context.eventLoop.assumeIsolated().scheduleTask(deadline: moment) {
             self.timer = nil
+            self.timerDeadline = nil
             guard let expiry = self.expiry else { return }  // the application's time
             if expiry <= .now() {
                 channel.close(promise: nil)
