@@ -257,6 +257,64 @@ import Testing
         }
     }
 
+    /// `public/` holds only what may be public, as it is copied to any static host: no file under
+    /// it names the draft, the product scheduled for June or an editor's reference name, and no
+    /// revision keeps its records there. The records tree beside it keeps them, and the feeds
+    /// scheduled for June are served from it when June comes.
+    @Test func publicHoldsOnlyWhatMayBePublic() throws {
+        try withCatalog { catalog in
+            try catalog.write("com.example.game.plist", Self.goldenSource)
+            try catalog.publish(at: buildMoment)
+            let manifest = try #require(try catalog.tree.currentManifest(Self.app))
+            #expect(manifest.schedule?.isEmpty == false, "the fixture schedules a change")
+            let published = catalog.publicSnapshot()
+            for (path, bytes) in published {
+                let text = String(decoding: Gzip.decompress(bytes) ?? bytes, as: UTF8.self)
+                for secret in ["com.example.game.next", "com.example.game.summer", "Pièces"] {
+                    #expect(!text.contains(secret), "\(path) shows \(secret)")
+                }
+            }
+            #expect(!published.keys.contains { $0.contains("identifiers.tsv") || $0.contains(".jsonl") || $0.contains("/scheduled/") })
+            let records = catalog.tree.recordsDirectory(Self.app, 1)
+            for name in ["identifiers.tsv", PublicTree.snapshotName, "scheduled"] {
+                #expect(FileManager.default.fileExists(atPath: records.appendingPathComponent(name).path), "\(name) is kept")
+            }
+            #expect(!records.path.hasPrefix(catalog.publicDirectory.path + "/"))
+
+            let (index, problems) = FeedIndex.load(catalog.tree)
+            #expect(problems.isEmpty)
+            let june = Timestamp(year: 2026, month: 6, day: 2, hour: 0, minute: 0, second: 0)!
+            let feed = try index.feed(app: Self.app, kind: .products, platform: nil, appVersion: nil, at: june).get()
+            #expect(String(decoding: feed.identity.bytes, as: UTF8.self).contains("com.example.game.summer"))
+        }
+    }
+
+    /// A tree published before the records moved out of `public/` is served as it is, and the
+    /// next build (even one that changes nothing) moves its records out.
+    @Test func recordsOfAnOlderTreeMoveOutOfPublic() throws {
+        try withCatalog { catalog in
+            try catalog.write("com.example.game.plist", Self.goldenSource)
+            try catalog.publish(at: buildMoment)
+            // The layout of older trees: the records inside the public revision.
+            let fileManager = FileManager.default
+            let records = catalog.tree.recordsDirectory(Self.app, 1)
+            let revision = catalog.tree.revisionDirectory(Self.app, 1)
+            for name in ["identifiers.tsv", PublicTree.snapshotName, "scheduled"] {
+                try fileManager.moveItem(at: records.appendingPathComponent(name), to: revision.appendingPathComponent(name))
+            }
+            let (index, problems) = FeedIndex.load(catalog.tree)
+            #expect(problems.isEmpty, "an older tree is still served")
+            #expect(index.apps[Self.app]?.history["com.example.game.levels"] != nil)
+
+            let plans = try catalog.publish(at: buildMoment)
+            #expect(plans.map(\.isUnchanged) == [true])
+            for name in ["identifiers.tsv", PublicTree.snapshotName, "scheduled"] {
+                #expect(!fileManager.fileExists(atPath: revision.appendingPathComponent(name).path), "\(name) left in public/")
+                #expect(fileManager.fileExists(atPath: records.appendingPathComponent(name).path), "\(name) not in the records")
+            }
+        }
+    }
+
     /// Variants that select the same products may share one folder; whatever the sharing, each
     /// distinct feed is stored once per revision and every variant's record names where it is.
     @Test func variantsWithTheSameSelectionShareTheirFiles() throws {

@@ -16,7 +16,9 @@ import Testing
     private func application(_ fixture: CatalogServerTests.Fixture) -> some ApplicationProtocol {
         var configuration = ServeConfiguration()
         configuration.readDeadline = .seconds(1)
-        configuration.idleTimeout = .seconds(2)
+        // Far beyond the trickles below: what cuts them off must be the read deadline, from the
+        // request's first byte, not the idle timeout of the connection they arrived on.
+        configuration.idleTimeout = .seconds(60)
         return buildApplication(
             publicDirectory: fixture.publicTree, port: 0, configuration: configuration, logger: Logger(label: "test"))
     }

@@ -1,25 +1,86 @@
 import Foundation
 import PropertyList
 
-/// The layout of `public/` and reading what is published there.
+/// The layout of `public/`, of its private records beside it, and reading what is published.
 ///
+/// `public/` holds only what may be public: it is meant to be copied as it is to any static host.
 /// ```
 /// v1/apps/<app>/manifest.json                 current manifest, replaced last
 /// v1/apps/<app>/products.json[.gz]            default variant, for static hosting
 /// v1/apps/<app>/catalog.json[.gz]
 /// v1/apps/<app>/revisions/<n>/                immutable once renamed into place
-///     manifest.json  identifiers.tsv  products.jsonl.gz (every product, every field)
+///     manifest.json
 ///     products.json[.gz]  catalog.json[.gz]   default variant
 ///     variants/<platform|any>/<band|any>/products.json[.gz], catalog.json[.gz]
 /// ```
+/// What each revision keeps that is not for the public (drafts and reference names in the
+/// product snapshot, identifiers not yet on sale, feeds scheduled for later) is in the records
+/// tree, `public.records/` beside `public/` by default, renamed into place before the revision:
+/// ```
+/// v1/apps/<app>/revisions/<n>/
+///     identifiers.tsv  products.jsonl.gz (every product, every field)
+///     scheduled/<k>/…                         the feeds from each scheduled moment ahead
+/// ```
+/// A tree published before the split is read where it is, and `catalog build` moves its
+/// records out (``moveRecordsOutOfPublic(_:)``).
 public struct PublicTree: Sendable {
     public let root: URL
+    /// The private records; never under `root`.
+    public let records: URL
 
     /// Every product with every field, one JSON object per line, gzip-compressed.
     public static let snapshotName = "products.jsonl.gz"
+    /// The files and folders of a revision that belong in the records tree.
+    static let recordNames = ["identifiers.tsv", snapshotName, "scheduled"]
 
-    public init(root: URL) {
+    public init(root: URL, records: URL? = nil) {
         self.root = root
+        self.records = records ?? Self.defaultRecords(for: root)
+    }
+
+    /// `public.records` beside `public`.
+    public static func defaultRecords(for root: URL) -> URL {
+        let root = root.standardizedFileURL
+        return root.deletingLastPathComponent().appendingPathComponent(root.lastPathComponent + ".records", isDirectory: true)
+    }
+
+    public func recordsRevisionsDirectory(_ app: String) -> URL {
+        records.appendingPathComponent("v1/apps", isDirectory: true).appendingPathComponent(app, isDirectory: true)
+            .appendingPathComponent("revisions", isDirectory: true)
+    }
+
+    public func recordsDirectory(_ app: String, _ revision: Int) -> URL {
+        recordsRevisionsDirectory(app).appendingPathComponent(String(revision), isDirectory: true)
+    }
+
+    /// A record file of a revision: in the records tree, or where a tree published before the
+    /// split kept it.
+    private func recordURL(_ app: String, _ revision: Int, _ relativePath: String) -> URL {
+        let url = recordsDirectory(app, revision).appendingPathComponent(relativePath)
+        let legacy = revisionDirectory(app, revision).appendingPathComponent(relativePath)
+        return !FileManager.default.fileExists(atPath: url.path) && FileManager.default.fileExists(atPath: legacy.path) ? legacy : url
+    }
+
+    /// Moves the records a tree published before the split keeps under `public/` to the records
+    /// tree (a copy already there wins, and the public one is removed). Callers hold the build lock.
+    public func moveRecordsOutOfPublic(_ app: String) throws {
+        let fileManager = FileManager.default
+        for name in (try? fileManager.contentsOfDirectory(atPath: revisionsDirectory(app).path)) ?? [] {
+            guard let revision = Int(name) else { continue }
+            for record in Self.recordNames {
+                let legacy = revisionDirectory(app, revision).appendingPathComponent(record)
+                guard fileManager.fileExists(atPath: legacy.path) else { continue }
+                let target = recordsDirectory(app, revision).appendingPathComponent(record)
+                if fileManager.fileExists(atPath: target.path) {
+                    try fileManager.removeItem(at: legacy)
+                } else {
+                    try fileManager.createDirectory(at: recordsDirectory(app, revision), withIntermediateDirectories: true)
+                    try fileManager.moveItem(at: legacy, to: target)
+                    try AtomicFile.syncDirectory(recordsDirectory(app, revision))
+                }
+                try AtomicFile.syncDirectory(revisionDirectory(app, revision))
+            }
+        }
     }
 
     public var appsDirectory: URL { root.appendingPathComponent("v1/apps", isDirectory: true) }
@@ -72,16 +133,18 @@ public struct PublicTree: Sendable {
     }
 
     public func history(_ app: String, revision: Int) throws -> IdentifierHistory {
-        let url = revisionDirectory(app, revision).appendingPathComponent("identifiers.tsv")
+        let url = recordURL(app, revision, "identifiers.tsv")
         guard let data = FileManager.default.contents(atPath: url.path) else {
             throw CatalogError.corruptPublication(path: url.path, message: "missing")
         }
         return try IdentifierHistory(tsv: [UInt8](data))
     }
 
-    /// The bytes of a published feed file of `revision`.
+    /// The bytes of a feed file of `revision` (a scheduled one from the records tree).
     public func feedBytes(_ app: String, revision: Int, directory: String, name: String) throws -> [UInt8] {
-        let url = revisionDirectory(app, revision).appendingPathComponent(directory + name)
+        let url =
+            directory.hasPrefix("scheduled/")
+            ? recordURL(app, revision, directory + name) : revisionDirectory(app, revision).appendingPathComponent(directory + name)
         guard let data = FileManager.default.contents(atPath: url.path) else {
             throw CatalogError.corruptPublication(path: url.path, message: "missing")
         }
@@ -90,7 +153,7 @@ public struct PublicTree: Sendable {
 
     /// The product snapshot of a revision: each product's JSON by id, in source order.
     public func productSnapshot(_ app: String, revision: Int) throws -> [(id: String, json: [UInt8])] {
-        let url = revisionDirectory(app, revision).appendingPathComponent(Self.snapshotName)
+        let url = recordURL(app, revision, Self.snapshotName)
         guard let data = FileManager.default.contents(atPath: url.path), let bytes = Gzip.decompress([UInt8](data)) else {
             throw CatalogError.corruptPublication(path: url.path, message: "missing or not gzip")
         }

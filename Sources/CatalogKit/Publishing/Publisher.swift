@@ -295,21 +295,30 @@ public struct Publisher: Sendable {
             renderer: renderer, outputs: outputs, snapshot: snapshot)
     }
 
-    /// Writes a plan's revision; does nothing for an unchanged plan.
+    /// Writes a plan's revision; does nothing else for an unchanged plan.
+    /// Every publish, unchanged or not, first moves the records of a tree published before the
+    /// records split out of `public/`.
     public func publish(_ plan: PublicationPlan) throws {
+        try tree.moveRecordsOutOfPublic(plan.app)
         guard !plan.isUnchanged else { return }
         let app = plan.app
         let fileManager = FileManager.default
         let revisions = tree.revisionsDirectory(app)
+        let recordRevisions = tree.recordsRevisionsDirectory(app)
         try fileManager.createDirectory(at: revisions, withIntermediateDirectories: true)
+        try fileManager.createDirectory(at: recordRevisions, withIntermediateDirectories: true)
         try removeLeftovers(of: app)
 
         // A folder with this number can only be left by a build that crashed before its
         // manifest: no reader ever saw it, so it is safe to replace.
         let final = tree.revisionDirectory(app, plan.revision)
-        if fileManager.fileExists(atPath: final.path) { try fileManager.removeItem(at: final) }
+        let finalRecords = tree.recordsDirectory(app, plan.revision)
+        for folder in [final, finalRecords] where fileManager.fileExists(atPath: folder.path) { try fileManager.removeItem(at: folder) }
         let staging = revisions.appendingPathComponent(".\(plan.revision).staging", isDirectory: true)
+        // What is not for the public (see PublicTree) is staged in the records tree.
+        let recordsStaging = recordRevisions.appendingPathComponent(".\(plan.revision).staging", isDirectory: true)
         try fileManager.createDirectory(at: staging, withIntermediateDirectories: true)
+        try fileManager.createDirectory(at: recordsStaging, withIntermediateDirectories: true)
         try beforeStep("stage")
 
         // Render, compress and write each distinct output, two at a time on two cores; the
@@ -322,14 +331,16 @@ public struct Publisher: Sendable {
         let results = parallelMap(tasks) { output -> Result<(EncodedRecord, EncodedRecord)?, any Error> in
             Result {
                 guard let output else {
-                    try AtomicFile.writeDurably(history.tsv, to: staging.appendingPathComponent("identifiers.tsv"))
+                    try AtomicFile.writeDurably(history.tsv, to: recordsStaging.appendingPathComponent("identifiers.tsv"))
                     try AtomicFile.writeDurably(
                         try Gzip.compress(snapshot ?? Self.snapshot(renderer.catalog.products), effort: .fastest),
-                        to: staging.appendingPathComponent(PublicTree.snapshotName))
+                        to: recordsStaging.appendingPathComponent(PublicTree.snapshotName))
                     return nil
                 }
                 let stamp = CatalogStamp(app: app, revision: output.catalogRevision, publishedAt: output.catalogPublishedAt)
-                let directory = staging.appendingPathComponent(output.directory, isDirectory: true)
+                // Feeds scheduled for later are not public before their moment.
+                let base = output.directory.hasPrefix("scheduled/") ? recordsStaging : staging
+                let directory = base.appendingPathComponent(output.directory, isDirectory: true)
                 try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
                 var records: [EncodedRecord] = []
                 let feeds: [(String, (FeedPieces) -> Void)] = [
@@ -369,6 +380,10 @@ public struct Publisher: Sendable {
         let manifestBytes = try encode(manifest)
         try AtomicFile.writeDurably(manifestBytes, to: staging.appendingPathComponent("manifest.json"))
         try beforeStep("staged manifest")
+        // The records first: whoever sees the revision finds its records.
+        try syncDirectories(under: recordsStaging)
+        try AtomicFile.renameDurably(recordsStaging, to: finalRecords)
+        try beforeStep("records in place")
         try syncDirectories(under: staging)
         try AtomicFile.renameDurably(staging, to: final)
         try beforeStep("revision in place")
@@ -401,7 +416,7 @@ public struct Publisher: Sendable {
     /// build lock, so no other build is writing them.
     private func removeLeftovers(of app: String) throws {
         let fileManager = FileManager.default
-        for directory in [tree.revisionsDirectory(app), tree.appDirectory(app)] {
+        for directory in [tree.revisionsDirectory(app), tree.appDirectory(app), tree.recordsRevisionsDirectory(app)] {
             for name in (try? fileManager.contentsOfDirectory(atPath: directory.path)) ?? []
             where name.hasPrefix(".") && (name.hasSuffix(".staging") || name.hasSuffix(".tmp")) {
                 try fileManager.removeItem(at: directory.appendingPathComponent(name))
