@@ -1,6 +1,6 @@
 """A throwaway `catalog serve` for the scripts that test it from outside (browser-test, api-fuzz).
 
-The server runs on a temporary copy of the demo catalog (catalog/ and public/) with a fresh
+The server runs on a temporary copy of the demo catalog (catalog/, public/ and public.records/) with a fresh
 SQLite store, on a free loopback port; every wait is bounded.
 """
 import os
@@ -60,6 +60,8 @@ class Server:
         self.workspace = workspace
         shutil.copytree(os.path.join(ROOT, "catalog"), os.path.join(workspace, "catalog"))
         shutil.copytree(os.path.join(ROOT, "public"), os.path.join(workspace, "public"))
+        # The published tree's private records (identifier history, snapshots) live beside it.
+        shutil.copytree(os.path.join(ROOT, "public.records"), os.path.join(workspace, "public.records"))
         os.makedirs(os.path.join(workspace, "var"))
         self.store = "sqlite:" + os.path.join(workspace, "var", "catalog.sqlite")
         self.port = free_port()
