@@ -52,6 +52,12 @@ public enum StoreURL: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// Whether the URL carries a password (never shown: see `description`).
+    public var hasPassword: Bool {
+        if case .postgres(let address) = self { return address.password != nil }
+        return false
+    }
+
     /// The URL without its password, for logs and messages.
     public var description: String {
         switch self {

@@ -21,34 +21,56 @@ struct ServeCommand: AsyncParsableCommand {
             """
     )
 
-    @OptionGroup var options: CatalogOptions
-    @OptionGroup var storeOptions: StoreOptions
+    // Every setting is optional here: unset, it comes from CATALOG_<NAME> in the environment,
+    // then from the --config file, then its default (see Settings and docs/operations.md).
 
-    @Option(help: "The address to listen on.")
-    var host = "127.0.0.1"
+    @Option(help: ArgumentHelp("A JSON file of settings, keyed by flag name (\"port\": 8080).", valueName: "file"))
+    var config: String?
 
-    @Option(help: "The port to listen on.")
-    var port = 8080
+    @Flag(help: "Print the effective settings, where each came from, secrets redacted, and exit.")
+    var printConfig = false
 
-    @Option(help: "Cache-Control of the current feeds (revision snapshots are always immutable).")
-    var cacheControl = "public, max-age=300"
+    @Option(help: ArgumentHelp("The catalog sources. Default: catalog.", valueName: "directory"))
+    var catalog: String?
 
-    @Option(help: ArgumentHelp("Seconds within which each request must arrive whole, from its first byte; a client that reads none of its answers for as long is closed too.", valueName: "seconds"))
-    var readDeadline = 10
+    @Option(name: .customLong("public"), help: ArgumentHelp("The published tree. Default: public.", valueName: "directory"))
+    var publicDirectory: String?
 
-    @Option(help: ArgumentHelp("Seconds after which a keep-alive connection with nothing in progress is closed.", valueName: "seconds"))
-    var idleTimeout = 30
+    @Option(
+        name: .customLong("store"),
+        help: ArgumentHelp(
+            "Where reports are kept: sqlite:PATH or postgres://user[:password]@host[:port]/database. Default: \(StoreURL.default). A secret: prefer CATALOG_STORE or --store-password-file to the command line.",
+            valueName: "url"))
+    var storeURL: String?
+
+    @Option(help: ArgumentHelp("A file holding the PostgreSQL password (one line), used instead of one in --store.", valueName: "file"))
+    var storePasswordFile: String?
+
+    @Option(help: ArgumentHelp("The address to listen on. Default: 127.0.0.1.", valueName: "address"))
+    var host: String?
+
+    @Option(help: ArgumentHelp("The port to listen on. Default: 8080.", valueName: "port"))
+    var port: Int?
+
+    @Option(help: ArgumentHelp("Cache-Control of the current feeds (revision snapshots are always immutable). Default: public, max-age=300.", valueName: "value"))
+    var cacheControl: String?
+
+    @Option(help: ArgumentHelp("Seconds within which each request must arrive whole, from its first byte; a client that reads none of its answers for as long is closed too. Default: 10.", valueName: "seconds"))
+    var readDeadline: Int?
+
+    @Option(help: ArgumentHelp("Seconds after which a keep-alive connection with nothing in progress is closed. Default: 30.", valueName: "seconds"))
+    var idleTimeout: Int?
 
     @Option(
         help: ArgumentHelp(
-            "Open connections at most; past it the server stops accepting until one closes. Default: the descriptor limit less 256, at most 10000.",
+            "Open connections at most; one past it is closed at once. Default: the descriptor limit less 256, at most 10000.",
             valueName: "n"))
     var maxConnections: Int?
 
     @Option(
         help: ArgumentHelp(
-            "Reports per minute accepted from one client network (see --report-network-ipv4-prefix); 0 for no limit.", valueName: "n"))
-    var reportLimitAddress = 600
+            "Reports per minute accepted from one client network (see --report-network-ipv4-prefix); 0 for no limit. Default: 600.", valueName: "n"))
+    var reportLimitAddress: Int?
 
     @Option(
         help: ArgumentHelp(
@@ -56,11 +78,11 @@ struct ServeCommand: AsyncParsableCommand {
             valueName: "cidr"))
     var trustedProxy: [String] = []
 
-    @Option(help: ArgumentHelp("How many leading bits of an IPv4 client address name its network.", valueName: "bits"))
-    var reportNetworkIpv4Prefix = 24
+    @Option(help: ArgumentHelp("How many leading bits of an IPv4 client address name its network. Default: 24.", valueName: "bits"))
+    var reportNetworkIpv4Prefix: Int?
 
-    @Option(help: ArgumentHelp("How many leading bits of an IPv6 client address name its network.", valueName: "bits"))
-    var reportNetworkIpv6Prefix = 48
+    @Option(help: ArgumentHelp("How many leading bits of an IPv6 client address name its network. Default: 48.", valueName: "bits"))
+    var reportNetworkIpv6Prefix: Int?
 
     @Option(
         help: ArgumentHelp(
@@ -74,37 +96,121 @@ struct ServeCommand: AsyncParsableCommand {
             valueName: "file"))
     var appleRootCertificate: [String] = []
 
-    @Option(help: ArgumentHelp("Raw reports kept per app; past it the oldest are pruned first.", valueName: "n"))
-    var reportQuota = 1_000_000
+    @Option(help: ArgumentHelp("Raw reports kept per app; past it the oldest are pruned first. Default: 1000000.", valueName: "n"))
+    var reportQuota: Int?
 
-    @Option(help: ArgumentHelp("Reports per minute accepted from one install (installId); 0 for no limit.", valueName: "n"))
-    var reportLimitInstall = 30
+    @Option(help: ArgumentHelp("Reports per minute accepted from one install (installId); 0 for no limit. Default: 30.", valueName: "n"))
+    var reportLimitInstall: Int?
 
-    @Option(help: ArgumentHelp("Days raw reports are kept before they are pruned.", valueName: "days"))
-    var retentionDays = 90
+    @Option(help: ArgumentHelp("Days raw reports are kept before they are pruned. Default: 90.", valueName: "days"))
+    var retentionDays: Int?
 
     @Option(
         help: ArgumentHelp(
-            "Run 'catalog feedback' then 'catalog build' at start and then this often (30m, 6h, …), logging every verdict change.",
+            "Run 'catalog feedback' then 'catalog build' at start and then this often (30m, 6h, …), logging every verdict change. Default: off.",
             valueName: "interval"))
     var autoFeedback: Interval?
 
-    func validate() throws {
-        guard (1...65535).contains(port) else { throw ValidationError("port \(port) is not between 1 and 65535") }
-        guard reportLimitAddress >= 0, reportLimitInstall >= 0 else { throw ValidationError("report limits cannot be negative") }
-        guard (1...36_600).contains(retentionDays) else { throw ValidationError("--retention-days must be 1 to 36600 (100 years)") }
-        for block in trustedProxy where AddressRange(cidr: block) == nil {
-            throw ValidationError("--trusted-proxy '\(block)' is not an address or CIDR block such as 10.0.0.0/8 or fd00::/8")
+    /// Every setting as in effect, wherever it came from, checked.
+    struct Resolved {
+        var catalog: String
+        var publicDirectory: String
+        var store: StoreURL
+        var host: String
+        var port: Int
+        var cacheControl: String
+        var readDeadline: Int
+        var idleTimeout: Int
+        var maxConnections: Int?
+        var reportLimitAddress: Int
+        var trustedProxies: [AddressRange]
+        var networkPrefixes: NetworkPrefixLengths
+        var reportNetworkSecretFile: String
+        var appleRootCertificates: [String]
+        var reportQuota: Int
+        var reportLimitInstall: Int
+        var retentionDays: Int
+        var autoFeedback: Interval?
+
+        var workflow: CatalogWorkflow {
+            CatalogWorkflow(
+                catalogDirectory: URL(fileURLWithPath: catalog, isDirectory: true), catalogDisplayPath: catalog,
+                publicDirectory: URL(fileURLWithPath: publicDirectory, isDirectory: true))
         }
-        guard (8...32).contains(reportNetworkIpv4Prefix), (16...128).contains(reportNetworkIpv6Prefix) else {
+    }
+
+    func resolve(_ settings: Settings) throws -> Resolved {
+        let catalog = try settings.value("catalog", flag: catalog, default: "catalog")!
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: catalog, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw ValidationError("catalog directory '\(catalog)' does not exist")
+        }
+        let publicDirectory = try settings.value("public", flag: publicDirectory, default: "public")!
+        var store: StoreURL
+        do {
+            store = try StoreURL(parsing: try settings.value("store", flag: storeURL, default: "\(StoreURL.default)", secret: true)!)
+        } catch let error as StoreURLError {
+            throw ValidationError(error.description)
+        }
+        if let file = try settings.value("store-password-file", flag: storePasswordFile, default: nil as String?) {
+            guard case .postgres(var connection) = store else {
+                throw ValidationError("--store-password-file is for a PostgreSQL store; \(store) is not one")
+            }
+            guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
+                throw ValidationError("cannot read the password file \(file)")
+            }
+            connection.password = String(text.prefix { $0 != "\n" && $0 != "\r" })
+            store = .postgres(connection)
+        }
+        settings.record("store (effective)", store.description, "password \(store.hasPassword ? "<redacted>" : "none")")
+        let port = try settings.value("port", flag: port, default: 8080)!
+        guard (1...65535).contains(port) else { throw ValidationError("port \(port) is not between 1 and 65535") }
+        let proxies = try settings.values("trusted-proxy", flags: trustedProxy)
+        let trustedProxies = try proxies.map { block in
+            guard let range = AddressRange(cidr: block) else {
+                throw ValidationError("--trusted-proxy '\(block)' is not an address or CIDR block such as 10.0.0.0/8 or fd00::/8")
+            }
+            return range
+        }
+        let resolved = Resolved(
+            catalog: catalog, publicDirectory: publicDirectory, store: store,
+            host: try settings.value("host", flag: host, default: "127.0.0.1")!, port: port,
+            cacheControl: try settings.value("cache-control", flag: cacheControl, default: "public, max-age=300")!,
+            readDeadline: try settings.value("read-deadline", flag: readDeadline, default: 10)!,
+            idleTimeout: try settings.value("idle-timeout", flag: idleTimeout, default: 30)!,
+            maxConnections: try settings.value("max-connections", flag: maxConnections, default: nil as Int?),
+            reportLimitAddress: try settings.value("report-limit-address", flag: reportLimitAddress, default: 600)!,
+            trustedProxies: trustedProxies,
+            networkPrefixes: NetworkPrefixLengths(
+                ipv4: try settings.value("report-network-ipv4-prefix", flag: reportNetworkIpv4Prefix, default: 24)!,
+                ipv6: try settings.value("report-network-ipv6-prefix", flag: reportNetworkIpv6Prefix, default: 48)!),
+            reportNetworkSecretFile: try settings.value(
+                "report-network-secret-file", flag: reportNetworkSecretFile, default: store.defaultNetworkSecretPath)!,
+            appleRootCertificates: try settings.values("apple-root-certificate", flags: appleRootCertificate),
+            reportQuota: try settings.value("report-quota", flag: reportQuota, default: 1_000_000)!,
+            reportLimitInstall: try settings.value("report-limit-install", flag: reportLimitInstall, default: 30)!,
+            retentionDays: try settings.value("retention-days", flag: retentionDays, default: 90)!,
+            autoFeedback: try settings.value("auto-feedback", flag: autoFeedback, default: nil as Interval?))
+        try Self.check(resolved)
+        return resolved
+    }
+
+    private static func check(_ settings: Resolved) throws {
+        guard settings.reportLimitAddress >= 0, settings.reportLimitInstall >= 0 else {
+            throw ValidationError("report limits cannot be negative")
+        }
+        guard (1...36_600).contains(settings.retentionDays) else { throw ValidationError("--retention-days must be 1 to 36600 (100 years)") }
+        guard (8...32).contains(settings.networkPrefixes.ipv4), (16...128).contains(settings.networkPrefixes.ipv6) else {
             throw ValidationError("--report-network-ipv4-prefix must be 8 to 32 and --report-network-ipv6-prefix 16 to 128")
         }
-        guard (1...3600).contains(readDeadline), (1...86_400).contains(idleTimeout) else {
+        guard (1...3600).contains(settings.readDeadline), (1...86_400).contains(settings.idleTimeout) else {
             throw ValidationError("--read-deadline must be 1 to 3600 seconds and --idle-timeout 1 to 86400")
         }
-        if let maxConnections, maxConnections < 1 { throw ValidationError("--max-connections must be 1 or more") }
-        guard reportQuota >= 1 else { throw ValidationError("--report-quota must be 1 or more") }
-        if let autoFeedback, autoFeedback.seconds > 366 * 86_400 {
+        if let maxConnections = settings.maxConnections, maxConnections < 1 {
+            throw ValidationError("--max-connections must be 1 or more")
+        }
+        guard settings.reportQuota >= 1 else { throw ValidationError("--report-quota must be 1 or more") }
+        if let autoFeedback = settings.autoFeedback, autoFeedback.seconds > 366 * 86_400 {
             throw ValidationError("--auto-feedback \(autoFeedback) is longer than a year (366d)")
         }
     }
@@ -115,34 +221,40 @@ struct ServeCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        let settings = try await Settings(configFile: config)
+        let resolved = try resolve(settings)
+        if printConfig {
+            print(settings.description)
+            return
+        }
         LoggingSystem.bootstrap(StreamLogHandler.standardError)
         var logger = Logger(label: "catalog.serve")
         logger.logLevel = .info
-        let tree = PublicTree(root: URL(fileURLWithPath: options.publicDirectory, isDirectory: true))
+        let workflow = resolved.workflow
+        let tree = PublicTree(root: URL(fileURLWithPath: resolved.publicDirectory, isDirectory: true))
         if tree.publishedApps().isEmpty {
-            logger.info("catalog.building", metadata: ["catalog.directory": "\(options.catalog)"])
-            let build = try options.workflow.build(at: .now, dryRun: false)
+            logger.info("catalog.building", metadata: ["catalog.directory": "\(resolved.catalog)"])
+            let build = try workflow.build(at: .now, dryRun: false)
             report(build.diagnostics)
             if build.hasErrors { throw ExitCode(1) }
         }
         var configuration = ServeConfiguration()
-        configuration.cacheControl = cacheControl
-        configuration.readDeadline = .seconds(Int64(readDeadline))
-        configuration.idleTimeout = .seconds(Int64(idleTimeout))
+        configuration.cacheControl = resolved.cacheControl
+        configuration.readDeadline = .seconds(Int64(resolved.readDeadline))
+        configuration.idleTimeout = .seconds(Int64(resolved.idleTimeout))
         raiseDescriptorLimit()
-        configuration.maxConnections = maxConnections ?? defaultMaxConnections()
+        configuration.maxConnections = resolved.maxConnections ?? defaultMaxConnections()
         var reports = ReportsConfiguration()
-        reports.perAddress = Self.limit(perMinute: reportLimitAddress)
-        reports.perInstall = Self.limit(perMinute: reportLimitInstall)
-        reports.retention = .seconds(Int64(retentionDays) * 86_400)
-        reports.trustedProxies = trustedProxy.compactMap(AddressRange.init(cidr:))
-        reports.networkPrefixes = NetworkPrefixLengths(ipv4: reportNetworkIpv4Prefix, ipv6: reportNetworkIpv6Prefix)
-        reports.perAppQuota = reportQuota
-        let secretPath = try reportNetworkSecretFile ?? storeOptions.url.defaultNetworkSecretPath
+        reports.perAddress = Self.limit(perMinute: resolved.reportLimitAddress)
+        reports.perInstall = Self.limit(perMinute: resolved.reportLimitInstall)
+        reports.retention = .seconds(Int64(resolved.retentionDays) * 86_400)
+        reports.trustedProxies = resolved.trustedProxies
+        reports.networkPrefixes = resolved.networkPrefixes
+        reports.perAppQuota = resolved.reportQuota
         do {
-            reports.networkSecret = try NetworkSecret.loadOrCreate(at: URL(fileURLWithPath: secretPath))
-            if !appleRootCertificate.isEmpty {
-                reports.appTransactions = try AppTransactionVerifier(rootCertificateFiles: appleRootCertificate)
+            reports.networkSecret = try NetworkSecret.loadOrCreate(at: URL(fileURLWithPath: resolved.reportNetworkSecretFile))
+            if !resolved.appleRootCertificates.isEmpty {
+                reports.appTransactions = try AppTransactionVerifier(rootCertificateFiles: resolved.appleRootCertificates)
             }
         } catch {
             printError("\(error)")
@@ -158,17 +270,13 @@ struct ServeCommand: AsyncParsableCommand {
         #endif
         let group = MultiThreadedEventLoopGroup(numberOfThreads: availableCPUCount())
         let metrics = ServerMetrics()
-        let storeName = try storeOptions.url.description
-        try await storeOptions.withStore(logger: logger) { store in
-            logger.info("reports.store", metadata: ["store": "\(storeName)"])
+        try await StoreOptions.withStore(resolved.store, logger: logger) { store in
+            logger.info("reports.store", metadata: ["store": "\(resolved.store)"])
             let app = buildApplication(
-                publicDirectory: tree, host: host, port: port, configuration: configuration, reportStore: store,
-                reportsConfiguration: reports, workflow: options.workflow, metrics: metrics,
-                extraServices: autoFeedback.map {
-                    [
-                        AutoFeedbackService(
-                            workflow: options.workflow, store: store, interval: $0.duration, metrics: metrics, logger: logger)
-                    ]
+                publicDirectory: tree, host: resolved.host, port: resolved.port, configuration: configuration, reportStore: store,
+                reportsConfiguration: reports, workflow: workflow, metrics: metrics,
+                extraServices: resolved.autoFeedback.map {
+                    [AutoFeedbackService(workflow: workflow, store: store, interval: $0.duration, metrics: metrics, logger: logger)]
                 } ?? [],
                 eventLoopGroup: .shared(group), logger: logger)
             try await app.runService()

@@ -27,7 +27,13 @@ struct StoreOptions: ParsableArguments {
     /// Opens the store, runs `body` with it and closes it, whatever `body` does. A store that
     /// cannot be opened is a clear message and exit status 1.
     func withStore<Result>(logger: Logger, _ body: (any CatalogStore) async throws -> Result) async throws -> Result {
-        let url = try url
+        try await Self.withStore(try url, logger: logger, body)
+    }
+
+    /// Opens the store at `url`, runs `body` with it and closes it (see the method above).
+    static func withStore<Result>(
+        _ url: StoreURL, logger: Logger, _ body: (any CatalogStore) async throws -> Result
+    ) async throws -> Result {
         let store: any CatalogStore
         do {
             store = try await openReportStore(url, logger: logger)

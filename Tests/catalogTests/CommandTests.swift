@@ -51,11 +51,13 @@ import Testing
     struct MissingExecutable: Error {}
 
     /// Runs `catalog arguments…` in `directory`; output goes through files, so no pipe can fill up.
-    static func run(_ arguments: [String], in directory: URL) throws -> Run {
+    static func run(_ arguments: [String], in directory: URL, environment: [String: String] = [:]) throws -> Run {
         let process = Process()
         process.executableURL = try executable()
         process.arguments = arguments
         process.currentDirectoryURL = directory
+        // The caller's CATALOG_ settings must not leak into a test's.
+        process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("CATALOG_") }.merging(environment) { $1 }
         let outURL = directory.appendingPathComponent(".stdout-\(UUID().uuidString)")
         let errURL = directory.appendingPathComponent(".stderr-\(UUID().uuidString)")
         _ = FileManager.default.createFile(atPath: outURL.path, contents: nil)

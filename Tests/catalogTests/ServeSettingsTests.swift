@@ -1,0 +1,72 @@
+import Foundation
+import Testing
+
+/// Where `catalog serve` takes each setting from (docs/operations.md): its flag, else
+/// `CATALOG_<NAME>`, else the `--config` file, else the default; secrets from files or the
+/// environment, never printed. `--print-config` shows what `run` would use, resolved the same way.
+@Suite struct ServeSettingsTests {
+    /// The effective value and source of each line of `--print-config`, by setting name.
+    private static func effective(_ output: String) -> [String: (value: String, source: String)] {
+        var settings: [String: (value: String, source: String)] = [:]
+        for line in output.split(separator: "\n") {
+            guard let equals = line.range(of: " = "), let hash = line.range(of: "  # ", options: .backwards) else { continue }
+            let name = line[..<equals.lowerBound].trimmingCharacters(in: .whitespaces)
+            settings[name] = (String(line[equals.upperBound..<hash.lowerBound]), String(line[hash.upperBound...]))
+        }
+        return settings
+    }
+
+    @Test func aFlagBeatsTheEnvironmentWhichBeatsTheFileWhichBeatsTheDefault() throws {
+        try CommandTests.withWorkspace { workspace in
+            try workspace.write(
+                "serve.json", #"{"port": 9001, "host": "127.0.0.2", "read-deadline": 7, "idle-timeout": 40, "trusted-proxy": ["10.0.0.0/8"]}"#)
+            let run = try CommandTests.run(
+                ["serve", "--config", "serve.json", "--port", "9003", "--print-config"], in: workspace.root,
+                environment: ["CATALOG_PORT": "9002", "CATALOG_HOST": "127.0.0.3", "CATALOG_TRUSTED_PROXY": "192.168.0.0/16,fd00::/8"])
+            #expect(run.status == 0, "\(run.stderr)")
+            let settings = Self.effective(run.stdout)
+            #expect(settings["port"]?.value == "9003" && settings["port"]?.source == "--port")
+            #expect(settings["host"]?.value == "127.0.0.3" && settings["host"]?.source == "CATALOG_HOST")
+            #expect(settings["trusted-proxy"]?.value == "192.168.0.0/16,fd00::/8")
+            #expect(settings["read-deadline"]?.value == "7" && settings["read-deadline"]?.source == "serve.json")
+            #expect(settings["idle-timeout"]?.value == "40")
+            #expect(settings["report-limit-address"]?.value == "600" && settings["report-limit-address"]?.source == "default")
+        }
+    }
+
+    /// The PostgreSQL password may come in CATALOG_STORE or a file; neither reaches the output,
+    /// and the effective store is shown without it.
+    @Test func secretsComeFromTheEnvironmentOrAFileAndAreNeverPrinted() throws {
+        try CommandTests.withWorkspace { workspace in
+            try workspace.write("password", "from-the-file\n")
+            let run = try CommandTests.run(
+                ["serve", "--store-password-file", "password", "--print-config"], in: workspace.root,
+                environment: ["CATALOG_STORE": "postgres://catalog:from-the-environment@db.example/catalog"])
+            #expect(run.status == 0, "\(run.stderr)")
+            #expect(!run.stdout.contains("from-the-file") && !run.stdout.contains("from-the-environment"))
+            let settings = Self.effective(run.stdout)
+            #expect(settings["store"]?.value == "<redacted>" && settings["store"]?.source == "CATALOG_STORE")
+            #expect(settings["store (effective)"]?.value == "postgres://catalog@db.example:5432/catalog")
+        }
+    }
+
+    /// A value that would be refused as a flag is refused from the environment or the file too,
+    /// naming where it came from.
+    @Test(arguments: [
+        (["CATALOG_PORT": "eighty"], "", "CATALOG_PORT: 'eighty' is not a valid value for --port"),
+        ([:], #"{"read-deadline": 0}"#, "--read-deadline must be 1 to 3600 seconds"),
+        (["CATALOG_TRUSTED_PROXY": "10.0.0.0/8,nowhere"], "", "--trusted-proxy 'nowhere' is not an address or CIDR block"),
+    ])
+    func aBadValueIsRefusedWhereverItComesFrom(environment: [String: String], file: String, message: String) throws {
+        try CommandTests.withWorkspace { workspace in
+            var arguments = ["serve", "--print-config"]
+            if !file.isEmpty {
+                try workspace.write("serve.json", file)
+                arguments += ["--config", "serve.json"]
+            }
+            let run = try CommandTests.run(arguments, in: workspace.root, environment: environment)
+            #expect(run.status == 64)
+            #expect(run.stderr.contains(message), "\(run.stderr)")
+        }
+    }
+}
