@@ -20,6 +20,7 @@ public func buildApplication(
     configuration: ServeConfiguration = ServeConfiguration(), reloadInterval: Duration = .milliseconds(250),
     reportStore: (any CatalogStore)? = nil, reportsConfiguration: ReportsConfiguration = ReportsConfiguration(),
     workflow: CatalogWorkflow? = nil, metrics: ServerMetrics = ServerMetrics(),
+    adminListener: (host: String, port: Int)? = nil,
     extraServices: [any Service] = [], eventLoopGroup: EventLoopGroupProvider = .singleton, logger: Logger
 ) -> some ApplicationProtocol {
     let store = FeedStore(tree: publicDirectory, logger: logger)
@@ -44,12 +45,23 @@ public func buildApplication(
                 store: reportStore, retention: reportsConfiguration.retention, perAppQuota: reportsConfiguration.perAppQuota,
                 metrics: metrics, interval: reportsConfiguration.pruneInterval, clock: configuration.clock, logger: logger))
     }
+    let admin = reportStore.flatMap { store in workflow.map { AdminAPI(store: store, workflow: $0, clock: configuration.clock) } }
+    if let adminListener {
+        // A second listener, run beside the first as one of its services: plain HTTP/1 through
+        // Hummingbird (no lean paths: nothing there is hot), for editors and operators only.
+        services.append(
+            Application(
+                responder: CatalogResponder(
+                    store: store, configuration: configuration, metrics: metrics, reports: intake, admin: admin, logger: logger,
+                    role: .adminOnly),
+                server: .http1(),
+                configuration: ApplicationConfiguration(address: .hostname(adminListener.host, port: adminListener.port), serverName: nil),
+                eventLoopGroupProvider: eventLoopGroup, logger: logger))
+    }
     return Application(
         responder: CatalogResponder(
-            store: store, configuration: configuration, metrics: metrics,
-            reports: intake,
-            admin: reportStore.flatMap { store in workflow.map { AdminAPI(store: store, workflow: $0, clock: configuration.clock) } },
-            logger: logger),
+            store: store, configuration: configuration, metrics: metrics, reports: intake, admin: admin, logger: logger,
+            role: adminListener == nil ? .all : .publicOnly),
         server: server,
         configuration: ApplicationConfiguration(address: .hostname(host, port: port), serverName: nil),
         services: services + extraServices,

@@ -43,12 +43,15 @@ public struct CatalogResponder: HTTPResponder {
     /// nil: no catalog sources or no store were given; `/v1/admin/` answers 503.
     let admin: AdminAPI?
     let logger: Logger
+    /// Which routes this listener answers (``ListenerRole``).
+    let role: ListenerRole
 
     init(
         store: FeedStore, configuration: ServeConfiguration, metrics: ServerMetrics, reports: ReportIntake?, admin: AdminAPI?,
-        logger: Logger
+        logger: Logger, role: ListenerRole = .all
     ) {
         self.logger = logger
+        self.role = role
         self.store = store
         self.configuration = configuration
         self.metrics = metrics
@@ -58,7 +61,7 @@ public struct CatalogResponder: HTTPResponder {
 
     public func respond(to request: Request, context: Context) async throws -> Response {
         let segments = request.uri.path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map(String.init)
-        let route = Route(segments)
+        let route = Route(segments).flatMap { role.answers($0) ? $0 : nil }
         let response: Response
         switch route {
         case nil: response = JSONError.response(.notFound, "no such resource: \(request.uri.path)")
@@ -127,7 +130,7 @@ public struct CatalogResponder: HTTPResponder {
         case .openAPI:
             return Response(
                 status: .ok, headers: [.contentType: "application/yaml", .cacheControl: "no-cache"],
-                body: ResponseBody(byteBuffer: ByteBuffer(bytes: OpenAPIDocument.bytes)))
+                body: ResponseBody(byteBuffer: ByteBuffer(bytes: role == .publicOnly ? OpenAPIDocument.publicHalf : OpenAPIDocument.bytes)))
         case .apps:
             return JSONResponse.ok(appsIndex())
         case .feed(let app, let kind):
@@ -259,7 +262,35 @@ enum Route: Equatable {
     }
 }
 
+/// Which routes a listener answers. With `--admin-port`, the public listener keeps the feeds,
+/// reports and health, and the admin listener takes the editor API, the dashboard and `/metrics`,
+/// so that only the former need face the internet.
+public enum ListenerRole: Sendable {
+    /// One listener answers everything (no `--admin-port`).
+    case all
+    /// Feeds, revisions, reports, health, readiness, and the public half of `/openapi.yaml`.
+    case publicOnly
+    /// The editor API, the dashboard, `/metrics`, the whole `/openapi.yaml`, health and readiness.
+    case adminOnly
+
+    func answers(_ route: Route) -> Bool {
+        switch (self, route) {
+        case (.all, _), (_, .health), (_, .readiness), (_, .openAPI): true
+        case (.publicOnly, _): !route.isAdmin
+        case (.adminOnly, _): route.isAdmin
+        }
+    }
+}
+
 extension Route {
+    /// The routes for editors and operators: moved to the admin listener when there is one.
+    var isAdmin: Bool {
+        switch self {
+        case .admin, .editor, .editorWithoutSlash, .metrics: true
+        default: false
+        }
+    }
+
     var metricsRoute: MetricsRoute {
         switch self {
         case .health: .healthz

@@ -52,6 +52,15 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The port to listen on. Default: 8080.", valueName: "port"))
     var port: Int?
 
+    @Option(
+        help: ArgumentHelp(
+            "A second port for the editor API, the dashboard and /metrics, which the first then refuses, so that only feeds, reports and health face the internet. Default: none (one port answers everything).",
+            valueName: "port"))
+    var adminPort: Int?
+
+    @Option(help: ArgumentHelp("The address the admin port listens on. Default: 127.0.0.1.", valueName: "address"))
+    var adminHost: String?
+
     @Option(help: ArgumentHelp("Cache-Control of the current feeds (revision snapshots are always immutable). Default: public, max-age=300.", valueName: "value"))
     var cacheControl: String?
 
@@ -118,6 +127,7 @@ struct ServeCommand: AsyncParsableCommand {
         var store: StoreURL
         var host: String
         var port: Int
+        var admin: (host: String, port: Int)?
         var cacheControl: String
         var readDeadline: Int
         var idleTimeout: Int
@@ -165,6 +175,13 @@ struct ServeCommand: AsyncParsableCommand {
         settings.record("store (effective)", store.description, "password \(store.hasPassword ? "<redacted>" : "none")")
         let port = try settings.value("port", flag: port, default: 8080)!
         guard (1...65535).contains(port) else { throw ValidationError("port \(port) is not between 1 and 65535") }
+        let adminPort = try settings.value("admin-port", flag: adminPort, default: nil as Int?)
+        let adminHost = try settings.value("admin-host", flag: adminHost, default: "127.0.0.1")!
+        if let adminPort {
+            guard (1...65535).contains(adminPort), adminPort != port else {
+                throw ValidationError("--admin-port \(adminPort) must be between 1 and 65535 and differ from --port")
+            }
+        }
         let proxies = try settings.values("trusted-proxy", flags: trustedProxy)
         let trustedProxies = try proxies.map { block in
             guard let range = AddressRange(cidr: block) else {
@@ -175,6 +192,7 @@ struct ServeCommand: AsyncParsableCommand {
         let resolved = Resolved(
             catalog: catalog, publicDirectory: publicDirectory, store: store,
             host: try settings.value("host", flag: host, default: "127.0.0.1")!, port: port,
+            admin: adminPort.map { (adminHost, $0) },
             cacheControl: try settings.value("cache-control", flag: cacheControl, default: "public, max-age=300")!,
             readDeadline: try settings.value("read-deadline", flag: readDeadline, default: 10)!,
             idleTimeout: try settings.value("idle-timeout", flag: idleTimeout, default: 30)!,
@@ -274,7 +292,7 @@ struct ServeCommand: AsyncParsableCommand {
             logger.info("reports.store", metadata: ["store": "\(resolved.store)"])
             let app = buildApplication(
                 publicDirectory: tree, host: resolved.host, port: resolved.port, configuration: configuration, reportStore: store,
-                reportsConfiguration: reports, workflow: workflow, metrics: metrics,
+                reportsConfiguration: reports, workflow: workflow, metrics: metrics, adminListener: resolved.admin,
                 extraServices: resolved.autoFeedback.map {
                     [AutoFeedbackService(workflow: workflow, store: store, interval: $0.duration, metrics: metrics, logger: logger)]
                 } ?? [],
