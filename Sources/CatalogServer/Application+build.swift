@@ -34,7 +34,9 @@ public func buildApplication(
             connectionHandler: { FeedConnectionHandler(store: store, metrics: metrics, configuration: configuration) },
             reportHandler: { connection in
                 intake.map {
-                    ReportConnectionHandler(intake: $0, feeds: store, connection: connection, metrics: metrics, clock: configuration.clock)
+                    ReportConnectionHandler(
+                        intake: $0, feeds: store, connection: connection, metrics: metrics, clock: configuration.clock,
+                        accessLog: configuration.accessLog)
                 }
             })
     }

@@ -18,8 +18,10 @@ public struct ServeConfiguration: Sendable {
     public var readDeadline: TimeAmount = .seconds(10)
     /// A keep-alive connection with no request in progress and nothing unanswered closes after this.
     public var idleTimeout: TimeAmount = .seconds(30)
-    /// Open connections at most; past it the server stops accepting until one closes.
+    /// Open connections at most; one past it is closed as soon as it is accepted.
     public var maxConnections = defaultMaxConnections()
+    /// What each request logs (`--access-log`, `--access-log-feed-sample`).
+    public var accessLog = AccessLog()
     /// The time responses are dated by and scheduled changes switch at; tests fix it.
     public var clock: @Sendable () -> Timestamp = { .now }
 
@@ -60,6 +62,7 @@ public struct CatalogResponder: HTTPResponder {
     }
 
     public func respond(to request: Request, context: Context) async throws -> Response {
+        let started = ContinuousClock.now
         let segments = request.uri.path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map(String.init)
         let route = Route(segments).flatMap { role.answers($0) ? $0 : nil }
         let response: Response
@@ -76,6 +79,13 @@ public struct CatalogResponder: HTTPResponder {
         case let route?: response = await respond(to: request, at: route)
         }
         metrics.recordRequest(route?.metricsRoute ?? .unknown, status: response.status.code, bodyBytes: response.body.contentLength ?? 0)
+        if configuration.accessLog.enabled {
+            let peer = context.remoteAddress?.ipAddress
+            let client = reports?.client(peer: peer) { request.headers[values: HTTPField.Name($0)!] } ?? peer.flatMap { IPAddress($0) }
+            configuration.accessLog.record(
+                method: request.method.rawValue, path: request.uri.path, status: response.status.code,
+                bytes: response.body.contentLength ?? 0, started: started, client: client)
+        }
         return response
     }
 

@@ -38,6 +38,9 @@ final class FeedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     private let clock: @Sendable () -> Timestamp
     private let readDeadline: TimeAmount
     private let idleTimeout: TimeAmount
+    private let accessLog: AccessLog
+    /// Feed answers since the last one logged (``AccessLog/feedSampling``).
+    private var unlogged = 0
     private var context: ChannelHandlerContext?
     private var timer: Scheduled<Void>?
     /// When `timer` fires.
@@ -87,6 +90,7 @@ final class FeedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         self.clock = configuration.clock
         self.readDeadline = configuration.readDeadline
         self.idleTimeout = configuration.idleTimeout
+        self.accessLog = configuration.accessLog
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -311,6 +315,16 @@ final class FeedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
             counters = metrics.counters(route, status: choice.status)
         }
         counters?.record(bodyBytes: response.body?.readableBytes ?? 0)
+        if accessLog.feedSampling > 0 {
+            unlogged += 1
+            if unlogged >= accessLog.feedSampling {
+                unlogged = 0
+                accessLog.record(
+                    method: request.isHead ? "HEAD" : "GET", path: "/v1/apps/\(target.app)/\(target.kind.rawValue)", status: choice.status,
+                    bytes: response.body?.readableBytes ?? 0, started: .now,
+                    client: context.channel.remoteAddress?.ipAddress.flatMap { IPAddress($0) })
+            }
+        }
         return true
     }
 

@@ -31,6 +31,7 @@ final class ReportConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
     private let connection: FeedConnectionHandler
     private let metrics: ServerMetrics
     private let clock: @Sendable () -> Timestamp
+    private let accessLog: AccessLog
 
     private enum State {
         case idle
@@ -57,13 +58,18 @@ final class ReportConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
     /// The last client seen on this connection and its network's hash: behind no proxy every
     /// request of a connection has the same client, and hashing it per report was 4% of a report.
     private var lastNetwork: (client: IPAddress, network: String)?
+    /// The report being answered, for the access log: its path, client and when its head arrived.
+    private var logged: (path: String, client: IPAddress?, started: ContinuousClock.Instant)?
+    /// When the head of the report being answered arrived, for the latency histogram.
+    private var started: ContinuousClock.Instant?
     private var dateSecond: Int64 = -1
     private var date = ""
 
     init(
         intake: ReportIntake, feeds: FeedStore, connection: FeedConnectionHandler, metrics: ServerMetrics,
-        clock: @escaping @Sendable () -> Timestamp
+        clock: @escaping @Sendable () -> Timestamp, accessLog: AccessLog
     ) {
+        self.accessLog = accessLog
         self.intake = intake
         self.feeds = feeds
         self.connection = connection
@@ -93,6 +99,9 @@ final class ReportConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
             }
             let length = head.headers.first(name: "content-length").flatMap(Int.init)
             let client = intake.client(peer: context.channel.remoteAddress?.ipAddress) { head.headers[$0] }
+            let now = ContinuousClock.now
+            started = now
+            if accessLog.enabled { logged = (head.uri, client, now) }
             if let refusal = intake.checkHead(
                 app: app, isPublished: feeds.index.apps[app] != nil, contentType: head.headers.first(name: "content-type"),
                 contentLength: length, client: client)
@@ -152,6 +161,12 @@ final class ReportConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
         context.write(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: answer.json)))), promise: nil)
         context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
         metrics.recordRequest(.reports, status: answer.status.code, bodyBytes: answer.json.count)
+        if let started = started.take() { metrics.recordReportLatency(.now - started) }
+        if let logged = logged.take() {
+            accessLog.record(
+                method: "POST", path: logged.path, status: answer.status.code, bytes: answer.json.count, started: logged.started,
+                client: logged.client)
+        }
         if answer.closeConnection {
             state = .closed
             held.removeAll()

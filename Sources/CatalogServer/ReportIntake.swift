@@ -89,9 +89,9 @@ struct ReportIntake: Sendable {
         #if DEBUG
             committer = GroupCommitter(
                 store: store, maximumQueued: configuration.maximumQueuedReports,
-                acknowledgeBeforeCommit: configuration.acknowledgeBeforeCommit)
+                acknowledgeBeforeCommit: configuration.acknowledgeBeforeCommit, observer: metrics?.recordCommit)
         #else
-            committer = GroupCommitter(store: store, maximumQueued: configuration.maximumQueuedReports)
+            committer = GroupCommitter(store: store, maximumQueued: configuration.maximumQueuedReports, observer: metrics?.recordCommit)
         #endif
         byAddress = configuration.perAddress.map { RateLimiter($0) }
         byInstall = configuration.perInstall.map { RateLimiter($0) }

@@ -26,6 +26,9 @@ public final class ServerMetrics: Sendable {
     private let openConnections: CoreMetrics.Gauge
     private let connectionsRefused: CoreMetrics.Counter
     private let commitQueueFull: CoreMetrics.Counter
+    private let commitBatchSize: CoreMetrics.Recorder
+    private let commitDuration: CoreMetrics.Timer
+    private let reportLatency: CoreMetrics.Timer
 
     private struct RequestKey: Hashable {
         var route: MetricsRoute
@@ -42,6 +45,9 @@ public final class ServerMetrics: Sendable {
         openConnections = CoreMetrics.Gauge(label: "catalog_connections_open", factory: factory)
         connectionsRefused = CoreMetrics.Counter(label: "catalog_connections_refused_total", factory: factory)
         commitQueueFull = CoreMetrics.Counter(label: "catalog_reports_commit_queue_full_total", factory: factory)
+        commitBatchSize = CoreMetrics.Recorder(label: "catalog_reports_commit_batch_size", aggregate: true, factory: factory)
+        commitDuration = CoreMetrics.Timer(label: "catalog_reports_commit_seconds", factory: factory)
+        reportLatency = CoreMetrics.Timer(label: "catalog_reports_latency_seconds", factory: factory)
     }
 
     /// One answered request; the share of 304s follows from the `status` label.
@@ -119,6 +125,17 @@ public final class ServerMetrics: Sendable {
         commitQueueFull.increment()
     }
 
+    /// One group commit: how many reports it held and how long it took.
+    @Sendable func recordCommit(batch: Int, duration: Duration) {
+        commitBatchSize.record(batch)
+        commitDuration.recordNanoseconds(duration.nanoseconds)
+    }
+
+    /// One report answered on the lean path, from its head to its answer (the commit included).
+    func recordReportLatency(_ duration: Duration) {
+        reportLatency.recordNanoseconds(duration.nanoseconds)
+    }
+
     /// The exposition text.
     public func render() -> [UInt8] {
         registry.emitToBuffer()
@@ -136,5 +153,12 @@ struct RequestCounters: Sendable {
     func record(bodyBytes: Int) {
         requests.increment()
         if bodyBytes > 0 { bytes.increment(by: bodyBytes) }
+    }
+}
+
+extension Duration {
+    /// Whole nanoseconds, for a metrics timer.
+    var nanoseconds: Int64 {
+        components.seconds * 1_000_000_000 + components.attoseconds / 1_000_000_000
     }
 }

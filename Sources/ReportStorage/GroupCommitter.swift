@@ -14,6 +14,8 @@ public final class GroupCommitter: Sendable {
     private let maximumBatch: Int
     private let maximumQueued: Int
     private let state = Mutex(State())
+    /// Told each batch's size and how long its commit took (for `/metrics`).
+    private let observer: (@Sendable (_ batch: Int, _ duration: Duration) -> Void)?
     #if DEBUG
         private let acknowledgeBeforeCommit: Bool
     #endif
@@ -27,10 +29,14 @@ public final class GroupCommitter: Sendable {
         var committing = false
     }
 
-    public init(store: any ReportStore, maximumBatch: Int = 4096, maximumQueued: Int = 20_000) {
+    public init(
+        store: any ReportStore, maximumBatch: Int = 4096, maximumQueued: Int = 20_000,
+        observer: (@Sendable (_ batch: Int, _ duration: Duration) -> Void)? = nil
+    ) {
         self.store = store
         self.maximumBatch = maximumBatch
         self.maximumQueued = maximumQueued
+        self.observer = observer
         #if DEBUG
             self.acknowledgeBeforeCommit = false
         #endif
@@ -40,10 +46,14 @@ public final class GroupCommitter: Sendable {
         /// A deliberately broken mode, in debug builds only (never in a release binary), for
         /// `scripts/crash-test --broken` to prove that it catches a server that answers before the
         /// commit: each batch is answered, then committed 200 ms later.
-        public init(store: any ReportStore, maximumQueued: Int = 20_000, acknowledgeBeforeCommit: Bool) {
+        public init(
+            store: any ReportStore, maximumQueued: Int = 20_000, acknowledgeBeforeCommit: Bool,
+            observer: (@Sendable (_ batch: Int, _ duration: Duration) -> Void)? = nil
+        ) {
             self.store = store
             self.maximumBatch = 4096
             self.maximumQueued = maximumQueued
+            self.observer = observer
             self.acknowledgeBeforeCommit = acknowledgeBeforeCommit
         }
     #endif
@@ -94,7 +104,9 @@ public final class GroupCommitter: Sendable {
                 return
             }
         #endif
+        let started = ContinuousClock.now
         store.store(batch.map(\.0)) { result in
+            self.observer?(batch.count, ContinuousClock.now - started)
             switch result {
             case .success(let outcomes):
                 for ((_, completion), outcome) in zip(batch, outcomes) { completion(.success(outcome)) }

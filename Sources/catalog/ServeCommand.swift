@@ -46,6 +46,21 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("A file holding the PostgreSQL password (one line), used instead of one in --store.", valueName: "file"))
     var storePasswordFile: String?
 
+    @Option(help: ArgumentHelp("trace, debug, info, notice, warning, error or critical. Default: info.", valueName: "level"))
+    var logLevel: Logger.Level?
+
+    @Option(help: ArgumentHelp("text, or json (one object per line). Default: text.", valueName: "format"))
+    var logFormat: LogFormat?
+
+    @Option(help: ArgumentHelp("on: a line per request (feeds answered on the lean path as --access-log-feed-sample says); off: none. Default: on.", valueName: "on|off"))
+    var accessLog: Switch?
+
+    @Option(help: ArgumentHelp("Log one in n feed requests answered on the lean path; 0 for none. Default: 0.", valueName: "n"))
+    var accessLogFeedSample: Int?
+
+    @Option(help: ArgumentHelp("on: log clients' full addresses; off: only their network (as the rate limits see it). Default: off.", valueName: "on|off"))
+    var logFullAddresses: Switch?
+
     @Option(help: ArgumentHelp("The address to listen on. Default: 127.0.0.1.", valueName: "address"))
     var host: String?
 
@@ -120,8 +135,19 @@ struct ServeCommand: AsyncParsableCommand {
             valueName: "interval"))
     var autoFeedback: Interval?
 
+    enum LogFormat: String, ExpressibleByArgument, CaseIterable {
+        case text, json
+    }
+
+    enum Switch: String, ExpressibleByArgument, CaseIterable {
+        case on, off
+    }
+
     /// Every setting as in effect, wherever it came from, checked.
     struct Resolved {
+        var logLevel: Logger.Level
+        var logFormat: LogFormat
+        var accessLog: AccessLog
         var catalog: String
         var publicDirectory: String
         var store: StoreURL
@@ -189,7 +215,15 @@ struct ServeCommand: AsyncParsableCommand {
             }
             return range
         }
+        var accessLog = AccessLog()
+        accessLog.enabled = try settings.value("access-log", flag: self.accessLog, default: .on)! == .on
+        accessLog.feedSampling = try settings.value("access-log-feed-sample", flag: accessLogFeedSample, default: 0)!
+        accessLog.fullAddresses = try settings.value("log-full-addresses", flag: logFullAddresses, default: .off)! == .on
+        guard accessLog.feedSampling >= 0 else { throw ValidationError("--access-log-feed-sample must be 0 or more") }
         let resolved = Resolved(
+            logLevel: try settings.value("log-level", flag: logLevel, default: .info)!,
+            logFormat: try settings.value("log-format", flag: logFormat, default: .text)!,
+            accessLog: accessLog,
             catalog: catalog, publicDirectory: publicDirectory, store: store,
             host: try settings.value("host", flag: host, default: "127.0.0.1")!, port: port,
             admin: adminPort.map { (adminHost, $0) },
@@ -245,9 +279,22 @@ struct ServeCommand: AsyncParsableCommand {
             print(settings.description)
             return
         }
-        LoggingSystem.bootstrap(StreamLogHandler.standardError)
-        var logger = Logger(label: "catalog.serve")
-        logger.logLevel = .info
+        let level = resolved.logLevel
+        switch resolved.logFormat {
+        case .text:
+            LoggingSystem.bootstrap { label in
+                var handler = StreamLogHandler.standardError(label: label)
+                handler.logLevel = level
+                return handler
+            }
+        case .json:
+            LoggingSystem.bootstrap { label in
+                var handler = JSONLogHandler(label: label)
+                handler.logLevel = level
+                return handler
+            }
+        }
+        let logger = Logger(label: "catalog.serve")
         let workflow = resolved.workflow
         let tree = PublicTree(root: URL(fileURLWithPath: resolved.publicDirectory, isDirectory: true))
         if tree.publishedApps().isEmpty {
@@ -262,6 +309,9 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.idleTimeout = .seconds(Int64(resolved.idleTimeout))
         raiseDescriptorLimit()
         configuration.maxConnections = resolved.maxConnections ?? defaultMaxConnections()
+        configuration.accessLog = resolved.accessLog
+        configuration.accessLog.prefixes = resolved.networkPrefixes
+        configuration.accessLog.logger = Logger(label: "catalog.access")
         var reports = ReportsConfiguration()
         reports.perAddress = Self.limit(perMinute: resolved.reportLimitAddress)
         reports.perInstall = Self.limit(perMinute: resolved.reportLimitInstall)
@@ -310,3 +360,5 @@ private func raiseDescriptorLimit() {
     limit.rlim_cur = min(limit.rlim_max, 1 << 20)
     _ = setrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit)
 }
+
+extension Logger.Level: @retroactive ExpressibleByArgument {}

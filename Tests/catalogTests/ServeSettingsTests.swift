@@ -1,4 +1,7 @@
 import Foundation
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
 import Testing
 
 /// Where `catalog serve` takes each setting from (docs/operations.md): its flag, else
@@ -67,6 +70,44 @@ import Testing
             let run = try CommandTests.run(arguments, in: workspace.root, environment: environment)
             #expect(run.status == 64)
             #expect(run.stderr.contains(message), "\(run.stderr)")
+        }
+    }
+}
+
+/// Logs an operator can use: JSON lines with an access line per request, clients as their network.
+@Suite struct ServeLogTests {
+    @Test func jsonLogsHaveAnAccessLinePerRequestWithTheClientsNetworkOnly() async throws {
+        try await CommandTests.withWorkspaceAsync { workspace in
+            try CommandTests.writeDemo(workspace)
+            let server = try ServeProcess(in: workspace, ["--log-format", "json", "--access-log-feed-sample", "1", "--log-level", "info"])
+            defer { if server.process.isRunning { server.process.terminate() } }
+            #expect(try await server.body(of: "/v1/apps/com.example.app/products.json") != nil)
+            #expect(try await server.body(of: "/healthz") != nil)
+            // A report, then its commit and latency in /metrics as histograms.
+            var request = URLRequest(url: server.url("/v1/apps/com.example.app/invalid-identifiers"))
+            request.httpMethod = "POST"
+            request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+            request.httpBody = Data(#"{"invalidProductIdentifiers":["com.example.level1"],"installId":"logs"}"#.utf8)
+            let (_, response) = try await URLSession.shared.data(for: request)
+            #expect((response as? HTTPURLResponse)?.statusCode == 202)
+            let metrics = try await server.body(of: "/metrics") ?? ""
+            for histogram in ["catalog_reports_commit_batch_size", "catalog_reports_commit_seconds", "catalog_reports_latency_seconds"] {
+                #expect(metrics.contains("\(histogram)_count 1"), "\(histogram)")
+            }
+            #expect(try await server.stop() == 0)
+            let lines = try String(contentsOf: server.log, encoding: .utf8).split(separator: "\n")
+            let objects = lines.compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
+            #expect(objects.count == lines.count, "every line is a JSON object: \(lines.filter { !$0.hasPrefix("{") })")
+            let access = objects.filter { $0["label"] as? String == "catalog.access" }
+            let paths = Set(access.compactMap { $0["http.path"] as? String })
+            #expect(
+                paths.isSuperset(of: ["/v1/apps/com.example.app/products.json", "/healthz", "/v1/apps/com.example.app/invalid-identifiers"]),
+                "\(paths)")
+            for line in access {
+                #expect(line["client.network"] as? String == "127.0.0.0/24", "\(line)")
+                #expect(line["http.status"] != nil && line["duration_ms"] != nil && line["http.bytes"] != nil)
+            }
+            #expect(!lines.contains { $0.contains("127.0.0.1\"") && $0.contains("catalog.access") }, "a full address was logged")
         }
     }
 }

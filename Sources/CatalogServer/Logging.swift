@@ -1,0 +1,79 @@
+import CatalogKit
+import Foundation
+import Logging
+import PropertyList
+import Synchronization
+
+/// `--log-format json`: one JSON object per line on standard error (`time`, `level`, `label`,
+/// `message`, then the metadata), for log shippers; `text` is swift-log's own stream format.
+public struct JSONLogHandler: LogHandler {
+    public var logLevel: Logger.Level = .info
+    public var metadata: Logger.Metadata = [:]
+    private let label: String
+    /// One line at a time: lines from different threads never interleave.
+    private static let output = Mutex(())
+
+    public init(label: String) {
+        self.label = label
+    }
+
+    public subscript(metadataKey key: String) -> Logger.Metadata.Value? {
+        get { metadata[key] }
+        set { metadata[key] = newValue }
+    }
+
+    public func log(event: LogEvent) {
+        var json = JSONWriter()
+        json.beginObject()
+        json.key("time")
+        json.string(Timestamp.now.iso8601)
+        json.key("level")
+        json.string(event.level.rawValue)
+        json.key("label")
+        json.string(label)
+        json.key("message")
+        json.string(event.message.description)
+        for (key, value) in metadata.merging(event.metadata ?? [:], uniquingKeysWith: { $1 }).sorted(by: { $0.key < $1.key }) {
+            json.key(key)
+            json.string(value.description)
+        }
+        json.endObject()
+        let line = json.bytes + [0x0A]
+        Self.output.withLock { _ in FileHandle.standardError.write(Data(line)) }
+    }
+}
+
+/// The access log: one line per request (method, path, status, body bytes, duration, the
+/// client's network), at `info` under the label `catalog.access`.
+///
+/// The client appears as its network (`203.0.113.0/24`, the same prefix the feedback loop and the
+/// rate limits use), never its full address unless `fullAddresses` is set. Feed requests answered
+/// on the lean path are many and alike: they are logged one in `feedSampling` (0: none), so that
+/// the log costs the serving path nothing unless asked.
+public struct AccessLog: Sendable {
+    public var enabled = true
+    public var feedSampling = 0
+    public var fullAddresses = false
+    public var prefixes = NetworkPrefixLengths()
+    /// Made again once the logging system is set up: a logger keeps the handler it was made with.
+    public var logger = Logger(label: "catalog.access")
+
+    public init() {}
+
+    func client(_ address: IPAddress?) -> String {
+        guard let address else { return "-" }
+        return fullAddresses ? address.description : prefixes.key(of: address)
+    }
+
+    func record(method: String, path: String, status: Int, bytes: Int, started: ContinuousClock.Instant, client: IPAddress?) {
+        guard enabled else { return }
+        let elapsed = ContinuousClock.now - started
+        let milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
+        logger.info(
+            "request",
+            metadata: [
+                "http.method": "\(method)", "http.path": "\(path)", "http.status": "\(status)", "http.bytes": "\(bytes)",
+                "duration_ms": "\(String(format: "%.3f", milliseconds))", "client.network": "\(self.client(client))",
+            ])
+    }
+}
