@@ -51,7 +51,7 @@ public struct JSONLogHandler: LogHandler {
 /// on the lean path are many and alike: they are logged one in `feedSampling` (0: none), so that
 /// the log costs the serving path nothing unless asked.
 public struct AccessLog: Sendable {
-    public var enabled = true
+    public var enabled = true  // `catalog serve` turns it on only when asked (docs/operations.md)
     public var feedSampling = 0
     public var fullAddresses = false
     public var prefixes = NetworkPrefixLengths()

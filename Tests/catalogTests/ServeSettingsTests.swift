@@ -79,7 +79,7 @@ import Testing
     @Test func jsonLogsHaveAnAccessLinePerRequestWithTheClientsNetworkOnly() async throws {
         try await CommandTests.withWorkspaceAsync { workspace in
             try CommandTests.writeDemo(workspace)
-            let server = try ServeProcess(in: workspace, ["--log-format", "json", "--access-log-feed-sample", "1", "--log-level", "info"])
+            let server = try ServeProcess(in: workspace, ["--log-format", "json", "--access-log", "on", "--access-log-feed-sample", "1", "--log-level", "info"])
             defer { if server.process.isRunning { server.process.terminate() } }
             #expect(try await server.body(of: "/v1/apps/com.example.app/products.json") != nil)
             #expect(try await server.body(of: "/healthz") != nil)
