@@ -172,15 +172,21 @@ final class FeedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         idleSince = now
     }
 
-    func channelReadComplete(context: ChannelHandlerContext) {
+    /// Sends what this batch answered, and tells the handlers behind that their batch ended if
+    /// anything was passed on to them; whether it was.
+    private func endBatch(_ context: ChannelHandlerContext) -> Bool {
         if wroteSinceFlush {
             wroteSinceFlush = false
             context.flush()
         }
-        if forwardedSinceReadComplete {
-            forwardedSinceReadComplete = false
-            context.fireChannelReadComplete()
-        } else if decodedRequests == forwardedResponses && !decoderInRequest && !handedOver {
+        guard forwardedSinceReadComplete else { return false }
+        forwardedSinceReadComplete = false
+        context.fireChannelReadComplete()
+        return true
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        if !endBatch(context) && decodedRequests == forwardedResponses && !decoderInRequest && !handedOver {
             // The batch was answered here and nothing behind this handler has a request to
             // answer, so nothing there holds reads back (the application's channel and the
             // report handler only do so while they have requests). Asking for the next bytes
@@ -206,14 +212,7 @@ final class FeedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
             if paused {
                 paused = false
                 if let unread = unread.take() { consume(unread, context: context, now: .now()) }
-                if wroteSinceFlush {
-                    wroteSinceFlush = false
-                    context.flush()
-                }
-                if forwardedSinceReadComplete {
-                    forwardedSinceReadComplete = false
-                    context.fireChannelReadComplete()
-                }
+                _ = endBatch(context)
             }
             if readHeld && context.channel.isWritable {
                 readHeld = false

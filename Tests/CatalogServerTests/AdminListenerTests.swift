@@ -1,5 +1,6 @@
 import CatalogKit
 import CatalogServer
+import CatalogTestSupport
 import Foundation
 import Hummingbird
 import HummingbirdTesting
@@ -7,26 +8,9 @@ import Logging
 import ReportStorage
 import Testing
 
-#if canImport(Glibc)
-    import Glibc
-#endif
-
 /// `--admin-port`: the editor API, the dashboard and `/metrics` move to a second listener, and
 /// the public one refuses them, so that only feeds, reports and health face the internet.
 @Suite struct AdminListenerTests {
-    /// A port that was free a moment ago, for a listener the test client does not open itself.
-    static func freePort() throws -> Int {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(descriptor) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        _ = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(descriptor, $0, length) } }
-        _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) } }
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
-
     /// The status of `GET path` on a fresh connection to `port`.
     static func status(_ path: String, port: Int) async throws -> Int {
         let socket = try LoopbackSocket(port: port)
@@ -40,7 +24,7 @@ import Testing
         let fixture = try CatalogServerTests.Fixture(ids: ["com.example.served.coins"])
         defer { fixture.remove() }
         let store = try await SQLiteReportStore.open(path: fixture.root.appendingPathComponent("var/catalog.sqlite").path)
-        let adminPort = try Self.freePort()
+        let adminPort = try LoopbackListener().port  // free a moment ago: the listener closes at once
         let workflow = CatalogWorkflow(catalogDirectory: fixture.catalog, catalogDisplayPath: "catalog", publicDirectory: fixture.publicTree.root)
         let app = buildApplication(
             publicDirectory: fixture.publicTree, port: 0, reportStore: store, workflow: workflow,
@@ -49,7 +33,13 @@ import Testing
             let port = try #require(client.port)
             let feed = "/v1/apps/\(CatalogServerTests.app)/products.json"
             // The admin listener starts beside the public one: wait for it.
-            for _ in 0..<100 where (try? LoopbackSocket(port: adminPort)) == nil { try await Task.sleep(for: .milliseconds(50)) }
+            for _ in 0..<100 {
+                if let probe = try? LoopbackSocket(port: adminPort) {
+                    probe.close()
+                    break
+                }
+                try await Task.sleep(for: .milliseconds(50))
+            }
 
             // Public: feeds and health; no editor API, dashboard or metrics.
             #expect(try await Self.status(feed, port: port) == 200)

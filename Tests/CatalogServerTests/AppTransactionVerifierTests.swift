@@ -452,8 +452,9 @@ struct AppTransactionVerifierTests {
     }
 }
 
-/// A tiny seeded generator so that the mutation test is the same on every run.
-private struct SplitMix64: RandomNumberGenerator {
+/// A tiny seeded generator so that a randomized test is the same on every run (and a failing
+/// order can be replayed).
+struct SplitMix64: RandomNumberGenerator {
     var state: UInt64
     init(seed: UInt64) { state = seed }
     mutating func next() -> UInt64 {

@@ -1,3 +1,4 @@
+import CatalogTestSupport
 import Foundation
 
 #if canImport(FoundationNetworking)
@@ -15,7 +16,7 @@ struct ServeProcess {
     let log: URL
 
     init(in workspace: CommandTests.Workspace, _ arguments: [String] = []) throws {
-        port = try Self.freePort()
+        port = try LoopbackListener().port  // free now: the listener closes at once
         log = workspace.root.appendingPathComponent("serve-\(port).log")
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         process.executableURL = try CommandTests.executable()
@@ -55,21 +56,4 @@ struct ServeProcess {
     }
 
     var logText: String { (try? String(contentsOf: log, encoding: .utf8)) ?? "" }
-
-    /// A port nothing listens on now: the kernel picks it for a socket bound to port 0.
-    private static func freePort() throws -> Int {
-        let descriptor = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
-        defer { close(descriptor) }
-        var address = sockaddr_in()
-        address.sin_family = sa_family_t(AF_INET)
-        address.sin_addr.s_addr = inet_addr("127.0.0.1")
-        var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-        let bound = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) {
-                bind(descriptor, $0, length) == 0 && getsockname(descriptor, $0, &length) == 0
-            }
-        }
-        guard bound else { throw POSIXError(.EADDRNOTAVAIL) }
-        return Int(UInt16(bigEndian: address.sin_port))
-    }
 }
