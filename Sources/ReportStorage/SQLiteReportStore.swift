@@ -207,6 +207,14 @@ public final class SQLiteReportStore: ReportStore {
         return pruned
     }
 
+    /// Writes a consistent copy of the whole store to a new file at `path` (`VACUUM INTO`), from
+    /// the aggregates' read-only connection: one read transaction, so the copy is the store as
+    /// of one moment, while the server goes on committing. Refuses to overwrite a file.
+    public func backup(to path: String) async throws {
+        guard !FileManager.default.fileExists(atPath: path) else { throw SQLiteError("\(path) exists; back up to a new file") }
+        try await reader.run { try $0.run("VACUUM INTO ?1", [.text(path)]) }
+    }
+
     /// Asks the writer: a store whose commits are stuck is not ready, however well it reads.
     public func ping() async throws {
         _ = try await writer.run { try $0.connection.scalar("SELECT 1") }

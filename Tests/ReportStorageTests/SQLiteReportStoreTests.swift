@@ -53,6 +53,23 @@ final class SQLiteReportStoreTests: XCTestCase {
         }
     }
 
+    /// `catalog backup`: a consistent copy that opens as a store of its own; never over a file.
+    func testBackupIsAStoreOfItsOwnAndNeverOverwrites() async throws {
+        try await withStore { store in
+            _ = try await store.store((0..<50).map { StoreConformance.report(["com.example.a"], id: "report-\($0)", install: "i\($0)") })
+            let copy = folder.appendingPathComponent("copy.sqlite").path
+            try await store.backup(to: copy)
+            let copied = try await SQLiteReportStore.open(path: copy)
+            let count = try await copied.aggregate(AggregateQuery()).first?.reports
+            XCTAssertEqual(count, 50)
+            try await copied.close()
+            do {
+                try await store.backup(to: copy)
+                XCTFail("a backup overwrote a file")
+            } catch {}
+        }
+    }
+
     func testDeduplicates() async throws { try await withStore(StoreConformance.deduplicates) }
     func testAggregates() async throws { try await withStore(StoreConformance.aggregates) }
     func testFilters() async throws { try await withStore(StoreConformance.filters) }

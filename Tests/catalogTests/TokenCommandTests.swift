@@ -16,6 +16,22 @@ import Testing
         }
     }
 
+    /// `catalog backup`: the copy is a store of its own (its tokens listed from it); a PostgreSQL
+    /// store and an existing file are refused with a clear message.
+    @Test func backupCopiesTheStore() throws {
+        try CommandTests.withWorkspace { workspace in
+            #expect(try workspace.run("token", "create", "alice", "--role", "editor").status == 0)
+            let backup = try workspace.run("backup", "var/copy.sqlite")
+            #expect(backup.status == 0, "\(backup.stderr)")
+            let listed = try workspace.run("token", "list", "--store", "sqlite:var/copy.sqlite")
+            #expect(listed.status == 0 && listed.stdout.contains("alice"), "\(listed.stdout)")
+            let again = try workspace.run("backup", "var/copy.sqlite")
+            #expect(again.status == 1 && again.stderr.contains("exists"), "\(again.stderr)")
+            let postgres = try workspace.run("backup", "copy", "--store", "postgres://catalog@127.0.0.1/catalog")
+            #expect(postgres.status == 1 && postgres.stderr.contains("pg_dump"))
+        }
+    }
+
     @Test func createListRevokeAndAudit() throws {
         try CommandTests.withWorkspace { workspace in
             let created = try workspace.run("token", "create", "alice", "--role", "editor")
