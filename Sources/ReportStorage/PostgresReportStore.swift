@@ -1,4 +1,5 @@
 import CatalogKit
+import Foundation
 import Logging
 import PostgresNIO
 import PropertyList
@@ -26,18 +27,29 @@ public final class PostgresReportStore: ReportStore {
         _ address: StoreURL.PostgresAddress, logger: Logger, connectTimeout: Duration = .seconds(10)
     ) async throws -> PostgresReportStore {
         let location = StoreURL.postgres(address).description
-        // Like libpq's default (sslmode=prefer): encrypt when the server offers TLS, without
-        // verifying its certificate, which a URL has no way to name.
-        var tls = TLSConfiguration.makeClientConfiguration()
-        tls.certificateVerification = .none
+        let password = address.password ?? PostgresPassword.lookUp(for: address)
+        let tls: TLSConfiguration?
+        do {
+            tls = try tlsConfiguration(address)
+        } catch {
+            throw PostgresStoreError(location: location, doing: "cannot read the root certificate \(address.rootCertificate ?? "")", error)
+        }
+        let startup = address.statementTimeoutMilliseconds.map { [("statement_timeout", String($0))] } ?? []
 
         // One connection of our own first, not the pool's: the pool retries an unreachable server
         // for a minute and then fails without the reason, and an operator needs the reason now.
         // Its connect timeout bounds the TCP connection and the startup and authentication.
+        let setupTLS: PostgresConnection.Configuration.TLS =
+            switch (address.sslMode, tls) {
+            case (.disable, _), (_, nil): .disable
+            case (.prefer, let tls?): .prefer(try NIOSSLContext(configuration: tls))
+            case (_, let tls?): .require(try NIOSSLContext(configuration: tls))
+            }
         var setup = PostgresConnection.Configuration(
-            host: address.host, port: address.port, username: address.user, password: address.password,
-            database: address.database, tls: .prefer(try NIOSSLContext(configuration: tls)))
+            host: address.host, port: address.port, username: address.user, password: password,
+            database: address.database, tls: setupTLS)
         setup.options.connectTimeout = .nanoseconds(Int64(connectTimeout / .nanoseconds(1)))
+        setup.options.additionalStartupParameters = startup
         let connection: PostgresConnection
         do {
             connection = try await PostgresConnection.connect(configuration: setup, id: 0, logger: logger)
@@ -53,10 +65,18 @@ public final class PostgresReportStore: ReportStore {
             throw PostgresStoreError(location: location, doing: "cannot open the store", error)
         }
 
+        let poolTLS: PostgresClient.Configuration.TLS =
+            switch (address.sslMode, tls) {
+            case (.disable, _), (_, nil): .disable
+            case (.prefer, let tls?): .prefer(tls)
+            case (_, let tls?): .require(tls)
+            }
         var configuration = PostgresClient.Configuration(
-            host: address.host, port: address.port, username: address.user, password: address.password,
-            database: address.database, tls: .prefer(tls))
+            host: address.host, port: address.port, username: address.user, password: password,
+            database: address.database, tls: poolTLS)
         configuration.options.connectTimeout = connectTimeout
+        configuration.options.maximumConnections = address.poolSize
+        configuration.options.additionalStartupParameters = startup
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
         let running = Task { await client.run() }
         logger.info("report store opened", metadata: ["store.url": "\(location)"])
@@ -455,5 +475,66 @@ extension PostgresConnection {
     /// the next query only once this one's rows are read.
     func execute(_ query: PostgresQuery, logger: Logger) async throws {
         for try await _ in try await self.query(query, logger: logger) {}
+    }
+}
+
+/// The TLS of `sslmode`: nil for `disable`; no certificate check for `prefer` and `require` (as
+/// libpq); the root certificates of `sslrootcert` (else the system's) for `verify-ca`, and the host
+/// name as well for `verify-full`.
+private func tlsConfiguration(_ address: StoreURL.PostgresAddress) throws -> TLSConfiguration? {
+    var tls = TLSConfiguration.makeClientConfiguration()
+    switch address.sslMode {
+    case .disable: return nil
+    case .prefer, .require: tls.certificateVerification = .none
+    case .verifyCA: tls.certificateVerification = .noHostnameVerification
+    case .verifyFull: tls.certificateVerification = .fullVerification
+    }
+    if let file = address.rootCertificate, address.sslMode == .verifyCA || address.sslMode == .verifyFull {
+        tls.trustRoots = .certificates(try NIOSSLCertificate.fromPEMFile(file))
+    }
+    return tls
+}
+
+/// A password not in the URL, where libpq would look: `PGPASSWORD`, then the URL's `passfile`,
+/// `PGPASSFILE` or `~/.pgpass` (lines `host:port:database:user:password`, `*` for any, `\` escaping).
+enum PostgresPassword {
+    static func lookUp(
+        for address: StoreURL.PostgresAddress, environment: [String: String] = ProcessInfo.processInfo.environment
+    ) -> String? {
+        if let password = environment["PGPASSWORD"] { return password }
+        let path =
+            address.passfile ?? environment["PGPASSFILE"]
+            ?? environment["HOME"].map { URL(fileURLWithPath: $0).appendingPathComponent(".pgpass").path }
+        guard let path, let text = try? String(contentsOfFile: path, encoding: .utf8) else { return nil }
+        return password(in: text, for: address)
+    }
+
+    static func password(in passfile: String, for address: StoreURL.PostgresAddress) -> String? {
+        for line in passfile.split(whereSeparator: \.isNewline) where !line.hasPrefix("#") {
+            let fields = self.fields(line)
+            guard fields.count == 5 else { continue }
+            let wanted = [address.host, String(address.port), address.database, address.user]
+            if zip(fields.prefix(4), wanted).allSatisfy({ $0 == "*" || $0 == $1 }) { return fields[4] }
+        }
+        return nil
+    }
+
+    /// A line's fields, split at unescaped colons.
+    private static func fields(_ line: Substring) -> [String] {
+        var fields = [""]
+        var escaped = false
+        for character in line {
+            if escaped {
+                fields[fields.count - 1].append(character)
+                escaped = false
+            } else if character == "\\" {
+                escaped = true
+            } else if character == ":" {
+                fields.append("")
+            } else {
+                fields[fields.count - 1].append(character)
+            }
+        }
+        return fields
     }
 }

@@ -1,7 +1,12 @@
 import Foundation
 
 /// Where reports are stored, as given by `--store`: `sqlite:PATH` (the default,
-/// `sqlite:var/catalog.sqlite`) or `postgres://user[:password]@host[:port]/database`.
+/// `sqlite:var/catalog.sqlite`) or `postgres://user[:password]@host[:port]/database[?parameters]`.
+///
+/// PostgreSQL parameters, as libpq spells them where it has them: `sslmode` (`disable`, `prefer`
+/// (the default), `require`, `verify-ca`, `verify-full`), `sslrootcert` (a PEM file of the
+/// certificates to trust; the system's by default), `passfile` (a `.pgpass` file), and of this
+/// tool's own `pool_size` (connections, default 20) and `statement_timeout` (milliseconds).
 public enum StoreURL: Sendable, Hashable, CustomStringConvertible {
     case sqlite(path: String)
     case postgres(PostgresAddress)
@@ -12,6 +17,25 @@ public enum StoreURL: Sendable, Hashable, CustomStringConvertible {
         public var user: String
         public var password: String?
         public var database: String
+        public var sslMode: SSLMode = .prefer
+        public var rootCertificate: String?
+        public var passfile: String?
+        public var poolSize = 20
+        public var statementTimeoutMilliseconds: Int?
+    }
+
+    /// libpq's `sslmode`, the modes this store supports.
+    public enum SSLMode: String, Sendable, Hashable, CaseIterable {
+        /// Plain TCP.
+        case disable
+        /// TLS when the server offers it, its certificate unchecked.
+        case prefer
+        /// TLS or no connection, the certificate unchecked.
+        case require
+        /// TLS with a certificate signed by a trusted authority, for any host name.
+        case verifyCA = "verify-ca"
+        /// TLS with a trusted certificate for the host connected to.
+        case verifyFull = "verify-full"
     }
 
     public static let `default` = StoreURL.sqlite(path: "var/catalog.sqlite")
@@ -35,9 +59,33 @@ public enum StoreURL: Sendable, Hashable, CustomStringConvertible {
             guard let user = components.user, !user.isEmpty else {
                 throw StoreURLError("'\(text)' names no user; use postgres://user@host:port/database")
             }
-            self = .postgres(
-                PostgresAddress(
-                    host: host, port: components.port ?? 5432, user: user, password: components.password, database: database))
+            var address = PostgresAddress(
+                host: host, port: components.port ?? 5432, user: user, password: components.password, database: database)
+            for item in components.queryItems ?? [] {
+                let value = item.value ?? ""
+                switch item.name {
+                case "sslmode":
+                    guard let mode = SSLMode(rawValue: value) else {
+                        throw StoreURLError(
+                            "sslmode '\(value)' is not one of \(SSLMode.allCases.map(\.rawValue).joined(separator: ", "))")
+                    }
+                    address.sslMode = mode
+                case "sslrootcert": address.rootCertificate = value
+                case "passfile": address.passfile = value
+                case "pool_size":
+                    guard let size = Int(value), (1...1000).contains(size) else { throw StoreURLError("pool_size '\(value)' is not 1 to 1000") }
+                    address.poolSize = size
+                case "statement_timeout":
+                    guard let milliseconds = Int(value), milliseconds >= 0 else {
+                        throw StoreURLError("statement_timeout '\(value)' is not a number of milliseconds")
+                    }
+                    address.statementTimeoutMilliseconds = milliseconds
+                default:
+                    throw StoreURLError(
+                        "unknown parameter '\(item.name)' in the store URL; known: sslmode, sslrootcert, passfile, pool_size, statement_timeout")
+                }
+            }
+            self = .postgres(address)
             return
         }
         throw StoreURLError("unknown store '\(text)'; use sqlite:PATH or postgres://user@host:port/database")
@@ -62,7 +110,9 @@ public enum StoreURL: Sendable, Hashable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .sqlite(let path): "sqlite:\(path)"
-        case .postgres(let address): "postgres://\(address.user)@\(address.host):\(address.port)/\(address.database)"
+        case .postgres(let address):
+            "postgres://\(address.user)@\(address.host):\(address.port)/\(address.database)"
+                + (address.sslMode == .prefer ? "" : "?sslmode=\(address.sslMode.rawValue)")
         }
     }
 }

@@ -51,14 +51,23 @@ public final class TestPostgres: Sendable {
     }
 
     /// Creates and starts a server with a database named `catalog`; returns once it accepts
-    /// connections.
-    public static func start() throws -> TestPostgres {
+    /// connections. With `tls` (a PEM certificate chain and its key), it offers TLS with them.
+    public static func start(tls: (certificate: URL, key: URL)? = nil) throws -> TestPostgres {
         let binaries = try findBinaries()
         // Short: a unix socket's path must fit in about 100 bytes.
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent(
             "pg-\(UUID().uuidString.prefix(8).lowercased())")
         try FileManager.default.createDirectory(at: socketFolder(in: folder), withIntermediateDirectories: true)
         do {
+            var serverOptions: [String] = []
+            if let tls {
+                // Copied into the folder the server owns; PostgreSQL refuses a key others can read.
+                let certificate = folder.appendingPathComponent("server.crt"), key = folder.appendingPathComponent("server.key")
+                try FileManager.default.copyItem(at: tls.certificate, to: certificate)
+                try FileManager.default.copyItem(at: tls.key, to: key)
+                try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: key.path)
+                serverOptions = ["-c", "ssl=on", "-c", "ssl_cert_file=\(certificate.path)", "-c", "ssl_key_file=\(key.path)"]
+            }
             let passwordFile = folder.appendingPathComponent("password")
             try password.write(to: passwordFile, atomically: true, encoding: .utf8)
             if runningAsRoot {
@@ -83,7 +92,7 @@ public final class TestPostgres: Sendable {
                 do {
                     let server = TestPostgres(
                         port: port, folder: folder, binaries: binaries,
-                        server: try launchServer(port: port, folder: folder, binaries: binaries))
+                        server: try launchServer(port: port, folder: folder, binaries: binaries, options: serverOptions))
                     do {
                         try server.psql("CREATE DATABASE catalog", database: "postgres")
                     } catch {
@@ -102,7 +111,7 @@ public final class TestPostgres: Sendable {
     }
 
     /// Starts `postgres` on `port` and waits until it accepts connections.
-    private static func launchServer(port: Int, folder: URL, binaries: URL) throws -> sending Process {
+    private static func launchServer(port: Int, folder: URL, binaries: URL, options: [String]) throws -> sending Process {
         let log = logFile(in: folder)
         guard FileManager.default.createFile(atPath: log.path, contents: nil) else {
             throw TestPostgresError("cannot create \(log.path)")
@@ -114,7 +123,7 @@ public final class TestPostgres: Sendable {
             [
                 "-D", dataFolder(in: folder).path, "-p", "\(port)", "-k", socketFolder(in: folder).path, "-c",
                 "listen_addresses=127.0.0.1",
-            ], asServer: true)
+            ] + options, asServer: true)
         server.standardOutput = logHandle
         server.standardError = logHandle
         do {

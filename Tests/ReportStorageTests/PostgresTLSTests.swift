@@ -1,0 +1,143 @@
+import CatalogKit
+import CatalogTestSupport
+import Foundation
+import Logging
+@testable import ReportStorage
+import XCTest
+
+/// PostgreSQL as operators run it: `sslmode` from the store URL against a real server that
+/// offers TLS with a certificate this test makes (openssl: a CA, and a server certificate for
+/// localhost signed by it); the password from a passfile; the pool's options.
+final class PostgresTLSTests: XCTestCase {
+    private let logger = Logger(label: "test")
+
+    /// A CA and a server certificate it signed, in `folder`; a second CA that signed nothing.
+    private func makeCertificates(in folder: URL) throws -> (ca: URL, otherCA: URL, certificate: URL, key: URL) {
+        func openssl(_ arguments: [String]) throws {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
+            process.arguments = arguments
+            process.currentDirectoryURL = folder
+            process.standardOutput = FileHandle.nullDevice
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            process.waitUntilExit()
+            guard process.terminationStatus == 0 else { throw CertificateError(arguments: arguments) }
+        }
+        let curve = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
+        try openssl(["req", "-x509"] + curve + ["-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=catalog test CA"])
+        try openssl(["req", "-x509"] + curve + ["-keyout", "other.key", "-out", "other.pem", "-days", "2", "-subj", "/CN=another CA"])
+        try openssl(["req"] + curve + ["-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=localhost"])
+        try Data("subjectAltName=DNS:localhost\n".utf8).write(to: folder.appendingPathComponent("san.ext"))
+        try openssl([
+            "x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-out", "server.crt",
+            "-days", "2", "-extfile", "san.ext",
+        ])
+        return (
+            folder.appendingPathComponent("ca.pem"), folder.appendingPathComponent("other.pem"),
+            folder.appendingPathComponent("server.crt"), folder.appendingPathComponent("server.key")
+        )
+    }
+
+    struct CertificateError: Error {
+        var arguments: [String]
+    }
+
+    /// Whether the store's own connections are encrypted, as the server sees them.
+    private func isEncrypted(_ store: PostgresReportStore, server: TestPostgres) throws -> Bool {
+        let rows = try server.psql("SELECT count(*) FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid) WHERE a.datname = 'catalog' AND s.ssl")
+        return (Int(rows.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0) > 0
+    }
+
+    func testSSLModesAgainstAServerWithACertificate() async throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("pg-tls-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: folder) }
+        let files = try makeCertificates(in: folder)
+        let server = try TestPostgres.start(tls: (files.certificate, files.key))
+        defer { server.stop() }
+        let base = "postgres://\(TestPostgres.user):\(TestPostgres.password)@localhost:\(server.port)/catalog"
+
+        // verify-full with the CA that signed the server's certificate: connected, encrypted.
+        let verified = try await PostgresReportStore.open(
+            try StoreURL.address(base + "?sslmode=verify-full&sslrootcert=\(files.ca.path)&pool_size=2&statement_timeout=5000"),
+            logger: logger)
+        try await verified.ping()
+        XCTAssertTrue(try isEncrypted(verified, server: server))
+        try await verified.close()
+
+        // verify-full with another CA: refused, with the reason.
+        do {
+            let store = try await PostgresReportStore.open(
+                try StoreURL.address(base + "?sslmode=verify-full&sslrootcert=\(files.otherCA.path)"), logger: logger,
+                connectTimeout: .seconds(5))
+            try await store.close()
+            XCTFail("a certificate from an untrusted CA was accepted")
+        } catch {
+            XCTAssertTrue("\(error)".contains("cannot connect"), "\(error)")
+        }
+
+        // verify-full for a host the certificate does not name (it names localhost, not
+        // 127.0.0.1, though both reach the server): refused.
+        do {
+            let store = try await PostgresReportStore.open(
+                try StoreURL.address(
+                    "postgres://\(TestPostgres.user):\(TestPostgres.password)@127.0.0.1:\(server.port)/catalog?sslmode=verify-full&sslrootcert=\(files.ca.path)"),
+                logger: logger, connectTimeout: .seconds(5))
+            try await store.close()
+            XCTFail("a certificate for another host was accepted")
+        } catch {
+            XCTAssertTrue("\(error)".contains("cannot connect"), "\(error)")
+        }
+        // verify-ca checks the signature only: the same host is accepted.
+        let signed = try await PostgresReportStore.open(
+            try StoreURL.address(
+                "postgres://\(TestPostgres.user):\(TestPostgres.password)@127.0.0.1:\(server.port)/catalog?sslmode=verify-ca&sslrootcert=\(files.ca.path)"),
+            logger: logger)
+        try await signed.ping()
+        try await signed.close()
+
+        // require, unchecked: encrypted. disable: plain.
+        let required = try await PostgresReportStore.open(try StoreURL.address(base + "?sslmode=require"), logger: logger)
+        try await required.ping()
+        try await required.close()
+        let plain = try await PostgresReportStore.open(try StoreURL.address(base + "?sslmode=disable"), logger: logger)
+        try await plain.ping()
+        try await plain.close()
+    }
+
+    /// The password from a passfile (`.pgpass` lines, wildcards and escapes), never in the URL.
+    func testPasswordFromAPassfile() async throws {
+        let server = try TestPostgres.start()
+        defer { server.stop() }
+        let passfile = FileManager.default.temporaryDirectory.appendingPathComponent("pgpass-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: passfile) }
+        try Data("# comment\nother:*:*:*:wrong\n127.0.0.1:\(server.port):*:\(TestPostgres.user):\(TestPostgres.password)\n".utf8)
+            .write(to: passfile)
+        let store = try await PostgresReportStore.open(
+            try StoreURL.address("postgres://\(TestPostgres.user)@127.0.0.1:\(server.port)/catalog?passfile=\(passfile.path)"),
+            logger: logger)
+        try await store.ping()
+        try await store.close()
+        let address = try StoreURL.address("postgres://u@h:5432/d")
+        XCTAssertEqual(PostgresPassword.password(in: #"h:5432:d:u:a\:b\\c"#, for: address), #"a:b\c"#)
+        XCTAssertNil(PostgresPassword.password(in: "h:5433:d:u:x", for: address))
+    }
+
+    func testBadParametersAreClearErrors() {
+        for (url, message) in [
+            ("postgres://u@h/d?sslmode=maybe", "sslmode 'maybe'"), ("postgres://u@h/d?pool_size=0", "pool_size"),
+            ("postgres://u@h/d?sslcert=x", "unknown parameter 'sslcert'"),
+        ] {
+            XCTAssertThrowsError(try StoreURL(parsing: url)) { XCTAssertTrue("\($0)".contains(message), "\($0)") }
+        }
+    }
+}
+
+extension StoreURL {
+    /// The PostgreSQL address of `url`, for tests.
+    static func address(_ url: String) throws -> PostgresAddress {
+        guard case .postgres(let address) = try StoreURL(parsing: url) else { throw StoreURLError("not PostgreSQL") }
+        return address
+    }
+}
