@@ -20,7 +20,7 @@ public func buildApplication(
     configuration: ServeConfiguration = ServeConfiguration(), reloadInterval: Duration = .milliseconds(250),
     reportStore: (any CatalogStore)? = nil, reportsConfiguration: ReportsConfiguration = ReportsConfiguration(),
     workflow: CatalogWorkflow? = nil, metrics: ServerMetrics = ServerMetrics(),
-    adminListener: (host: String, port: Int)? = nil,
+    adminListener: (host: String, port: Int)? = nil, tls: ReloadingCertificate? = nil,
     extraServices: [any Service] = [], eventLoopGroup: EventLoopGroupProvider = .singleton, logger: Logger
 ) -> some ApplicationProtocol {
     let store = FeedStore(tree: publicDirectory, logger: logger)
@@ -28,7 +28,9 @@ public func buildApplication(
     // One intake for both paths that receive reports: one committer, one set of rate limits.
     let intake = reportStore.map { ReportIntake(store: $0, configuration: reportsConfiguration, metrics: metrics) }
     let connectionLimit = ConnectionLimit(maximum: configuration.maxConnections, metrics: metrics)
-    let server = HTTPServerBuilder { responder in
+    // With TLS, Hummingbird's own HTTP/2 and HTTP/1.1 channels: the lean paths and their
+    // protections are for plain HTTP (a TLS proxy in front keeps them; see docs/operations.md).
+    let server = tls?.server() ?? HTTPServerBuilder { responder in
         FeedHTTP1Channel(
             responder: responder, connectionLimit: connectionLimit,
             connectionHandler: { FeedConnectionHandler(store: store, metrics: metrics, configuration: configuration) },

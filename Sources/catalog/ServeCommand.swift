@@ -69,6 +69,15 @@ struct ServeCommand: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
+            "A PEM certificate chain: serve HTTPS (HTTP/2 and HTTP/1.1 by ALPN) instead of plain HTTP, with --tls-key. Reloaded when the file changes. Default: none.",
+            valueName: "file"))
+    var tlsCertificate: String?
+
+    @Option(help: ArgumentHelp("The PEM private key of --tls-certificate. A secret: keep the file 0600.", valueName: "file"))
+    var tlsKey: String?
+
+    @Option(
+        help: ArgumentHelp(
             "A second port for the editor API, the dashboard and /metrics, which the first then refuses, so that only feeds, reports and health face the internet. Default: none (one port answers everything).",
             valueName: "port"))
     var adminPort: Int?
@@ -154,6 +163,7 @@ struct ServeCommand: AsyncParsableCommand {
         var host: String
         var port: Int
         var admin: (host: String, port: Int)?
+        var tls: (certificate: String, key: String)?
         var cacheControl: String
         var readDeadline: Int
         var idleTimeout: Int
@@ -208,6 +218,9 @@ struct ServeCommand: AsyncParsableCommand {
                 throw ValidationError("--admin-port \(adminPort) must be between 1 and 65535 and differ from --port")
             }
         }
+        let certificate = try settings.value("tls-certificate", flag: tlsCertificate, default: nil as String?)
+        let key = try settings.value("tls-key", flag: tlsKey, default: nil as String?)
+        guard (certificate == nil) == (key == nil) else { throw ValidationError("--tls-certificate and --tls-key go together") }
         let proxies = try settings.values("trusted-proxy", flags: trustedProxy)
         let trustedProxies = try proxies.map { block in
             guard let range = AddressRange(cidr: block) else {
@@ -227,6 +240,7 @@ struct ServeCommand: AsyncParsableCommand {
             catalog: catalog, publicDirectory: publicDirectory, store: store,
             host: try settings.value("host", flag: host, default: "127.0.0.1")!, port: port,
             admin: adminPort.map { (adminHost, $0) },
+            tls: certificate.flatMap { certificate in key.map { (certificate, $0) } },
             cacheControl: try settings.value("cache-control", flag: cacheControl, default: "public, max-age=300")!,
             readDeadline: try settings.value("read-deadline", flag: readDeadline, default: 10)!,
             idleTimeout: try settings.value("idle-timeout", flag: idleTimeout, default: 30)!,
@@ -336,13 +350,22 @@ struct ServeCommand: AsyncParsableCommand {
                 reports.acknowledgeBeforeCommit = true
             }
         #endif
+        var tls: ReloadingCertificate?
+        if let files = resolved.tls {
+            do {
+                tls = try ReloadingCertificate(certificate: files.certificate, key: files.key, logger: logger)
+            } catch {
+                printError("cannot use the TLS certificate \(files.certificate) and key \(files.key): \(error)")
+                throw ExitCode(1)
+            }
+        }
         let group = MultiThreadedEventLoopGroup(numberOfThreads: availableCPUCount())
         let metrics = ServerMetrics()
         try await StoreOptions.withStore(resolved.store, logger: logger) { store in
             logger.info("reports.store", metadata: ["store": "\(resolved.store)"])
             let app = buildApplication(
                 publicDirectory: tree, host: resolved.host, port: resolved.port, configuration: configuration, reportStore: store,
-                reportsConfiguration: reports, workflow: workflow, metrics: metrics, adminListener: resolved.admin,
+                reportsConfiguration: reports, workflow: workflow, metrics: metrics, adminListener: resolved.admin, tls: tls,
                 extraServices: resolved.autoFeedback.map {
                     [AutoFeedbackService(workflow: workflow, store: store, interval: $0.duration, metrics: metrics, logger: logger)]
                 } ?? [],

@@ -11,38 +11,6 @@ import XCTest
 final class PostgresTLSTests: XCTestCase {
     private let logger = Logger(label: "test")
 
-    /// A CA and a server certificate it signed, in `folder`; a second CA that signed nothing.
-    private func makeCertificates(in folder: URL) throws -> (ca: URL, otherCA: URL, certificate: URL, key: URL) {
-        func openssl(_ arguments: [String]) throws {
-            let process = Process()
-            process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-            process.arguments = arguments
-            process.currentDirectoryURL = folder
-            process.standardOutput = FileHandle.nullDevice
-            process.standardError = FileHandle.nullDevice
-            try process.run()
-            process.waitUntilExit()
-            guard process.terminationStatus == 0 else { throw CertificateError(arguments: arguments) }
-        }
-        let curve = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
-        try openssl(["req", "-x509"] + curve + ["-keyout", "ca.key", "-out", "ca.pem", "-days", "2", "-subj", "/CN=catalog test CA"])
-        try openssl(["req", "-x509"] + curve + ["-keyout", "other.key", "-out", "other.pem", "-days", "2", "-subj", "/CN=another CA"])
-        try openssl(["req"] + curve + ["-keyout", "server.key", "-out", "server.csr", "-subj", "/CN=localhost"])
-        try Data("subjectAltName=DNS:localhost\n".utf8).write(to: folder.appendingPathComponent("san.ext"))
-        try openssl([
-            "x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial", "-out", "server.crt",
-            "-days", "2", "-extfile", "san.ext",
-        ])
-        return (
-            folder.appendingPathComponent("ca.pem"), folder.appendingPathComponent("other.pem"),
-            folder.appendingPathComponent("server.crt"), folder.appendingPathComponent("server.key")
-        )
-    }
-
-    struct CertificateError: Error {
-        var arguments: [String]
-    }
-
     /// Whether the store's own connections are encrypted, as the server sees them.
     private func isEncrypted(_ store: PostgresReportStore, server: TestPostgres) throws -> Bool {
         let rows = try server.psql("SELECT count(*) FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid) WHERE a.datname = 'catalog' AND s.ssl")
@@ -53,7 +21,7 @@ final class PostgresTLSTests: XCTestCase {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("pg-tls-\(UUID().uuidString.prefix(8))")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: folder) }
-        let files = try makeCertificates(in: folder)
+        let files = try TestCertificates.make(in: folder)
         let server = try TestPostgres.start(tls: (files.certificate, files.key))
         defer { server.stop() }
         let base = "postgres://\(TestPostgres.user):\(TestPostgres.password)@localhost:\(server.port)/catalog"
