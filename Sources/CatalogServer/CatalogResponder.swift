@@ -66,9 +66,10 @@ public struct CatalogResponder: HTTPResponder {
         let segments = request.uri.path.split(separator: "/", omittingEmptySubsequences: false).dropFirst().map(String.init)
         let route = Route(segments).flatMap { role.answers($0) ? $0 : nil }
         let response: Response
+        var reportID: String?
         switch route {
         case nil: response = JSONError.response(.notFound, "no such resource: \(request.uri.path)")
-        case .reports(let app)?: response = await receiveReport(request, app: app, context: context)
+        case .reports(let app)?: (response, reportID) = await receiveReport(request, app: app, context: context)
         case .readiness?: response = await readiness(request)
         case .admin(let adminRoute)?:
             if let admin {
@@ -84,16 +85,19 @@ public struct CatalogResponder: HTTPResponder {
             let client = reports?.client(peer: peer) { request.headers[values: HTTPField.Name($0)!] } ?? peer.flatMap { IPAddress($0) }
             configuration.accessLog.record(
                 method: request.method.rawValue, path: request.uri.path, status: response.status.code,
-                bytes: response.body.contentLength ?? 0, started: started, client: client)
+                bytes: response.body.contentLength ?? 0, started: started, client: client,
+                requestID: request.headers[values: AccessLog.requestIDField].first, reportID: reportID)
         }
         return response
     }
 
-    private func receiveReport(_ request: Request, app: String, context: Context) async -> Response {
-        guard request.method == .post else { return Self.methodNotAllowed(request, allow: "POST") }
-        guard let reports else { return JSONError.response(.serviceUnavailable, "this server does not store reports") }
-        return await reports.respond(
+    /// The answer, and the `reportId` a 202 stored the report under.
+    private func receiveReport(_ request: Request, app: String, context: Context) async -> (Response, String?) {
+        guard request.method == .post else { return (Self.methodNotAllowed(request, allow: "POST"), nil) }
+        guard let reports else { return (JSONError.response(.serviceUnavailable, "this server does not store reports"), nil) }
+        let answer = await reports.respond(
             to: request, app: app, published: store.index.apps[app], peer: context.remoteAddress?.ipAddress, now: configuration.clock())
+        return (answer.response, answer.reportID)
     }
 
     /// Ready once the feeds are loaded and the report store answers.

@@ -52,6 +52,8 @@ final class FeedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     private var idleSince = NIODeadline.now()
     /// Since when the socket has not been writable; nil while it is.
     private var writeStalledSince: NIODeadline?
+    /// When this read batch's first bytes arrived, for the feed answer-time histogram.
+    private var batchStartedAt: NIODeadline?
 
     /// Requests this handler delimited and passed on, and the responses to passed-on requests
     /// written so far: the lean path answers only when the two agree, so nothing it writes can
@@ -120,6 +122,7 @@ final class FeedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         var buffer = unwrapInboundIn(data)
         let now = NIODeadline.now()
         if requestStartedAt == nil { requestStartedAt = now }
+        if batchStartedAt == nil { batchStartedAt = now }
         if handedOver {
             forward(buffer, context: context)
         } else {
@@ -178,7 +181,11 @@ final class FeedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         if wroteSinceFlush {
             wroteSinceFlush = false
             context.flush()
+            // One observation per batch answered here (a batch is one request unless pipelined):
+            // from its bytes' arrival to its answers' hand-off to the socket.
+            if let started = batchStartedAt { metrics.recordFeedAnswer(nanoseconds: (NIODeadline.now() - started).nanoseconds) }
         }
+        batchStartedAt = nil
         guard forwardedSinceReadComplete else { return false }
         forwardedSinceReadComplete = false
         context.fireChannelReadComplete()

@@ -1,5 +1,6 @@
 import CatalogKit
 import Foundation
+import HTTPTypes
 import Logging
 import PropertyList
 import Synchronization
@@ -65,15 +66,36 @@ public struct AccessLog: Sendable {
         return fullAddresses ? address.description : prefixes.key(of: address)
     }
 
-    func record(method: String, path: String, status: Int, bytes: Int, started: ContinuousClock.Instant, client: IPAddress?) {
+    /// The client's `X-Request-Id`, logged as `request.id` when it is a plain token; otherwise
+    /// (or without one) the line gets an id of its own.
+    static let requestIDField = HTTPField.Name("X-Request-Id")!
+    private static let idPrefix = String(UInt32.random(in: .min ... .max), radix: 16)
+    private static let counter = Atomic<UInt64>(0)
+
+    static func requestID(_ given: String?) -> String {
+        if let given, (1...64).contains(given.utf8.count),
+            given.utf8.allSatisfy({ (0x21...0x7E).contains($0) && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") })
+        {
+            return given
+        }
+        return "\(idPrefix)-\(counter.add(1, ordering: .relaxed).newValue)"
+    }
+
+    /// One line; `reportID` is the key a 202 stored its report under, which ties the acceptance
+    /// to the committed row.
+    func record(
+        method: String, path: String, status: Int, bytes: Int, started: ContinuousClock.Instant, client: IPAddress?,
+        requestID: String? = nil, reportID: String? = nil
+    ) {
         guard enabled else { return }
         let elapsed = ContinuousClock.now - started
         let milliseconds = Double(elapsed.components.seconds) * 1000 + Double(elapsed.components.attoseconds) / 1e15
-        logger.info(
-            "request",
-            metadata: [
-                "http.method": "\(method)", "http.path": "\(path)", "http.status": "\(status)", "http.bytes": "\(bytes)",
-                "duration_ms": "\(String(format: "%.3f", milliseconds))", "client.network": "\(self.client(client))",
-            ])
+        var metadata: Logger.Metadata = [
+            "http.method": "\(method)", "http.path": "\(path)", "http.status": "\(status)", "http.bytes": "\(bytes)",
+            "duration_ms": "\(String(format: "%.3f", milliseconds))", "client.network": "\(self.client(client))",
+            "request.id": "\(Self.requestID(requestID))",
+        ]
+        if let reportID { metadata["report.id"] = "\(reportID)" }
+        logger.info("request", metadata: metadata)
     }
 }

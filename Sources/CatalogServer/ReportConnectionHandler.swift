@@ -59,7 +59,7 @@ final class ReportConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
     /// request of a connection has the same client, and hashing it per report was 4% of a report.
     private var lastNetwork: (client: IPAddress, network: String)?
     /// The report being answered, for the access log: its path, client and when its head arrived.
-    private var logged: (path: String, client: IPAddress?, started: ContinuousClock.Instant)?
+    private var logged: (path: String, client: IPAddress?, started: ContinuousClock.Instant, requestID: String?)?
     /// When the head of the report being answered arrived, for the latency histogram.
     private var started: ContinuousClock.Instant?
     private var dateSecond: Int64 = -1
@@ -101,7 +101,7 @@ final class ReportConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
             let client = intake.client(peer: context.channel.remoteAddress?.ipAddress) { head.headers[$0] }
             let now = ContinuousClock.now
             started = now
-            if accessLog.enabled { logged = (head.uri, client, now) }
+            if accessLog.enabled { logged = (head.uri, client, now, head.headers.first(name: "x-request-id")) }
             if let refusal = intake.checkHead(
                 app: app, isPublished: feeds.index.apps[app] != nil, contentType: head.headers.first(name: "content-type"),
                 contentLength: length, client: client)
@@ -165,7 +165,7 @@ final class ReportConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
         if let logged = logged.take() {
             accessLog.record(
                 method: "POST", path: logged.path, status: answer.status.code, bytes: answer.json.count, started: logged.started,
-                client: logged.client)
+                client: logged.client, requestID: logged.requestID, reportID: answer.reportID)
         }
         if answer.closeConnection {
             state = .closed

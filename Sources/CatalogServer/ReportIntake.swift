@@ -47,6 +47,9 @@ struct ReportAnswer: Sendable {
     var json: [UInt8]
     var retryAfter: Int? = nil
     var closeConnection = false
+    /// The `reportId` a 202 stored the report under (its key in the store with the app): what
+    /// the access log ties the acceptance to its commit with.
+    var reportID: String? = nil
 
     static func error(_ status: HTTPResponse.Status, _ message: String, retryAfter: Int? = nil) -> ReportAnswer {
         ReportAnswer(status: status, json: JSONError.body(message), retryAfter: retryAfter)
@@ -191,7 +194,8 @@ struct ReportIntake: Sendable {
                 completion(
                     ReportAnswer(
                         status: .accepted,
-                        json: Self.accepted(count: named, stored: report.invalid.count, duplicate: outcome == .duplicate)))
+                        json: Self.accepted(count: named, stored: report.invalid.count, duplicate: outcome == .duplicate),
+                        reportID: report.reportID))
             case .failure(let error as CommitQueueFull):
                 self.metrics?.recordCommitQueueFull()
                 completion(.error(.serviceUnavailable, "\(error); send it again later", retryAfter: 1))
@@ -221,7 +225,7 @@ struct ReportIntake: Sendable {
     }
 
     /// The endpoint on Hummingbird's path.
-    func respond(to request: Request, app: String, published: FeedIndex.App?, peer: String?, now: Timestamp) async -> Response {
+    func respond(to request: Request, app: String, published: FeedIndex.App?, peer: String?, now: Timestamp) async -> ReportAnswer {
         let limit = ReportDecoder.maximumBodyBytes
         let client = client(peer: peer) { name in
             HTTPField.Name(name).map { request.headers[values: $0] } ?? []
@@ -230,7 +234,7 @@ struct ReportIntake: Sendable {
             app: app, isPublished: published != nil, contentType: request.headers[.contentType],
             contentLength: request.headers[.contentLength].flatMap(Int.init), client: client)
         {
-            return refusal.response
+            return refusal
         }
         let body: ByteBuffer
         do {
@@ -238,18 +242,18 @@ struct ReportIntake: Sendable {
         } catch is NIOTooManyBytesError {
             var answer = ReportAnswer.error(.contentTooLarge, "the body is larger than \(limit) bytes")
             answer.closeConnection = true
-            return answer.response
+            return answer
         } catch {
             var answer = ReportAnswer.error(.badRequest, "the body could not be read")
             answer.closeConnection = true
-            return answer.response
+            return answer
         }
         let answer = await withCheckedContinuation { continuation in
             receive(body.readableBytesView, app: app, published: published?.history, network: network(of: client), now: now) {
                 continuation.resume(returning: $0)
             }
         }
-        return answer.response
+        return answer
     }
 
     /// `application/json`, with or without parameters such as `charset=utf-8`, in any case.

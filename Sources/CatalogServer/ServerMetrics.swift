@@ -29,6 +29,7 @@ public final class ServerMetrics: Sendable {
     private let commitBatchSize: CoreMetrics.Recorder
     private let commitDuration: CoreMetrics.Timer
     private let reportLatency: CoreMetrics.Timer
+    private let feedAnswer: CoreMetrics.Timer
 
     private struct RequestKey: Hashable {
         var route: MetricsRoute
@@ -48,6 +49,7 @@ public final class ServerMetrics: Sendable {
         commitBatchSize = CoreMetrics.Recorder(label: "catalog_reports_commit_batch_size", aggregate: true, factory: factory)
         commitDuration = CoreMetrics.Timer(label: "catalog_reports_commit_seconds", factory: factory)
         reportLatency = CoreMetrics.Timer(label: "catalog_reports_latency_seconds", factory: factory)
+        feedAnswer = CoreMetrics.Timer(label: "catalog_feed_answer_seconds", factory: factory)
     }
 
     /// One answered request; the share of 304s follows from the `status` label.
@@ -129,6 +131,11 @@ public final class ServerMetrics: Sendable {
     @Sendable func recordCommit(batch: Int, duration: Duration) {
         commitBatchSize.record(batch)
         commitDuration.recordNanoseconds(duration.nanoseconds)
+    }
+
+    /// A read batch of feed requests answered on the lean path, from its bytes to its answers.
+    func recordFeedAnswer(nanoseconds: Int64) {
+        feedAnswer.recordNanoseconds(nanoseconds)
     }
 
     /// One report answered on the lean path, from its head to its answer (the commit included).

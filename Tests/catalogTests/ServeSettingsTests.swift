@@ -87,6 +87,7 @@ import Testing
             var request = URLRequest(url: server.url("/v1/apps/com.example.app/invalid-identifiers"))
             request.httpMethod = "POST"
             request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+            request.setValue("trace-42", forHTTPHeaderField: "X-Request-Id")
             request.httpBody = Data(#"{"invalidProductIdentifiers":["com.example.level1"],"installId":"logs"}"#.utf8)
             let (_, response) = try await URLSession.shared.data(for: request)
             #expect((response as? HTTPURLResponse)?.statusCode == 202)
@@ -94,6 +95,7 @@ import Testing
             for histogram in ["catalog_reports_commit_batch_size", "catalog_reports_commit_seconds", "catalog_reports_latency_seconds"] {
                 #expect(metrics.contains("\(histogram)_count 1"), "\(histogram)")
             }
+            #expect(metrics.contains(/catalog_feed_answer_seconds_count [1-9]/), "feed answers are timed")
             #expect(try await server.stop() == 0)
             let lines = try String(contentsOf: server.log, encoding: .utf8).split(separator: "\n")
             let objects = lines.compactMap { try? JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any] }
@@ -108,6 +110,11 @@ import Testing
                 #expect(line["http.status"] != nil && line["duration_ms"] != nil && line["http.bytes"] != nil)
             }
             #expect(!lines.contains { $0.contains("127.0.0.1\"") && $0.contains("catalog.access") }, "a full address was logged")
+            // The report's line carries the id it was stored under and the client's request id.
+            let report = try #require(access.first { $0["http.path"] as? String == "/v1/apps/com.example.app/invalid-identifiers" })
+            #expect(report["request.id"] as? String == "trace-42")
+            #expect((report["report.id"] as? String)?.isEmpty == false)
+            #expect(access.allSatisfy { $0["request.id"] != nil })
         }
     }
 }
