@@ -177,18 +177,19 @@ public struct CatalogResponder: HTTPResponder {
     private func respond(
         with feed: ServedFeed, bodies: FeedBodies, to request: Request, now: Timestamp, cacheControl: String
     ) -> Response {
-        let choice = FeedResponse.choose(
+        let decided = FeedResponse.decide(
             feed: feed,
             conditions: ConditionalRequest(
                 ifNoneMatch: request.headers[values: .ifNoneMatch], ifModifiedSince: request.headers[values: .ifModifiedSince]),
-            acceptEncoding: request.headers[values: .acceptEncoding], now: now)
+            acceptEncoding: request.headers[values: .acceptEncoding], isHead: request.method == .head, now: now,
+            cacheControl: cacheControl, dateLag: Self.dateLag)
         var headers = HTTPFields()
-        for (name, value) in FeedResponse.headers(feed: feed, choice: choice, now: now, cacheControl: cacheControl, dateLag: Self.dateLag) {
+        for (name, value) in decided.headers {
             if let field = HTTPField.Name(name) { headers[field] = value }
         }
         // The feed's own buffer, shared with every other response: no copy per request.
-        let body = choice.status == 200 && request.method != .head ? ResponseBody(byteBuffer: bodies.body(gzip: choice.gzip)) : ResponseBody()
-        return Response(status: HTTPResponse.Status(code: choice.status), headers: headers, body: body)
+        let body = decided.body == nil ? ResponseBody() : ResponseBody(byteBuffer: bodies.body(gzip: decided.choice.gzip))
+        return Response(status: HTTPResponse.Status(code: decided.status), headers: headers, body: body)
     }
 
     private func appsIndex() -> String {

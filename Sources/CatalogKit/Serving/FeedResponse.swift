@@ -10,6 +10,9 @@ public struct FeedResponse: Sendable {
     public var status: Int
     public var headers: [(name: String, value: String)]
     public var body: [UInt8]?
+    /// Which representation answers, and how: a server that keeps the representations in
+    /// buffers of its own sends its buffer for `choice.gzip` where `body` is not nil.
+    public var choice: Choice
 
     public func header(_ name: String) -> String? {
         headers.first { $0.name.lowercased() == name.lowercased() }?.value
@@ -72,7 +75,7 @@ public struct FeedResponse: Sendable {
         let body = choice.status == 200 && !isHead ? (choice.gzip ? feed.gzip : feed.identity).bytes : nil
         return FeedResponse(
             status: choice.status, headers: headers(feed: feed, choice: choice, now: now, cacheControl: cacheControl, dateLag: dateLag),
-            body: body)
+            body: body, choice: choice)
     }
 }
 
