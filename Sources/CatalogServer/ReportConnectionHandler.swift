@@ -58,9 +58,9 @@ final class ReportConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
     /// The last client seen on this connection and its network's hash: behind no proxy every
     /// request of a connection has the same client, and hashing it per report was 4% of a report.
     private var lastNetwork: (client: IPAddress, network: String)?
-    /// The report being answered, for the access log: its path, client and when its head arrived.
-    private var logged: (path: String, client: IPAddress?, started: ContinuousClock.Instant, requestID: String?)?
-    /// When the head of the report being answered arrived, for the latency histogram.
+    /// The report being answered, for the access log: its path, client and request id.
+    private var logged: (path: String, client: IPAddress?, requestID: String?)?
+    /// When the head of the report being answered arrived, for the latency histogram and the log.
     private var started: ContinuousClock.Instant?
     private var dateSecond: Int64 = -1
     private var date = ""
@@ -99,9 +99,8 @@ final class ReportConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
             }
             let length = head.headers.first(name: "content-length").flatMap(Int.init)
             let client = intake.client(peer: context.channel.remoteAddress?.ipAddress) { head.headers[$0] }
-            let now = ContinuousClock.now
-            started = now
-            if accessLog.enabled { logged = (head.uri, client, now, head.headers.first(name: "x-request-id")) }
+            started = .now
+            if accessLog.enabled { logged = (head.uri, client, head.headers.first(name: "x-request-id")) }
             if let refusal = intake.checkHead(
                 app: app, isPublished: feeds.index.apps[app] != nil, contentType: head.headers.first(name: "content-type"),
                 contentLength: length, client: client)
@@ -161,10 +160,11 @@ final class ReportConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
         context.write(wrapOutboundOut(.body(.byteBuffer(context.channel.allocator.buffer(bytes: answer.json)))), promise: nil)
         context.writeAndFlush(wrapOutboundOut(.end(nil)), promise: nil)
         metrics.recordRequest(.reports, status: answer.status.code, bodyBytes: answer.json.count)
-        if let started = started.take() { metrics.recordReportLatency(.now - started) }
-        if let logged = logged.take() {
+        let started = self.started.take()
+        if let started { metrics.recordReportLatency(.now - started) }
+        if let logged = logged.take(), let started {
             accessLog.record(
-                method: "POST", path: logged.path, status: answer.status.code, bytes: answer.json.count, started: logged.started,
+                method: "POST", path: logged.path, status: answer.status.code, bytes: answer.json.count, started: started,
                 client: logged.client, requestID: logged.requestID, reportID: answer.reportID)
         }
         if answer.closeConnection {
