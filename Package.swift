@@ -56,10 +56,18 @@ let package = Package(
             providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]
         ),
         .target(name: "PropertyList", dependencies: ["CLibXML2"]),
+        // Feed signatures (detached JWS, EdDSA): made by CatalogKit, checked by CatalogClient. Apple
+        // platforms have CryptoKit; elsewhere swift-crypto provides the same API.
+        .target(
+            name: "FeedSigning",
+            dependencies: [
+                .product(name: "Crypto", package: "swift-crypto", condition: .when(platforms: [.linux, .android, .windows, .wasi]))
+            ]
+        ),
         .target(
             name: "CatalogKit",
             dependencies: [
-                "PropertyList", "CLibDeflate", "CISAL", "CDirectIO",
+                "PropertyList", "FeedSigning", "CLibDeflate", "CISAL", "CDirectIO",
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             resources: [.copy("Resources/catalog.xsd")]
@@ -97,8 +105,9 @@ let package = Package(
             // The dashboard is copied as a folder: Bundle.module finds its files under editor/.
             resources: [.copy("Resources/openapi.yaml"), .copy("Resources/editor")]
         ),
-        // What an app links: Foundation only, so that it builds for every Apple platform and Linux.
-        .target(name: "CatalogClient"),
+        // What an app links: Foundation and FeedSigning only (CryptoKit, or swift-crypto off Apple
+        // platforms), so that it builds for every Apple platform and Linux.
+        .target(name: "CatalogClient", dependencies: ["FeedSigning"]),
         .executableTarget(
             name: "catalog",
             dependencies: [

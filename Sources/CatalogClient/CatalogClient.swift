@@ -40,6 +40,10 @@ public actor CatalogClient {
     private var inFlight: [URL: Task<ProductList, Never>] = [:]
     /// The catalog revision last seen, sent with reports so the server knows which feed they saw.
     private var lastRevision: Int?
+    /// Signature checks and what they have accepted so far.
+    private var trust: FeedTrust
+    /// The verified signature of each feed in `memory`, when signatures are on.
+    private var verified: [String: VerifiedFeedSignature] = [:]
 
     /// A client. It starts sending reports an earlier process left queued, if any; the feed cache is
     /// read on first use.
@@ -47,6 +51,7 @@ public actor CatalogClient {
         self.configuration = configuration
         transport = HTTPTransport(timeout: configuration.requestTimeout)
         cache = FeedCache(directory: configuration.cacheDirectory)
+        trust = FeedTrust(configuration: configuration)
         let outbox = ReportOutbox(configuration: configuration, transport: transport)
         self.outbox = outbox
         // Reports an earlier process queued but could not send go out without waiting for a new one.
@@ -85,7 +90,10 @@ public actor CatalogClient {
     /// - Parameter revalidate: Ask the server even while the cached feed is fresh.
     public func products(from feedURL: URL, revalidate: Bool) async -> ProductList {
         let cached = cachedFeed(feedURL)
-        if let cached, !revalidate, cached.feed.isFresh(at: Date()) {
+        // A signature past its expiry makes a cached feed stale, whatever max-age said: the
+        // server (or the static host's .jws) must vouch for it again.
+        let signatureCurrent = verified[feedURL.absoluteString].map { Date().timeIntervalSince1970 <= TimeInterval($0.claims.exp) } ?? true
+        if let cached, !revalidate, signatureCurrent, cached.feed.isFresh(at: Date()) {
             return list(cached.decoded, cached.feed, source: .freshCache, status: nil)
         }
         if let running = inFlight[feedURL] { return await running.value }
@@ -99,6 +107,20 @@ public actor CatalogClient {
     private func cachedFeed(_ url: URL) -> (feed: CachedFeed, decoded: DecodedFeed)? {
         if let entry = memory[url] { return entry }
         guard let feed = cache.load(url) else { return nil }
+        // The cache is only a file: it is checked like a download, against the revision the data
+        // directory says was accepted, before it is parsed or trusted. An expired signature is
+        // not a reason to drop it (it is the last verified list); revalidation will ask.
+        if trust.isEnabled {
+            do {
+                verified[url.absoluteString] = try trust.check(feed.header.signature, body: feed.body, url: url, now: Date(), ignoringExpiry: true)
+            } catch {
+                if trust.policy.mode == .enforce {
+                    configuration.log("cached feed \(url.absoluteString) dropped: \(error)")
+                    cache.remove(url)
+                    return nil
+                }
+            }
+        }
         guard let decoded = try? DecodedFeed(feed.body, kind: FeedKind(url: url)) else {
             cache.remove(url)
             return nil
@@ -122,6 +144,7 @@ public actor CatalogClient {
         let policy = CachePolicy(cacheControl: answer.header("Cache-Control"), age: answer.header("Age"))
         var feed: CachedFeed
         let decoded: DecodedFeed
+        var judgement = Judgement()
         if answer.status == 304, let cached {
             feed = cached
             // A 304 may carry updated validators (RFC 9111 §4.3.4); absent ones stay as they were.
@@ -129,7 +152,31 @@ public actor CatalogClient {
             feed.header.lastModified = answer.header("Last-Modified") ?? cached.header.lastModified
             guard let entry = memory[url] else { return fallback(url, error: Self.unexpected(answer)) }
             decoded = entry.decoded
+            if trust.isEnabled {
+                // A re-issued signature comes with the 304 from `catalog serve`; a static host's
+                // is in the .jws beside the feed, asked for only when the kept one has expired.
+                var signature = answer.header(FeedSigner.httpHeader) ?? cached.header.signature
+                if answer.header(FeedSigner.httpHeader) == nil, let kept = verified[url.absoluteString], Date().timeIntervalSince1970 > TimeInterval(kept.claims.exp) {
+                    signature = await detachedSignature(for: url) ?? signature
+                }
+                judgement = judge(feed.body, signature: signature, url: url)
+                if let refusal = judgement.refusal { return fallback(url, error: refusal) }
+                feed.header.signature = signature
+            }
         } else if answer.status == 200 {
+            var signature: String?
+            if trust.isEnabled {
+                signature = answer.header(FeedSigner.httpHeader)
+                if signature == nil { signature = await detachedSignature(for: url) }
+                judgement = judge(answer.body, signature: signature, url: url)
+                if let refusal = judgement.refusal { return fallback(url, error: refusal) }
+                // The version already accepted: a no-op, the list stays the one the cache holds.
+                if let checked = judgement.verified, trust.isCurrent(checked, url: url), let cached, let entry = memory[url],
+                    cached.body != answer.body
+                {
+                    return list(entry.decoded, cached, source: .notModified, status: answer.status)
+                }
+            }
             do {
                 decoded = try DecodedFeed(answer.body, kind: FeedKind(url: url))
             } catch {
@@ -138,7 +185,7 @@ public actor CatalogClient {
             feed = CachedFeed(
                 header: .init(
                     url: url.absoluteString, entityTag: answer.header("ETag"), lastModified: answer.header("Last-Modified"),
-                    validatedAt: requestedAt, freshUntil: nil),
+                    validatedAt: requestedAt, freshUntil: nil, signature: signature),
                 body: answer.body)
         } else {
             return fallback(url, error: Self.unexpected(answer))
@@ -150,12 +197,50 @@ public actor CatalogClient {
         feed.header.freshnessLifetime = lifetime
         feed.header.freshUntil = lifetime.map { requestedAt.addingTimeInterval($0) }
         memory[url] = (feed, decoded)
+        verified[url.absoluteString] = judgement.verified
         if policy.noStore {
             cache.remove(url)
         } else {
             do { try cache.store(feed, for: url) } catch { configuration.log("feed cache not written: \(error)") }
         }
-        return list(decoded, feed, source: answer.status == 304 ? .notModified : .network, status: answer.status)
+        // Only now, with every check passed and the feed in place, is what it taught kept.
+        if let checked = judgement.verified {
+            do { try trust.commit(checked, url: url) } catch { configuration.log("signature state not written: \(error)") }
+        }
+        var answered = list(decoded, feed, source: answer.status == 304 ? .notModified : .network, status: answer.status)
+        answered.signatureIssue = judgement.issue
+        return answered
+    }
+
+    /// What the signature checks made of a feed: verified, refused (enforce), or accepted with an
+    /// issue (report).
+    private struct Judgement {
+        var verified: VerifiedFeedSignature?
+        var refusal: CatalogClientError?
+        var issue: CatalogClientError?
+    }
+
+    private func judge(_ body: Data, signature: String?, url: URL) -> Judgement {
+        do {
+            return Judgement(verified: try trust.check(signature, body: body, url: url, now: Date()))
+        } catch {
+            let problem = CatalogClientError(code: .signature, message: "\(url.absoluteString): \(error)")
+            if trust.policy.mode == .enforce { return Judgement(refusal: problem) }
+            configuration.log("feed used although its signature is not trusted (report mode): \(problem)")
+            return Judgement(issue: problem)
+        }
+    }
+
+    /// The `.jws` a static host keeps beside a feed (the feed's path plus `.jws`, no query).
+    private func detachedSignature(for url: URL) async -> String? {
+        guard var components = URLComponents(url: url, resolvingAgainstBaseURL: true) else { return nil }
+        components.query = nil
+        components.path += ".jws"
+        guard let signatureURL = components.url,
+            case .success(let answer) = await transport.send(URLRequest(url: signatureURL)), answer.status == 200,
+            answer.body.count <= FeedSignatureVerifier.maximumLength
+        else { return nil }
+        return String(decoding: answer.body, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     /// Sends `request`, retrying transport failures, 5xx and 429 with backoff (or the server's
@@ -190,9 +275,26 @@ public actor CatalogClient {
             list.error = error
             return list
         }
+        var identifiers = configuration.fallbackIdentifiers
+        var signedRevision: Int?
+        if let bundled = configuration.bundledFeed, let decoded = try? DecodedFeed(bundled.body, kind: FeedKind(url: url)) {
+            do {
+                if trust.isEnabled {
+                    signedRevision = try trust.check(bundled.signature, body: bundled.body, url: url, now: Date(), bundled: true).claims.rev
+                }
+                identifiers = decoded.identifiers
+            } catch {
+                if trust.policy.mode == .enforce {
+                    configuration.log("bundled feed not used: \(error)")
+                } else {
+                    identifiers = decoded.identifiers
+                }
+            }
+        }
         return ProductList(
-            identifiers: configuration.fallbackIdentifiers, products: nil, known: [], revision: nil, source: .fallback,
-            status: error.status, entityTag: nil, lastModified: nil, validatedAt: nil, freshUntil: nil, error: error)
+            identifiers: identifiers, products: nil, known: [], revision: nil, source: .fallback,
+            status: error.status, entityTag: nil, lastModified: nil, validatedAt: nil, freshUntil: nil, error: error,
+            signedRevision: signedRevision)
     }
 
     private func list(_ decoded: DecodedFeed, _ feed: CachedFeed, source: ProductList.Source, status: Int?) -> ProductList {
@@ -200,7 +302,8 @@ public actor CatalogClient {
         return ProductList(
             identifiers: decoded.identifiers, products: decoded.products, known: decoded.known, revision: decoded.revision,
             source: source, status: status, entityTag: feed.header.entityTag, lastModified: feed.header.lastModified,
-            validatedAt: feed.header.validatedAt, freshUntil: feed.header.freshUntil, error: nil)
+            validatedAt: feed.header.validatedAt, freshUntil: feed.header.freshUntil, error: nil,
+            signedRevision: verified[feed.header.url]?.claims.rev)
     }
 
     /// An answer other than 200 or 304, as an error that says whether to retry.

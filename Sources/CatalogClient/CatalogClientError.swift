@@ -7,7 +7,7 @@ public struct CatalogClientError: Error, Sendable, Hashable, CustomStringConvert
     /// What kind of failure it was.
     public struct Code: Sendable, Hashable, CustomStringConvertible {
         private enum Value: Sendable, Hashable {
-            case transport, server, rejected, malformedResponse, storage
+            case transport, server, rejected, malformedResponse, storage, signature
         }
         private let value: Value
 
@@ -21,6 +21,9 @@ public struct CatalogClientError: Error, Sendable, Hashable, CustomStringConvert
         public static let malformedResponse = Code(value: .malformedResponse)
         /// The client's own files could not be read or written.
         public static let storage = Code(value: .storage)
+        /// The feed's signature was missing or not trusted (see ``CatalogClient/SignaturePolicy``);
+        /// the message says which check failed.
+        public static let signature = Code(value: .signature)
 
         /// The code's name, such as `transport`.
         public var description: String {
@@ -30,6 +33,7 @@ public struct CatalogClientError: Error, Sendable, Hashable, CustomStringConvert
             case .rejected: "rejected"
             case .malformedResponse: "malformedResponse"
             case .storage: "storage"
+            case .signature: "signature"
             }
         }
     }

@@ -15,6 +15,10 @@ extension CatalogClient {
         /// The identifiers the app ships (Apple's `product_ids.plist`, say), returned when there
         /// is neither a server answer nor a cached list. See ``CatalogClient/bundledIdentifiers(at:)``.
         public var fallbackIdentifiers: [String]
+        /// Whether feeds must be signed, and by which root: off by default.
+        public var signatures = SignaturePolicy.off
+        /// A signed feed the app ships, preferred to ``fallbackIdentifiers`` when it verifies.
+        public var bundledFeed: BundledFeed?
         /// `products.json` (identifiers only) or `catalog.json` (identifiers with details, revision
         /// and the known identifiers for restoring purchases). One request either way.
         public var feed: FeedKind = .products

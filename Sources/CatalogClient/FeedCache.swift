@@ -13,6 +13,8 @@ struct CachedFeed: Sendable, Hashable {
         var freshUntil: Date?
         /// The seconds of freshness the server gave, kept for a 304 that does not repeat them.
         var freshnessLifetime: TimeInterval?
+        /// The feed's detached JWS, when signatures are checked: verified again on every load.
+        var signature: String?
     }
 
     var header: Header

@@ -46,6 +46,12 @@ public struct ProductList: Sendable, Hashable {
     /// Why the list is not from the server just now: set for ``Source-swift.enum/staleCache`` and
     /// ``Source-swift.enum/fallback``.
     public var error: CatalogClientError?
+    /// The revision the feed's verified signature names; nil when signatures are off or the
+    /// list is not from a verified feed.
+    public var signedRevision: Int?
+    /// In ``CatalogClient/SignaturePolicy/Mode-swift.enum/report`` mode, why the feed's signature
+    /// was not trusted although the list was used.
+    public var signatureIssue: CatalogClientError?
 
     /// Whether the list came from the client's disk cache rather than a response body received now.
     public var isFromCache: Bool { source == .notModified || source == .freshCache || source == .staleCache }

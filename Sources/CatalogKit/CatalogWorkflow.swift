@@ -1,3 +1,4 @@
+import FeedSigning
 import Foundation
 import PropertyList
 
@@ -9,6 +10,8 @@ public struct CatalogWorkflow: Sendable {
     public var catalogDisplayPath: String
     public var publicDirectory: URL
     public var limits = ReaderLimits()
+    /// Signs every feed a publication writes (build, rollback, the editor API, auto-feedback).
+    public var signer: FeedSigner?
 
     public init(catalogDirectory: URL, catalogDisplayPath: String, publicDirectory: URL) {
         self.catalogDirectory = catalogDirectory
@@ -96,12 +99,19 @@ public struct CatalogWorkflow: Sendable {
         return Build(diagnostics: validation.diagnostics, plans: plans)
     }
 
+    /// The publisher every path that publishes uses: one place that applies the signer.
+    func makePublisher() -> Publisher {
+        var publisher = Publisher(publicDirectory: publicDirectory)
+        publisher.signer = signer
+        return publisher
+    }
+
     /// Plans, then unless a dry run publishes, each of `catalogs`; the caller holds the build
     /// lock when it publishes.
     func publish(
         _ catalogs: [AppCatalog], at moment: Timestamp, dryRun: Bool, note: RevisionNote, publisher configure: (inout Publisher) -> Void
     ) throws -> [PublicationPlan] {
-        var publisher = Publisher(publicDirectory: publicDirectory)
+        var publisher = makePublisher()
         configure(&publisher)
         var plans: [PublicationPlan] = []
         for catalog in catalogs {

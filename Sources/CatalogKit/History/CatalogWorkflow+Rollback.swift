@@ -71,7 +71,7 @@ extension CatalogWorkflow {
                 throw HistoryError(
                     description: "revision \(revision) of '\(app)' does not validate as sources", diagnostics: validation.diagnostics)
             }
-            var publisher = Publisher(publicDirectory: publicDirectory)
+            var publisher = makePublisher()
             configure(&publisher)
             let plan = try publisher.plan(
                 catalog, at: moment, note: RevisionNote(author: author, message: message ?? "rollback to \(revision)", rollbackOf: revision)

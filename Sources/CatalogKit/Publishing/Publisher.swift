@@ -1,3 +1,4 @@
+import FeedSigning
 import Foundation
 import PropertyList
 
@@ -186,6 +187,8 @@ public struct Publisher: Sendable {
     public let tree: PublicTree
     /// Called before each write step with its name; tests throw from it to simulate a crash there.
     public var beforeStep: @Sendable (String) throws -> Void = { _ in }
+    /// Signs every feed published, when set: a `.jws` beside each (see ``RevisionSignatures``).
+    public var signer: FeedSigner?
 
     public init(publicDirectory: URL) {
         tree = PublicTree(root: publicDirectory)
@@ -327,6 +330,9 @@ public struct Publisher: Sendable {
         let step = beforeStep
         let history = plan.history
         let snapshot = plan.snapshot
+        let signer = signer
+        let manifestToSign = plan.manifest
+        let signedAt = Date()
         let tasks = [nil] + plan.outputs.map(Optional.some)
         let results = parallelMap(tasks) { output -> Result<(EncodedRecord, EncodedRecord)?, any Error> in
             Result {
@@ -343,12 +349,22 @@ public struct Publisher: Sendable {
                 let directory = base.appendingPathComponent(output.directory, isDirectory: true)
                 try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
                 var records: [EncodedRecord] = []
-                let feeds: [(String, (FeedPieces) -> Void)] = [
-                    ("products.json", { renderer.productsFeed(output.selection, $0) }),
-                    ("catalog.json", { renderer.catalogFeed(output.selection, stamp: stamp, $0) }),
+                let feeds: [(FeedKind, (FeedPieces) -> Void)] = [
+                    (.products, { renderer.productsFeed(output.selection, $0) }),
+                    (.catalog, { renderer.catalogFeed(output.selection, stamp: stamp, $0) }),
                 ]
-                for (name, feed) in feeds {
+                for (kind, feed) in feeds {
+                    let name = kind.rawValue
                     let bytes = FeedRenderer.collect(feed)
+                    if let signer {
+                        try RevisionSignatures.sign(
+                            bytes, kind: kind, directory: output.directory, manifest: manifestToSign, signer: signer, now: signedAt
+                        ) { path, signature in
+                            let url = (path.hasPrefix("scheduled/") ? recordsStaging : staging).appendingPathComponent(path)
+                            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+                            try AtomicFile.writeDurably(Array(signature.utf8), to: url)
+                        }
+                    }
                     let compressed = try Gzip.compress(bytes, effort: Gzip.feedEffort(forBytes: bytes.count))
                     try AtomicFile.writeDurably(bytes, to: directory.appendingPathComponent(name))
                     try AtomicFile.writeDurably(compressed, to: directory.appendingPathComponent(name + ".gz"))
@@ -392,9 +408,15 @@ public struct Publisher: Sendable {
         // immutable files, each swapped in by one atomic rename; skipped when already current,
         // so that a static host's own validators stay put.
         let appDirectory = tree.appDirectory(app)
-        for name in ["products.json", "products.json.gz", "catalog.json", "catalog.json.gz"] {
+        let suffix = RevisionSignatures.fileExtension
+        for name in ["products.json", "products.json.gz", "catalog.json", "catalog.json.gz", "products.json" + suffix, "catalog.json" + suffix] {
             let source = final.appendingPathComponent(name)
             let target = appDirectory.appendingPathComponent(name)
+            // An unsigned revision leaves no signature of an older one beside its feeds.
+            if name.hasSuffix(suffix) && !fileManager.fileExists(atPath: source.path) {
+                if fileManager.fileExists(atPath: target.path) { try fileManager.removeItem(at: target) }
+                continue
+            }
             if try sameContent(source, target) { continue }
             try AtomicFile.link(source, to: target)
             try beforeStep("static \(name)")

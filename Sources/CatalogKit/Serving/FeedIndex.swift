@@ -17,12 +17,19 @@ public final class ServedFeed: Sendable {
     public let lastModified: Timestamp
     /// `lastModified` as IMF-fixdate.
     public let lastModifiedHeader: String
+    /// The detached JWS over the identity bytes, when the revision was signed: sent as the
+    /// `Catalog-Signature` header (it covers the gzip copy too, which decodes to those bytes).
+    public let signature: String?
 
-    init(identity: FeedRepresentation, gzip: FeedRepresentation, lastModified: Timestamp, lastModifiedHeader: String) {
+    init(
+        identity: FeedRepresentation, gzip: FeedRepresentation, lastModified: Timestamp, lastModifiedHeader: String,
+        signature: String?
+    ) {
         self.identity = identity
         self.gzip = gzip
         self.lastModified = lastModified
         self.lastModifiedHeader = lastModifiedHeader
+        self.signature = signature
     }
 }
 
@@ -83,7 +90,9 @@ public struct FeedIndex: Sendable {
         guard let manifest = try? tree.manifest(app, revision: revision), let record = manifest.record(for: .all) else {
             return nil
         }
-        return try? feed(app, revision, "", kind, kind == .products ? record.products : record.catalog, tree)
+        return try? feed(
+            app, revision, "", kind, kind == .products ? record.products : record.catalog, tree,
+            signature: RevisionSignatures.read(tree, app: app, revision: revision, state: 0, directory: "", kind: kind))
     }
 
     /// Why a feed request has no feed.
@@ -127,7 +136,18 @@ public struct FeedIndex: Sendable {
             throw CatalogError.corruptPublication(path: tree.currentManifestURL(app).path, message: "missing")
         }
         var cache: [String: ServedVariant] = [:]  // variants that share files share their bytes
-        func load(_ records: [VariantRecord]) throws -> [Variant: ServedVariant] {
+        func load(_ records: [VariantRecord], state: Int) throws -> [Variant: ServedVariant] {
+            // Each state has signatures of its own, even for bytes another state serves too.
+            var signatures: [String: (products: String?, catalog: String?)] = [:]
+            func signed(_ directory: String) -> (products: String?, catalog: String?) {
+                if let known = signatures[directory] { return known }
+                let read = { (kind: FeedKind) in
+                    RevisionSignatures.read(tree, app: app, revision: manifest.revision, state: state, directory: directory, kind: kind)
+                }
+                let found = (read(.products), read(.catalog))
+                signatures[directory] = found
+                return found
+            }
             var variants: [Variant: ServedVariant] = [:]
             for record in records {
                 guard let variant = Variant(platformKey: record.platform, bandKey: record.band) else {
@@ -138,29 +158,34 @@ public struct FeedIndex: Sendable {
                     shared.products.identity.entityTag == record.products.entityTag,
                     shared.catalog.identity.entityTag == record.catalog.entityTag
                 {
+                    let signature = signed(record.directory)
                     variants[variant] = ServedVariant(
-                        products: shared.products.with(lastModified: record.products.lastModified),
-                        catalog: shared.catalog.with(lastModified: record.catalog.lastModified))
+                        products: shared.products.with(lastModified: record.products.lastModified, signature: signature.products),
+                        catalog: shared.catalog.with(lastModified: record.catalog.lastModified, signature: signature.catalog))
                     continue
                 }
+                let signature = signed(record.directory)
                 let served = ServedVariant(
-                    products: try feed(app, manifest.revision, record.directory, .products, record.products, tree),
-                    catalog: try feed(app, manifest.revision, record.directory, .catalog, record.catalog, tree))
+                    products: try feed(
+                        app, manifest.revision, record.directory, .products, record.products, tree, signature: signature.products),
+                    catalog: try feed(
+                        app, manifest.revision, record.directory, .catalog, record.catalog, tree, signature: signature.catalog))
                 cache[record.directory] = served
                 variants[variant] = served
             }
             return variants
         }
-        var states: [(from: Timestamp?, variants: [Variant: ServedVariant])] = [(nil, try load(manifest.variants))]
-        for scheduled in manifest.schedule ?? [] {
-            states.append((scheduled.from, try load(scheduled.variants)))
+        var states: [(from: Timestamp?, variants: [Variant: ServedVariant])] = [(nil, try load(manifest.variants, state: 0))]
+        for (index, scheduled) in (manifest.schedule ?? []).enumerated() {
+            states.append((scheduled.from, try load(scheduled.variants, state: index + 1)))
         }
         return App(
             manifest: manifest, selector: manifest.selector, states: states, history: try tree.history(app, revision: manifest.revision))
     }
 
     private static func feed(
-        _ app: String, _ revision: Int, _ directory: String, _ kind: FeedKind, _ record: FeedRecord, _ tree: PublicTree
+        _ app: String, _ revision: Int, _ directory: String, _ kind: FeedKind, _ record: FeedRecord, _ tree: PublicTree,
+        signature: String?
     ) throws -> ServedFeed {
         let identity = try tree.feedBytes(app, revision: revision, directory: directory, name: kind.rawValue)
         let gzip = try tree.feedBytes(app, revision: revision, directory: directory, name: kind.rawValue + ".gz")
@@ -173,7 +198,7 @@ public struct FeedIndex: Sendable {
         return ServedFeed(
             identity: FeedRepresentation(bytes: identity, entityTag: record.entityTag),
             gzip: FeedRepresentation(bytes: gzip, entityTag: record.gzip.entityTag),
-            lastModified: record.lastModified, lastModifiedHeader: HTTPDate.format(record.lastModified))
+            lastModified: record.lastModified, lastModifiedHeader: HTTPDate.format(record.lastModified), signature: signature)
     }
 
     /// The feed for a request's app and query parameters (`platform`, `appVersion`; both optional),
@@ -200,8 +225,10 @@ public struct FeedIndex: Sendable {
 }
 
 extension ServedFeed {
-    fileprivate func with(lastModified: Timestamp) -> ServedFeed {
-        ServedFeed(identity: identity, gzip: gzip, lastModified: lastModified, lastModifiedHeader: HTTPDate.format(lastModified))
+    fileprivate func with(lastModified: Timestamp, signature: String?) -> ServedFeed {
+        ServedFeed(
+            identity: identity, gzip: gzip, lastModified: lastModified, lastModifiedHeader: HTTPDate.format(lastModified),
+            signature: signature)
     }
 }
 

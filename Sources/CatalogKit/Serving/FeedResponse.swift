@@ -1,3 +1,4 @@
+import FeedSigning
 import PropertyList
 
 /// A feed response decided from the request alone: status, headers in order, and body.
@@ -24,6 +25,9 @@ public struct FeedResponse: Sendable {
         public var gzip: Bool
         public var status: Int
     }
+
+    /// The response header that carries a signed feed's detached JWS.
+    public static let signatureHeader = FeedSigner.httpHeader
 
     public static func choose(feed: ServedFeed, conditions: ConditionalRequest, acceptEncoding: [String], now: Timestamp) -> Choice {
         let gzip = AcceptEncoding.acceptsGzip(acceptEncoding)
@@ -58,6 +62,9 @@ public struct FeedResponse: Sendable {
             ("Cache-Control", cacheControl),
             ("Vary", "Accept-Encoding"),
         ]
+        // On a 304 too: a signature re-issued over unchanged bytes reaches a client that
+        // revalidates, which keeps its freeze check satisfied without a download.
+        if let signature = feed.signature { headers.append((signatureHeader, signature)) }
         if choice.status == 200 {
             headers.append(("Content-Type", "application/json"))
             if choice.gzip { headers.append(("Content-Encoding", "gzip")) }

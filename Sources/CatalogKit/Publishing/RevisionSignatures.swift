@@ -1,0 +1,99 @@
+import FeedSigning
+import Foundation
+import PropertyList
+
+/// Where a revision's feed signatures are and what each binds (see ``FeedSigner``).
+///
+/// One signature per feed file and state: the state now (0), and each scheduled state ahead
+/// (1, 2, …), since the same bytes may serve several states and each state has its own moment.
+/// ```
+/// revisions/<n>/<directory><feed>.jws                                   state 0: public, beside the feed
+/// (records) revisions/<n>/scheduled/signatures/<k>/<directory><feed>.jws   state k: private until its moment
+/// ```
+/// Signatures are the only files of a revision that are replaced after it is published: they are
+/// re-issued before they expire (``refresh(_:in:signer:now:)``), over the same bytes.
+public enum RevisionSignatures {
+    public static let fileExtension = ".jws"
+
+    /// The path of a feed's signature in `state`, relative to the revision folder.
+    public static func relativePath(state: Int, directory: String, kind: FeedKind) -> String {
+        (state == 0 ? "" : "scheduled/signatures/\(state)/") + directory + kind.rawValue + fileExtension
+    }
+
+    /// The states of a manifest, in order: the variants now, then each scheduled change.
+    static func states(of manifest: RevisionManifest) -> [(from: Timestamp, variants: [VariantRecord])] {
+        [(manifest.publishedAt, manifest.variants)] + (manifest.schedule ?? []).map { ($0.from, $0.variants) }
+    }
+
+    /// What the signature of the feed of `kind` in `directory` binds in `state`.
+    static func claims(_ manifest: RevisionManifest, state: Int, directory: String, kind: FeedKind) -> FeedClaims {
+        let (from, records) = states(of: manifest)[state]
+        return FeedClaims(
+            app: manifest.app, feed: kind.rawValue,
+            variants: records.filter { $0.directory == directory }.map { "\($0.platform)/\($0.band)" },
+            platforms: manifest.platforms.map(\.rawValue), bands: manifest.bands, rev: manifest.revision,
+            from: from.secondsSince1970)
+    }
+
+    /// The states (by index) in which the files of `directory` are served.
+    static func statesServing(_ directory: String, in manifest: RevisionManifest) -> [Int] {
+        states(of: manifest).indices.filter { index in states(of: manifest)[index].variants.contains { $0.directory == directory } }
+    }
+
+    /// Signs the feed of `kind` in `directory` for every state that serves it, handing each
+    /// signature and its relative path to `write`.
+    static func sign(
+        _ bytes: [UInt8], kind: FeedKind, directory: String, manifest: RevisionManifest, signer: FeedSigner, now: Date,
+        write: (String, String) throws -> Void
+    ) throws {
+        for state in statesServing(directory, in: manifest) {
+            let signature = try signer.sign(bytes, claims: claims(manifest, state: state, directory: directory, kind: kind), now: now)
+            try write(relativePath(state: state, directory: directory, kind: kind), signature)
+        }
+    }
+
+    /// The signature of a feed as published, if the revision was signed.
+    public static func read(_ tree: PublicTree, app: String, revision: Int, state: Int, directory: String, kind: FeedKind) -> String? {
+        let path = relativePath(state: state, directory: directory, kind: kind)
+        guard let bytes = try? tree.feedBytes(app, revision: revision, directory: "", name: path) else { return nil }
+        return String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// Re-issues the signatures of an app's current revision that expire within `window` (all of
+    /// them when `window` is nil), over the same bytes, so that the feed and its validators stay
+    /// as they are. The static copies of the default feeds' signatures are replaced too.
+    /// - Returns: how many signatures were written.
+    @discardableResult
+    public static func refresh(
+        _ app: String, in tree: PublicTree, signer: FeedSigner, now: Date, window: TimeInterval?
+    ) throws -> Int {
+        guard let manifest = try tree.currentManifest(app) else { return 0 }
+        let revision = manifest.revision
+        var written = 0
+        for (state, (_, records)) in states(of: manifest).enumerated() {
+            for directory in Set(records.map(\.directory)) {
+                for kind in FeedKind.allCases {
+                    if let window, let current = read(tree, app: app, revision: revision, state: state, directory: directory, kind: kind),
+                        let claims = try? FeedSignatureVerifier.unverifiedClaims(current),
+                        TimeInterval(claims.exp) - now.timeIntervalSince1970 > window
+                    {
+                        continue
+                    }
+                    let bytes = try tree.feedBytes(app, revision: revision, directory: directory, name: kind.rawValue)
+                    let signature = try signer.sign(
+                        bytes, claims: claims(manifest, state: state, directory: directory, kind: kind), now: now)
+                    let path = relativePath(state: state, directory: directory, kind: kind)
+                    let base = state == 0 ? tree.revisionDirectory(app, revision) : tree.recordsDirectory(app, revision)
+                    let url = base.appendingPathComponent(path)
+                    try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+                    try AtomicFile.write(Array(signature.utf8), to: url)
+                    if state == 0 && directory.isEmpty {
+                        try AtomicFile.link(url, to: tree.appDirectory(app).appendingPathComponent(kind.rawValue + fileExtension))
+                    }
+                    written += 1
+                }
+            }
+        }
+        return written
+    }
+}

@@ -1,0 +1,284 @@
+import Foundation
+
+/// What a feed's signature binds its bytes to: which app, feed and variants, which revision, and
+/// from when until when it may be trusted.
+///
+/// The claims sit in the JWS protected header (the payload is the feed itself, detached), so that
+/// any JOSE library verifies the bytes, and ours checks the binding too.
+public struct FeedClaims: Codable, Sendable, Hashable {
+    public var app: String
+    /// `products.json` or `catalog.json`.
+    public var feed: String
+    /// The variants that serve these bytes, as `platform/band` (`any/any` is the default).
+    public var variants: [String]
+    /// The platforms and band lower bounds the app distinguishes, so that a client can tell which
+    /// variant answers its own platform and version.
+    public var platforms: [String]
+    public var bands: [String]
+    /// The revision that published these bytes.
+    public var rev: Int
+    /// When these bytes take effect: the revision's time, or a scheduled change's moment. With
+    /// `rev`, what orders two feeds: a client never goes back to a lower pair.
+    public var from: Int64
+    /// When the signature was made and when it stops being trusted: a feed frozen by an attacker
+    /// becomes untrusted once it expires.
+    public var iat: Int64
+    public var exp: Int64
+
+    public init(
+        app: String, feed: String, variants: [String], platforms: [String], bands: [String], rev: Int, from: Int64, iat: Int64 = 0,
+        exp: Int64 = 0
+    ) {
+        self.app = app
+        self.feed = feed
+        self.variants = variants
+        self.platforms = platforms
+        self.bands = bands
+        self.rev = rev
+        self.from = from
+        self.iat = iat
+        self.exp = exp
+    }
+
+    public var version: FeedVersion { FeedVersion(revision: rev, from: from) }
+    public var expiresAt: Date { Date(timeIntervalSince1970: TimeInterval(exp)) }
+    public var issuedAt: Date { Date(timeIntervalSince1970: TimeInterval(iat)) }
+
+    /// Whether these bytes are what `app` serves for `feed` to a client on `platform` at
+    /// `appVersion`, the way `catalog serve` picks the variant for that request.
+    public func covers(app: String, feed: String, platform: String?, appVersion: String?) -> Bool {
+        guard self.app == app, self.feed == feed else { return false }
+        return variants.contains(variantKey(platform: platform, appVersion: appVersion))
+    }
+
+    /// The variant a request gets: a platform the app does not distinguish gets the unnarrowed
+    /// feed; a version gets the highest band at or below it.
+    func variantKey(platform: String?, appVersion: String?) -> String {
+        let chosenPlatform = platform.map { $0.lowercased() }.flatMap { platforms.contains($0) ? $0 : nil } ?? "any"
+        var chosenBand = "any"
+        if let version = appVersion.flatMap(VersionNumber.init) {
+            chosenBand = bands.last { VersionNumber($0).map { $0 <= version } ?? false } ?? "any"
+        }
+        return "\(chosenPlatform)/\(chosenBand)"
+    }
+}
+
+/// What orders two feeds of one URL: the revision, then the moment a scheduled change took effect.
+public struct FeedVersion: Codable, Sendable, Hashable, Comparable, CustomStringConvertible {
+    public var revision: Int
+    public var from: Int64
+
+    public init(revision: Int, from: Int64) {
+        self.revision = revision
+        self.from = from
+    }
+
+    public static func < (lhs: Self, rhs: Self) -> Bool { (lhs.revision, lhs.from) < (rhs.revision, rhs.from) }
+    public var description: String { "revision \(revision) (from \(from))" }
+}
+
+/// One to four dot-separated numbers, missing parts zero: the versions `catalog serve` reads.
+struct VersionNumber: Comparable {
+    let parts: [Int]
+
+    init?(_ text: String) {
+        let pieces = text.split(separator: ".", omittingEmptySubsequences: false)
+        guard (1...4).contains(pieces.count) else { return nil }
+        var parts: [Int] = []
+        for piece in pieces {
+            guard !piece.isEmpty, piece.count <= 9, piece.utf8.allSatisfy({ (48...57).contains($0) }), let number = Int(piece) else {
+                return nil
+            }
+            parts.append(number)
+        }
+        self.parts = parts
+    }
+
+    static func < (lhs: Self, rhs: Self) -> Bool {
+        for index in 0..<max(lhs.parts.count, rhs.parts.count) {
+            let left = index < lhs.parts.count ? lhs.parts[index] : 0
+            let right = index < rhs.parts.count ? rhs.parts[index] : 0
+            if left != right { return left < right }
+        }
+        return false
+    }
+
+    static func == (lhs: Self, rhs: Self) -> Bool { !(lhs < rhs) && !(rhs < lhs) }
+}
+
+/// The protected header of a feed signature: a detached JWS (RFC 7515 appendix F) whose payload
+/// is the feed's exact bytes, unencoded (RFC 7797 `b64: false`, so that a big feed is hashed as
+/// it is, not a third bigger), signed with EdDSA (RFC 8037).
+struct FeedSignatureHeader: Codable {
+    var alg = "EdDSA"
+    var b64 = false
+    var crit = ["b64"]
+    var typ = FeedSignatureHeader.type
+    var kid: String
+    /// The root's certificate of the signing key.
+    var cert: String
+    /// The root's newest revocation statement, when the publisher has one.
+    var revocations: String?
+    var claims: FeedClaims
+
+    static let type = "catalog-feed+jws"
+
+    enum CodingKeys: String, CodingKey { case alg, b64, crit, typ, kid, cert, revocations }
+
+    init(kid: String, cert: String, revocations: String?, claims: FeedClaims) {
+        self.kid = kid
+        self.cert = cert
+        self.revocations = revocations
+        self.claims = claims
+    }
+
+    // The claims are header members of their own, beside the JOSE ones.
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        alg = try container.decode(String.self, forKey: .alg)
+        b64 = try container.decode(Bool.self, forKey: .b64)
+        crit = try container.decode([String].self, forKey: .crit)
+        typ = try container.decode(String.self, forKey: .typ)
+        kid = try container.decode(String.self, forKey: .kid)
+        cert = try container.decode(String.self, forKey: .cert)
+        revocations = try container.decodeIfPresent(String.self, forKey: .revocations)
+        claims = try FeedClaims(from: decoder)
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(alg, forKey: .alg)
+        try container.encode(b64, forKey: .b64)
+        try container.encode(crit, forKey: .crit)
+        try container.encode(typ, forKey: .typ)
+        try container.encode(kid, forKey: .kid)
+        try container.encode(cert, forKey: .cert)
+        try container.encodeIfPresent(revocations, forKey: .revocations)
+        try claims.encode(to: encoder)
+    }
+}
+
+/// Signs feeds with a signing key the root certified.
+public struct FeedSigner: Sendable {
+    public let key: Ed25519PrivateKey
+    public let certificate: KeyCertificate
+    /// How long a signature is trusted; never past the key's certificate.
+    public var lifetime: TimeInterval
+
+    public static let defaultLifetime: TimeInterval = 7 * 24 * 3600
+    /// The response header `catalog serve` sends a feed's signature in.
+    public static let httpHeader = "Catalog-Signature"
+
+    /// A signer for a signing key's file: the key must carry the root's certificate of itself.
+    public init(key: Ed25519PrivateKey, lifetime: TimeInterval = FeedSigner.defaultLifetime) throws(SignatureError) {
+        guard let compact = key.certificate else {
+            throw SignatureError(.untrustedKey, "signing key '\(key.kid)' has no certificate: make it with `catalog keys create` or `catalog keys rotate`")
+        }
+        let certificate = try KeyCertificate.read(compact)
+        guard certificate.kid == key.kid, certificate.x == Base64URL.encode(key.publicKey.raw) else {
+            throw SignatureError(.untrustedKey, "the certificate in the file of signing key '\(key.kid)' is for another key")
+        }
+        self.key = key
+        self.certificate = certificate
+        self.lifetime = lifetime
+    }
+
+    /// A detached JWS over `bytes`: `header..signature`, published as `<feed>.jws` and sent as
+    /// the `Catalog-Signature` header.
+    public func sign(_ bytes: some Collection<UInt8>, claims: FeedClaims, now: Date) throws(SignatureError) -> String {
+        let issued = Int64(now.timeIntervalSince1970)
+        guard issued < certificate.exp else {
+            throw SignatureError(.untrustedKey, "the certificate of signing key '\(key.kid)' expired at \(certificate.expiresAt): rotate it")
+        }
+        var claims = claims
+        claims.iat = issued
+        claims.exp = min(issued + Int64(lifetime), certificate.exp)
+        let header = FeedSignatureHeader(kid: key.kid, cert: key.certificate ?? "", revocations: key.revocations, claims: claims)
+        let encodedHeader = Base64URL.encode(JSON.encode(header))
+        var input = Data(capacity: encodedHeader.utf8.count + 1 + bytes.count)
+        input.append(contentsOf: encodedHeader.utf8)
+        input.append(UInt8(ascii: "."))
+        input.append(contentsOf: bytes)
+        return "\(encodedHeader)..\(Base64URL.encode(key.signature(for: input)))"
+    }
+}
+
+/// A feed signature that verified: what it binds the bytes to, and the revocation statement it
+/// carried, if any (for the client to keep).
+public struct VerifiedFeedSignature: Sendable, Hashable {
+    public var claims: FeedClaims
+    public var kid: String
+    public var revocations: KeyRevocations?
+}
+
+/// Checks feed signatures against pinned root keys.
+///
+/// In the order a careful client uses: the shape and size first, then the key's certificate and
+/// revocation (cheap), then the signature over the bytes, then expiry. Binding and version are the
+/// caller's, who knows what was asked for and what was accepted before.
+public struct FeedSignatureVerifier: Sendable {
+    public var roots: [Ed25519PublicKey]
+    /// How long past its expiry a signature is still accepted: clocks drift, and a server may be
+    /// late refreshing.
+    public var grace: TimeInterval
+
+    /// Signatures longer than this are refused before anything is decoded.
+    public static let maximumLength = 32 * 1024
+
+    public init(roots: [Ed25519PublicKey], grace: TimeInterval = 24 * 3600) {
+        self.roots = roots
+        self.grace = grace
+    }
+
+    /// What a signature says it binds, without checking anything: for a publisher deciding
+    /// whether to re-issue it, and for display.
+    public static func unverifiedClaims(_ signature: String) throws(SignatureError) -> FeedClaims {
+        try parse(signature).header.claims
+    }
+
+    private static func parse(_ signature: String) throws(SignatureError) -> (header: FeedSignatureHeader, encodedHeader: Substring, signature: Data) {
+        let parts = signature.split(separator: ".", omittingEmptySubsequences: false)
+        guard signature.utf8.count <= maximumLength, parts.count == 3, parts[1].isEmpty,
+            let headerBytes = Base64URL.decode(parts[0]), let signatureBytes = Base64URL.decode(parts[2])
+        else { throw SignatureError(.malformed, "not a detached compact JWS (header..signature)") }
+        let header = try JSON.decode(FeedSignatureHeader.self, from: headerBytes, what: "the signature header")
+        guard header.alg == "EdDSA", header.b64 == false, header.crit == ["b64"], header.typ == FeedSignatureHeader.type else {
+            throw SignatureError(.malformed, "expected a \(FeedSignatureHeader.type) with alg EdDSA and b64 false")
+        }
+        return (header, parts[0], signatureBytes)
+    }
+
+    /// - Parameter revoked: signing keys already known to be revoked (the client's kept list).
+    public func verify(
+        _ signature: String, over bytes: some Collection<UInt8>, now: Date, revoked: Set<String> = []
+    ) throws(SignatureError) -> VerifiedFeedSignature {
+        let (header, encodedHeader, signatureBytes) = try Self.parse(signature)
+        let (certificate, key) = try KeyCertificate.verify(header.cert, roots: roots)
+        guard certificate.kid == header.kid else {
+            throw SignatureError(.untrustedKey, "the signature names key '\(header.kid)' but carries the certificate of '\(certificate.kid)'")
+        }
+        let claims = header.claims
+        guard claims.iat >= certificate.iat, claims.exp <= certificate.exp else {
+            throw SignatureError(.untrustedKey, "signed outside the validity of signing key '\(key.kid)'s certificate")
+        }
+        let statement = try header.revocations.map { (compact: String) throws(SignatureError) in
+            try KeyRevocations.verify(compact, roots: roots)
+        }
+        if revoked.contains(key.kid) || statement?.revoked.contains(key.kid) == true {
+            throw SignatureError(.revokedKey, "signing key '\(key.kid)' was revoked by the root")
+        }
+
+        var input = Data(capacity: encodedHeader.utf8.count + 1 + bytes.count)
+        input.append(contentsOf: encodedHeader.utf8)
+        input.append(UInt8(ascii: "."))
+        input.append(contentsOf: bytes)
+        guard key.isValidSignature(signatureBytes, for: input) else {
+            throw SignatureError(.badSignature, "the bytes do not match the signature of key '\(key.kid)'")
+        }
+
+        if now.timeIntervalSince1970 > TimeInterval(claims.exp) + grace {
+            throw SignatureError(.expired, "the signature expired at \(claims.expiresAt) (grace \(Int(grace)) s): the feed may be frozen")
+        }
+        return VerifiedFeedSignature(claims: claims, kid: key.kid, revocations: statement)
+    }
+}
