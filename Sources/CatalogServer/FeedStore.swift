@@ -162,11 +162,15 @@ public final class FeedStore: Sendable {
     }
 
     /// Each manifest's identity: it is replaced by rename, so a new publication is a new inode.
+    /// So is the default feed's signature, which a refresh re-issues without a new manifest.
     static func signature(of tree: PublicTree) -> [String] {
-        tree.publishedApps().map { app in
-            var info = stat()
-            guard stat(tree.currentManifestURL(app).path, &info) == 0 else { return app }
-            return "\(app):\(info.st_ino):\(info.st_size):\(info.st_mtim.tv_sec).\(info.st_mtim.tv_nsec)"
+        tree.publishedApps().flatMap { app in
+            let signature = tree.appDirectory(app).appendingPathComponent(FeedKind.products.rawValue + RevisionSignatures.fileExtension)
+            return [tree.currentManifestURL(app), signature].map { url in
+                var info = stat()
+                guard stat(url.path, &info) == 0 else { return app }
+                return "\(app):\(info.st_ino):\(info.st_size):\(info.st_mtim.tv_sec).\(info.st_mtim.tv_nsec)"
+            }
         }
     }
 }

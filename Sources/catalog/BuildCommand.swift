@@ -16,6 +16,7 @@ struct BuildCommand: AsyncParsableCommand {
 
     @OptionGroup var options: CatalogOptions
     @OptionGroup var storeOptions: StoreOptions
+    @OptionGroup var signing: SigningOptions
 
     @Flag(help: "Print the product-level changes a build would publish, and write nothing.")
     var dryRun = false
@@ -28,7 +29,7 @@ struct BuildCommand: AsyncParsableCommand {
         let tree = PublicTree(root: options.workflow.publicDirectory)
         let manifestsBefore = Dictionary(uniqueKeysWithValues: tree.publishedApps().map { ($0, tree.currentManifestHash($0)) })
         let build = try await exitOnFailure {
-            try options.workflow.build(
+            try signing.workflow(options).build(
                 at: now, dryRun: dryRun, note: RevisionNote(author: LocalUser.name, message: message?.isEmpty == false ? message : nil))
         }
         report(build.diagnostics)

@@ -20,6 +20,12 @@ struct FetchCommand: AsyncParsableCommand {
     @Flag(help: "Revalidate with the server even while the cached feed is fresh.")
     var refresh = false
 
+    @Option(help: ArgumentHelp("A root public key (root.pub.jwk) the feed's signature must chain to; repeatable.", valueName: "file"))
+    var rootKey: [String] = []
+
+    @Option(help: ArgumentHelp("off, report or enforce (see CatalogClient.SignaturePolicy). Default: enforce with --root-key, else off.", valueName: "mode"))
+    var signatures: CatalogClient.SignaturePolicy.Mode?
+
     func validate() throws {
         guard let feedURL = URL(string: url), ["http", "https"].contains(feedURL.scheme?.lowercased() ?? ""), feedURL.host != nil else {
             throw ValidationError("'\(url)' is not an http or https URL")
@@ -31,7 +37,15 @@ struct FetchCommand: AsyncParsableCommand {
         let directory = Self.cacheDirectory()
         // Only the cache is used: the fetch command sends no reports, so the server URL and app
         // matter only for building report URLs, which it never does.
-        var configuration = CatalogClient.Configuration(server: feedURL, app: "", fallbackIdentifiers: [])
+        var configuration = CatalogClient.Configuration(
+            server: feedURL, app: VerifyCommand.location(feedURL.path)?.app ?? "", fallbackIdentifiers: [])
+        let roots = try rootKey.map { path -> Ed25519PublicKey in
+            guard let data = FileManager.default.contents(atPath: path) else { throw ValidationError("cannot read \(path)") }
+            do { return try Ed25519PublicKey(jwk: data) } catch { throw ValidationError("\(path): \(error)") }
+        }
+        let mode = signatures ?? (roots.isEmpty ? .off : .enforce)
+        if mode != .off && roots.isEmpty { throw ValidationError("--signatures \(mode.rawValue) needs --root-key") }
+        configuration.signatures = CatalogClient.SignaturePolicy(mode: mode, rootKeys: roots)
         configuration.cacheDirectory = directory.appendingPathComponent("feeds", isDirectory: true)
         configuration.dataDirectory = directory
         configuration.sendsReportsAutomatically = false
@@ -44,6 +58,16 @@ struct FetchCommand: AsyncParsableCommand {
         lines.append("last-modified: \(list.lastModified ?? "none")")
         lines.append("source: \(list.source.rawValue) (\(Self.explain(list)))")
         lines.append("stale: \(list.isStale ? "yes" : "no")")
+        if mode != .off {
+            let verified = list.signedRevision.map { "verified, revision \($0)" } ?? "not verified"
+            if let refused = list.error, refused.code == .signature {
+                lines.append("signature: refused (\(refused.message)); the list is \(verified)")
+            } else if let issue = list.signatureIssue {
+                lines.append("signature: not trusted, used anyway in report mode (\(issue.message))")
+            } else {
+                lines.append("signature: \(verified)")
+            }
+        }
         print(lines.joined(separator: "\n"))
         if list.source == .fallback { throw ExitCode(1) }
     }
@@ -68,3 +92,5 @@ struct FetchCommand: AsyncParsableCommand {
         return FileManager.default.homeDirectoryForCurrentUser.appendingPathComponent(".cache/catalog", isDirectory: true)
     }
 }
+
+extension CatalogClient.SignaturePolicy.Mode: ExpressibleByArgument {}

@@ -20,6 +20,7 @@ struct RollbackCommand: AsyncParsableCommand {
 
     @OptionGroup var options: CatalogOptions
     @OptionGroup var storeOptions: StoreOptions
+    @OptionGroup var signing: SigningOptions
 
     @Argument(help: "The app's bundle identifier.")
     var app: String
@@ -40,7 +41,7 @@ struct RollbackCommand: AsyncParsableCommand {
         let tree = PublicTree(root: options.workflow.publicDirectory)
         let manifestBefore = tree.currentManifestHash(app)
         let rollback = try await exitOnFailure {
-            try options.workflow.rollback(
+            try signing.workflow(options).rollback(
                 app: app, to: revision, at: now, author: LocalUser.name, message: message?.isEmpty == false ? message : nil)
         }
         print(summary(rollback.plan))

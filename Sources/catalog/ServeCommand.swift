@@ -1,6 +1,7 @@
 import ArgumentParser
 import CatalogKit
 import CatalogServer
+import FeedSigning
 import Foundation
 import Hummingbird
 import Logging
@@ -144,6 +145,15 @@ struct ServeCommand: AsyncParsableCommand {
             valueName: "interval"))
     var autoFeedback: Interval?
 
+    @Option(
+        help: ArgumentHelp(
+            "A signing key file ('catalog keys create'): feeds the server publishes (editor API, auto-feedback) are signed, and every current signature is re-issued before it expires. A secret: keep the file 0600. Default: none.",
+            valueName: "file"))
+    var signingKey: String?
+
+    @Option(help: ArgumentHelp("How long each signature is trusted; re-issued when half has run. Default: 7d.", valueName: "interval"))
+    var signatureLifetime: Interval?
+
     enum LogFormat: String, ExpressibleByArgument, CaseIterable {
         case text, json
     }
@@ -177,11 +187,14 @@ struct ServeCommand: AsyncParsableCommand {
         var reportLimitInstall: Int
         var retentionDays: Int
         var autoFeedback: Interval?
+        var signer: FeedSigner?
 
         var workflow: CatalogWorkflow {
-            CatalogWorkflow(
+            var workflow = CatalogWorkflow(
                 catalogDirectory: URL(fileURLWithPath: catalog, isDirectory: true), catalogDisplayPath: catalog,
                 publicDirectory: URL(fileURLWithPath: publicDirectory, isDirectory: true))
+            workflow.signer = signer
+            return workflow
         }
     }
 
@@ -256,7 +269,11 @@ struct ServeCommand: AsyncParsableCommand {
             reportQuota: try settings.value("report-quota", flag: reportQuota, default: 1_000_000)!,
             reportLimitInstall: try settings.value("report-limit-install", flag: reportLimitInstall, default: 30)!,
             retentionDays: try settings.value("retention-days", flag: retentionDays, default: 90)!,
-            autoFeedback: try settings.value("auto-feedback", flag: autoFeedback, default: nil as Interval?))
+            autoFeedback: try settings.value("auto-feedback", flag: autoFeedback, default: nil as Interval?),
+            signer: try settings.value("signing-key", flag: signingKey, default: nil as String?).map { path in
+                try SigningOptions.signer(
+                    keyFile: path, lifetime: try settings.value("signature-lifetime", flag: signatureLifetime, default: nil as Interval?))
+            })
         try Self.check(resolved)
         return resolved
     }
@@ -366,9 +383,9 @@ struct ServeCommand: AsyncParsableCommand {
             let app = buildApplication(
                 publicDirectory: tree, host: resolved.host, port: resolved.port, configuration: configuration, reportStore: store,
                 reportsConfiguration: reports, workflow: workflow, metrics: metrics, adminListener: resolved.admin, tls: tls,
-                extraServices: resolved.autoFeedback.map {
+                extraServices: (resolved.autoFeedback.map {
                     [AutoFeedbackService(workflow: workflow, store: store, interval: $0.duration, metrics: metrics, logger: logger)]
-                } ?? [],
+                } ?? []) + (resolved.signer.map { [SignatureRefreshService(workflow: workflow, lifetime: $0.lifetime, logger: logger)] } ?? []),
                 eventLoopGroup: .shared(group), logger: logger)
             try await app.runService()
         }

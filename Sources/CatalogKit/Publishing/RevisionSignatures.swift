@@ -97,3 +97,16 @@ public enum RevisionSignatures {
         return written
     }
 }
+
+extension CatalogWorkflow {
+    /// Re-issues, under the build lock, the signatures of every app's current revision that expire
+    /// within `window` (all when nil): `catalog sign --refresh`, and `catalog serve` on a schedule.
+    /// - Returns: how many signatures were written.
+    public func refreshSignatures(at now: Date, window: TimeInterval?) throws -> Int {
+        guard let signer else { throw CatalogError.io(path: publicDirectory.path, message: "no signing key to refresh signatures with") }
+        let lock = try BuildLock(publicDirectory: publicDirectory)
+        defer { withExtendedLifetime(lock) {} }
+        let tree = PublicTree(root: publicDirectory)
+        return try tree.publishedApps().reduce(0) { $0 + (try RevisionSignatures.refresh($1, in: tree, signer: signer, now: now, window: window)) }
+    }
+}
