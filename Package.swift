@@ -147,6 +147,7 @@ let package = Package(
             dependencies: [
                 "CatalogClient", "CatalogServer", "CatalogKit", "CatalogTestSupport", "ReportStorage",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
