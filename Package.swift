@@ -124,7 +124,9 @@ let package = Package(
         .target(name: "CatalogTestSupport", dependencies: ["CatalogKit"], path: "Tests/CatalogTestSupport"),
         .testTarget(
             name: "CatalogKitTests",
-            dependencies: ["CatalogKit", "CatalogTestSupport", "ReportStorage", .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "CatalogKit", "FeedSigning", "CatalogTestSupport", "ReportStorage", .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .testTarget(
             name: "CatalogServerTests",

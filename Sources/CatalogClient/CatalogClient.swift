@@ -171,7 +171,7 @@ public actor CatalogClient {
                 judgement = judge(answer.body, signature: signature, url: url)
                 if let refusal = judgement.refusal { return fallback(url, error: refusal) }
                 // The version already accepted: a no-op, the list stays the one the cache holds.
-                if let checked = judgement.verified, trust.isCurrent(checked, url: url), let cached, let entry = memory[url],
+                if let checked = judgement.verified, trust.isCurrent(checked), let cached, let entry = memory[url],
                     cached.body != answer.body
                 {
                     return list(entry.decoded, cached, source: .notModified, status: answer.status)
@@ -205,7 +205,7 @@ public actor CatalogClient {
         }
         // Only now, with every check passed and the feed in place, is what it taught kept.
         if let checked = judgement.verified {
-            do { try trust.commit(checked, url: url) } catch { configuration.log("signature state not written: \(error)") }
+            do { try trust.commit(checked) } catch { configuration.log("signature state not written: \(error)") }
         }
         var answered = list(decoded, feed, source: answer.status == 304 ? .notModified : .network, status: answer.status)
         answered.signatureIssue = judgement.issue

@@ -65,7 +65,8 @@ extension CatalogClient {
 /// What the client has trusted so far, kept in the data directory (the cache may be purged; this
 /// must not be, or a replay of an old feed would be accepted again).
 struct TrustState: Codable, Sendable, Hashable {
-    /// The highest version accepted per feed URL.
+    /// The highest version accepted per feed of the app (`products.json`, `catalog.json`): revisions
+    /// count up per app, so a lower one from any host, mirror or variant is a replay.
     var highest: [String: FeedVersion] = [:]
     /// The newest revocation statement the root signed that the client has seen.
     var revocations: KeyRevocations?
@@ -111,22 +112,22 @@ struct FeedTrust: Sendable {
                 .wrongBinding,
                 "signed for \(claims.app) \(claims.feed) (\(claims.variants.joined(separator: ", "))), not for \(app) \(kind) at \(url.absoluteString)")
         }
-        if !bundled, let highest = state.highest[url.absoluteString], claims.version < highest {
-            throw SignatureError(.rollback, "\(claims.version) is older than \(highest), already accepted from \(url.absoluteString)")
+        if !bundled, let highest = state.highest[kind], claims.version < highest {
+            throw SignatureError(.rollback, "\(claims.version) is older than \(highest), already accepted for \(app) \(kind)")
         }
         return verified
     }
 
-    /// Whether `verified` is the version already accepted from `url`: an equal version is a no-op.
-    func isCurrent(_ verified: VerifiedFeedSignature, url: URL) -> Bool {
-        state.highest[url.absoluteString] == verified.claims.version
+    /// Whether `verified` is the version already accepted: an equal version is a no-op.
+    func isCurrent(_ verified: VerifiedFeedSignature) -> Bool {
+        state.highest[verified.claims.feed] == verified.claims.version
     }
 
     /// Records what a feed that passed every check and was stored taught: its version, and the
     /// root's revocation statement it carried when newer than the one kept.
-    mutating func commit(_ verified: VerifiedFeedSignature, url: URL) throws(CatalogClientError) {
+    mutating func commit(_ verified: VerifiedFeedSignature) throws(CatalogClientError) {
         var next = state
-        let key = url.absoluteString
+        let key = verified.claims.feed
         next.highest[key] = max(next.highest[key] ?? verified.claims.version, verified.claims.version)
         if let statement = verified.revocations, statement.version > (next.revocations?.version ?? 0) {
             next.revocations = statement

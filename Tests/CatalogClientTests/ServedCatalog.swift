@@ -25,8 +25,12 @@ struct ServedCatalog {
     /// feeds stay `ids`.
     static let retired = ["com.example.client.gone", "com.example.client.gone2"]
 
-    init(ids: [String], retired: [String] = ServedCatalog.retired) throws {
+    /// Signs every revision published, when set.
+    let signer: FeedSigner?
+
+    init(ids: [String], retired: [String] = ServedCatalog.retired, signer: FeedSigner? = nil) throws {
         root = FileManager.default.temporaryDirectory.appendingPathComponent("client-\(UUID().uuidString)")
+        self.signer = signer
         try FileManager.default.createDirectory(at: catalog, withIntermediateDirectories: true)
         try publish(ids, retired: retired)
     }
@@ -47,9 +51,14 @@ struct ServedCatalog {
         try Data(text.utf8).write(to: catalog.appendingPathComponent("\(Self.app).plist"))
         let revision = (try publicTree.currentManifest(Self.app)?.revision) ?? 0
         let moment = Timestamp(secondsSince1970: Timestamp.now.secondsSince1970 - 100 + Int64(revision))
-        let workflow = CatalogWorkflow(catalogDirectory: catalog, catalogDisplayPath: "catalog", publicDirectory: publicTree.root)
         let build = try workflow.build(at: moment, dryRun: false)
         XCTAssertFalse(build.hasErrors, "the test catalog does not build: \(build.diagnostics)")
+    }
+
+    var workflow: CatalogWorkflow {
+        var workflow = CatalogWorkflow(catalogDirectory: catalog, catalogDisplayPath: "catalog", publicDirectory: publicTree.root)
+        workflow.signer = signer
+        return workflow
     }
 
     /// Runs the server with `cacheControl`, storing reports in a new SQLite file with `limits`,

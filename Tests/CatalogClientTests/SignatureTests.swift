@@ -1,4 +1,5 @@
 import CatalogClient
+import CatalogKit
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -342,5 +343,44 @@ import Testing
             $0.bundledFeed = CatalogClient.BundledFeed(body: Self.feed(["bundled.evil"]), signature: bundled.signature)
         })
         #expect(tampered.identifiers == ["com.example.client.bundled"])
+    }
+
+    // MARK: - Through catalog build and catalog serve
+
+    /// Item 4 of signing: a rollback publishes the old content as a new, higher revision, which an
+    /// enforcing client accepts; replaying the old revision itself (its exact bytes and signature,
+    /// as a stale mirror would) is refused.
+    @Test func aRollbackIsAcceptedWhereAReplayOfTheOldRevisionIsRefused() async throws {
+        let keys = Keys()
+        let fixture = try ServedCatalog(ids: ["com.example.client.a"], signer: try keys.signer())
+        defer { fixture.remove() }
+        try fixture.publish(["com.example.client.a", "com.example.client.b"])
+        try await fixture.serve { server, _ in
+            let client = fixture.client(server: server) { $0.signatures = keys.policy(.enforce) }
+            let second = await client.refresh(platform: .iOS, appVersion: "2.3.1")
+            #expect(second.signedRevision == 2)
+            #expect(second.identifiers.contains("com.example.client.b"))
+            _ = try fixture.workflow.rollback(app: ServedCatalog.app, to: 1, at: .now, author: "test", message: nil)
+            var rolledBack = await client.refresh(platform: .iOS, appVersion: "2.3.1")
+            for _ in 0..<50 where rolledBack.signedRevision != 3 {
+                try await Task.sleep(for: .milliseconds(100))
+                rolledBack = await client.refresh(platform: .iOS, appVersion: "2.3.1")
+            }
+            #expect(rolledBack.signedRevision == 3)
+            #expect(rolledBack.source == .network)
+            #expect(!rolledBack.identifiers.contains("com.example.client.b"))
+        }
+        // Revision 1 as published, bytes and signature, for the variant this client gets.
+        let manifest = try fixture.publicTree.manifest(ServedCatalog.app, revision: 1)
+        let record = try #require(manifest.record(for: Variant(platform: .iOS, band: nil)))
+        let bytes = try fixture.publicTree.feedBytes(ServedCatalog.app, revision: 1, directory: record.directory, name: "products.json")
+        let signature = RevisionSignatures.read(
+            fixture.publicTree, app: ServedCatalog.app, revision: 1, state: 0, directory: record.directory, kind: .products)
+        try await Self.withHost(Served(body: Data(bytes), signature: signature)) { server, _, _ in
+            let client = fixture.client(server: server) { $0.signatures = keys.policy(.enforce) }
+            let replayed = await client.refresh(platform: .iOS, appVersion: "2.3.1")
+            #expect(replayed.error?.code == .signature)
+            #expect(replayed.error?.message.contains("rollback") == true, "\(String(describing: replayed.error))")
+        }
     }
 }

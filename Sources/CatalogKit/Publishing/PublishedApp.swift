@@ -140,11 +140,16 @@ public struct PublicTree: Sendable {
         return try IdentifierHistory(tsv: [UInt8](data))
     }
 
+    /// A file of `revision` by its path inside the revision: what is scheduled (feeds and their
+    /// signatures) is in the records tree, the rest in `public/`.
+    func revisionFileURL(_ app: String, _ revision: Int, _ relativePath: String) -> URL {
+        relativePath.hasPrefix("scheduled/")
+            ? recordURL(app, revision, relativePath) : revisionDirectory(app, revision).appendingPathComponent(relativePath)
+    }
+
     /// The bytes of a feed file of `revision` (a scheduled one from the records tree).
     public func feedBytes(_ app: String, revision: Int, directory: String, name: String) throws -> [UInt8] {
-        let url =
-            directory.hasPrefix("scheduled/")
-            ? recordURL(app, revision, directory + name) : revisionDirectory(app, revision).appendingPathComponent(directory + name)
+        let url = revisionFileURL(app, revision, directory + name)
         guard let data = FileManager.default.contents(atPath: url.path) else {
             throw CatalogError.corruptPublication(path: url.path, message: "missing")
         }

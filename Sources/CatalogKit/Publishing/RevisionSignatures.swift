@@ -54,9 +54,9 @@ public enum RevisionSignatures {
 
     /// The signature of a feed as published, if the revision was signed.
     public static func read(_ tree: PublicTree, app: String, revision: Int, state: Int, directory: String, kind: FeedKind) -> String? {
-        let path = relativePath(state: state, directory: directory, kind: kind)
-        guard let bytes = try? tree.feedBytes(app, revision: revision, directory: "", name: path) else { return nil }
-        return String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let url = tree.revisionFileURL(app, revision, relativePath(state: state, directory: directory, kind: kind))
+        guard let data = FileManager.default.contents(atPath: url.path) else { return nil }
+        return String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     /// Re-issues the signatures of an app's current revision that expire within `window` (all of
@@ -82,9 +82,7 @@ public enum RevisionSignatures {
                     let bytes = try tree.feedBytes(app, revision: revision, directory: directory, name: kind.rawValue)
                     let signature = try signer.sign(
                         bytes, claims: claims(manifest, state: state, directory: directory, kind: kind), now: now)
-                    let path = relativePath(state: state, directory: directory, kind: kind)
-                    let base = state == 0 ? tree.revisionDirectory(app, revision) : tree.recordsDirectory(app, revision)
-                    let url = base.appendingPathComponent(path)
+                    let url = tree.revisionFileURL(app, revision, relativePath(state: state, directory: directory, kind: kind))
                     try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
                     try AtomicFile.write(Array(signature.utf8), to: url)
                     if state == 0 && directory.isEmpty {
