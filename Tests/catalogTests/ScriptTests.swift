@@ -4,7 +4,7 @@ import Testing
 /// The checks that drive the `catalog` executable of this build from outside, as scripts under
 /// `scripts/`: each must exit 0.
 ///
-/// What a script needs that is missing (Chromium, chromedriver, selenium, schemathesis) is a
+/// What a script needs that is missing (Chromium, chromedriver, nginx, selenium, schemathesis, joserfc) is a
 /// failure, not a skip: a suite that passes without having looked proves nothing. `scripts/setup test`
 /// installs them, the Python packages in a virtual environment whose python `TEST_PYTHON` names.
 @Suite struct ScriptTests {
@@ -27,6 +27,13 @@ import Testing
     /// and invalid requests, each answer checked against the document.
     @Test func theServerAnswersAsItsOpenAPIDocumentSays() async throws {
         try await Self.run("api-fuzz")
+    }
+
+    /// Signed feeds through nginx serving `public/`: `catalog fetch` in enforce mode accepts them,
+    /// joserfc (an independent JOSE implementation) verifies them, and a tampered feed or gzip
+    /// copy on the host is refused with the cached list served.
+    @Test func signedFeedsVerifyThroughAStaticHost() async throws {
+        try await Self.run("signed-static-host")
     }
 
     static func run(_ name: String) async throws {
