@@ -130,9 +130,10 @@ struct JWK: Codable {
     }
 }
 
-enum KeyID {
+/// What a key id may be.
+public enum KeyID {
     /// 1–64 characters of base64url's alphabet, plus `.`: printable in any header and log.
-    static func isValid(_ kid: String) -> Bool {
+    public static func isValid(_ kid: String) -> Bool {
         (1...64).contains(kid.utf8.count)
             && kid.utf8.allSatisfy { byte in
                 (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)

@@ -4,6 +4,10 @@ import FeedSigning
 import Foundation
 import PropertyList
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// `catalog keys`: the offline root key, the signing keys it certifies, and revocations.
 struct KeysCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -90,6 +94,7 @@ struct KeysCommand: ParsableCommand {
         var signingKey: String
 
         func run() throws {
+            for kid in kids where !KeyID.isValid(kid) { throw ValidationError("'\(kid)' is not a key id such as 'catalog keys show' prints") }
             let rootKey = try KeysCommand.read(root)
             let signing = try KeysCommand.read(signingKey)
             guard !kids.contains(signing.kid) else { throw ValidationError("\(signingKey) holds key \(signing.kid) itself; rotate first") }
@@ -155,10 +160,10 @@ struct KeysCommand: ParsableCommand {
         guard FileManager.default.createFile(atPath: temporary.path, contents: data, attributes: [.posixPermissions: mode]) else {
             throw ValidationError("cannot write \(url.path)")
         }
-        if replacing && FileManager.default.fileExists(atPath: url.path) {
-            _ = try FileManager.default.replaceItemAt(url, withItemAt: temporary)
-        } else {
-            try FileManager.default.moveItem(at: temporary, to: url)
+        // rename(2): atomic, and it replaces; Foundation's replaceItemAt lost the file on Linux.
+        guard rename(temporary.path, url.path) == 0 else {
+            try? FileManager.default.removeItem(at: temporary)
+            throw ValidationError("cannot write \(url.path): \(String(cString: strerror(errno)))")
         }
     }
 }
