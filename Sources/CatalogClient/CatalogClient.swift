@@ -92,7 +92,8 @@ public actor CatalogClient {
         let cached = cachedFeed(feedURL)
         // A signature past its expiry makes a cached feed stale, whatever max-age said: the
         // server (or the static host's .jws) must vouch for it again.
-        let signatureCurrent = verified[feedURL.absoluteString].map { Date().timeIntervalSince1970 <= TimeInterval($0.claims.exp) } ?? true
+        let signatureCurrent =
+            verified[feedURL.absoluteString].map { trust.policy.clock().timeIntervalSince1970 <= TimeInterval($0.claims.exp) } ?? true
         if let cached, !revalidate, signatureCurrent, cached.feed.isFresh(at: Date()) {
             return list(cached.decoded, cached.feed, source: .freshCache, status: nil)
         }
@@ -112,7 +113,7 @@ public actor CatalogClient {
         // not a reason to drop it (it is the last verified list); revalidation will ask.
         if trust.isEnabled {
             do {
-                verified[url.absoluteString] = try trust.check(feed.header.signature, body: feed.body, url: url, now: Date(), ignoringExpiry: true)
+                verified[url.absoluteString] = try trust.check(feed.header.signature, body: feed.body, url: url, now: trust.policy.clock(), ignoringExpiry: true)
             } catch {
                 if trust.policy.mode == .enforce {
                     configuration.log("cached feed \(url.absoluteString) dropped: \(error)")
@@ -156,7 +157,9 @@ public actor CatalogClient {
                 // A re-issued signature comes with the 304 from `catalog serve`; a static host's
                 // is in the .jws beside the feed, asked for only when the kept one has expired.
                 var signature = answer.header(FeedSigner.httpHeader) ?? cached.header.signature
-                if answer.header(FeedSigner.httpHeader) == nil, let kept = verified[url.absoluteString], Date().timeIntervalSince1970 > TimeInterval(kept.claims.exp) {
+                if answer.header(FeedSigner.httpHeader) == nil, let kept = verified[url.absoluteString],
+                    trust.policy.clock().timeIntervalSince1970 > TimeInterval(kept.claims.exp)
+                {
                     signature = await detachedSignature(for: url) ?? signature
                 }
                 judgement = judge(feed.body, signature: signature, url: url)
@@ -222,7 +225,7 @@ public actor CatalogClient {
 
     private func judge(_ body: Data, signature: String?, url: URL) -> Judgement {
         do {
-            return Judgement(verified: try trust.check(signature, body: body, url: url, now: Date()))
+            return Judgement(verified: try trust.check(signature, body: body, url: url, now: trust.policy.clock()))
         } catch {
             let problem = CatalogClientError(code: .signature, message: "\(url.absoluteString): \(error)")
             if trust.policy.mode == .enforce { return Judgement(refusal: problem) }
@@ -280,7 +283,7 @@ public actor CatalogClient {
         if let bundled = configuration.bundledFeed, let decoded = try? DecodedFeed(bundled.body, kind: FeedKind(url: url)) {
             do {
                 if trust.isEnabled {
-                    signedRevision = try trust.check(bundled.signature, body: bundled.body, url: url, now: Date(), bundled: true).claims.rev
+                    signedRevision = try trust.check(bundled.signature, body: bundled.body, url: url, now: trust.policy.clock(), bundled: true).claims.rev
                 }
                 identifiers = decoded.identifiers
             } catch {

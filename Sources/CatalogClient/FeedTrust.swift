@@ -27,6 +27,8 @@ extension CatalogClient {
         public var grace: TimeInterval
         /// Signing keys known to be revoked, besides those the root's revocation statements name.
         public var revokedKeys: Set<String>
+        /// The time expiry is checked against: the system clock, unless a test moves it.
+        public var clock: @Sendable () -> Date = { Date() }
 
         public init(mode: Mode, rootKeys: [Ed25519PublicKey] = [], grace: TimeInterval = 24 * 3600, revokedKeys: Set<String> = []) {
             self.mode = mode

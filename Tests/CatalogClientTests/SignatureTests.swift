@@ -258,13 +258,19 @@ import Testing
 
     @Test func aFrozenFeedIsRefusedOnceItsSignatureExpires() async throws {
         let keys = Keys()
-        // A signature that expires two seconds from now, and no grace: the host then keeps
-        // answering 304 with it, as a frozen mirror would.
-        let signer = try keys.signer(signatures: 2)
+        // Signatures good for an hour, and a grace of a minute; the host then keeps answering 304
+        // with the same signature, as a frozen mirror would, while the client's clock moves on.
+        let signer = try keys.signer(signatures: 3600)
+        let now = Mutex(Date())
+        var clocked = keys.policy(.enforce, grace: 60)
+        clocked.clock = { now.withLock { $0 } }
+        let policy = clocked
         try await Self.withHost(try Self.signed(["a"], revision: 1, by: signer)) { server, _, directory in
-            let client = Self.client(server, directory, keys.policy(.enforce, grace: 0))
+            let client = Self.client(server, directory, policy)
             #expect(await Self.fetch(client).signedRevision == 1)
-            try await Task.sleep(for: .seconds(3))
+            now.withLock { $0 += 3600 + 30 }
+            #expect(await Self.fetch(client).error == nil, "within the grace")
+            now.withLock { $0 += 60 }
             let list = await Self.fetch(client)
             #expect(list.source == .staleCache)
             #expect(list.identifiers == ["a"])

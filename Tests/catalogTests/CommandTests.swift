@@ -51,6 +51,16 @@ import Testing
     struct MissingExecutable: Error {}
 
     /// Runs `catalog arguments…` in `directory`; output goes through files, so no pipe can fill up.
+    /// ``run(_:in:environment:)`` on a thread of its own: waiting for a process must not hold one of
+    /// the few threads every test's tasks (and the servers of other tests) run on.
+    static func runAsync(_ arguments: [String], in directory: URL, environment: [String: String] = [:]) async throws -> Run {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async {
+                continuation.resume(with: Result { try run(arguments, in: directory, environment: environment) })
+            }
+        }
+    }
+
     static func run(_ arguments: [String], in directory: URL, environment: [String: String] = [:]) throws -> Run {
         let process = Process()
         process.executableURL = try executable()
@@ -107,6 +117,10 @@ import Testing
 
         func run(_ arguments: String...) throws -> Run {
             try CommandTests.run(arguments, in: root)
+        }
+
+        func runAsync(_ arguments: String...) async throws -> Run {
+            try await CommandTests.runAsync(arguments, in: root)
         }
 
         /// Every file below `root` (output capture files excluded) with its bytes.

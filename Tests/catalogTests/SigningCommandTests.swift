@@ -9,9 +9,9 @@ import Testing
 @Suite struct SigningCommandTests {
     static let feed = "public/v1/apps/com.example.app/products.json"
 
-    @Test func keysAreMadeOnceWithPrivateFilesReadableByTheOwnerOnly() throws {
-        try CommandTests.withWorkspace { workspace in
-            let made = try workspace.run("keys", "create", "--directory", "keys")
+    @Test func keysAreMadeOnceWithPrivateFilesReadableByTheOwnerOnly() async throws {
+        try await CommandTests.withWorkspaceAsync { workspace in
+            let made = try await workspace.runAsync("keys", "create", "--directory", "keys")
             #expect(made.status == 0, "\(made.stderr)")
             for name in ["root.jwk", "signing.jwk"] {
                 let attributes = try FileManager.default.attributesOfItem(atPath: workspace.root.appendingPathComponent("keys/\(name)").path)
@@ -20,28 +20,28 @@ import Testing
                 #expect(!made.stdout.contains(d) && !made.stderr.contains(d), "a private key was printed")
             }
             #expect(workspace.read("keys/root.pub.jwk")?.contains("\"d\"") == false)
-            let again = try workspace.run("keys", "create", "--directory", "keys")
+            let again = try await workspace.runAsync("keys", "create", "--directory", "keys")
             #expect(again.status != 0)
             #expect(again.stderr.contains("never overwritten"))
         }
     }
 
-    @Test func buildSignsWithTheKeyFromTheEnvironmentAndVerifyChecksIt() throws {
-        try CommandTests.withWorkspace { workspace in
+    @Test func buildSignsWithTheKeyFromTheEnvironmentAndVerifyChecksIt() async throws {
+        try await CommandTests.withWorkspaceAsync { workspace in
             try workspace.write("catalog/com.example.app.plist", seedCatalog)
-            #expect(try workspace.run("keys", "create", "--directory", "keys").status == 0)
-            let build = try CommandTests.run(
+            #expect(try await workspace.runAsync("keys", "create", "--directory", "keys").status == 0)
+            let build = try await CommandTests.runAsync(
                 ["build", "--store", "sqlite:var/catalog.sqlite"], in: workspace.root,
                 environment: ["CATALOG_SIGNING_KEY": workspace.root.appendingPathComponent("keys/signing.jwk").path])
             #expect(build.status == 0, "\(build.stderr)")
             #expect(workspace.exists(Self.feed + ".jws"))
-            let verified = try workspace.run("verify", Self.feed, "--root-key", "keys/root.pub.jwk")
+            let verified = try await workspace.runAsync("verify", Self.feed, "--root-key", "keys/root.pub.jwk")
             #expect(verified.status == 0, "\(verified.stderr)")
             #expect(verified.stdout.contains("app: com.example.app"))
             #expect(verified.stdout.contains("revision: 1"))
             // Another root: not trusted.
-            #expect(try workspace.run("keys", "create", "--directory", "other").status == 0)
-            let stranger = try workspace.run("verify", Self.feed, "--root-key", "other/root.pub.jwk")
+            #expect(try await workspace.runAsync("keys", "create", "--directory", "other").status == 0)
+            let stranger = try await workspace.runAsync("verify", Self.feed, "--root-key", "other/root.pub.jwk")
             #expect(stranger.status == 1)
             #expect(stranger.stderr.contains("untrustedKey"))
             // No key file of any kind under public/.
@@ -51,46 +51,46 @@ import Testing
         }
     }
 
-    @Test func aRevocationIsCarriedByEverySignatureMadeAfterIt() throws {
-        try CommandTests.withWorkspace { workspace in
+    @Test func aRevocationIsCarriedByEverySignatureMadeAfterIt() async throws {
+        try await CommandTests.withWorkspaceAsync { workspace in
             try workspace.write("catalog/com.example.app.plist", seedCatalog)
-            #expect(try workspace.run("keys", "create", "--directory", "keys").status == 0)
-            #expect(try workspace.run("build", "--signing-key", "keys/signing.jwk", "--store", "sqlite:var/c.sqlite").status == 0)
-            let rotated = try workspace.run("keys", "rotate", "--root", "keys/root.jwk", "--output", "keys/signing-2.jwk", "--previous", "keys/signing.jwk")
+            #expect(try await workspace.runAsync("keys", "create", "--directory", "keys").status == 0)
+            #expect(try await workspace.runAsync("build", "--signing-key", "keys/signing.jwk", "--store", "sqlite:var/c.sqlite").status == 0)
+            let rotated = try await workspace.runAsync("keys", "rotate", "--root", "keys/root.jwk", "--output", "keys/signing-2.jwk", "--previous", "keys/signing.jwk")
             #expect(rotated.status == 0, "\(rotated.stderr)")
-            let shownOld = try workspace.run("keys", "show", "keys/signing.jwk").stdout
+            let shownOld = try await workspace.runAsync("keys", "show", "keys/signing.jwk").stdout
             let old = String(try #require(shownOld.split(separator: "\n").first?.split(separator: " ").last))
             #expect(shownOld.hasPrefix("private key \(old)\ncertified from "))
-            let revoked = try workspace.run("keys", "revoke", old, "--root", "keys/root.jwk", "--signing-key", "keys/signing-2.jwk")
+            let revoked = try await workspace.runAsync("keys", "revoke", old, "--root", "keys/root.jwk", "--signing-key", "keys/signing-2.jwk")
             #expect(revoked.status == 0, "\(revoked.stderr)")
             // Refused: a key cannot revoke itself.
-            #expect(try workspace.run("keys", "revoke", old, "--root", "keys/root.jwk", "--signing-key", "keys/signing.jwk").status != 0)
-            let signed = try workspace.run("sign", "--signing-key", "keys/signing-2.jwk")
+            #expect(try await workspace.runAsync("keys", "revoke", old, "--root", "keys/root.jwk", "--signing-key", "keys/signing.jwk").status != 0)
+            let signed = try await workspace.runAsync("sign", "--signing-key", "keys/signing-2.jwk")
             #expect(signed.status == 0, "\(signed.stderr)")
             #expect(signed.stdout.contains("signatures written"))
-            let shown = try workspace.run("keys", "show", "keys/signing-2.jwk")
+            let shown = try await workspace.runAsync("keys", "show", "keys/signing-2.jwk")
             #expect(shown.stdout.contains("carries revocations version 1: \(old)"))
-            let verified = try workspace.run("verify", Self.feed, "--root-key", "keys/root.pub.jwk")
+            let verified = try await workspace.runAsync("verify", Self.feed, "--root-key", "keys/root.pub.jwk")
             #expect(verified.status == 0)
             #expect(!verified.stdout.contains("signing key: \(old)"))
             // With --refresh, a signature far from its expiry is left as it is.
-            let refreshed = try workspace.run("sign", "--refresh", "--signing-key", "keys/signing-2.jwk")
+            let refreshed = try await workspace.runAsync("sign", "--refresh", "--signing-key", "keys/signing-2.jwk")
             #expect(refreshed.stdout.hasPrefix("0 signatures written"), "\(refreshed.stdout)")
         }
     }
 
-    @Test func aTamperedFeedFailsVerification() throws {
-        try CommandTests.withWorkspace { workspace in
+    @Test func aTamperedFeedFailsVerification() async throws {
+        try await CommandTests.withWorkspaceAsync { workspace in
             try workspace.write("catalog/com.example.app.plist", seedCatalog)
-            #expect(try workspace.run("keys", "create", "--directory", "keys").status == 0)
-            #expect(try workspace.run("build", "--signing-key", "keys/signing.jwk", "--store", "sqlite:var/c.sqlite").status == 0)
+            #expect(try await workspace.runAsync("keys", "create", "--directory", "keys").status == 0)
+            #expect(try await workspace.runAsync("build", "--signing-key", "keys/signing.jwk", "--store", "sqlite:var/c.sqlite").status == 0)
             let path = workspace.root.appendingPathComponent(Self.feed)
             try FileManager.default.removeItem(at: path)
             try workspace.write(Self.feed, #"["com.example.evil"]"#)
-            let verified = try workspace.run("verify", Self.feed, "--root-key", "keys/root.pub.jwk")
+            let verified = try await workspace.runAsync("verify", Self.feed, "--root-key", "keys/root.pub.jwk")
             #expect(verified.status == 1)
             #expect(verified.stderr.contains("badSignature"))
-            let unsigned = try workspace.run("verify", "catalog/com.example.app.plist", "--root-key", "keys/root.pub.jwk")
+            let unsigned = try await workspace.runAsync("verify", "catalog/com.example.app.plist", "--root-key", "keys/root.pub.jwk")
             #expect(unsigned.status == 1)
             #expect(unsigned.stderr.contains("no signature"))
         }
