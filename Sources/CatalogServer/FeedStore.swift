@@ -87,6 +87,15 @@ public final class FeedStore: Sendable {
         let index = FeedIndex(apps: apps)
         let reloaded = State(index: index, signature: signature)
         state.withLock { $0 = reloaded }
+        // The current revision's signatures may have been re-issued: its snapshots are read again.
+        snapshots.withLock { cache in
+            for (app, served) in apps {
+                for kind in FeedKind.allCases {
+                    let key = SnapshotKey(app: app, revision: served.manifest.revision, kind: kind)
+                    if cache.entries.removeValue(forKey: key) != nil { cache.order.removeAll { $0 == key } }
+                }
+            }
+        }
         for (app, served) in apps where previous.apps[app]?.manifest.revision != served.manifest.revision {
             logger.info("feed.reloaded", metadata: ["feed.app": "\(app)", "feed.revision": "\(served.manifest.revision)"])
         }

@@ -95,4 +95,26 @@ import Testing
             #expect(unsigned.stderr.contains("no signature"))
         }
     }
+
+    /// `catalog serve --signing-key` on a tree published unsigned: it signs the current feeds at
+    /// start and serves them with their signatures.
+    @Test func serveSignsWhatWasPublishedUnsignedAndServesTheSignatures() async throws {
+        try await CommandTests.withWorkspaceAsync { workspace in
+            try workspace.write("catalog/com.example.app.plist", seedCatalog)
+            #expect(try await workspace.runAsync("keys", "create", "--directory", "keys").status == 0)
+            #expect(try await workspace.runAsync("build", "--store", "sqlite:var/c.sqlite").status == 0)
+            #expect(!workspace.exists(Self.feed + ".jws"))
+            let server = try ServeProcess(in: workspace, ["--store", "sqlite:var/c.sqlite", "--signing-key", "keys/signing.jwk"])
+            defer { if server.process.isRunning { server.process.terminate() } }
+            let url = server.url("/v1/apps/com.example.app/products.json").absoluteString
+            var verified = try await workspace.runAsync("verify", url, "--root-key", "keys/root.pub.jwk")
+            for _ in 0..<100 where verified.status != 0 {
+                try await Task.sleep(for: .milliseconds(100))
+                verified = try await workspace.runAsync("verify", url, "--root-key", "keys/root.pub.jwk")
+            }
+            #expect(verified.status == 0, "\(verified.stderr)")
+            #expect(verified.stdout.contains("app: com.example.app"))
+            #expect(workspace.exists(Self.feed + ".jws"), "the static tree is signed too")
+        }
+    }
 }
