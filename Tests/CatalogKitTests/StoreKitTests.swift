@@ -11,7 +11,7 @@ import Testing
     /// Writes `text` next to `catalog/` and imports it.
     private func importFile(
         _ text: String, into catalog: TemporaryCatalog, overwrite: Bool = false
-    ) throws -> CatalogWorkflow.StoreKitImport {
+    ) throws -> CatalogWorkflow.ProductImport {
         let url = catalog.root.appendingPathComponent("Products.storekit")
         try Data(text.utf8).write(to: url)
         return try catalog.workflow.importStoreKit(from: url, displayPath: "Products.storekit", app: Self.app, overwrite: overwrite)
@@ -411,6 +411,225 @@ import Testing
         #expect(!catalog.workflow.validate().hasErrors)
     }
 
+    // MARK: - Format 5 (Xcode 26): billing plans and per-plan introductory offers
+
+    /// A format 5 file as Xcode 26 writes one (the shapes of real files: billing plans up front and
+    /// monthly with a 12-month commitment, an introductory offer per plan beside the singular one,
+    /// `billingPlanType` and `numberOfPeriods` on every offer, no `introductoryOffer` key when there
+    /// is none).
+    static let version5 = #"""
+{
+  "appPolicies" : {
+    "eula" : "",
+    "policies" : [
+      {
+        "locale" : "en_US",
+        "policyText" : "",
+        "policyURL" : ""
+      }
+    ]
+  },
+  "identifier" : "5A0C2E41",
+  "nonRenewingSubscriptions" : [
+
+  ],
+  "products" : [
+    {
+      "displayPrice" : "0.99",
+      "familyShareable" : false,
+      "internalID" : "6759309301",
+      "localizations" : [
+        {
+          "description" : "A pile of gold",
+          "displayName" : "Gold",
+          "locale" : "en_US"
+        }
+      ],
+      "productID" : "com.example.game.gold",
+      "referenceName" : "Gold",
+      "type" : "Consumable"
+    }
+  ],
+  "settings" : {
+    "_applicationInternalID" : "6759309200",
+    "_developerTeamID" : "ABCDE12345",
+    "_lastSynchronizedDate" : 804778767.63
+  },
+  "subscriptionGroups" : [
+    {
+      "id" : "22255725",
+      "localizations" : [
+
+      ],
+      "name" : "Premium",
+      "subscriptions" : [
+        {
+          "adHocOffers" : [
+            {
+              "billingPlanType" : "BILLED_UPFRONT",
+              "displayPrice" : "99",
+              "internalID" : "0E5D3A11",
+              "numberOfPeriods" : 1,
+              "offerID" : "winback-yearly",
+              "paymentMode" : "payUpFront",
+              "referenceName" : "Come back",
+              "subscriptionPeriod" : "P1Y"
+            }
+          ],
+          "billingPlans" : [
+            {
+              "billingPlanType" : "BILLED_UPFRONT",
+              "commitmentDisplayPrice" : "198",
+              "displayPrice" : "198",
+              "internalID" : "8A00F767",
+              "isEnabled" : true
+            },
+            {
+              "billingPlanType" : "MONTHLY",
+              "commitmentDisplayPrice" : "216",
+              "displayPrice" : "18",
+              "internalID" : "C2E09540",
+              "isEnabled" : true
+            }
+          ],
+          "codeOffers" : [
+
+          ],
+          "displayPrice" : "198",
+          "familyShareable" : true,
+          "groupNumber" : 1,
+          "internalID" : "460D7EFA",
+          "introductoryOffer" : {
+            "billingPlanType" : "BILLED_UPFRONT",
+            "internalID" : "D1989EDF",
+            "numberOfPeriods" : 1,
+            "paymentMode" : "free",
+            "subscriptionPeriod" : "P1W"
+          },
+          "introductoryOffers" : [
+            {
+              "billingPlanType" : "BILLED_UPFRONT",
+              "internalID" : "D1989EDF",
+              "numberOfPeriods" : 1,
+              "paymentMode" : "free",
+              "subscriptionPeriod" : "P1W"
+            },
+            {
+              "billingPlanType" : "MONTHLY",
+              "internalID" : "1CEEA276",
+              "numberOfPeriods" : 1,
+              "paymentMode" : "free",
+              "subscriptionPeriod" : "P2M"
+            }
+          ],
+          "localizations" : [
+            {
+              "description" : "Everything, for a year",
+              "displayName" : "Premium Yearly",
+              "locale" : "en_US"
+            }
+          ],
+          "productID" : "com.example.game.premium.yearly",
+          "recurringSubscriptionPeriod" : "P1Y",
+          "referenceName" : "Premium Yearly",
+          "subscriptionGroupID" : "22255725",
+          "type" : "RecurringSubscription",
+          "winbackOffers" : [
+
+          ]
+        },
+        {
+          "adHocOffers" : [
+
+          ],
+          "billingPlans" : [
+            {
+              "billingPlanType" : "BILLED_UPFRONT",
+              "commitmentDisplayPrice" : "19.99",
+              "displayPrice" : "19.99",
+              "internalID" : "1A8CE555",
+              "isEnabled" : true
+            }
+          ],
+          "codeOffers" : [
+
+          ],
+          "displayPrice" : "19.99",
+          "familyShareable" : false,
+          "groupNumber" : 2,
+          "internalID" : "6779146686",
+          "introductoryOffers" : [
+
+          ],
+          "localizations" : [
+
+          ],
+          "productID" : "com.example.game.premium.monthly",
+          "recurringSubscriptionPeriod" : "P1M",
+          "referenceName" : "Premium Monthly",
+          "subscriptionGroupID" : "22255725",
+          "type" : "RecurringSubscription",
+          "winbackOffers" : [
+
+          ]
+        }
+      ]
+    }
+  ],
+  "version" : {
+    "major" : 5,
+    "minor" : 0
+  }
+}
+"""#
+
+    @Test func format5ImportsBillingPlansAndEveryIntroductoryOffer() throws {
+        let catalog = try TemporaryCatalog()
+        defer { try? FileManager.default.removeItem(at: catalog.root) }
+        let result = try importFile(Self.version5, into: catalog)
+        #expect(errors(result.diagnostics) == [])
+        #expect(result.added == ["com.example.game.gold", "com.example.game.premium.yearly", "com.example.game.premium.monthly"])
+        let products = try #require(catalog.workflow.validate().catalogs.first).products
+        let yearly = try #require(products.first { $0.id == "com.example.game.premium.yearly" })
+        let metadata = String(decoding: try #require(yearly.metadataJSON), as: UTF8.self)
+        #expect(metadata.contains(#""billingPlans":[{"billingPlanType":"BILLED_UPFRONT","commitmentDisplayPrice":"198","displayPrice":"198","isEnabled":true},{"billingPlanType":"MONTHLY","commitmentDisplayPrice":"216","displayPrice":"18","isEnabled":true}]"#), "\(metadata)")
+        #expect(metadata.contains(#""introductoryOffers":[{"billingPlanType":"BILLED_UPFRONT","numberOfPeriods":1,"paymentMode":"free","subscriptionPeriod":"P1W"},{"billingPlanType":"MONTHLY","numberOfPeriods":1,"paymentMode":"free","subscriptionPeriod":"P2M"}]"#), "\(metadata)")
+        #expect(metadata.contains(#""adHocOffers":[{"billingPlanType":"BILLED_UPFRONT","displayPrice":"99","numberOfPeriods":1,"offerID":"winback-yearly""#), "\(metadata)")
+        #expect(yearly.subscription?.period == "P1Y")
+        // No account data: Xcode's and App Store Connect's ids stay out of the catalog.
+        let written = try #require(source(catalog))
+        for id in ["8A00F767", "6779146686", "ABCDE12345", "D1989EDF"] { #expect(!written.contains(id), "\(id)") }
+    }
+
+    @Test func format5RoundTripsAndExportSaysWhichFormat() throws {
+        let catalog = try TemporaryCatalog()
+        defer { try? FileManager.default.removeItem(at: catalog.root) }
+        _ = try importFile(Self.version5, into: catalog)
+        let first = catalog.workflow.exportStoreKit(app: Self.app)
+        let bytes = try #require(first.bytes)
+        #expect(first.format == 5)
+        let text = String(decoding: bytes, as: UTF8.self)
+        #expect(text.contains(#""major" : 5"#))
+        #expect(text.contains(#""billingPlanType" : "MONTHLY""#))
+        // The monthly subscription has no introductory offer: no key, as Xcode 26 writes it.
+        let monthly = try #require(text.range(of: #""productID" : "com.example.game.premium.monthly""#))
+        let monthlyObject = text[text[..<monthly.lowerBound].range(of: "{", options: .backwards)!.lowerBound..<monthly.lowerBound]
+        #expect(!monthlyObject.contains(#""introductoryOffer" :"#))
+        #expect(monthlyObject.contains(#""introductoryOffers" : ["#))
+
+        let empty = try TemporaryCatalog()
+        defer { try? FileManager.default.removeItem(at: empty.root) }
+        let imported = try importFile(text, into: empty)
+        #expect(errors(imported.diagnostics) == [])
+        #expect(empty.workflow.exportStoreKit(app: Self.app).bytes == bytes)
+
+        // A catalog without billing plans exports format 4, which every current Xcode opens.
+        let plain = try TemporaryCatalog()
+        defer { try? FileManager.default.removeItem(at: plain.root) }
+        try plain.write("\(Self.app).plist", Self.richCatalog)
+        #expect(plain.workflow.exportStoreKit(app: Self.app).format == 4)
+    }
+
     // MARK: - Malformed input writes nothing
 
     static let malformed: [(name: String, text: String, message: String)] = [
@@ -419,8 +638,8 @@ import Testing
         ("root array", "[]", "Products.storekit:1:1: error: not a .storekit file: the root must be an object, found an array"),
         ("no version", #"{"products": []}"#, "Products.storekit:1:1: error: not a .storekit file: it has no 'version'"),
         (
-            "unknown version", #"{"products": [], "version": {"major": 5, "minor": 0}}"#,
-            "Products.storekit:1:29: error: unsupported .storekit version 5.0; this tool reads versions 1 to 4"
+            "unknown version", #"{"products": [], "version": {"major": 6, "minor": 3}}"#,
+            "Products.storekit:1:29: error: unsupported .storekit version 6.3; this tool reads versions 1 to 5"
         ),
         (
             "wrong type", #"{"version": {"major": 4}, "products": [{"productID": 7, "type": "Consumable"}]}"#,

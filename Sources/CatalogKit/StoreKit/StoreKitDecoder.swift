@@ -2,7 +2,7 @@ import PropertyList
 
 /// What the `.storekit` mapping shares between reading and writing (docs/storekit.md).
 enum StoreKitMapping {
-    static let supportedMajorVersions: ClosedRange<Int64> = 1...4
+    static let supportedMajorVersions: ClosedRange<Int64> = 1...5
 
     /// Xcode's product types and the catalog's.
     static let types: [String: ProductType] = [
@@ -19,24 +19,33 @@ enum StoreKitMapping {
         }
     }
 
-    /// Subscription offers, kept in `metadata` under these same names.
-    static let offerKeys = ["introductoryOffer", "adHocOffers", "codeOffers", "winbackOffers"]
+    /// Subscription offers, kept in `metadata` under these same names. Format 5 added the plural
+    /// `introductoryOffers` (one per billing plan) beside the singular one, which it keeps as a
+    /// copy of the up-front plan's.
+    static let offerKeys = ["introductoryOffer", "introductoryOffers", "adHocOffers", "codeOffers", "winbackOffers"]
+
+    /// What a subscription is billed as (format 5): up front, or monthly over a 12-month commitment.
+    static let billingPlansKey = "billingPlans"
+
+    /// The `metadata` keys of a subscription that only format 5 can hold: an export that has any
+    /// of them writes format 5, otherwise format 4, which current Xcode versions open.
+    static let format5Keys = [billingPlansKey, "introductoryOffers"]
 
     /// The `metadata` keys that come from a `.storekit` file: an import with `--overwrite`
     /// replaces (or removes) exactly these and leaves the editor's other metadata alone.
-    static let metadataKeys = ["displayPrice", "familyShareable", "localizations", "groupLocalizations"] + offerKeys
+    static let metadataKeys = ["displayPrice", "familyShareable", "localizations", "groupLocalizations", billingPlansKey] + offerKeys
 }
 
-/// One product of a `.storekit` file, mapped onto a catalog product dict.
-struct StoreKitProduct: Sendable {
+/// One product of an imported file (`.storekit` or a product list), mapped onto a catalog product dict.
+struct ImportedProduct: Sendable {
     var id: String
-    /// Where its object starts in the `.storekit` file.
+    /// Where it starts in the imported file.
     var position: SourcePosition
     /// `id`, `type`, `referenceName`, `subscription` and `metadata`, as a source plist holds them.
     var fields: PropertyListDictionary
 }
 
-/// Reads an Xcode StoreKit configuration file (versions 1 to 4) into catalog product dicts.
+/// Reads an Xcode StoreKit configuration file (versions 1 to 5) into catalog product dicts.
 ///
 /// Wrong kinds, unknown types and versions, and duplicate product ids are errors at their place
 /// in the file; keys with no place in the catalog (settings, `appPolicies`, Xcode's internal
@@ -54,7 +63,7 @@ struct StoreKitDecoder {
         lines = LineIndex(bytes)
     }
 
-    mutating func decode() -> [StoreKitProduct] {
+    mutating func decode() -> [ImportedProduct] {
         let root: JSONNode
         do {
             root = try JSONTree.parse(bytes)
@@ -68,7 +77,7 @@ struct StoreKitDecoder {
             return []
         }
         guard checkVersion(root) else { return [] }
-        var products: [StoreKitProduct] = []
+        var products: [ImportedProduct] = []
         for (key, node) in members {
             switch key {
             case "version", "identifier":
@@ -103,13 +112,13 @@ struct StoreKitDecoder {
         var minor: Int64 = 0
         if case .integer(let number) = version.value["minor"]?.value { minor = number }
         guard StoreKitMapping.supportedMajorVersions.contains(major) else {
-            error("unsupported .storekit version \(major).\(minor); this tool reads versions 1 to 4", at: version)
+            error("unsupported .storekit version \(major).\(minor); this tool reads versions 1 to 5", at: version)
             return false
         }
         return true
     }
 
-    private mutating func group(_ node: JSONNode) -> [StoreKitProduct] {
+    private mutating func group(_ node: JSONNode) -> [ImportedProduct] {
         guard case .object(let members) = node.value else {
             error("a subscription group must be an object, found \(node.value.kindName)", at: node)
             return []
@@ -129,7 +138,7 @@ struct StoreKitDecoder {
         return subscriptions.compactMap { product($0, group: (name, localizations)) }
     }
 
-    private mutating func product(_ node: JSONNode, group: (name: String?, localizations: PropertyListValue?)?) -> StoreKitProduct? {
+    private mutating func product(_ node: JSONNode, group: (name: String?, localizations: PropertyListValue?)?) -> ImportedProduct? {
         guard case .object(let members) = node.value else {
             error("a product must be an object, found \(node.value.kindName)", at: node)
             return nil
@@ -174,7 +183,8 @@ struct StoreKitDecoder {
                     break
                 }
                 metadata.set(key, plistValue(value))
-            case "adHocOffers", "codeOffers", "winbackOffers": metadata.set(key, objects(value, key: key))
+            case "adHocOffers", "codeOffers", "winbackOffers", "introductoryOffers", StoreKitMapping.billingPlansKey:
+                metadata.set(key, objects(value, key: key))
             case "internalID", "subscriptionGroupID":
                 break  // Xcode's or App Store Connect's ids: account-specific, made anew on export
             default:
@@ -211,7 +221,7 @@ struct StoreKitDecoder {
             StoreKitMapping.metadataKeys.firstIndex(of: $0.key)! < StoreKitMapping.metadataKeys.firstIndex(of: $1.key)!
         }
         if !metadata.entries.isEmpty { fields.set("metadata", .dictionary(metadata)) }
-        return StoreKitProduct(id: id, position: position(node.offset), fields: fields)
+        return ImportedProduct(id: id, position: position(node.offset), fields: fields)
     }
 
     // MARK: - Values

@@ -1,6 +1,8 @@
 import PropertyList
 
-/// Writes an app's catalog as an Xcode StoreKit configuration file (version 4) for local testing.
+/// Writes an app's catalog as an Xcode StoreKit configuration file for local testing: format 4,
+/// which current Xcode versions open, unless a subscription has billing plans or per-plan
+/// introductory offers, which only format 5 (Xcode 26) holds.
 ///
 /// The bytes depend on the catalog alone, never on the clock or on hashing order: keys are
 /// sorted, and the ids Xcode wants (`identifier`, `internalID`, group `id`) are derived from the
@@ -15,13 +17,16 @@ enum StoreKitEncoder {
         product.status != .retired
     }
 
-    static func encode(_ catalog: AppCatalog) -> (bytes: [UInt8], diagnostics: [Diagnostic]) {
+    static func encode(_ catalog: AppCatalog) -> (bytes: [UInt8], format: Int, diagnostics: [Diagnostic]) {
         var diagnostics: [Diagnostic] = []
+        let exported = catalog.products.filter(isExported)
+        let metadata = exported.map { $0.metadataJSON.flatMap { try? JSONTree.parse($0).value } ?? .object([]) }
+        let format = metadata.contains { object in StoreKitMapping.format5Keys.contains { object[$0] != nil } } ? 5 : 4
         var ids = InternalIDs()
         var products: [JSONNode] = []
         var nonRenewing: [JSONNode] = []
         var groups: [(name: String, localizations: JSONValue?, subscriptions: [JSONNode])] = []
-        for product in catalog.products where isExported(product) {
+        for (product, metadata) in zip(exported, metadata) {
             guard let type = product.type else {
                 diagnostics.append(
                     .warning(
@@ -29,7 +34,6 @@ enum StoreKitEncoder {
                         file: product.location.file, at: product.location.position))
                 continue
             }
-            let metadata = product.metadataJSON.flatMap { try? JSONTree.parse($0).value } ?? .object([])
             var object: [(key: String, value: JSONValue)] = [
                 ("displayPrice", displayPrice(metadata["displayPrice"]?.value)),
                 ("familyShareable", familyShareable(metadata["familyShareable"]?.value)),
@@ -46,9 +50,25 @@ enum StoreKitEncoder {
                 continue
             }
             let groupID = ids.group(subscription.group)
-            for key in StoreKitMapping.offerKeys {
+            for key in StoreKitMapping.offerKeys where format == 5 || key != "introductoryOffers" {
                 let offers = offers(metadata[key]?.value, key: key, product: product.id, ids: &ids)
+                // Format 4 writes a missing introductory offer as null; format 5 leaves the key out.
+                if key == "introductoryOffer" && offers == nil && format == 5 { continue }
                 object.append((key, offers ?? (key == "introductoryOffer" ? .null : .array([]))))
+            }
+            if format == 5 {
+                // Xcode writes at least the up-front plan, at the subscription's price.
+                let price = displayPrice(metadata["displayPrice"]?.value)
+                let upFront: JSONValue = .array([
+                    node([
+                        ("billingPlanType", .string("BILLED_UPFRONT")), ("commitmentDisplayPrice", price), ("displayPrice", price),
+                        ("isEnabled", .boolean(true)),
+                    ])
+                ])
+                let plans = metadata[StoreKitMapping.billingPlansKey]?.value ?? upFront
+                object.append(
+                    (StoreKitMapping.billingPlansKey,
+                     offers(plans, key: StoreKitMapping.billingPlansKey, product: product.id, ids: &ids) ?? .array([])))
             }
             object += [
                 // Rank 1 when the catalog gives none: Xcode needs a level, and 1 is the top one.
@@ -79,9 +99,9 @@ enum StoreKitEncoder {
             // Test settings are each developer's own, and the `_`-prefixed ones name their account.
             ("settings", .object([])),
             ("subscriptionGroups", .array(groupNodes)),
-            ("version", node([("major", .integer(4)), ("minor", .integer(0))]).value),
+            ("version", node([("major", .integer(Int64(format))), ("minor", .integer(0))]).value),
         ])
-        return (JSONTree.render(root.value), diagnostics)
+        return (JSONTree.render(root.value), format, diagnostics)
     }
 
     /// Xcode wants the price as a string; an editor may have typed a number in the metadata.
@@ -99,7 +119,7 @@ enum StoreKitEncoder {
         return .boolean(false)
     }
 
-    /// The offers kept in metadata, each given a stable `internalID`.
+    /// The offers (or billing plans) kept in metadata, each given a stable `internalID`.
     private static func offers(_ value: JSONValue?, key: String, product: String, ids: inout InternalIDs) -> JSONValue? {
         func withID(_ offer: JSONNode, index: Int) -> JSONNode {
             guard case .object(var members) = offer.value else { return offer }
