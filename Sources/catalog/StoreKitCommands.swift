@@ -8,7 +8,7 @@ struct ImportCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "import",
         abstract: "Bring product definitions from another format into the catalog.",
-        subcommands: [ImportStoreKitCommand.self]
+        subcommands: [ImportStoreKitCommand.self, ImportPlistCommand.self]
     )
 
     /// A format is required, as for the root command: help to standard error, exit 64.
@@ -35,7 +35,7 @@ struct ExportCommand: ParsableCommand {
 struct ImportStoreKitCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "storekit",
-        abstract: "Import an Xcode StoreKit configuration file (.storekit, versions 1 to 4) into an app's sources.",
+        abstract: "Import an Xcode StoreKit configuration file (.storekit, versions 1 to 5) into an app's sources.",
         discussion: """
             Writes catalog/<app>.plist (or catalog/<app>/storekit.plist for a folder app) as a \
             canonical property list. Products the app already has are reported and skipped, \
@@ -81,8 +81,9 @@ struct ExportStoreKitCommand: AsyncParsableCommand {
         commandName: "storekit",
         abstract: "Write an app's products as an Xcode StoreKit configuration file for local testing.",
         discussion: """
-            Version 4 layout, with no account-specific settings or ids; the same sources always \
-            give the same bytes. Retired products are left out. Exit status: 0 on success, 1 on \
+            Format 4, which current Xcode versions open, or format 5 (Xcode 26) when a subscription has billing \
+            plans or per-plan introductory offers; no account-specific settings or ids; the same \
+            sources always give the same bytes. Retired products are left out. Exit status: 0 on success, 1 on \
             errors, 64 on misuse. See docs/storekit.md for the mapping.
             """
     )
@@ -111,6 +112,7 @@ struct ExportStoreKitCommand: AsyncParsableCommand {
             return
         }
         try await exitOnFailure { try AtomicFile.write(bytes, to: URL(fileURLWithPath: path)) }
-        print("\(app): wrote \(path): \(export.productCount) product\(export.productCount == 1 ? "" : "s")")
+        let opens = export.format == 5 ? "for its billing plans: needs Xcode 26 or later" : "which current Xcode versions open"
+        print("\(app): wrote \(path): \(export.productCount) product\(export.productCount == 1 ? "" : "s"), .storekit format \(export.format) (\(opens))")
     }
 }

@@ -53,7 +53,9 @@ import Testing
 
             let exported = try workspace.run("export", "storekit", "com.example.app")
             #expect(exported.status == 0)
-            #expect(exported.stdout == "com.example.app: wrote com.example.app.storekit: 2 products\n")
+            #expect(
+                exported.stdout
+                    == "com.example.app: wrote com.example.app.storekit: 2 products, .storekit format 4 (which current Xcode versions open)\n")
             let file = try #require(workspace.read("com.example.app.storekit"))
             #expect(file.contains(#""productID" : "com.example.app.premium""#))
             #expect(!file.contains("ABCDE12345") && !file.contains("_developerTeamID") && !file.contains("21482000"))
@@ -99,7 +101,7 @@ import Testing
             #expect(run.status == 1)
             #expect(
                 run.stderr == """
-                    Products.storekit:1:13: error: unsupported .storekit version 9.0; this tool reads versions 1 to 4
+                    Products.storekit:1:13: error: unsupported .storekit version 9.0; this tool reads versions 1 to 5
                     1 error, 0 warnings
                     error: nothing was written
 
@@ -122,6 +124,32 @@ import Testing
             #expect(run.status == 1)
             #expect(run.stderr.hasPrefix("catalog/com.example.none.plist:1:1: error: no sources for app 'com.example.none' in catalog\n"))
             #expect(!workspace.exists("com.example.none.storekit"))
+        }
+    }
+
+    /// `catalog import plist` says which shape it read, writes the app's source, and the build that
+    /// refused the file as a source publishes it afterwards.
+    @Test func importPlistSaysWhichShapeItReadAndTheAppBuilds() async throws {
+        try await CommandTests.withWorkspaceAsync { workspace in
+            try workspace.write(
+                "catalog/com.example.app.plist",
+                plist("<dict><key>Products</key><array><string>com.example.app.coins</string></array></dict>"))
+            let refused = try await workspace.runAsync("build", "--store", "sqlite:var/c.sqlite")
+            #expect(refused.status == 1)
+            #expect(refused.stderr.contains("catalog import plist FILE --app com.example.app"), "\(refused.stderr)")
+            try FileManager.default.moveItem(
+                at: workspace.root.appendingPathComponent("catalog/com.example.app.plist"), to: workspace.root.appendingPathComponent("Products.plist"))
+            let imported = try await workspace.runAsync("import", "plist", "Products.plist", "--app", "com.example.app")
+            #expect(imported.status == 0, "\(imported.stderr)")
+            #expect(
+                imported.stdout == """
+                    Products.plist: read 'Products' and 'Subscriptions' groups (StoreHelper)
+                    com.example.app: wrote catalog/com.example.app.plist: 1 added, 0 replaced
+
+                    """)
+            let built = try await workspace.runAsync("build", "--store", "sqlite:var/c.sqlite")
+            #expect(built.status == 0, "\(built.stderr)")
+            #expect(workspace.read("public/v1/apps/com.example.app/products.json") == #"["com.example.app.coins"]"#)
         }
     }
 }

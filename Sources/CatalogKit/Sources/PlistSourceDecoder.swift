@@ -32,7 +32,11 @@ struct PlistSourceDecoder {
         var settings = AppSettingsDefinition(file: file)
         switch root.value {
         case .array(let items):
-            // Apple's minimal form: identifiers only.
+            // Apple's minimal form: identifiers only. An array of dicts is another app's shape.
+            if let first = items.first, case .dictionary = first.value {
+                diagnostics.append(Self.anotherShape("its root is an array of dictionaries, not of identifier strings", file: file, at: root.position))
+                return nil
+            }
             for item in items {
                 guard case .string(let id) = item.value else {
                     diagnostics.append(
@@ -44,6 +48,16 @@ struct PlistSourceDecoder {
                 products.append(product, into: &diagnostics)
             }
         case .dictionary(let dictionary):
+            // A dict without 'products' and with keys that are no setting is a product list of
+            // another shape (StoreHelper's `Products`, Apple's sample dictionary): published as it
+            // is, the app would have no products.
+            let unknown = dictionary.entries.filter { !Self.settingKeys.contains($0.key) }
+            if dictionary["products"] == nil, let first = unknown.first {
+                let keys = unknown.prefix(3).map { "'\($0.key)'" }.joined(separator: ", ") + (unknown.count > 3 ? ", …" : "")
+                diagnostics.append(
+                    Self.anotherShape("it has no 'products' and its keys (\(keys)) are not catalog settings", file: file, at: first.keyPosition))
+                return nil
+            }
             for entry in dictionary.entries {
                 switch entry.key {
                 case "app": settings.app = entry.value.string(key: "app", file: file, into: &diagnostics)
@@ -70,6 +84,21 @@ struct PlistSourceDecoder {
             return nil
         }
         return SourceDefinition(settings: settings, products: products)
+    }
+
+    /// The keys of the full form's root dict.
+    static let settingKeys: Set<String> = ["app", "platforms", "feedbackPolicy", "products"]
+
+    /// The error for a file that would publish no products because it is a product list of
+    /// another shape: it names the command that converts it.
+    static func anotherShape(_ why: String, file: String, at position: SourcePosition) -> Diagnostic {
+        // catalog/<app>.plist, or a file of a folder app catalog/<app>/….
+        let path = file as NSString
+        let folder = (path.deletingLastPathComponent as NSString).lastPathComponent
+        let app = folder.contains(".") ? folder : (path.lastPathComponent as NSString).deletingPathExtension
+        return .error(
+            "this file defines no products: \(why); if it is a product list of another shape, convert it with 'catalog import plist FILE --app \(app)' (move it out of the catalog first)",
+            file: file, at: position)
     }
 
     private func decodeProduct(_ node: PropertyListNode, file: String, into diagnostics: inout [Diagnostic]) -> ProductDefinition? {

@@ -1,16 +1,19 @@
 import Foundation
 import PropertyList
 
-/// `catalog import storekit` and `catalog export storekit` as functions (docs/storekit.md).
+/// `catalog import storekit`, `catalog import plist` and `catalog export storekit` as functions
+/// (docs/storekit.md, docs/editing.md).
 extension CatalogWorkflow {
     /// The largest `.storekit` file read: real ones are kilobytes.
     static let maximumStoreKitBytes = 16 << 20
 
     /// What an import did, or would have done when it has errors (then it wrote nothing).
-    public struct StoreKitImport: Sendable {
+    public struct ProductImport: Sendable {
         public var diagnostics: [Diagnostic]
         /// The source file written (or that would have been), as diagnostics show it.
         public var target: String
+        /// What the imported file was recognised as, for a product list (`catalog import plist`).
+        public var shape: String?
         public var added: [String] = []
         public var replaced: [String] = []
         /// Products already in the catalog and left as they are.
@@ -29,16 +32,48 @@ extension CatalogWorkflow {
     /// platforms, dates, other metadata) stays. The result must pass the catalog rules; if it
     /// does not, or the file is malformed, or the app's sources already have errors, nothing is
     /// written and the diagnostics say why.
-    public func importStoreKit(from url: URL, displayPath: String, app: String, overwrite: Bool) throws -> StoreKitImport {
+    public func importStoreKit(from url: URL, displayPath: String, app: String, overwrite: Bool) throws -> ProductImport {
+        var limits = self.limits
+        limits.maximumFileBytes = Self.maximumStoreKitBytes
+        return try importProducts(
+            from: url, displayPath: displayPath, app: app, overwrite: overwrite, limits: limits, metadataKeys: StoreKitMapping.metadataKeys
+        ) { bytes in
+            var decoder = StoreKitDecoder(file: displayPath, bytes: bytes)
+            let products = decoder.decode()
+            return (products, decoder.diagnostics, nil)
+        }
+    }
+
+    /// Maps a product list an app already ships (a property list in one of the shapes
+    /// ``ProductListDecoder`` recognises) onto `app`'s sources, as ``importStoreKit(from:displayPath:app:overwrite:)``
+    /// does, and says which shape it read.
+    public func importProductList(from url: URL, displayPath: String, app: String, overwrite: Bool) throws -> ProductImport {
+        let limits = self.limits
+        return try importProducts(
+            from: url, displayPath: displayPath, app: app, overwrite: overwrite, limits: limits,
+            metadataKeys: ProductListDecoder.metadataKeys
+        ) { bytes in
+            let read = PropertyListReader(limits: limits).read(SourceFile(path: displayPath, bytes: bytes))
+            guard let root = read.root, !read.diagnostics.containsErrors else { return ([], read.diagnostics, nil) }
+            var decoder = ProductListDecoder(file: displayPath)
+            let products = decoder.decode(root)
+            return (products, read.diagnostics + decoder.diagnostics, decoder.shape?.rawValue)
+        }
+    }
+
+    /// Reads `url`, decodes its products with `decode`, and merges them into `app`'s sources as
+    /// one canonical property list; `metadataKeys` are what `overwrite` replaces in the metadata.
+    private func importProducts(
+        from url: URL, displayPath: String, app: String, overwrite: Bool, limits: ReaderLimits, metadataKeys: [String],
+        decode: ([UInt8]) -> (products: [ImportedProduct], diagnostics: [Diagnostic], shape: String?)
+    ) throws -> ProductImport {
         let base = catalogDisplayPath.hasSuffix("/") ? String(catalogDisplayPath.dropLast()) : catalogDisplayPath
         let layout = SourceLayout(app: app, directory: catalogDirectory, base: base)
-        var result = StoreKitImport(diagnostics: [], target: layout.target)
+        var result = ProductImport(diagnostics: [], target: layout.target)
         if let problem = AppName.problem(app) {
             result.diagnostics.append(.error(problem, file: layout.target, at: .startOfFile))
             return result
         }
-        var limits = self.limits
-        limits.maximumFileBytes = Self.maximumStoreKitBytes
         let bytes: [UInt8]
         switch SourceFile.read(url, displayPath: displayPath, limits: limits) {
         case .success(let source):
@@ -53,9 +88,9 @@ extension CatalogWorkflow {
             result.diagnostics.append(problem)
             return result
         }
-        var decoder = StoreKitDecoder(file: displayPath, bytes: bytes)
-        let imported = decoder.decode()
-        result.diagnostics = decoder.diagnostics
+        let (imported, decodedDiagnostics, shape) = decode(bytes)
+        result.diagnostics = decodedDiagnostics
+        result.shape = shape
         if let problem = layout.problem { result.diagnostics.append(.error(problem, file: layout.target, at: .startOfFile)) }
         guard !result.hasErrors else { return result }
 
@@ -100,7 +135,7 @@ extension CatalogWorkflow {
                 result.skipped.append(product.id)
                 continue
             }
-            Self.overwrite(&fields, with: product.fields)
+            Self.overwrite(&fields, with: product.fields, metadataKeys: metadataKeys)
             products[index] = PropertyListNode(.dictionary(fields), at: .startOfFile)
             result.replaced.append(product.id)
         }
@@ -132,7 +167,7 @@ extension CatalogWorkflow {
         let otherFiles = Set(sources.definitions.map(\.settings.file)).subtracting([layout.target])
         let found = decoded + loaded.diagnostics.filter { otherFiles.contains($0.file) } + CatalogRules.check(sources).diagnostics
         result.diagnostics += Self.pointed(
-            found, in: layout.target, starts: productStarts(candidate, path: layout.target), to: origin, storeKitFile: displayPath)
+            found, in: layout.target, starts: productStarts(candidate, path: layout.target), to: origin, importedFile: displayPath)
         result.diagnostics.sort()
         guard !result.hasErrors else { return result }
 
@@ -144,23 +179,23 @@ extension CatalogWorkflow {
         return result
     }
 
-    /// Replaces what a `.storekit` file says about a product, keeping everything else.
-    static func overwrite(_ fields: inout PropertyListDictionary, with imported: PropertyListDictionary) {
+    /// Replaces what an imported file says about a product, keeping everything else.
+    static func overwrite(_ fields: inout PropertyListDictionary, with imported: PropertyListDictionary, metadataKeys: [String]) {
         for key in ["type", "referenceName", "subscription"] { fields.set(key, imported[key]?.value) }
         var metadata = PropertyListDictionary()
         if case .dictionary(let current)? = fields["metadata"]?.value { metadata = current }
         var importedMetadata = PropertyListDictionary()
         if case .dictionary(let values)? = imported["metadata"]?.value { importedMetadata = values }
-        for key in StoreKitMapping.metadataKeys { metadata.set(key, importedMetadata[key]?.value) }
+        for key in metadataKeys { metadata.set(key, importedMetadata[key]?.value) }
         fields.set("metadata", metadata.entries.isEmpty ? nil : .dictionary(metadata))
     }
 
-    /// Diagnostics in the file about to be written point at the `.storekit` product they came
+    /// Diagnostics in the file about to be written point at the imported product they came
     /// from, since that file exists nowhere yet; those about products already in the catalog
     /// were there before the import and are left out.
     private static func pointed(
         _ diagnostics: [Diagnostic], in target: String, starts: [(position: SourcePosition, id: String?)],
-        to origin: [String: SourcePosition], storeKitFile: String
+        to origin: [String: SourcePosition], importedFile: String
     ) -> [Diagnostic] {
         diagnostics.compactMap { diagnostic in
             // Other files of a folder app did not change: only new errors there matter.
@@ -168,14 +203,14 @@ extension CatalogWorkflow {
             guard let product = starts.last(where: { $0.position <= diagnostic.position }) else { return diagnostic }
             guard let id = product.id, let position = origin[id] else { return diagnostic.severity == .error ? diagnostic : nil }
             var moved = diagnostic
-            moved.file = storeKitFile
+            moved.file = importedFile
             moved.position = position
             if !moved.message.contains("'\(id)'") { moved.message += " (product '\(id)')" }
             return moved
         }
     }
 
-    /// Where each product dict of a plist source starts, with its id: what ``pointed(_:in:starts:to:storeKitFile:)``
+    /// Where each product dict of a plist source starts, with its id: what ``pointed(_:in:starts:to:importedFile:)``
     /// attributes diagnostics by.
     private func productStarts(_ bytes: [UInt8], path: String) -> [(position: SourcePosition, id: String?)] {
         guard case .dictionary(let root)? = PropertyListReader(limits: limits).read(SourceFile(path: path, bytes: bytes)).root?.value,
@@ -223,6 +258,9 @@ extension CatalogWorkflow {
         public var bytes: [UInt8]?
         public var diagnostics: [Diagnostic]
         public var productCount = 0
+        /// The `.storekit` format written: 4, which current Xcode versions open, or 5 (Xcode 26) when a
+        /// subscription has billing plans or per-plan introductory offers.
+        public var format = 4
     }
 
     /// The `.storekit` file for `app`'s current sources, when they pass the rules.
@@ -239,9 +277,9 @@ extension CatalogWorkflow {
             return StoreKitExport(
                 diagnostics: [.error("no sources for app '\(app)' in \(base)", file: layout.target, at: .startOfFile)])
         }
-        let (bytes, diagnostics) = StoreKitEncoder.encode(catalog)
+        let (bytes, format, diagnostics) = StoreKitEncoder.encode(catalog)
         let count = catalog.products.filter { StoreKitEncoder.isExported($0) && $0.type != nil }.count
-        return StoreKitExport(bytes: bytes, diagnostics: own + diagnostics, productCount: count)
+        return StoreKitExport(bytes: bytes, diagnostics: own + diagnostics, productCount: count, format: format)
     }
 }
 
