@@ -1,18 +1,18 @@
 import CatalogClient
 import CatalogServer
 import Foundation
-import XCTest
+import Testing
 
 /// Invalid-identifier reports from `CatalogClient` to the real report endpoint of `catalog serve`,
 /// stored in a real SQLite file that the tests read back.
-final class ReportTests: XCTestCase {
+@Suite struct ReportTests {
     static let ids = ["com.example.client.coins", "com.example.client.gems"]
     static let gone = "com.example.client.gone"
 
     /// The AppTransaction the app passes goes out with the report, and the server accepts it
     /// (one it cannot verify leaves the report unverified, never refused); one too large for
     /// the server is left out rather than sinking the report.
-    func testAReportCarriesTheAppTransaction() async throws {
+    @Test func aReportCarriesTheAppTransaction() async throws {
         let fixture = try ServedCatalog(ids: Self.ids)
         defer { fixture.remove() }
         try await fixture.serve { server, counters in
@@ -24,17 +24,17 @@ final class ReportTests: XCTestCase {
                 at: fixture.clientDirectory.appendingPathComponent("data/reports"), includingPropertiesForKeys: nil
             ).filter { $0.pathExtension == "json" }.sorted { $0.lastPathComponent < $1.lastPathComponent }
             let bodies = try queued.map { String(decoding: try Data(contentsOf: $0), as: UTF8.self) }
-            XCTAssertEqual(bodies.count, 2)
-            XCTAssertTrue(bodies.first?.contains(#""appTransaction":"eyJhbGciOiJFUzI1NiJ9.e30.c2ln""#) == true, "\(bodies)")
-            XCTAssertFalse(bodies.last?.contains("appTransaction") == true)
+            #expect(bodies.count == 2)
+            #expect(bodies.first?.contains(#""appTransaction":"eyJhbGciOiJFUzI1NiJ9.e30.c2ln""#) == true, "\(bodies)")
+            #expect(!(bodies.last?.contains("appTransaction") == true))
             let delivery = await client.sendPendingReports()
-            XCTAssertEqual(delivery.sent, 2)
+            #expect(delivery.sent == 2)
             let stored = try await counters.storedReports()
-            XCTAssertEqual(stored, [Self.gone: 1, "com.example.client.gone2": 1])
+            #expect(stored == [Self.gone: 1, "com.example.client.gone2": 1])
         }
     }
 
-    func testAReportCarriesWhatTheServerAggregates() async throws {
+    @Test func aReportCarriesWhatTheServerAggregates() async throws {
         let fixture = try ServedCatalog(ids: Self.ids)
         defer { fixture.remove() }
         try await fixture.serve { server, counters in
@@ -45,37 +45,37 @@ final class ReportTests: XCTestCase {
             let list = await client.products(platform: .iOS, appVersion: "2.3.1")
             let queued = try await client.reportInvalidIdentifiers(
                 [Self.gone, Self.gone], requested: list.identifiers + [Self.gone], environment: .production, storefront: "USA")
-            XCTAssertEqual(queued.count, 1)
+            #expect(queued.count == 1)
             let delivery = await client.sendPendingReports()
-            XCTAssertEqual(delivery.sent, 1)
-            XCTAssertEqual(delivery.pending, 0)
+            #expect(delivery.sent == 1)
+            #expect(delivery.pending == 0)
             let aggregates = try await counters.store.aggregate(.init(app: ServedCatalog.app))
-            XCTAssertEqual(aggregates.map(\.identifier), [Self.gone])
-            let aggregate = try XCTUnwrap(aggregates.first)
-            XCTAssertEqual(aggregate.reports, 1)
-            XCTAssertEqual(aggregate.installs, 1)
-            XCTAssertEqual(aggregate.platform, .iOS)
-            XCTAssertEqual(aggregate.environment, .production)
-            XCTAssertEqual(aggregate.appVersions, ["2.3.1"])
-            XCTAssertEqual(aggregate.storefronts, ["USA"])
-            XCTAssertEqual(aggregate.feedRevisions, [1])
-            XCTAssertEqual(aggregate.requestedReports, 1)
+            #expect(aggregates.map(\.identifier) == [Self.gone])
+            let aggregate = try #require(aggregates.first)
+            #expect(aggregate.reports == 1)
+            #expect(aggregate.installs == 1)
+            #expect(aggregate.platform == .iOS)
+            #expect(aggregate.environment == .production)
+            #expect(aggregate.appVersions == ["2.3.1"])
+            #expect(aggregate.storefronts == ["USA"])
+            #expect(aggregate.feedRevisions == [1])
+            #expect(aggregate.requestedReports == 1)
         }
     }
 
     /// A report queued by one process is sent by the next: a new client on the same directory,
     /// sending by itself as soon as it starts.
-    func testTheQueueSurvivesARestartOfTheClient() async throws {
+    @Test func theQueueSurvivesARestartOfTheClient() async throws {
         let fixture = try ServedCatalog(ids: Self.ids)
         defer { fixture.remove() }
         let offline = fixture.client(server: try await closedServerURL()) { $0.sendsReportsAutomatically = false }
         try await offline.reportInvalidIdentifiers([Self.gone], environment: .production)
         let failed = await offline.sendPendingReports()
-        XCTAssertEqual(failed.sent, 0)
-        XCTAssertEqual(failed.pending, 1)
-        XCTAssertEqual(failed.error?.code, .transport)
-        XCTAssertNotNil(failed.nextAttempt, "a failed delivery schedules the next one")
-        XCTAssertEqual(try fixture.queuedReports().count, 1)
+        #expect(failed.sent == 0)
+        #expect(failed.pending == 1)
+        #expect(failed.error?.code == .transport)
+        #expect(failed.nextAttempt != nil, "a failed delivery schedules the next one")
+        #expect(try fixture.queuedReports().count == 1)
 
         try await fixture.serve { server, counters in
             // No call to send: the new client resumes the queue on its own, after the back-off.
@@ -85,81 +85,81 @@ final class ReportTests: XCTestCase {
                 try await Task.sleep(nanoseconds: 50_000_000)
                 stored = try await counters.storedReports()
             }
-            XCTAssertEqual(stored, [Self.gone: 1])
+            #expect(stored == [Self.gone: 1])
             for _ in 0..<100 where try !fixture.queuedReports().isEmpty { try await Task.sleep(nanoseconds: 50_000_000) }
-            XCTAssertEqual(try fixture.queuedReports(), [], "a delivered report leaves the queue")
+            #expect(try fixture.queuedReports() == [], "a delivered report leaves the queue")
             withExtendedLifetime(relaunched) {}
         }
     }
 
     /// The app is killed after the server stored a report but before the client removed it from
     /// the queue: the next launch sends it again, with the same reportId, and the server keeps one.
-    func testARetriedReportIsStoredOnce() async throws {
+    @Test func aRetriedReportIsStoredOnce() async throws {
         let fixture = try ServedCatalog(ids: Self.ids)
         defer { fixture.remove() }
         try await fixture.serve { server, counters in
             let client = fixture.client(server: server) { $0.sendsReportsAutomatically = false }
             try await client.reportInvalidIdentifiers([Self.gone], environment: .production)
-            let file = try XCTUnwrap(try fixture.queuedReports().first)
+            let file = try #require(try fixture.queuedReports().first)
             let saved = try Data(contentsOf: file)
             let first = await client.sendPendingReports()
-            XCTAssertEqual(first.sent, 1)
-            XCTAssertEqual(try fixture.queuedReports(), [])
+            #expect(first.sent == 1)
+            #expect(try fixture.queuedReports() == [])
 
             try saved.write(to: file)  // as if the removal never happened
             let relaunched = fixture.client(server: server) { $0.sendsReportsAutomatically = false }
             let second = await relaunched.sendPendingReports()
-            XCTAssertEqual(second.sent, 1, "the server acknowledges the retry")
-            XCTAssertEqual(try fixture.queuedReports(), [])
+            #expect(second.sent == 1, "the server acknowledges the retry")
+            #expect(try fixture.queuedReports() == [])
             let accepted = try await counters.requests("reports", 202)
-            XCTAssertEqual(accepted, 2, "both deliveries reached the server")
+            #expect(accepted == 2, "both deliveries reached the server")
             let stored = try await counters.storedReports()
-            XCTAssertEqual(stored, [Self.gone: 1], "the server stored the report once")
+            #expect(stored == [Self.gone: 1], "the server stored the report once")
         }
     }
 
     /// A 429 stops the round, and the client waits as long as `Retry-After` says: further rounds,
     /// even from a relaunched app, send nothing until then.
-    func testA429IsHonouredUntilRetryAfter() async throws {
+    @Test func a429IsHonouredUntilRetryAfter() async throws {
         let fixture = try ServedCatalog(ids: Self.ids)
         defer { fixture.remove() }
         try await fixture.serve(perInstall: RateLimit(perMinute: 1, burst: 1)) { server, counters in
             let client = fixture.client(server: server) { $0.sendsReportsAutomatically = false }
             try await client.reportInvalidIdentifiers([Self.gone], environment: .production)
             let first = await client.sendPendingReports()
-            XCTAssertEqual(first.sent, 1)
+            #expect(first.sent == 1)
 
             try await client.reportInvalidIdentifiers(["com.example.client.gone2"], environment: .production)
             try await client.reportInvalidIdentifiers(["com.example.client.gone3"], environment: .production)
             let limited = await client.sendPendingReports()
-            XCTAssertEqual(limited.sent, 0)
-            XCTAssertEqual(limited.pending, 2)
-            XCTAssertEqual(limited.error?.status, 429)
+            #expect(limited.sent == 0)
+            #expect(limited.pending == 2)
+            #expect(limited.error?.status == 429)
             // One token a minute: the server asks for about a minute, and the client keeps to it
             // rather than to its own, much shorter, back-off.
-            let retryAfter = try XCTUnwrap(limited.error?.retryAfter)
-            XCTAssertGreaterThanOrEqual(retryAfter, 30)
-            let nextAttempt = try XCTUnwrap(limited.nextAttempt)
-            XCTAssertGreaterThan(nextAttempt, Date().addingTimeInterval(20))
+            let retryAfter = try #require(limited.error?.retryAfter)
+            #expect(retryAfter >= 30)
+            let nextAttempt = try #require(limited.nextAttempt)
+            #expect(nextAttempt > Date().addingTimeInterval(20))
             var limitedRequests = try await counters.requests("reports", 429)
-            XCTAssertEqual(limitedRequests, 1, "the round stopped at the first 429")
+            #expect(limitedRequests == 1, "the round stopped at the first 429")
 
             let again = await client.sendPendingReports()
             let relaunched = await fixture.client(server: server) { $0.sendsReportsAutomatically = false }.sendPendingReports()
             for round in [again, relaunched] {
-                XCTAssertEqual(round.sent, 0)
-                XCTAssertEqual(round.pending, 2)
-                XCTAssertEqual(round.nextAttempt, nextAttempt)
+                #expect(round.sent == 0)
+                #expect(round.pending == 2)
+                #expect(round.nextAttempt == nextAttempt)
             }
             limitedRequests = try await counters.requests("reports", 429)
-            XCTAssertEqual(limitedRequests, 1, "no request while Retry-After runs")
+            #expect(limitedRequests == 1, "no request while Retry-After runs")
             let stored = try await counters.storedReports()
-            XCTAssertEqual(stored, [Self.gone: 1])
+            #expect(stored == [Self.gone: 1])
         }
     }
 
     /// A 4xx other than 429 will not change with retries: the report is dropped and logged.
-    func testARefusedReportIsDroppedAndLogged() async throws {
+    @Test func aRefusedReportIsDroppedAndLogged() async throws {
         let fixture = try ServedCatalog(ids: Self.ids)
         defer { fixture.remove() }
         let log = LogRecorder()
@@ -171,22 +171,22 @@ final class ReportTests: XCTestCase {
             }
             try await client.reportInvalidIdentifiers([Self.gone], environment: .sandbox)
             let delivery = await client.sendPendingReports()
-            XCTAssertEqual(delivery.dropped, 1)
-            XCTAssertEqual(delivery.pending, 0)
-            XCTAssertEqual(delivery.error?.status, 404)
-            XCTAssertNil(delivery.nextAttempt)
-            XCTAssertEqual(try fixture.queuedReports(), [])
-            XCTAssertTrue(
+            #expect(delivery.dropped == 1)
+            #expect(delivery.pending == 0)
+            #expect(delivery.error?.status == 404)
+            #expect(delivery.nextAttempt == nil)
+            #expect(try fixture.queuedReports() == [])
+            #expect(
                 log.messages.contains { $0.contains("dropped") && $0.contains("no published app 'com.example.unknown'") }, "\(log.messages)"
             )
             let notFound = try await counters.requests("reports", 404)
-            XCTAssertEqual(notFound, 1, "not retried")
+            #expect(notFound == 1, "not retried")
         }
     }
 
     /// More identifiers than one report may carry (1000, 64 KiB) go out as several reports, all
     /// accepted; identifiers the server would refuse are left out rather than sinking the report.
-    func testLargeReportsAreSplitWithinTheServersLimits() async throws {
+    @Test func largeReportsAreSplitWithinTheServersLimits() async throws {
         let padding = String(repeating: "x", count: 60)
         let many = (0..<2500).map { "com.example.client.\(padding).\($0)" }
         let fixture = try ServedCatalog(ids: Self.ids, retired: many)
@@ -194,18 +194,18 @@ final class ReportTests: XCTestCase {
         try await fixture.serve { server, counters in
             let client = fixture.client(server: server) { $0.sendsReportsAutomatically = false }
             let queued = try await client.reportInvalidIdentifiers(many + ["not an id"], requested: many, environment: .production)
-            XCTAssertGreaterThanOrEqual(queued.count, 3)
+            #expect(queued.count >= 3)
             let delivery = await client.sendPendingReports()
-            XCTAssertEqual(delivery.sent, queued.count)
-            XCTAssertEqual(delivery.dropped, 0)
+            #expect(delivery.sent == queued.count)
+            #expect(delivery.dropped == 0)
             let stored = try await counters.storedReports()
-            XCTAssertEqual(stored.count, 2500)
-            XCTAssertTrue(stored.values.allSatisfy { $0 == 1 })
+            #expect(stored.count == 2500)
+            #expect(stored.values.allSatisfy { $0 == 1 })
         }
     }
 
     /// The install id is random, kept across launches, and within the server's syntax.
-    func testTheInstallIDIsMadeOnceAndKept() async throws {
+    @Test func theInstallIDIsMadeOnceAndKept() async throws {
         let fixture = try ServedCatalog(ids: Self.ids)
         defer { fixture.remove() }
         let server = try await closedServerURL()
@@ -215,19 +215,19 @@ final class ReportTests: XCTestCase {
         try await second.reportInvalidIdentifiers([Self.gone], environment: .production)
         let installs = try fixture.queuedReports().map { file -> String in
             let object = try JSONSerialization.jsonObject(with: Data(contentsOf: file)) as? [String: Any]
-            return try XCTUnwrap(object?["installId"] as? String)
+            return try #require(object?["installId"] as? String)
         }
-        XCTAssertEqual(installs.count, 2)
-        XCTAssertEqual(Set(installs).count, 1, "one install, one id")
-        XCTAssertEqual(installs[0].count, 22, "128 random bits in base64url")
-        XCTAssertTrue(installs[0].allSatisfy { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" })
+        #expect(installs.count == 2)
+        #expect(Set(installs).count == 1, "one install, one id")
+        #expect(installs[0].count == 22, "128 random bits in base64url")
+        #expect(installs[0].allSatisfy { $0.isLetter || $0.isNumber || $0 == "-" || $0 == "_" })
         let other = try ServedCatalog(ids: Self.ids)
         defer { other.remove() }
         let elsewhere = other.client(server: server) { $0.sendsReportsAutomatically = false }
         try await elsewhere.reportInvalidIdentifiers([Self.gone], environment: .production)
-        let otherFile = try XCTUnwrap(try other.queuedReports().first)
+        let otherFile = try #require(try other.queuedReports().first)
         let otherObject = try JSONSerialization.jsonObject(with: Data(contentsOf: otherFile)) as? [String: Any]
-        XCTAssertNotEqual(otherObject?["installId"] as? String, installs[0])
+        #expect((otherObject?["installId"] as? String) != installs[0])
     }
 }
 

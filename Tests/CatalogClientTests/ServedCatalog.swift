@@ -7,7 +7,7 @@ import HummingbirdTesting
 import Logging
 import PropertyList
 import ReportStorage
-import XCTest
+import Testing
 
 /// A catalog published into a temporary directory and served by the real `catalog serve`
 /// application on a loopback port, with a client directory beside it.
@@ -52,7 +52,7 @@ struct ServedCatalog {
         let revision = (try publicTree.currentManifest(Self.app)?.revision) ?? 0
         let moment = Timestamp(secondsSince1970: Timestamp.now.secondsSince1970 - 100 + Int64(revision))
         let build = try workflow.build(at: moment, dryRun: false)
-        XCTAssertFalse(build.hasErrors, "the test catalog does not build: \(build.diagnostics)")
+        #expect(!build.hasErrors, "the test catalog does not build: \(build.diagnostics)")
     }
 
     var workflow: CatalogWorkflow {
@@ -77,8 +77,8 @@ struct ServedCatalog {
             publicDirectory: publicTree, port: 0, configuration: configuration, reloadInterval: .milliseconds(100), reportStore: store,
             reportsConfiguration: reports, logger: Logger(label: "test"))
         try await application.test(.live) { client in
-            let port = try XCTUnwrap(client.port)
-            let server = try XCTUnwrap(URL(string: "http://127.0.0.1:\(port)"))
+            let port = try #require(client.port)
+            let server = try #require(URL(string: "http://127.0.0.1:\(port)"))
             try await body(server, ServerCounters(client: client, store: store))
         }
         try await store.close()
@@ -151,7 +151,7 @@ func closedServerURL() async throws -> URL {
     defer { fixture.remove() }
     let box = URLBox()
     try await fixture.serve { server, _ in box.url = server }
-    return try XCTUnwrap(box.url)
+    return try #require(box.url)
 }
 
 final class URLBox: @unchecked Sendable {

@@ -3,11 +3,11 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import Synchronization
-import XCTest
+import Testing
 
 /// What the real server does not produce on demand (5xx, silence, `no-store`, a bare 304), from a
 /// small Hummingbird stand-in on loopback.
-final class StandInServerTests: XCTestCase {
+@Suite struct StandInServerTests {
     static let path = "/v1/apps/com.example.client/products.json"
 
     /// Serves `respond` (given the request's number, from 1) at the feed path during `body`.
@@ -25,7 +25,8 @@ final class StandInServerTests: XCTestCase {
             return try await respond(number)
         }
         try await Application(router: router, configuration: .init(address: .hostname("127.0.0.1", port: 0))).test(.live) { client in
-            let server = try XCTUnwrap(URL(string: "http://127.0.0.1:\(try XCTUnwrap(client.port))"))
+            let port = try #require(client.port)
+            let server = try #require(URL(string: "http://127.0.0.1:\(port)"))
             try await body(server, { count.withLock { $0 } })
         }
     }
@@ -35,39 +36,39 @@ final class StandInServerTests: XCTestCase {
     }
 
     /// 503s are retried with backoff, and the third attempt's answer is the list.
-    func testServerErrorsAreRetried() async throws {
+    @Test func serverErrorsAreRetried() async throws {
         let fixture = try ServedCatalog(ids: [])
         defer { fixture.remove() }
         try await withStandIn({ number in
             number < 3 ? Response(status: .serviceUnavailable, headers: [.retryAfter: "0"]) : Self.feed(#"["com.example.client.coins"]"#)
         }) { server, requests in
             let list = await fixture.client(server: server) { $0.fetchAttempts = 3 }.products(platform: .iOS, appVersion: nil)
-            XCTAssertEqual(list.source, .network)
-            XCTAssertEqual(list.identifiers, ["com.example.client.coins"])
-            XCTAssertEqual(requests(), 3)
+            #expect(list.source == .network)
+            #expect(list.identifiers == ["com.example.client.coins"])
+            #expect(requests() == 3)
         }
     }
 
     /// When every attempt fails, the attempts stop at the configured number and the cache answers.
-    func testAttemptsAreBoundedThenTheCacheAnswers() async throws {
+    @Test func attemptsAreBoundedThenTheCacheAnswers() async throws {
         let fixture = try ServedCatalog(ids: [])
         defer { fixture.remove() }
         try await withStandIn({ number in
             number == 1 ? Self.feed(#"["com.example.client.coins"]"#) : Response(status: .internalServerError)
         }) { server, requests in
             let first = await fixture.client(server: server).products(platform: .iOS, appVersion: nil)
-            XCTAssertEqual(first.source, .network)
+            #expect(first.source == .network)
             let second = await fixture.client(server: server) { $0.fetchAttempts = 3 }.refresh(platform: .iOS, appVersion: nil)
-            XCTAssertEqual(second.source, .staleCache)
-            XCTAssertEqual(second.status, 500)
-            XCTAssertEqual(second.error?.code, .server)
-            XCTAssertEqual(second.identifiers, ["com.example.client.coins"])
-            XCTAssertEqual(requests(), 4, "one download, then three attempts")
+            #expect(second.source == .staleCache)
+            #expect(second.status == 500)
+            #expect(second.error?.code == .server)
+            #expect(second.identifiers == ["com.example.client.coins"])
+            #expect(requests() == 4, "one download, then three attempts")
         }
     }
 
     /// A server that accepts the request and never answers costs one timeout, then the fallback.
-    func testASilentServerTimesOut() async throws {
+    @Test func aSilentServerTimesOut() async throws {
         let fixture = try ServedCatalog(ids: [])
         defer { fixture.remove() }
         // Silent until the client has given up; then the server may shut down without waiting.
@@ -82,14 +83,14 @@ final class StandInServerTests: XCTestCase {
                 $0.fetchAttempts = 1
             }
             let list = await client.products(platform: .iOS, appVersion: nil)
-            XCTAssertEqual(list.source, .fallback)
-            XCTAssertEqual(list.error?.code, .transport)
-            XCTAssertEqual(list.identifiers, ["com.example.client.bundled"])
+            #expect(list.source == .fallback)
+            #expect(list.error?.code == .transport)
+            #expect(list.identifiers == ["com.example.client.bundled"])
         }
     }
 
     /// A 200 with `no-store` is used but not kept: the next client has no cache.
-    func testNoStoreIsNotCached() async throws {
+    @Test func noStoreIsNotCached() async throws {
         let fixture = try ServedCatalog(ids: [])
         defer { fixture.remove() }
         try await withStandIn({ number in
@@ -99,14 +100,14 @@ final class StandInServerTests: XCTestCase {
             return response
         }) { server, _ in
             let first = await fixture.client(server: server).products(platform: .iOS, appVersion: nil)
-            XCTAssertEqual(first.identifiers, ["com.example.client.coins"])
+            #expect(first.identifiers == ["com.example.client.coins"])
             let next = await fixture.client(server: server) { $0.fetchAttempts = 1 }.products(platform: .iOS, appVersion: nil)
-            XCTAssertEqual(next.source, .fallback)
+            #expect(next.source == .fallback)
         }
     }
 
     /// A 304 without Cache-Control keeps the max-age the 200 gave: the next call needs no request.
-    func testA304WithoutCacheControlKeepsTheStoredMaxAge() async throws {
+    @Test func a304WithoutCacheControlKeepsTheStoredMaxAge() async throws {
         let fixture = try ServedCatalog(ids: [])
         defer { fixture.remove() }
         try await withStandIn({ number in
@@ -120,10 +121,10 @@ final class StandInServerTests: XCTestCase {
             let client = fixture.client(server: server)
             _ = await client.products(platform: .iOS, appVersion: nil)
             let refreshed = await client.refresh(platform: .iOS, appVersion: nil)
-            XCTAssertEqual(refreshed.source, .notModified)
+            #expect(refreshed.source == .notModified)
             let next = await client.products(platform: .iOS, appVersion: nil)
-            XCTAssertEqual(next.source, .freshCache)
-            XCTAssertEqual(requests(), 2)
+            #expect(next.source == .freshCache)
+            #expect(requests() == 2)
         }
     }
 }

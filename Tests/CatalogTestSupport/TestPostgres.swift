@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import Testing
 
 #if canImport(Glibc)
     import Glibc
@@ -254,4 +255,92 @@ public struct TestPostgresError: Error, CustomStringConvertible {
 private struct ServerExited: Error, CustomStringConvertible {
     var log: String
     var description: String { "test PostgreSQL: the server exited at once; its log:\n\(log.suffix(2000))" }
+}
+
+// MARK: - One server per suite
+
+/// Starts one throwaway PostgreSQL server for a suite, before its first test, and stops it after
+/// its last, whatever the tests did; the tests reach it through `TestPostgres.current`. Apply it
+/// as `@Suite(.postgres)`, or `@Suite(.postgres(tls: true))` for a server that offers TLS with
+/// certificates made for it (`TestPostgres.currentCertificates`).
+///
+/// A server that cannot start fails every test that asks for it, with the reason: never a skip.
+/// Tests that need no server still run.
+public struct PostgresServerTrait: SuiteTrait, TestScoping {
+    /// Whether the server offers TLS, with a CA and a server certificate for localhost that the
+    /// trait makes (`TestCertificates`).
+    public var tls: Bool
+
+    public init(tls: Bool = false) {
+        self.tls = tls
+    }
+
+    /// Not recursive (the default): the scope is provided once, around the whole suite.
+    public func provideScope(
+        for test: Test, testCase: Test.Case?, performing function: @Sendable () async throws -> Void
+    ) async throws {
+        let certificateFolder = FileManager.default.temporaryDirectory.appendingPathComponent(
+            "pg-tls-\(UUID().uuidString.prefix(8).lowercased())")
+        defer { try? FileManager.default.removeItem(at: certificateFolder) }
+        let started: Result<TestPostgres.SuiteServer, any Error>
+        do {
+            started = .success(try Self.start(tls: tls, certificateFolder: certificateFolder))
+        } catch {
+            started = .failure(error)
+        }
+        defer { if case .success(let running) = started { running.server.stop() } }
+        try await TestPostgres.$suiteServer.withValue(started) {
+            try await function()
+        }
+    }
+
+    private static func start(tls: Bool, certificateFolder: URL) throws -> TestPostgres.SuiteServer {
+        guard tls else { return TestPostgres.SuiteServer(server: try TestPostgres.start(), certificates: nil) }
+        try FileManager.default.createDirectory(at: certificateFolder, withIntermediateDirectories: true)
+        let files = try TestCertificates.make(in: certificateFolder)
+        return TestPostgres.SuiteServer(server: try TestPostgres.start(tls: (files.certificate, files.key)), certificates: files)
+    }
+}
+
+extension Trait where Self == PostgresServerTrait {
+    /// A throwaway PostgreSQL server for the suite, without TLS (see `PostgresServerTrait`).
+    public static var postgres: Self { Self(tls: false) }
+
+    /// A throwaway PostgreSQL server for the suite; with `tls`, it offers TLS with certificates
+    /// made for it (see `PostgresServerTrait`).
+    public static func postgres(tls: Bool) -> Self { Self(tls: tls) }
+}
+
+extension TestPostgres {
+    /// What a `PostgresServerTrait` started.
+    struct SuiteServer: Sendable {
+        var server: TestPostgres
+        var certificates: TestCertificates.Files?
+    }
+
+    /// Set by `PostgresServerTrait` for the tests of its suite: the server, or why it could not start.
+    @TaskLocal static var suiteServer: Result<SuiteServer, any Error>?
+
+    /// The server of the enclosing `.postgres` suite. Throws why it could not start, or that the
+    /// suite has no `.postgres` trait.
+    public static var current: TestPostgres {
+        get throws { try runningSuiteServer().server }
+    }
+
+    /// The certificates the server of the enclosing `.postgres(tls: true)` suite offers TLS with.
+    public static var currentCertificates: TestCertificates.Files {
+        get throws {
+            guard let certificates = try runningSuiteServer().certificates else {
+                throw TestPostgresError("the suite's server was started without TLS: use @Suite(.postgres(tls: true))")
+            }
+            return certificates
+        }
+    }
+
+    private static func runningSuiteServer() throws -> SuiteServer {
+        guard let started = suiteServer else {
+            throw TestPostgresError("no server: the suite needs the .postgres trait, as in @Suite(.postgres)")
+        }
+        return try started.get()
+    }
 }

@@ -3,29 +3,17 @@ import CatalogTestSupport
 import Foundation
 import Logging
 import ReportStorage
-import Synchronization
-import XCTest
+import Testing
 
-final class PostgresReportStoreTests: XCTestCase {
-    /// One server for the whole class (started by the first test that needs it), a fresh
-    /// database for each test. A server that cannot start fails every test with the reason.
-    private static let server = Mutex<Result<TestPostgres, any Error>?>(nil)
+/// One server for the whole suite (started by the `.postgres` trait before the first test and
+/// stopped after the last), a fresh database for each test, so the tests may run in parallel. A
+/// server that cannot start fails every test that needs it with the reason.
+@Suite(.postgres)
+struct PostgresReportStoreTests {
     private let logger = Logger(label: "catalog.tests.postgres")
 
-    override class func tearDown() {
-        server.withLock { server in
-            if case .success(let running) = server { running.stop() }
-            server = nil
-        }
-        super.tearDown()
-    }
-
     private func runningServer() throws -> TestPostgres {
-        try Self.server.withLock { server in
-            let started = server ?? Result { try TestPostgres.start() }
-            server = started
-            return try started.get()
-        }
+        try TestPostgres.current
     }
 
     private func address(_ url: String) throws -> StoreURL.PostgresAddress {
@@ -45,20 +33,20 @@ final class PostgresReportStoreTests: XCTestCase {
         try await store.close()
     }
 
-    func testDeduplicates() async throws { try await withStore(StoreConformance.deduplicates) }
-    func testAggregates() async throws { try await withStore(StoreConformance.aggregates) }
-    func testFilters() async throws { try await withStore(StoreConformance.filters) }
-    func testCountsPerDay() async throws { try await withStore(StoreConformance.countsPerDay) }
-    func testPrunes() async throws { try await withStore(StoreConformance.prunes) }
-    func testCountsNetworks() async throws { try await withStore(StoreConformance.countsNetworks) }
-    func testPrunesToTheQuota() async throws { try await withStore(StoreConformance.prunesToTheQuota) }
-    func testKeepsOrRefusesNULs() async throws { try await withStore(StoreConformance.keepsOrRefusesNULs) }
-    func testGroupCommits() async throws { try await withStore(StoreConformance.groupCommits) }
-    func testKeepsTokensAndTheAuditLog() async throws { try await withStore(StoreConformance.keepsTokensAndTheAuditLog) }
+    @Test func deduplicates() async throws { try await withStore(StoreConformance.deduplicates) }
+    @Test func aggregates() async throws { try await withStore(StoreConformance.aggregates) }
+    @Test func filters() async throws { try await withStore(StoreConformance.filters) }
+    @Test func countsPerDay() async throws { try await withStore(StoreConformance.countsPerDay) }
+    @Test func prunes() async throws { try await withStore(StoreConformance.prunes) }
+    @Test func countsNetworks() async throws { try await withStore(StoreConformance.countsNetworks) }
+    @Test func prunesToTheQuota() async throws { try await withStore(StoreConformance.prunesToTheQuota) }
+    @Test func keepsOrRefusesNULs() async throws { try await withStore(StoreConformance.keepsOrRefusesNULs) }
+    @Test func groupCommits() async throws { try await withStore(StoreConformance.groupCommits) }
+    @Test func keepsTokensAndTheAuditLog() async throws { try await withStore(StoreConformance.keepsTokensAndTheAuditLog) }
 
     /// Replicas starting together: both open, the schema is migrated once, and reopening
     /// migrates nothing.
-    func testMigratesOnceWhenTwoStoresOpenTogether() async throws {
+    @Test func migratesOnceWhenTwoStoresOpenTogether() async throws {
         let server = try runningServer()
         let url = try server.createDatabase()
         let (target, logger) = (try address(url), logger)
@@ -69,26 +57,26 @@ final class PostgresReportStoreTests: XCTestCase {
         // A second run of a migration would have failed one of the opens (its tables exist, its
         // version is a primary key); what is recorded is every version once, from 1.
         let migrated = "SELECT count(*) = max(version) AND min(version) = 1 FROM schema_migrations"
-        XCTAssertEqual(try server.psql(migrated, database: target.database), "t")
+        #expect(try server.psql(migrated, database: target.database) == "t")
         let versions = try server.psql("SELECT count(*) FROM schema_migrations", database: target.database)
         try await withStore(database: url) { _ in }
-        XCTAssertEqual(
-            try server.psql("SELECT count(*) FROM schema_migrations", database: target.database), versions, "reopening migrates nothing")
+        #expect(
+            try server.psql("SELECT count(*) FROM schema_migrations", database: target.database) == versions, "reopening migrates nothing")
     }
 
-    func testReopenKeepsReports() async throws {
+    @Test func reopenKeepsReports() async throws {
         let url = try runningServer().createDatabase()
         try await withStore(database: url) { store in _ = try await store.store([StoreConformance.report(["com.example.a"])]) }
         try await withStore(database: url) { store in
             let counts = try await store.aggregate(AggregateQuery()).map(\.reports)
-            XCTAssertEqual(counts, [1])
+            #expect(counts == [1])
         }
     }
 
     /// Values that would break a query built by pasting text are stored verbatim: every value is
     /// a bound parameter. Ingestion validates values before they get here; this calls the store
     /// directly to prove the binding itself.
-    func testValuesAreBoundNeverPastedIntoSQL() async throws {
+    @Test func valuesAreBoundNeverPastedIntoSQL() async throws {
         let server = try runningServer()
         let url = try server.createDatabase()
         let hostile = [
@@ -99,81 +87,81 @@ final class PostgresReportStoreTests: XCTestCase {
                 hostile, id: "id'; DELETE FROM reports; --", app: "com.example.app'--", requested: hostile,
                 install: "i\"; SELECT pg_sleep(1);", storefront: "US'; DROP TABLE schema_migrations; --")
             let outcomes = try await store.store([report])
-            XCTAssertEqual(outcomes, [.stored])
+            #expect(outcomes == [.stored])
             let again = try await store.store([report])
-            XCTAssertEqual(again, [.duplicate], "the report id reads back exactly as it was stored")
+            #expect(again == [.duplicate], "the report id reads back exactly as it was stored")
             let aggregates = try await store.aggregate(AggregateQuery(app: "com.example.app'--", identifier: hostile[0]))
-            XCTAssertEqual(aggregates.map(\.identifier), [hostile[0]])
-            XCTAssertEqual(aggregates.first?.storefronts, ["US'; DROP TABLE schema_migrations; --"])
-            XCTAssertEqual(aggregates.first?.installs, 1)
-            XCTAssertEqual(aggregates.first?.invalidWhenRequested, 1)
+            #expect(aggregates.map(\.identifier) == [hostile[0]])
+            #expect(aggregates.first?.storefronts == ["US'; DROP TABLE schema_migrations; --"])
+            #expect(aggregates.first?.installs == 1)
+            #expect(aggregates.first?.invalidWhenRequested == 1)
             let all = try await store.aggregate(AggregateQuery())
-            XCTAssertEqual(Set(all.map(\.identifier)), Set(hostile))
+            #expect(Set(all.map(\.identifier)) == Set(hostile))
         }
         let database = try address(url).database
-        XCTAssertEqual(try server.psql("SELECT count(*) FROM reports", database: database), "1")
-        XCTAssertEqual(try server.psql("SELECT count(*) > 0 FROM schema_migrations", database: database), "t")
+        #expect(try server.psql("SELECT count(*) FROM reports", database: database) == "1")
+        #expect(try server.psql("SELECT count(*) > 0 FROM schema_migrations", database: database) == "t")
     }
 
     /// Nothing listens on port 1: the error comes at once, names the URL without the password
     /// and says why.
-    func testRefusedConnectionIsAClearError() async throws {
+    @Test func refusedConnectionIsAClearError() async throws {
         let error = try await openingError("postgres://catalog:hunter2@127.0.0.1:1/catalog")
-        XCTAssertTrue(error.contains("postgres://catalog@127.0.0.1:1/catalog"), error)
-        XCTAssertTrue(error.lowercased().contains("refused"), error)
-        XCTAssertFalse(error.contains("hunter2"), error)
+        #expect(error.contains("postgres://catalog@127.0.0.1:1/catalog"), "\(error)")
+        #expect(error.lowercased().contains("refused"), "\(error)")
+        #expect(!error.contains("hunter2"), "\(error)")
     }
 
     /// A server that accepts the connection and then says nothing: opening gives up after the
     /// connect timeout instead of hanging.
-    func testSilentServerIsAClearError() async throws {
+    @Test func silentServerIsAClearError() async throws {
         let listener = try LoopbackListener()
         let error = try await openingError("postgres://catalog@127.0.0.1:\(listener.port)/catalog", connectTimeout: .seconds(1))
-        XCTAssertTrue(error.contains("postgres://catalog@127.0.0.1:\(listener.port)/catalog"), error)
-        XCTAssertTrue(error.lowercased().contains("timeout"), error)
+        #expect(error.contains("postgres://catalog@127.0.0.1:\(listener.port)/catalog"), "\(error)")
+        #expect(error.lowercased().contains("timeout"), "\(error)")
     }
 
-    func testWrongPasswordIsAClearError() async throws {
+    @Test func wrongPasswordIsAClearError() async throws {
         let server = try runningServer()
         let error = try await openingError("postgres://\(TestPostgres.user):not-the-password@127.0.0.1:\(server.port)/catalog")
-        XCTAssertTrue(error.contains("password authentication failed"), error)
-        XCTAssertFalse(error.contains("not-the-password"), error)
+        #expect(error.contains("password authentication failed"), "\(error)")
+        #expect(!error.contains("not-the-password"), "\(error)")
     }
 
-    func testMissingDatabaseIsAClearError() async throws {
+    @Test func missingDatabaseIsAClearError() async throws {
         let error = try await openingError(try runningServer().url(database: "no_such_database"))
-        XCTAssertTrue(error.contains("\"no_such_database\" does not exist"), error)
+        #expect(error.contains("\"no_such_database\" does not exist"), "\(error)")
     }
 
     /// A server that would acknowledge commits before flushing them is refused: a 202 promises
     /// that the report survives a crash.
-    func testRefusesAsynchronousCommit() async throws {
+    @Test func refusesAsynchronousCommit() async throws {
         let server = try runningServer()
         let url = try server.createDatabase()
         try server.psql("ALTER DATABASE \"\(try address(url).database)\" SET synchronous_commit = off")
         let error = try await openingError(url)
-        XCTAssertTrue(error.contains("synchronous_commit is off"), error)
+        #expect(error.contains("synchronous_commit is off"), "\(error)")
     }
 
     /// A store that a newer catalog migrated is refused rather than misread.
-    func testRefusesANewerSchema() async throws {
+    @Test func refusesANewerSchema() async throws {
         let server = try runningServer()
         let url = try server.createDatabase()
         try await withStore(database: url) { _ in }
         try server.psql("INSERT INTO schema_migrations (version, applied_at) VALUES (99, 0)", database: try address(url).database)
         let error = try await openingError(url)
-        XCTAssertTrue(error.contains("newer than this catalog knows"), error)
+        #expect(error.contains("newer than this catalog knows"), "\(error)")
     }
 
-    func testPingAnswersUntilClosed() async throws {
+    @Test func pingAnswersUntilClosed() async throws {
         let store = try await PostgresReportStore.open(try address(runningServer().createDatabase()), logger: logger)
         try await store.ping()
         try await store.close()
         do {
             try await store.ping()
-            XCTFail("a closed store answered")
+            Issue.record("a closed store answered")
         } catch {
-            XCTAssertTrue("\(error)".contains("closed"), "\(error)")
+            #expect("\(error)".contains("closed"), "\(error)")
         }
     }
 
@@ -185,7 +173,7 @@ final class PostgresReportStoreTests: XCTestCase {
         } catch {
             return "\(error)"
         }
-        XCTFail("opened \(url)")
+        Issue.record("opened \(url)")
         return ""
     }
 }

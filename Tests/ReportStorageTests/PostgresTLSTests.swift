@@ -3,12 +3,17 @@ import CatalogTestSupport
 import Foundation
 import Logging
 @testable import ReportStorage
-import XCTest
+import Testing
 
 /// PostgreSQL as operators run it: `sslmode` from the store URL against a real server that
 /// offers TLS with a certificate this test makes (openssl: a CA, and a server certificate for
 /// localhost signed by it); the password from a passfile; the pool's options.
-final class PostgresTLSTests: XCTestCase {
+///
+/// One server for the suite, from the `.postgres(tls: true)` trait. Serialized: `isEncrypted`
+/// counts every encrypted connection to the `catalog` database, so another test's connections
+/// must not be open meanwhile.
+@Suite(.postgres(tls: true), .serialized)
+struct PostgresTLSTests {
     private let logger = Logger(label: "test")
 
     /// Whether the store's own connections are encrypted, as the server sees them.
@@ -17,13 +22,10 @@ final class PostgresTLSTests: XCTestCase {
         return (Int(rows.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0) > 0
     }
 
-    func testSSLModesAgainstAServerWithACertificate() async throws {
-        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("pg-tls-\(UUID().uuidString.prefix(8))")
-        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(at: folder) }
-        let files = try TestCertificates.make(in: folder)
-        let server = try TestPostgres.start(tls: (files.certificate, files.key))
-        defer { server.stop() }
+    @Test func sslModesAgainstAServerWithACertificate() async throws {
+        // The trait made the certificates (in a folder it removes) and started the server with them.
+        let files = try TestPostgres.currentCertificates
+        let server = try TestPostgres.current
         let base = "postgres://\(TestPostgres.user):\(TestPostgres.password)@localhost:\(server.port)/catalog"
 
         // verify-full with the CA that signed the server's certificate: connected, encrypted.
@@ -31,7 +33,7 @@ final class PostgresTLSTests: XCTestCase {
             try StoreURL.address(base + "?sslmode=verify-full&sslrootcert=\(files.ca.path)&pool_size=2&statement_timeout=5000"),
             logger: logger)
         try await verified.ping()
-        XCTAssertTrue(try isEncrypted(verified, server: server))
+        #expect(try isEncrypted(verified, server: server))
         try await verified.close()
 
         // verify-full with another CA: refused, with the reason.
@@ -40,9 +42,9 @@ final class PostgresTLSTests: XCTestCase {
                 try StoreURL.address(base + "?sslmode=verify-full&sslrootcert=\(files.otherCA.path)"), logger: logger,
                 connectTimeout: .seconds(5))
             try await store.close()
-            XCTFail("a certificate from an untrusted CA was accepted")
+            Issue.record("a certificate from an untrusted CA was accepted")
         } catch {
-            XCTAssertTrue("\(error)".contains("cannot connect"), "\(error)")
+            #expect("\(error)".contains("cannot connect"), "\(error)")
         }
 
         // verify-full for a host the certificate does not name (it names localhost, not
@@ -53,9 +55,9 @@ final class PostgresTLSTests: XCTestCase {
                     "postgres://\(TestPostgres.user):\(TestPostgres.password)@127.0.0.1:\(server.port)/catalog?sslmode=verify-full&sslrootcert=\(files.ca.path)"),
                 logger: logger, connectTimeout: .seconds(5))
             try await store.close()
-            XCTFail("a certificate for another host was accepted")
+            Issue.record("a certificate for another host was accepted")
         } catch {
-            XCTAssertTrue("\(error)".contains("cannot connect"), "\(error)")
+            #expect("\(error)".contains("cannot connect"), "\(error)")
         }
         // verify-ca checks the signature only: the same host is accepted.
         let signed = try await PostgresReportStore.open(
@@ -75,9 +77,8 @@ final class PostgresTLSTests: XCTestCase {
     }
 
     /// The password from a passfile (`.pgpass` lines, wildcards and escapes), never in the URL.
-    func testPasswordFromAPassfile() async throws {
-        let server = try TestPostgres.start()
-        defer { server.stop() }
+    @Test func passwordFromAPassfile() async throws {
+        let server = try TestPostgres.current
         let passfile = FileManager.default.temporaryDirectory.appendingPathComponent("pgpass-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: passfile) }
         try Data("# comment\nother:*:*:*:wrong\n127.0.0.1:\(server.port):*:\(TestPostgres.user):\(TestPostgres.password)\n".utf8)
@@ -88,16 +89,17 @@ final class PostgresTLSTests: XCTestCase {
         try await store.ping()
         try await store.close()
         let address = try StoreURL.address("postgres://u@h:5432/d")
-        XCTAssertEqual(PostgresPassword.password(in: #"h:5432:d:u:a\:b\\c"#, for: address), #"a:b\c"#)
-        XCTAssertNil(PostgresPassword.password(in: "h:5433:d:u:x", for: address))
+        #expect(PostgresPassword.password(in: #"h:5432:d:u:a\:b\\c"#, for: address) == #"a:b\c"#)
+        #expect(PostgresPassword.password(in: "h:5433:d:u:x", for: address) == nil)
     }
 
-    func testBadParametersAreClearErrors() {
+    @Test func badParametersAreClearErrors() {
         for (url, message) in [
             ("postgres://u@h/d?sslmode=maybe", "sslmode 'maybe'"), ("postgres://u@h/d?pool_size=0", "pool_size"),
             ("postgres://u@h/d?sslcert=x", "unknown parameter 'sslcert'"),
         ] {
-            XCTAssertThrowsError(try StoreURL(parsing: url)) { XCTAssertTrue("\($0)".contains(message), "\($0)") }
+            let error = #expect(throws: (any Error).self) { try StoreURL(parsing: url) }
+            if let error { #expect("\(error)".contains(message), "\(error)") }
         }
     }
 }

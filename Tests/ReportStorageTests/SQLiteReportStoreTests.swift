@@ -2,16 +2,18 @@ import CatalogKit
 import Foundation
 @testable import ReportStorage
 import Synchronization
-import XCTest
+import Testing
 
-final class SQLiteReportStoreTests: XCTestCase {
-    private var folder: URL!
+@Suite struct SQLiteReportStoreTests {
+    /// This test's own folder, made anew for each test (a suite's init runs before each one);
+    /// every test that creates it removes it when done.
+    private let folder: URL
 
-    override func setUpWithError() throws {
+    init() {
         folder = FileManager.default.temporaryDirectory.appendingPathComponent("sqlite-store-\(UUID().uuidString)")
     }
 
-    override func tearDownWithError() throws {
+    private func removeFolder() {
         try? FileManager.default.removeItem(at: folder)
     }
 
@@ -22,10 +24,17 @@ final class SQLiteReportStoreTests: XCTestCase {
         try await store.close()
     }
 
+    /// One of the checks every engine passes, on a fresh store; the folder is removed afterwards.
+    private func conformance(_ check: (SQLiteReportStore) async throws -> Void) async throws {
+        defer { removeFolder() }
+        try await withStore(check)
+    }
+
     /// While the store stalls (another connection holds its write lock), the group committer
     /// queues reports up to its bound and refuses the next at once, instead of holding them in
     /// memory without limit; every report it queued is stored once the lock goes.
-    func testAStalledStoreRefusesPastTheQueueAndLosesNothing() async throws {
+    @Test func aStalledStoreRefusesPastTheQueueAndLosesNothing() async throws {
+        defer { removeFolder() }
         try await withStore { store in
             let blocker = try SQLiteConnection(path: store.path)
             try blocker.execute("BEGIN IMMEDIATE")
@@ -38,88 +47,93 @@ final class SQLiteReportStoreTests: XCTestCase {
                 }
             }
             let refusedAtOnce = results.withLock { $0[11] }
-            XCTAssertNotNil(refusedAtOnce, "the report past the queue waited instead of being refused")
+            #expect(refusedAtOnce != nil, "the report past the queue waited instead of being refused")
             if case .failure(let error)? = refusedAtOnce {
-                XCTAssertTrue(error is CommitQueueFull, "\(error)")
+                #expect(error is CommitQueueFull, "\(error)")
             } else {
-                XCTFail("the report past the queue was accepted")
+                Issue.record("the report past the queue was accepted")
             }
             try blocker.execute("ROLLBACK")
             for _ in 0..<300 where results.withLock({ $0.count }) < 12 { try await Task.sleep(for: .milliseconds(50)) }
             let stored = results.withLock { results in (0..<11).filter { if case .success(.stored)? = results[$0] { true } else { false } } }
-            XCTAssertEqual(stored.count, 11, "every queued report is stored")
+            #expect(stored.count == 11, "every queued report is stored")
             let count = try await store.aggregate(AggregateQuery()).first?.reports
-            XCTAssertEqual(count, 11)
+            #expect(count == 11)
         }
     }
 
     /// `catalog backup`: a consistent copy that opens as a store of its own; never over a file.
-    func testBackupIsAStoreOfItsOwnAndNeverOverwrites() async throws {
+    @Test func backupIsAStoreOfItsOwnAndNeverOverwrites() async throws {
+        defer { removeFolder() }
         try await withStore { store in
             _ = try await store.store((0..<50).map { StoreConformance.report(["com.example.a"], id: "report-\($0)", install: "i\($0)") })
             let copy = folder.appendingPathComponent("copy.sqlite").path
             try await store.backup(to: copy)
             let copied = try await SQLiteReportStore.open(path: copy)
             let count = try await copied.aggregate(AggregateQuery()).first?.reports
-            XCTAssertEqual(count, 50)
+            #expect(count == 50)
             try await copied.close()
             do {
                 try await store.backup(to: copy)
-                XCTFail("a backup overwrote a file")
+                Issue.record("a backup overwrote a file")
             } catch {}
         }
     }
 
-    func testDeduplicates() async throws { try await withStore(StoreConformance.deduplicates) }
-    func testAggregates() async throws { try await withStore(StoreConformance.aggregates) }
-    func testFilters() async throws { try await withStore(StoreConformance.filters) }
-    func testCountsPerDay() async throws { try await withStore(StoreConformance.countsPerDay) }
-    func testPrunes() async throws { try await withStore(StoreConformance.prunes) }
-    func testCountsNetworks() async throws { try await withStore(StoreConformance.countsNetworks) }
-    func testPrunesToTheQuota() async throws { try await withStore(StoreConformance.prunesToTheQuota) }
-    func testKeepsOrRefusesNULs() async throws { try await withStore(StoreConformance.keepsOrRefusesNULs) }
-    func testGroupCommits() async throws { try await withStore(StoreConformance.groupCommits) }
-    func testKeepsTokensAndTheAuditLog() async throws { try await withStore(StoreConformance.keepsTokensAndTheAuditLog) }
+    @Test func deduplicates() async throws { try await conformance(StoreConformance.deduplicates) }
+    @Test func aggregates() async throws { try await conformance(StoreConformance.aggregates) }
+    @Test func filters() async throws { try await conformance(StoreConformance.filters) }
+    @Test func countsPerDay() async throws { try await conformance(StoreConformance.countsPerDay) }
+    @Test func prunes() async throws { try await conformance(StoreConformance.prunes) }
+    @Test func countsNetworks() async throws { try await conformance(StoreConformance.countsNetworks) }
+    @Test func prunesToTheQuota() async throws { try await conformance(StoreConformance.prunesToTheQuota) }
+    @Test func keepsOrRefusesNULs() async throws { try await conformance(StoreConformance.keepsOrRefusesNULs) }
+    @Test func groupCommits() async throws { try await conformance(StoreConformance.groupCommits) }
+    @Test func keepsTokensAndTheAuditLog() async throws { try await conformance(StoreConformance.keepsTokensAndTheAuditLog) }
 
     /// WAL with synchronous FULL, read back from the connection that commits: a library that
     /// resets it after setup (GRDB's DatabasePool does) would fail here.
-    func testCommitsAreFullySynchronousInWALMode() async throws {
+    @Test func commitsAreFullySynchronousInWALMode() async throws {
+        defer { removeFolder() }
         try await withStore { store in
             let settings = try await store.durabilitySettings()
-            XCTAssertEqual(settings.synchronous, 2, "PRAGMA synchronous must be FULL (2)")
-            XCTAssertEqual(settings.journalMode, "wal")
+            #expect(settings.synchronous == 2, "PRAGMA synchronous must be FULL (2)")
+            #expect(settings.journalMode == "wal")
         }
     }
 
     /// Reports survive closing and reopening, and reopening does not migrate twice.
-    func testReopenKeepsReports() async throws {
+    @Test func reopenKeepsReports() async throws {
+        defer { removeFolder() }
         try await withStore { store in _ = try await store.store([StoreConformance.report(["com.example.a"])]) }
         try await withStore { store in
             let counts = try await store.aggregate(AggregateQuery()).map(\.reports)
-            XCTAssertEqual(counts, [1])
+            #expect(counts == [1])
         }
     }
 
-    func testUnwritablePathIsAClearError() async throws {
+    @Test func unwritablePathIsAClearError() async throws {
         do {
             _ = try await SQLiteReportStore.open(path: "/proc/catalog.sqlite")
-            XCTFail("opened a store under /proc")
+            Issue.record("opened a store under /proc")
         } catch {
-            XCTAssertTrue("\(error)".contains("/proc/catalog.sqlite"), "the message names the file: \(error)")
+            #expect("\(error)".contains("/proc/catalog.sqlite"), "the message names the file: \(error)")
         }
     }
 
-    func testStoreURLs() throws {
-        XCTAssertEqual(try StoreURL(parsing: "sqlite:var/catalog.sqlite"), .sqlite(path: "var/catalog.sqlite"))
-        XCTAssertEqual(try StoreURL(parsing: "sqlite:///tmp/x.sqlite"), .sqlite(path: "/tmp/x.sqlite"))
+    @Test func storeURLs() throws {
+        #expect(try StoreURL(parsing: "sqlite:var/catalog.sqlite") == .sqlite(path: "var/catalog.sqlite"))
+        #expect(try StoreURL(parsing: "sqlite:///tmp/x.sqlite") == .sqlite(path: "/tmp/x.sqlite"))
         guard case .postgres(let address) = try StoreURL(parsing: "postgres://catalog:secret@127.0.0.1:5433/reports") else {
-            return XCTFail("not a PostgreSQL URL")
+            Issue.record("not a PostgreSQL URL")
+            return
         }
-        XCTAssertEqual([address.user, address.password, address.host, address.database], ["catalog", "secret", "127.0.0.1", "reports"])
-        XCTAssertEqual(address.port, 5433)
-        XCTAssertEqual("\(StoreURL.postgres(address))", "postgres://catalog@127.0.0.1:5433/reports", "no password in logs")
+        #expect(
+            ([address.user, address.password, address.host, address.database] as [String?]) == ["catalog", "secret", "127.0.0.1", "reports"])
+        #expect(address.port == 5433)
+        #expect("\(StoreURL.postgres(address))" == "postgres://catalog@127.0.0.1:5433/reports", "no password in logs")
         for bad in ["", "sqlite:", "mysql://x/y", "postgres://127.0.0.1/db", "postgres://u@127.0.0.1/"] {
-            XCTAssertThrowsError(try StoreURL(parsing: bad), bad)
+            #expect(throws: (any Error).self, "\(bad)") { try StoreURL(parsing: bad) }
         }
     }
 }

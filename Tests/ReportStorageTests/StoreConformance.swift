@@ -1,7 +1,8 @@
+import Foundation
 import CatalogKit
 import PropertyList
 import ReportStorage
-import XCTest
+import Testing
 
 /// What every `ReportStore` must do, the same on SQLite and PostgreSQL: each engine's test case
 /// runs these checks against a fresh, real store.
@@ -50,21 +51,21 @@ enum StoreConformance {
         _ = try await store.store(reports)
 
         let one = try await store.networkEvidence(AggregateQuery(app: "com.example.app", installsPerNetwork: 1))
-        XCTAssertEqual(one.map(\.identifier), ["com.example.a"])
-        XCTAssertEqual(one.first?.networks, 5, "attacker, n1 to n4")
-        XCTAssertEqual(one.first?.networkInstalls, 5, "one install per network")
-        XCTAssertEqual(one.first?.verifiedInstalls, 2)
-        XCTAssertEqual(one.first?.countedInstalls, 7)
+        #expect(one.map(\.identifier) == ["com.example.a"])
+        #expect(one.first?.networks == 5, "attacker, n1 to n4")
+        #expect(one.first?.networkInstalls == 5, "one install per network")
+        #expect(one.first?.verifiedInstalls == 2)
+        #expect(one.first?.countedInstalls == 7)
         let two = try await store.networkEvidence(AggregateQuery(app: "com.example.app", installsPerNetwork: 2))
-        XCTAssertEqual(two.first?.networkInstalls, 7, "attacker 2, n1 1, n2 2, n3 1, n4 1")
+        #expect(two.first?.networkInstalls == 7, "attacker 2, n1 1, n2 2, n3 1, n4 1")
         let narrowed = try await store.networkEvidence(
             AggregateQuery(app: "com.example.app", identifier: "com.example.ok", installsPerNetwork: 1))
-        XCTAssertEqual(narrowed, [], "only the store-wide report named it")
+        #expect(narrowed == [], "only the store-wide report named it")
 
         let storeWide = try await store.storeWideEvidence(AggregateQuery(app: "com.example.app", installsPerNetwork: 1))
-        XCTAssertEqual(storeWide, NetworkEvidence(app: "com.example.app", identifier: nil, reports: 1, networks: 1, networkInstalls: 1))
+        #expect(storeWide == NetworkEvidence(app: "com.example.app", identifier: nil, reports: 1, networks: 1, networkInstalls: 1))
         let otherApp = try await store.storeWideEvidence(AggregateQuery(app: "com.example.game", installsPerNetwork: 1))
-        XCTAssertNil(otherApp)
+        #expect(otherApp == nil)
     }
 
     /// Text with a NUL inside is stored whole or refused, never cut at the NUL.
@@ -76,8 +77,8 @@ enum StoreConformance {
             return  // refused (PostgreSQL does not store NUL in text): acceptable, nothing cut short
         }
         let entries = try await store.auditLog(app: nil, limit: 1)
-        XCTAssertEqual(entries.first?.summary, summary)
-        XCTAssertEqual(entries.first?.actor, "a\u{0}b")
+        #expect(entries.first?.summary == summary)
+        #expect(entries.first?.actor == "a\u{0}b")
     }
 
     /// Past the per-app quota the oldest reports go first; other apps keep theirs.
@@ -90,13 +91,13 @@ enum StoreConformance {
         reports.append(report(["com.example.a"], app: "com.example.game"))
         _ = try await store.store(reports)
         let pruned = try await store.prune(keepingPerApp: 6)
-        XCTAssertEqual(pruned, ["com.example.app": 9])
+        #expect(pruned == ["com.example.app": 9])
         let left = try await store.aggregate(AggregateQuery(app: "com.example.app"))
-        XCTAssertEqual(left.map { "\($0.identifier) \($0.reports)" }.sorted(), ["com.example.new 5", "com.example.old 1"])
+        #expect(left.map { "\($0.identifier) \($0.reports)" }.sorted() == ["com.example.new 5", "com.example.old 1"])
         let game = try await store.aggregate(AggregateQuery(app: "com.example.game"))
-        XCTAssertEqual(game.first?.reports, 1)
+        #expect(game.first?.reports == 1)
         let again = try await store.prune(keepingPerApp: 6)
-        XCTAssertEqual(again, [:])
+        #expect(again == [:])
     }
 
     /// A retried report (same app and reportId) is stored once, also within one batch; the same
@@ -104,16 +105,16 @@ enum StoreConformance {
     static func deduplicates(_ store: any ReportStore) async throws {
         let first = report(["com.example.a"], id: "11111111-1111-1111-1111-111111111111")
         let firstTime = try await store.store([first])
-        XCTAssertEqual(firstTime, [.stored])
+        #expect(firstTime == [.stored])
         let retried = try await store.store([first, first])
-        XCTAssertEqual(retried, [.duplicate, .duplicate])
+        #expect(retried == [.duplicate, .duplicate])
         var otherApp = first
         otherApp.app = "com.example.game"
         let second = report(["com.example.a"], id: "22222222-2222-2222-2222-222222222222")
         let mixed = try await store.store([otherApp, second, second])
-        XCTAssertEqual(mixed, [.stored, .stored, .duplicate])
+        #expect(mixed == [.stored, .stored, .duplicate])
         let aggregates = try await store.aggregate(AggregateQuery())
-        XCTAssertEqual(aggregates.map(\.reports).reduce(0, +), 3)
+        #expect(aggregates.map(\.reports).reduce(0, +) == 3)
     }
 
     /// Per app × identifier × platform × environment, with distinct installs, the seen range,
@@ -132,27 +133,28 @@ enum StoreConformance {
             report([], requested: ["com.example.b"], install: "i4"),
         ])
         let aggregates = try await store.aggregate(AggregateQuery(app: "com.example.app"))
-        XCTAssertEqual(
-            aggregates.map { "\($0.identifier) \($0.platform?.name ?? "-") \($0.environment?.rawValue ?? "-")" },
-            ["com.example.a iOS production", "com.example.b iOS production", "com.example.a macOS sandbox"])
+        #expect(
+            aggregates.map { "\($0.identifier) \($0.platform?.name ?? "-") \($0.environment?.rawValue ?? "-")" }
+                == ["com.example.a iOS production", "com.example.b iOS production", "com.example.a macOS sandbox"])
         let a = aggregates[0]
-        XCTAssertEqual(a.reports, 4)
-        XCTAssertEqual(a.installs, 2)
-        XCTAssertEqual(a.firstSeen, noon)
-        XCTAssertEqual(a.lastSeen, later)
-        XCTAssertEqual(a.appVersions, ["2.3", "2.4"])
-        XCTAssertEqual(a.storefronts, ["FRA", "USA"])
-        XCTAssertEqual(a.feedRevisions, [7, 8])
-        XCTAssertEqual(a.requestedReports, 3)
-        XCTAssertEqual(a.invalidWhenRequested, 3)
+        #expect(a.reports == 4)
+        #expect(a.installs == 2)
+        #expect(a.firstSeen == noon)
+        #expect(a.lastSeen == later)
+        #expect(a.appVersions == ["2.3", "2.4"])
+        #expect(a.storefronts == ["FRA", "USA"])
+        #expect(a.feedRevisions == [7, 8])
+        #expect(a.requestedReports == 3)
+        #expect(a.invalidWhenRequested == 3)
         let b = aggregates[1]
-        XCTAssertEqual(b.reports, 2)
-        XCTAssertEqual(b.installs, 2)
-        XCTAssertEqual(b.appVersions, ["2.3", "10.0"], "versions sort numerically")
-        XCTAssertEqual(b.requestedReports, 3)
-        XCTAssertEqual(b.invalidWhenRequested, 2)
-        XCTAssertEqual(b.invalidRate!, 2.0 / 3.0, accuracy: 1e-9)
-        XCTAssertNil(aggregates[2].invalidRate, "no report of it said what was requested")
+        #expect(b.reports == 2)
+        #expect(b.installs == 2)
+        #expect(b.appVersions == ["2.3", "10.0"], "versions sort numerically")
+        #expect(b.requestedReports == 3)
+        #expect(b.invalidWhenRequested == 2)
+        let invalidRate = try #require(b.invalidRate)
+        #expect(abs(invalidRate - 2.0 / 3.0) <= 1e-9)
+        #expect(aggregates[2].invalidRate == nil, "no report of it said what was requested")
     }
 
     /// `since`, `app` and `identifier` narrow what is counted.
@@ -165,10 +167,10 @@ enum StoreConformance {
             report(["com.example.a"], app: "com.example.game", at: later, install: "game"),
         ])
         let recent = try await store.aggregate(AggregateQuery(app: "com.example.app", identifier: "com.example.a", since: later))
-        XCTAssertEqual(recent.map { "\($0.app) \($0.identifier) \($0.reports)" }, ["com.example.app com.example.a 1"])
+        #expect(recent.map { "\($0.app) \($0.identifier) \($0.reports)" } == ["com.example.app com.example.a 1"])
         let all = try await store.aggregate(AggregateQuery())
-        XCTAssertEqual(all.map(\.reports).reduce(0, +), 4)
-        XCTAssertEqual(Set(all.map(\.app)), ["com.example.app", "com.example.game"])
+        #expect(all.map(\.reports).reduce(0, +) == 4)
+        #expect(Set(all.map(\.app)) == Set(["com.example.app", "com.example.game"]))
     }
 
     /// Retention: raw reports received before the cut are deleted and counted.
@@ -188,27 +190,26 @@ enum StoreConformance {
             report(["com.example.a"], app: "com.example.game"),
         ])
         let counts = try await store.dailyCounts(app: "com.example.app", identifier: "com.example.a", since: threeDaysEarlier)
-        XCTAssertEqual(
-            counts,
-            [
+        #expect(
+            counts == [
                 DailyReportCount(day: day - 3, reports: 1), DailyReportCount(day: day - 1, reports: 1),
                 DailyReportCount(day: day, reports: 2),
             ])
         let recent = try await store.dailyCounts(app: "com.example.app", identifier: "com.example.a", since: midnight)
-        XCTAssertEqual(recent, [DailyReportCount(day: day, reports: 2)])
+        #expect(recent == [DailyReportCount(day: day, reports: 2)])
         let none = try await store.dailyCounts(app: "com.example.app", identifier: "com.example.unknown", since: threeDaysEarlier)
-        XCTAssertEqual(none, [])
+        #expect(none == [])
     }
 
     static func prunes(_ store: any ReportStore) async throws {
         let later = Timestamp(secondsSince1970: noon.secondsSince1970 + 60)
         _ = try await store.store([report(["com.example.a"]), report(["com.example.a"]), report(["com.example.a"], at: later)])
         let pruned = try await store.prune(receivedBefore: later)
-        XCTAssertEqual(pruned, 2)
+        #expect(pruned == 2)
         let prunedAgain = try await store.prune(receivedBefore: later)
-        XCTAssertEqual(prunedAgain, 0)
+        #expect(prunedAgain == 0)
         let remaining = try await store.aggregate(AggregateQuery()).map(\.reports)
-        XCTAssertEqual(remaining, [1])
+        #expect(remaining == [1])
     }
 
     /// Many reports submitted concurrently through group commit are all stored, each once.
@@ -220,10 +221,10 @@ enum StoreConformance {
             }
             return try await group.reduce(into: [StoreOutcome]()) { $0.append($1) }
         }
-        XCTAssertEqual(outcomes.filter { $0 == .stored }.count, 400)
-        XCTAssertEqual(outcomes.filter { $0 == .duplicate }.count, 100)
+        #expect(outcomes.filter { $0 == .stored }.count == 400)
+        #expect(outcomes.filter { $0 == .duplicate }.count == 100)
         let storedOnce = try await store.aggregate(AggregateQuery()).first?.reports
-        XCTAssertEqual(storedOnce, 400)
+        #expect(storedOnce == 400)
     }
 
     /// Tokens: only hashes kept, one active token per name, revocation, and the audit log in order.
@@ -233,24 +234,24 @@ enum StoreConformance {
         do {
             try await store.createToken(
                 EditorToken(name: "alice", role: .viewer, secretHash: TokenSecret.hash("secret-b"), createdAt: noon))
-            XCTFail("a second active token named alice")
+            Issue.record("a second active token named alice")
         } catch is TokenNameTaken {}
         let later = Timestamp(secondsSince1970: noon.secondsSince1970 + 60)
         let revoked = try await store.revokeToken(named: "alice", at: later)
-        XCTAssertTrue(revoked)
+        #expect(revoked)
         let revokedAgain = try await store.revokeToken(named: "alice", at: later)
-        XCTAssertFalse(revokedAgain)
+        #expect(!revokedAgain)
         try await store.createToken(EditorToken(name: "alice", role: .viewer, secretHash: TokenSecret.hash("secret-c"), createdAt: later))
         let tokens = try await store.tokens()
-        XCTAssertEqual(tokens.map(\.role), [.editor, .viewer])
-        XCTAssertEqual(tokens.first?.revokedAt, later)
+        #expect(tokens.map(\.role) == [.editor, .viewer])
+        #expect(tokens.first?.revokedAt == later)
         let current = try await store.activeToken(secretHash: TokenSecret.hash("secret-c"))
-        XCTAssertEqual(current?.role, .viewer)
-        XCTAssertEqual(current?.name, "alice")
+        #expect(current?.role == .viewer)
+        #expect(current?.name == "alice")
         let revokedToken = try await store.activeToken(secretHash: TokenSecret.hash("secret-a"))
-        XCTAssertNil(revokedToken, "a revoked token no longer matches")
+        #expect(revokedToken == nil, "a revoked token no longer matches")
         let unknown = try await store.activeToken(secretHash: TokenSecret.hash("secret-z"))
-        XCTAssertNil(unknown)
+        #expect(unknown == nil)
 
         for (offset, app) in ["com.example.app", nil, "com.example.game"].enumerated() {
             try await store.appendAudit(
@@ -259,13 +260,13 @@ enum StoreConformance {
                     summary: "entry \(offset)", beforeHash: offset == 0 ? nil : "b\(offset)", afterHash: "a\(offset)"))
         }
         let all = try await store.auditLog(app: nil, limit: 10)
-        XCTAssertEqual(all.map(\.summary), ["entry 2", "entry 1", "entry 0"], "newest first")
-        XCTAssertEqual(all.map(\.sequence), all.map(\.sequence).sorted(by: >))
-        XCTAssertEqual(all.last?.beforeHash, nil)
-        XCTAssertEqual(all.first?.afterHash, "a2")
+        #expect(all.map(\.summary) == ["entry 2", "entry 1", "entry 0"], "newest first")
+        #expect(all.map(\.sequence) == all.map(\.sequence).sorted(by: >))
+        #expect(all.last?.beforeHash == nil)
+        #expect(all.first?.afterHash == "a2")
         let app = try await store.auditLog(app: "com.example.app", limit: 10)
-        XCTAssertEqual(app.map(\.summary), ["entry 0"])
+        #expect(app.map(\.summary) == ["entry 0"])
         let one = try await store.auditLog(app: nil, limit: 1)
-        XCTAssertEqual(one.count, 1)
+        #expect(one.count == 1)
     }
 }
