@@ -26,6 +26,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        // `swift package generate-documentation`: the DocC catalogs of CatalogClient and CatalogKit.
+        .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
         // Tests only: reading the OpenAPI document to check the server against it.
         .package(url: "https://github.com/jpsim/Yams", from: "6.2.2"),
     ],

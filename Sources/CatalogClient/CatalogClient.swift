@@ -87,7 +87,9 @@ public actor CatalogClient {
     /// The list at any feed URL (`products.json` or `catalog.json`, from `catalog serve`, a static
     /// host or a CDN), cached and revalidated like ``products(platform:appVersion:)``.
     ///
-    /// - Parameter revalidate: Ask the server even while the cached feed is fresh.
+    /// - Parameters:
+    ///   - feedURL: The feed's URL, query included: its platform and appVersion choose the variant.
+    ///   - revalidate: Ask the server even while the cached feed is fresh.
     public func products(from feedURL: URL, revalidate: Bool) async -> ProductList {
         let cached = cachedFeed(feedURL)
         // A signature past its expiry makes a cached feed stale, whatever max-age said: the

@@ -10,6 +10,7 @@ extension CatalogClient {
     /// client keeps its last verified list (stale) and says why. Verification happens before the
     /// feed is parsed or cached.
     public struct SignaturePolicy: Sendable {
+        /// What the client does with signatures.
         public enum Mode: String, Sendable, CaseIterable {
             /// Signatures are not looked at.
             case off
@@ -20,6 +21,7 @@ extension CatalogClient {
             case enforce
         }
 
+        /// Whether signatures are ignored, checked and reported, or required.
         public var mode: Mode
         /// The root public keys the app pins (the `root.pub.jwk` that `catalog keys create` wrote).
         public var rootKeys: [Ed25519PublicKey]
@@ -30,6 +32,7 @@ extension CatalogClient {
         /// The time expiry is checked against: the system clock, unless a test moves it.
         public var clock: @Sendable () -> Date = { Date() }
 
+        /// A policy in `mode` with the app's pinned root keys; see the properties for the rest.
         public init(mode: Mode, rootKeys: [Ed25519PublicKey] = [], grace: TimeInterval = 24 * 3600, revokedKeys: Set<String> = []) {
             self.mode = mode
             self.rootKeys = rootKeys
@@ -45,9 +48,12 @@ extension CatalogClient {
     /// when there is neither a server answer nor a cache, after the same checks as a download (but
     /// expiry and revision: it is a floor, not news).
     public struct BundledFeed: Sendable, Hashable {
+        /// The feed's bytes, as published.
         public var body: Data
+        /// Its detached JWS (the `.jws` beside it), if it was signed.
         public var signature: String?
 
+        /// A bundled feed from its bytes and its signature.
         public init(body: Data, signature: String?) {
             self.body = body
             self.signature = signature

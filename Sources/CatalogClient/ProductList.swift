@@ -101,6 +101,7 @@ public struct KnownProduct: Sendable, Hashable, Codable {
 
 /// The platforms the catalog publishes for.
 public enum Platform: String, Sendable, Hashable, CaseIterable, Codable {
+    /// The platforms the App Store sells on, as the catalog names them.
     case iOS, macOS, tvOS, watchOS, visionOS
 
     /// The platform this code was compiled for; nil on others (Linux), where an app passes one.
@@ -125,5 +126,6 @@ public enum Platform: String, Sendable, Hashable, CaseIterable, Codable {
 ///
 /// Reports from sandbox and Xcode count toward suspicion only: those stores are noisy by design.
 public enum StoreEnvironment: String, Sendable, Hashable, CaseIterable, Codable {
+    /// The App Store that answered: the real one, the sandbox, or Xcode's local StoreKit testing.
     case production, sandbox, xcode
 }

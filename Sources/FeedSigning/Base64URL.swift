@@ -2,6 +2,7 @@ import Foundation
 
 /// Base64url without padding (RFC 7515 §2, RFC 4648 §5): how JWS encodes every part.
 public enum Base64URL {
+    /// `bytes` in base64url, without padding.
     public static func encode(_ bytes: some Sequence<UInt8>) -> String {
         Data(bytes).base64EncodedString()
             .replacingOccurrences(of: "+", with: "-")

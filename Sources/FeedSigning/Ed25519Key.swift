@@ -9,10 +9,12 @@ import Foundation
 /// An Ed25519 public key with its key id, read from and written as a JWK (RFC 8037 §2:
 /// `{"kty":"OKP","crv":"Ed25519","kid":…,"x":…}`): what an app pins for the root key.
 public struct Ed25519PublicKey: Sendable, Hashable {
+    /// The key id (`kid`), as JWS headers and revocations name the key.
     public let kid: String
     /// The 32 bytes of the key (CryptoKit's key types are not `Sendable`; these are).
     public let raw: Data
 
+    /// A key from its id and its 32 raw bytes; other bytes are refused.
     public init(kid: String, raw: Data) throws(SignatureError) {
         guard raw.count == 32, (try? Curve25519.Signing.PublicKey(rawRepresentation: raw)) != nil else {
             throw SignatureError(.malformed, "key '\(kid)' is not a 32-byte Ed25519 public key")
@@ -31,6 +33,7 @@ public struct Ed25519PublicKey: Sendable, Hashable {
     /// The public JWK, one line of JSON.
     public var jwk: Data { JWK(kid: kid, x: Base64URL.encode(raw)).encoded() }
 
+    /// Whether `signature` is this key's Ed25519 signature of `message`.
     public func isValidSignature(_ signature: Data, for message: Data) -> Bool {
         (try? Curve25519.Signing.PublicKey(rawRepresentation: raw))?.isValidSignature(signature, for: message) ?? false
     }
@@ -42,6 +45,7 @@ public struct Ed25519PublicKey: Sendable, Hashable {
 /// been revoked, the root's newest revocation statement (`revocations`), so that one file is all
 /// a publisher needs and every signature it makes carries both.
 public struct Ed25519PrivateKey: Sendable {
+    /// The key id: the first 16 base64url characters of its public key's SHA-256, for a new key.
     public let kid: String
     /// The private key's 32 bytes (CryptoKit's key types are not `Sendable`).
     private let d: Data
@@ -61,6 +65,7 @@ public struct Ed25519PrivateKey: Sendable {
         kid = String(Base64URL.encode(SHA256.hash(data: key.publicKey.rawRepresentation)).prefix(16))
     }
 
+    /// A private key from a private JWK's JSON, with the certificate and revocations its file holds.
     public init(jwk: Data) throws(SignatureError) {
         let fields = try JWK.decode(jwk)
         guard let d = fields.d.flatMap(Base64URL.decode), let key = try? Curve25519.Signing.PrivateKey(rawRepresentation: d) else {
@@ -75,6 +80,7 @@ public struct Ed25519PrivateKey: Sendable {
         revocations = fields.revocations
     }
 
+    /// The public half, with the same key id.
     public var publicKey: Ed25519PublicKey {
         // The raw representation of a valid key is always 32 bytes: this cannot fail.
         (try? Ed25519PublicKey(kid: kid, raw: key.publicKey.rawRepresentation))!
@@ -88,6 +94,7 @@ public struct Ed25519PrivateKey: Sendable {
         ).encoded()
     }
 
+    /// The Ed25519 signature of `message` (RFC 8032), 64 bytes.
     public func signature(for message: Data) -> Data {
         // Ed25519 signing has no failure mode for a valid key; swift-crypto's `throws` is its API shape.
         (try? key.signature(for: message)) ?? Data()

@@ -6,6 +6,7 @@ import Foundation
 /// The claims sit in the JWS protected header (the payload is the feed itself, detached), so that
 /// any JOSE library verifies the bytes, and ours checks the binding too.
 public struct FeedClaims: Codable, Sendable, Hashable {
+    /// The app's bundle identifier.
     public var app: String
     /// `products.json` or `catalog.json`.
     public var feed: String
@@ -14,6 +15,7 @@ public struct FeedClaims: Codable, Sendable, Hashable {
     /// The platforms and band lower bounds the app distinguishes, so that a client can tell which
     /// variant answers its own platform and version.
     public var platforms: [String]
+    /// The version bands' lower bounds, ascending.
     public var bands: [String]
     /// The revision that published these bytes.
     public var rev: Int
@@ -23,8 +25,10 @@ public struct FeedClaims: Codable, Sendable, Hashable {
     /// When the signature was made and when it stops being trusted: a feed frozen by an attacker
     /// becomes untrusted once it expires.
     public var iat: Int64
+    /// When the signature stops being trusted, in seconds since 1970.
     public var exp: Int64
 
+    /// Claims for a feed; `iat` and `exp` are set by ``FeedSigner/sign(_:claims:now:)``.
     public init(
         app: String, feed: String, variants: [String], platforms: [String], bands: [String], rev: Int, from: Int64, iat: Int64 = 0,
         exp: Int64 = 0
@@ -40,8 +44,11 @@ public struct FeedClaims: Codable, Sendable, Hashable {
         self.exp = exp
     }
 
+    /// What orders this feed against another of the same app and kind.
     public var version: FeedVersion { FeedVersion(revision: rev, from: from) }
+    /// ``exp`` as a date.
     public var expiresAt: Date { Date(timeIntervalSince1970: TimeInterval(exp)) }
+    /// ``iat`` as a date.
     public var issuedAt: Date { Date(timeIntervalSince1970: TimeInterval(iat)) }
 
     /// Whether these bytes are what `app` serves for `feed` to a client on `platform` at
@@ -63,11 +70,14 @@ public struct FeedClaims: Codable, Sendable, Hashable {
     }
 }
 
-/// What orders two feeds of one URL: the revision, then the moment a scheduled change took effect.
+/// What orders two feeds of one app and kind: the revision, then the moment a scheduled change took effect.
 public struct FeedVersion: Codable, Sendable, Hashable, Comparable, CustomStringConvertible {
+    /// The revision that published the bytes.
     public var revision: Int
+    /// When they take effect, in seconds since 1970.
     public var from: Int64
 
+    /// A version from its revision and moment.
     public init(revision: Int, from: Int64) {
         self.revision = revision
         self.from = from
@@ -160,11 +170,14 @@ struct FeedSignatureHeader: Codable {
 
 /// Signs feeds with a signing key the root certified.
 public struct FeedSigner: Sendable {
+    /// The signing key, with the root's certificate of it.
     public let key: Ed25519PrivateKey
+    /// What that certificate says: the key and until when it may sign.
     public let certificate: KeyCertificate
     /// How long a signature is trusted; never past the key's certificate.
     public var lifetime: TimeInterval
 
+    /// Seven days: long enough for a weekly refresh to be late, short enough to notice a frozen feed.
     public static let defaultLifetime: TimeInterval = 7 * 24 * 3600
     /// The response header `catalog serve` sends a feed's signature in.
     public static let httpHeader = "Catalog-Signature"
@@ -224,8 +237,11 @@ extension FeedSigner {
 /// A feed signature that verified: what it binds the bytes to, and the revocation statement it
 /// carried, if any (for the client to keep).
 public struct VerifiedFeedSignature: Sendable, Hashable {
+    /// What the signature binds the bytes to.
     public var claims: FeedClaims
+    /// The signing key that made it.
     public var kid: String
+    /// The root's revocation statement the signature carried, verified, if any.
     public var revocations: KeyRevocations?
 }
 
@@ -235,6 +251,7 @@ public struct VerifiedFeedSignature: Sendable, Hashable {
 /// revocation (cheap), then the signature over the bytes, then expiry. Binding and version are the
 /// caller's, who knows what was asked for and what was accepted before.
 public struct FeedSignatureVerifier: Sendable {
+    /// The root public keys the app pins.
     public var roots: [Ed25519PublicKey]
     /// How long past its expiry a signature is still accepted: clocks drift, and a server may be
     /// late refreshing.
@@ -243,6 +260,7 @@ public struct FeedSignatureVerifier: Sendable {
     /// Signatures longer than this are refused before anything is decoded.
     public static let maximumLength = 32 * 1024
 
+    /// A verifier for `roots`, with a grace of a day by default.
     public init(roots: [Ed25519PublicKey], grace: TimeInterval = 24 * 3600) {
         self.roots = roots
         self.grace = grace

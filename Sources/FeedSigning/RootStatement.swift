@@ -56,13 +56,18 @@ enum RootStatement {
 public struct KeyCertificate: Codable, Sendable, Hashable {
     static let type = "catalog-key+jws"
 
+    /// The certified signing key's id.
     public var kid: String
     /// The key's public half, base64url.
     public var x: String
+    /// When the certificate was issued, in seconds since 1970.
     public var iat: Int64
+    /// Until when the key may sign, in seconds since 1970.
     public var exp: Int64
 
+    /// ``iat`` as a date.
     public var issuedAt: Date { Date(timeIntervalSince1970: TimeInterval(iat)) }
+    /// ``exp`` as a date.
     public var expiresAt: Date { Date(timeIntervalSince1970: TimeInterval(exp)) }
 
     /// Certifies `key` from `now` for `lifetime` seconds; the compact JWS goes into the key's file.
@@ -91,19 +96,25 @@ public struct KeyCertificate: Codable, Sendable, Hashable {
 public struct KeyRevocations: Codable, Sendable, Hashable {
     static let type = "catalog-revocations+jws"
 
+    /// Counts up with each statement: a client keeps the highest it verified.
     public var version: Int
+    /// When the statement was made, in seconds since 1970.
     public var iat: Int64
+    /// Every signing key revoked so far, by key id.
     public var revoked: [String]
 
+    /// A statement revoking `revoked`, signed by `root`: a compact JWS for the signing key's file.
     public static func issue(_ revoked: [String], version: Int, by root: Ed25519PrivateKey, now: Date) -> String {
         RootStatement.sign(
             KeyRevocations(version: version, iat: Int64(now.timeIntervalSince1970), revoked: revoked.sorted()), typ: type, root: root)
     }
 
+    /// The statement, if one of `roots` signed it.
     public static func verify(_ compact: String, roots: [Ed25519PublicKey]) throws(SignatureError) -> KeyRevocations {
         try RootStatement.verify(compact, typ: type, roots: roots, as: KeyRevocations.self)
     }
 
+    /// What a statement says, unchecked: for `catalog keys` and the key's holder.
     public static func read(_ compact: String) throws(SignatureError) -> KeyRevocations {
         try RootStatement.unverifiedPayload(compact, typ: type, as: KeyRevocations.self)
     }

@@ -26,9 +26,12 @@ public struct SignatureError: Error, Sendable, Hashable, CustomStringConvertible
         public var description: String { name }
     }
 
+    /// What kind of failure it was.
     public var code: Code
+    /// What went wrong, for logs.
     public var message: String
 
+    /// An error of `code` with `message`.
     public init(_ code: Code, _ message: String) {
         self.code = code
         self.message = message

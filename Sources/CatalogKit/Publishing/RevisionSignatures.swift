@@ -2,7 +2,7 @@ import FeedSigning
 import Foundation
 import PropertyList
 
-/// Where a revision's feed signatures are and what each binds (see ``FeedSigner``).
+/// Where a revision's feed signatures are and what each binds (see `FeedSigner` in FeedSigning).
 ///
 /// One signature per feed file and state: the state now (0), and each scheduled state ahead
 /// (1, 2, …), since the same bytes may serve several states and each state has its own moment.
@@ -11,7 +11,7 @@ import PropertyList
 /// (records) revisions/<n>/scheduled/signatures/<k>/<directory><feed>.jws   state k: private until its moment
 /// ```
 /// Signatures are the only files of a revision that are replaced after it is published: they are
-/// re-issued before they expire (``refresh(_:in:signer:now:)``), over the same bytes.
+/// re-issued before they expire (``refresh(_:in:signer:now:window:)``), over the same bytes.
 public enum RevisionSignatures {
     public static let fileExtension = ".jws"
 

@@ -45,7 +45,7 @@ extension CatalogWorkflow {
     }
 
     /// Maps a product list an app already ships (a property list in one of the shapes
-    /// ``ProductListDecoder`` recognises) onto `app`'s sources, as ``importStoreKit(from:displayPath:app:overwrite:)``
+    /// `catalog import plist` recognises, docs/editing.md) onto `app`'s sources, as ``importStoreKit(from:displayPath:app:overwrite:)``
     /// does, and says which shape it read.
     public func importProductList(from url: URL, displayPath: String, app: String, overwrite: Bool) throws -> ProductImport {
         let limits = self.limits
