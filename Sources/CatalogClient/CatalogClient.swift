@@ -115,7 +115,8 @@ public actor CatalogClient {
         // not a reason to drop it (it is the last verified list); revalidation will ask.
         if trust.isEnabled {
             do {
-                verified[url.absoluteString] = try trust.check(feed.header.signature, body: feed.body, url: url, now: trust.policy.clock(), ignoringExpiry: true)
+                verified[url.absoluteString] = try trust.check(
+                    feed.header.signature, body: feed.body, url: url, now: trust.policy.clock(), ignoringExpiry: true)
             } catch {
                 if trust.policy.mode == .enforce {
                     configuration.log("cached feed \(url.absoluteString) dropped: \(error)")
@@ -285,7 +286,9 @@ public actor CatalogClient {
         if let bundled = configuration.bundledFeed, let decoded = try? DecodedFeed(bundled.body, kind: FeedKind(url: url)) {
             do {
                 if trust.isEnabled {
-                    signedRevision = try trust.check(bundled.signature, body: bundled.body, url: url, now: trust.policy.clock(), bundled: true).claims.rev
+                    signedRevision = try trust.check(
+                        bundled.signature, body: bundled.body, url: url, now: trust.policy.clock(), bundled: true
+                    ).claims.rev
                 }
                 identifiers = decoded.identifiers
             } catch {

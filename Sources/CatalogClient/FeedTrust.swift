@@ -115,10 +115,13 @@ struct FeedTrust: Sendable {
         let query = URLComponents(url: url, resolvingAgainstBaseURL: true)?.queryItems ?? []
         let platform = query.first { $0.name == "platform" }?.value
         let appVersion = query.first { $0.name == "appVersion" }?.value
-        if bundled ? (claims.app != app || claims.feed != kind) : !claims.covers(app: app, feed: kind, platform: platform, appVersion: appVersion) {
+        if bundled
+            ? (claims.app != app || claims.feed != kind) : !claims.covers(app: app, feed: kind, platform: platform, appVersion: appVersion)
+        {
             throw SignatureError(
                 .wrongBinding,
-                "signed for \(claims.app) \(claims.feed) (\(claims.variants.joined(separator: ", "))), not for \(app) \(kind) at \(url.absoluteString)")
+                "signed for \(claims.app) \(claims.feed) (\(claims.variants.joined(separator: ", "))), not for \(app) \(kind) at \(url.absoluteString)"
+            )
         }
         if !bundled, let highest = state.highest[kind], claims.version < highest {
             throw SignatureError(.rollback, "\(claims.version) is older than \(highest), already accepted for \(app) \(kind)")

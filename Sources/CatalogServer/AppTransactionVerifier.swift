@@ -143,7 +143,8 @@ public struct AppTransactionVerifier: Sendable {
     /// only revocation (OCSP, i.e. online checks) closes that, and this verifier is offline by design.
     ///
     /// Never traps on input: every failure is a `.failure` saying why.
-    public func verify(_ jws: String, bundleID: String, now: Date = Date()) async -> Result<VerifiedAppTransaction, AppTransactionRejection> {
+    public func verify(_ jws: String, bundleID: String, now: Date = Date()) async -> Result<VerifiedAppTransaction, AppTransactionRejection>
+    {
         // verifyThrowing has typed throws, so every error here is already a rejection.
         do {
             return .success(try await verifyThrowing(jws, bundleID: bundleID, now: now))
@@ -154,7 +155,8 @@ public struct AppTransactionVerifier: Sendable {
 
     // MARK: - Steps
 
-    private func verifyThrowing(_ jws: String, bundleID: String, now: Date) async throws(AppTransactionRejection) -> VerifiedAppTransaction {
+    private func verifyThrowing(_ jws: String, bundleID: String, now: Date) async throws(AppTransactionRejection) -> VerifiedAppTransaction
+    {
         let utf8 = jws.utf8
         // Bound first, before splitting or decoding, so hostile sizes cost nothing.
         guard utf8.count <= Self.maximumJWSBytes else {
@@ -186,7 +188,9 @@ public struct AppTransactionVerifier: Sendable {
         }
         // RFC 7515 §4.1.11: a recipient that doesn't understand every listed extension must refuse the JWS.
         if let crit = header.crit {
-            throw AppTransactionRejection(.unsupportedAlgorithm, "JWS header lists critical extensions \(Self.excerpt(crit.joined(separator: ","))), none are supported")
+            throw AppTransactionRejection(
+                .unsupportedAlgorithm,
+                "JWS header lists critical extensions \(Self.excerpt(crit.joined(separator: ","))), none are supported")
         }
 
         // Certificate chain from x5c.
@@ -196,7 +200,8 @@ public struct AppTransactionVerifier: Sendable {
         // Apple sends [leaf, intermediate, root]. The root in x5c is never trusted as such (trust comes from the
         // configured store only), so [leaf, intermediate] is accepted too; more than three is not a chain Apple makes.
         guard x5c.count >= 2, x5c.count <= Self.maximumChainLength else {
-            throw AppTransactionRejection(.certificateChain, "x5c has \(x5c.count) certificates, expected 2 or 3 (leaf, intermediate, root)")
+            throw AppTransactionRejection(
+                .certificateChain, "x5c has \(x5c.count) certificates, expected 2 or 3 (leaf, intermediate, root)")
         }
         let leaf = try Self.certificate(x5c[0], position: "leaf")
         let intermediate = try Self.certificate(x5c[1], position: "intermediate")
@@ -236,7 +241,8 @@ public struct AppTransactionVerifier: Sendable {
             throw AppTransactionRejection(.malformed, "JWS signature is not base64url")
         }
         guard signatureBytes.count == 64 else {
-            throw AppTransactionRejection(.badSignature, "ES256 signature is \(signatureBytes.count) bytes, expected 64 (raw r||s, not DER)")
+            throw AppTransactionRejection(
+                .badSignature, "ES256 signature is \(signatureBytes.count) bytes, expected 64 (raw r||s, not DER)")
         }
         let signature: P256.Signing.ECDSASignature
         do {
@@ -262,7 +268,8 @@ public struct AppTransactionVerifier: Sendable {
         // Apple spells them "Production", "Sandbox", "Xcode"; case is ignored since it carries no meaning.
         let environment = rawEnvironment.lowercased()
         guard ["production", "sandbox", "xcode"].contains(environment) else {
-            throw AppTransactionRejection(.unknownEnvironment, "environment \(Self.excerpt(rawEnvironment)) is not Production, Sandbox or Xcode")
+            throw AppTransactionRejection(
+                .unknownEnvironment, "environment \(Self.excerpt(rawEnvironment)) is not Production, Sandbox or Xcode")
         }
         // appTransactionId is the per-Apple-account, per-app id (iOS 18.4+); older AppTransactions only carry
         // originalTransactionId. Empty strings count as absent so that "" never becomes everyone's install key.

@@ -30,18 +30,20 @@ public func buildApplication(
     let connectionLimit = ConnectionLimit(maximum: configuration.maxConnections, metrics: metrics)
     // With TLS, Hummingbird's own HTTP/2 and HTTP/1.1 channels: the lean paths and their
     // protections are for plain HTTP (a TLS proxy in front keeps them; see docs/operations.md).
-    let server = tls?.server() ?? HTTPServerBuilder { responder in
-        FeedHTTP1Channel(
-            responder: responder, connectionLimit: connectionLimit,
-            connectionHandler: { FeedConnectionHandler(store: store, metrics: metrics, configuration: configuration) },
-            reportHandler: { connection in
-                intake.map {
-                    ReportConnectionHandler(
-                        intake: $0, feeds: store, connection: connection, metrics: metrics, clock: configuration.clock,
-                        accessLog: configuration.accessLog)
-                }
-            })
-    }
+    let server =
+        tls?.server()
+        ?? HTTPServerBuilder { responder in
+            FeedHTTP1Channel(
+                responder: responder, connectionLimit: connectionLimit,
+                connectionHandler: { FeedConnectionHandler(store: store, metrics: metrics, configuration: configuration) },
+                reportHandler: { connection in
+                    intake.map {
+                        ReportConnectionHandler(
+                            intake: $0, feeds: store, connection: connection, metrics: metrics, clock: configuration.clock,
+                            accessLog: configuration.accessLog)
+                    }
+                })
+        }
     var services: [any Service] = [FeedReloadService(store: store, interval: reloadInterval, metrics: metrics, logger: logger)]
     if let reportStore {
         services.append(

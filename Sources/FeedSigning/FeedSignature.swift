@@ -185,7 +185,8 @@ public struct FeedSigner: Sendable {
     /// A signer for a signing key's file: the key must carry the root's certificate of itself.
     public init(key: Ed25519PrivateKey, lifetime: TimeInterval = FeedSigner.defaultLifetime) throws(SignatureError) {
         guard let compact = key.certificate else {
-            throw SignatureError(.untrustedKey, "signing key '\(key.kid)' has no certificate: make it with `catalog keys create` or `catalog keys rotate`")
+            throw SignatureError(
+                .untrustedKey, "signing key '\(key.kid)' has no certificate: make it with `catalog keys create` or `catalog keys rotate`")
         }
         let certificate = try KeyCertificate.read(compact)
         guard certificate.kid == key.kid, certificate.x == Base64URL.encode(key.publicKey.raw) else {
@@ -201,7 +202,8 @@ public struct FeedSigner: Sendable {
     public func sign(_ bytes: some ContiguousBytes, claims: FeedClaims, now: Date) throws(SignatureError) -> String {
         let issued = Int64(now.timeIntervalSince1970)
         guard issued < certificate.exp else {
-            throw SignatureError(.untrustedKey, "the certificate of signing key '\(key.kid)' expired at \(certificate.expiresAt): rotate it")
+            throw SignatureError(
+                .untrustedKey, "the certificate of signing key '\(key.kid)' expired at \(certificate.expiresAt): rotate it")
         }
         var claims = claims
         claims.iat = issued
@@ -272,7 +274,9 @@ public struct FeedSignatureVerifier: Sendable {
         try parse(signature).header.claims
     }
 
-    private static func parse(_ signature: String) throws(SignatureError) -> (header: FeedSignatureHeader, encodedHeader: Substring, signature: Data) {
+    private static func parse(_ signature: String) throws(SignatureError) -> (
+        header: FeedSignatureHeader, encodedHeader: Substring, signature: Data
+    ) {
         let parts = signature.split(separator: ".", omittingEmptySubsequences: false)
         guard signature.utf8.count <= maximumLength, parts.count == 3, parts[1].isEmpty,
             let headerBytes = Base64URL.decode(parts[0]), let signatureBytes = Base64URL.decode(parts[2])
@@ -291,7 +295,8 @@ public struct FeedSignatureVerifier: Sendable {
         let (header, encodedHeader, signatureBytes) = try Self.parse(signature)
         let (certificate, key) = try KeyCertificate.verify(header.cert, roots: roots)
         guard certificate.kid == header.kid else {
-            throw SignatureError(.untrustedKey, "the signature names key '\(header.kid)' but carries the certificate of '\(certificate.kid)'")
+            throw SignatureError(
+                .untrustedKey, "the signature names key '\(header.kid)' but carries the certificate of '\(certificate.kid)'")
         }
         let claims = header.claims
         guard claims.iat >= certificate.iat, claims.exp <= certificate.exp else {

@@ -107,7 +107,8 @@ final class SQLiteStatement {
             case .null: code = sqlite3_bind_null(statement, index)
             case .integer(let number): code = sqlite3_bind_int64(statement, index, number)
             // With its length, not up to the first NUL: a value is stored whole or refused, never cut short.
-            case .text(let text): code = sqlite3_bind_text(statement, index, text, Int32(clamping: text.utf8.count), SQLiteStatement.transient)
+            case .text(let text):
+                code = sqlite3_bind_text(statement, index, text, Int32(clamping: text.utf8.count), SQLiteStatement.transient)
             }
             guard code == SQLITE_OK else { throw SQLiteError(connection.lastError) }
         }

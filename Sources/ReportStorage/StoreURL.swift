@@ -73,7 +73,9 @@ public enum StoreURL: Sendable, Hashable, CustomStringConvertible {
                 case "sslrootcert": address.rootCertificate = value
                 case "passfile": address.passfile = value
                 case "pool_size":
-                    guard let size = Int(value), (1...1000).contains(size) else { throw StoreURLError("pool_size '\(value)' is not 1 to 1000") }
+                    guard let size = Int(value), (1...1000).contains(size) else {
+                        throw StoreURLError("pool_size '\(value)' is not 1 to 1000")
+                    }
                     address.poolSize = size
                 case "statement_timeout":
                     guard let milliseconds = Int(value), milliseconds >= 0 else {
@@ -82,7 +84,8 @@ public enum StoreURL: Sendable, Hashable, CustomStringConvertible {
                     address.statementTimeoutMilliseconds = milliseconds
                 default:
                     throw StoreURLError(
-                        "unknown parameter '\(item.name)' in the store URL; known: sslmode, sslrootcert, passfile, pool_size, statement_timeout")
+                        "unknown parameter '\(item.name)' in the store URL; known: sslmode, sslrootcert, passfile, pool_size, statement_timeout"
+                    )
                 }
             }
             self = .postgres(address)

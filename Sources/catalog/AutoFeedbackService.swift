@@ -36,7 +36,8 @@ struct AutoFeedbackService: Service {
             metrics.recordAlerts(feedback.alerts, apps: feedback.apps)
             for (app, alert) in feedback.alerts.sorted(by: { $0.key < $1.key }) {
                 logger.warning(
-                    "feedback.alert", metadata: ["feedback.app": "\(app)", "feedback.alert": "\(alert.code.rawValue)", "feedback.reason": "\(alert.message)"])
+                    "feedback.alert",
+                    metadata: ["feedback.app": "\(app)", "feedback.alert": "\(alert.code.rawValue)", "feedback.reason": "\(alert.message)"])
             }
             for diagnostic in feedback.diagnostics where diagnostic.severity == .error {
                 logger.error("feedback.diagnostic", metadata: ["diagnostic": "\(diagnostic)"])

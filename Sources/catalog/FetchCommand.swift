@@ -23,7 +23,9 @@ struct FetchCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("A root public key (root.pub.jwk) the feed's signature must chain to; repeatable.", valueName: "file"))
     var rootKey: [String] = []
 
-    @Option(help: ArgumentHelp("off, report or enforce (see CatalogClient.SignaturePolicy). Default: enforce with --root-key, else off.", valueName: "mode"))
+    @Option(
+        help: ArgumentHelp(
+            "off, report or enforce (see CatalogClient.SignaturePolicy). Default: enforce with --root-key, else off.", valueName: "mode"))
     var signatures: CatalogClient.SignaturePolicy.Mode?
 
     func validate() throws {

@@ -21,11 +21,14 @@ struct KeysCommand: ParsableCommand {
         subcommands: [Create.self, Rotate.self, Revoke.self, Show.self]
     )
 
-    static let certificateHelp = ArgumentHelp("How long the signing key's certificate is valid (365d, 26w, …). Default: 365d.", valueName: "interval")
+    static let certificateHelp = ArgumentHelp(
+        "How long the signing key's certificate is valid (365d, 26w, …). Default: 365d.", valueName: "interval")
 
     struct Create: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Make a root key and a first signing key it certifies: root.jwk (keep offline), root.pub.jwk (pin in the app), signing.jwk.")
+            abstract:
+                "Make a root key and a first signing key it certifies: root.jwk (keep offline), root.pub.jwk (pin in the app), signing.jwk."
+        )
 
         @Option(help: ArgumentHelp("Where to write the three files; none of them may exist yet.", valueName: "directory"))
         var directory: String = "keys"
@@ -52,7 +55,8 @@ struct KeysCommand: ParsableCommand {
 
     struct Rotate: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Make a new signing key certified by the root; the old one stays valid until its certificate expires or it is revoked.")
+            abstract:
+                "Make a new signing key certified by the root; the old one stays valid until its certificate expires or it is revoked.")
 
         @Option(help: ArgumentHelp("The root key file.", valueName: "file"))
         var root: String
@@ -90,11 +94,14 @@ struct KeysCommand: ParsableCommand {
         @Option(help: ArgumentHelp("The root key file.", valueName: "file"))
         var root: String
 
-        @Option(help: ArgumentHelp("The signing key file that publishes from now on; it is rewritten with the statement.", valueName: "file"))
+        @Option(
+            help: ArgumentHelp("The signing key file that publishes from now on; it is rewritten with the statement.", valueName: "file"))
         var signingKey: String
 
         func run() throws {
-            for kid in kids where !KeyID.isValid(kid) { throw ValidationError("'\(kid)' is not a key id such as 'catalog keys show' prints") }
+            for kid in kids where !KeyID.isValid(kid) {
+                throw ValidationError("'\(kid)' is not a key id such as 'catalog keys show' prints")
+            }
             let rootKey = try KeysCommand.read(root)
             let signing = try KeysCommand.read(signingKey)
             guard !kids.contains(signing.kid) else { throw ValidationError("\(signingKey) holds key \(signing.kid) itself; rotate first") }
@@ -102,8 +109,11 @@ struct KeysCommand: ParsableCommand {
             let revoked = Set(earlier?.revoked ?? []).union(kids)
             let statement = KeyRevocations.issue(Array(revoked), version: (earlier?.version ?? 0) + 1, by: rootKey, now: Date())
             guard let certificate = signing.certificate else { throw ValidationError("\(signingKey) is not a certified signing key") }
-            try KeysCommand.writePrivate(signing.certified(certificate, revocations: statement).jwk, to: URL(fileURLWithPath: signingKey), replacing: true)
-            print("revoked \(revoked.sorted().joined(separator: ", ")) (statement version \((earlier?.version ?? 0) + 1)), carried by \(signingKey)")
+            try KeysCommand.writePrivate(
+                signing.certified(certificate, revocations: statement).jwk, to: URL(fileURLWithPath: signingKey), replacing: true)
+            print(
+                "revoked \(revoked.sorted().joined(separator: ", ")) (statement version \((earlier?.version ?? 0) + 1)), carried by \(signingKey)"
+            )
         }
     }
 
@@ -136,7 +146,9 @@ struct KeysCommand: ParsableCommand {
         do { return try Ed25519PrivateKey(jwk: data) } catch { throw ValidationError("\(path): \(error.message)") }
     }
 
-    static func certify(_ key: Ed25519PrivateKey, by root: Ed25519PrivateKey, lifetime: Interval?, revocations: String?) -> Ed25519PrivateKey {
+    static func certify(_ key: Ed25519PrivateKey, by root: Ed25519PrivateKey, lifetime: Interval?, revocations: String?)
+        -> Ed25519PrivateKey
+    {
         let certificate = KeyCertificate.issue(
             for: key.publicKey, by: root, now: Date(), lifetime: TimeInterval(lifetime?.seconds ?? 365 * 86_400))
         return key.certified(certificate, revocations: revocations)
@@ -144,7 +156,8 @@ struct KeysCommand: ParsableCommand {
 
     static func validity(_ key: Ed25519PrivateKey) -> String {
         guard let certificate = key.certificate.flatMap({ try? KeyCertificate.read($0) }) else { return "no certificate" }
-        return "certified from \(Timestamp(secondsSince1970: certificate.iat).iso8601) until \(Timestamp(secondsSince1970: certificate.exp).iso8601)"
+        return
+            "certified from \(Timestamp(secondsSince1970: certificate.iat).iso8601) until \(Timestamp(secondsSince1970: certificate.exp).iso8601)"
     }
 
     /// A private key file: created 0600 before a byte is written, never replacing one unless asked.

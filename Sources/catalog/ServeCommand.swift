@@ -53,13 +53,18 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("text, or json (one object per line). Default: text.", valueName: "format"))
     var logFormat: LogFormat?
 
-    @Option(help: ArgumentHelp("on: a line per request (feeds answered on the lean path as --access-log-feed-sample says); off: none. Default: off (a line costs 25-50 µs of CPU, a sixth to a third of a report's).", valueName: "on|off"))
+    @Option(
+        help: ArgumentHelp(
+            "on: a line per request (feeds answered on the lean path as --access-log-feed-sample says); off: none. Default: off (a line costs 25-50 µs of CPU, a sixth to a third of a report's).",
+            valueName: "on|off"))
     var accessLog: Switch?
 
     @Option(help: ArgumentHelp("Log one in n feed requests answered on the lean path; 0 for none. Default: 0.", valueName: "n"))
     var accessLogFeedSample: Int?
 
-    @Option(help: ArgumentHelp("on: log clients' full addresses; off: only their network (as the rate limits see it). Default: off.", valueName: "on|off"))
+    @Option(
+        help: ArgumentHelp(
+            "on: log clients' full addresses; off: only their network (as the rate limits see it). Default: off.", valueName: "on|off"))
     var logFullAddresses: Switch?
 
     @Option(help: ArgumentHelp("The address to listen on. Default: 127.0.0.1.", valueName: "address"))
@@ -86,13 +91,21 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The address the admin port listens on. Default: 127.0.0.1.", valueName: "address"))
     var adminHost: String?
 
-    @Option(help: ArgumentHelp("Cache-Control of the current feeds (revision snapshots are always immutable). Default: public, max-age=300.", valueName: "value"))
+    @Option(
+        help: ArgumentHelp(
+            "Cache-Control of the current feeds (revision snapshots are always immutable). Default: public, max-age=300.",
+            valueName: "value"))
     var cacheControl: String?
 
-    @Option(help: ArgumentHelp("Seconds within which each request must arrive whole, from its first byte; a client that reads none of its answers for as long is closed too. Default: 10.", valueName: "seconds"))
+    @Option(
+        help: ArgumentHelp(
+            "Seconds within which each request must arrive whole, from its first byte; a client that reads none of its answers for as long is closed too. Default: 10.",
+            valueName: "seconds"))
     var readDeadline: Int?
 
-    @Option(help: ArgumentHelp("Seconds after which a keep-alive connection with nothing in progress is closed. Default: 30.", valueName: "seconds"))
+    @Option(
+        help: ArgumentHelp(
+            "Seconds after which a keep-alive connection with nothing in progress is closed. Default: 30.", valueName: "seconds"))
     var idleTimeout: Int?
 
     @Option(
@@ -103,7 +116,8 @@ struct ServeCommand: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "Reports per minute accepted from one client network (see --report-network-ipv4-prefix); 0 for no limit. Default: 600.", valueName: "n"))
+            "Reports per minute accepted from one client network (see --report-network-ipv4-prefix); 0 for no limit. Default: 600.",
+            valueName: "n"))
     var reportLimitAddress: Int?
 
     @Option(
@@ -282,7 +296,9 @@ struct ServeCommand: AsyncParsableCommand {
         guard settings.reportLimitAddress >= 0, settings.reportLimitInstall >= 0 else {
             throw ValidationError("report limits cannot be negative")
         }
-        guard (1...36_600).contains(settings.retentionDays) else { throw ValidationError("--retention-days must be 1 to 36600 (100 years)") }
+        guard (1...36_600).contains(settings.retentionDays) else {
+            throw ValidationError("--retention-days must be 1 to 36600 (100 years)")
+        }
         guard (8...32).contains(settings.networkPrefixes.ipv4), (16...128).contains(settings.networkPrefixes.ipv6) else {
             throw ValidationError("--report-network-ipv4-prefix must be 8 to 32 and --report-network-ipv6-prefix 16 to 128")
         }
@@ -385,7 +401,8 @@ struct ServeCommand: AsyncParsableCommand {
                 reportsConfiguration: reports, workflow: workflow, metrics: metrics, adminListener: resolved.admin, tls: tls,
                 extraServices: (resolved.autoFeedback.map {
                     [AutoFeedbackService(workflow: workflow, store: store, interval: $0.duration, metrics: metrics, logger: logger)]
-                } ?? []) + (resolved.signer.map { [SignatureRefreshService(workflow: workflow, lifetime: $0.lifetime, logger: logger)] } ?? []),
+                } ?? [])
+                    + (resolved.signer.map { [SignatureRefreshService(workflow: workflow, lifetime: $0.lifetime, logger: logger)] } ?? []),
                 eventLoopGroup: .shared(group), logger: logger)
             try await app.runService()
         }

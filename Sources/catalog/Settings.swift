@@ -2,7 +2,6 @@ import ArgumentParser
 import Configuration
 import Foundation
 
-
 /// Where each `catalog serve` setting comes from, first found wins: its flag; the environment
 /// variable `CATALOG_` and the flag's name in upper snake case (`--report-limit-address` is
 /// `CATALOG_REPORT_LIMIT_ADDRESS`); the `--config` JSON file, keyed by the flag's name
@@ -45,8 +44,9 @@ final class Settings {
             resolved = (flag, "--\(name)")
         } else if let text = environment.string(forKey: ConfigKey(name), isSecret: secret) {
             resolved = (try parse(text, name, from: environmentName(name)), environmentName(name))
-        } else if let file, let text = file.string(forKey: ConfigKey(name), isSecret: secret) ?? file.int(forKey: ConfigKey(name)).map(String.init)
-            ?? file.bool(forKey: ConfigKey(name)).map(String.init)
+        } else if let file,
+            let text = file.string(forKey: ConfigKey(name), isSecret: secret) ?? file.int(forKey: ConfigKey(name)).map(String.init)
+                ?? file.bool(forKey: ConfigKey(name)).map(String.init)
         {
             resolved = (try parse(text, name, from: fileName ?? ""), fileName ?? "")
         } else {

@@ -21,7 +21,10 @@ struct SignCommand: ParsableCommand {
     @Flag(help: "Re-issue only the signatures that expire within --within (for a timer that runs often).")
     var refresh = false
 
-    @Option(help: ArgumentHelp("With --refresh: how close to its expiry a signature is re-issued. Default: half the signature lifetime.", valueName: "interval"))
+    @Option(
+        help: ArgumentHelp(
+            "With --refresh: how close to its expiry a signature is re-issued. Default: half the signature lifetime.", valueName: "interval"
+        ))
     var within: Interval?
 
     func run() throws {

@@ -11,7 +11,9 @@ struct SigningOptions: ParsableArguments {
             valueName: "file"))
     var signingKey: String?
 
-    @Option(help: ArgumentHelp("How long each signature is trusted (7d, 36h, …); never past the key's certificate. Default: 7d.", valueName: "interval"))
+    @Option(
+        help: ArgumentHelp(
+            "How long each signature is trusted (7d, 36h, …); never past the key's certificate. Default: 7d.", valueName: "interval"))
     var signatureLifetime: Interval?
 
     /// The signer, or nil when no key is configured.

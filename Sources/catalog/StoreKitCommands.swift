@@ -113,6 +113,8 @@ struct ExportStoreKitCommand: AsyncParsableCommand {
         }
         try await exitOnFailure { try AtomicFile.write(bytes, to: URL(fileURLWithPath: path)) }
         let opens = export.format == 5 ? "for its billing plans: needs Xcode 26 or later" : "which current Xcode versions open"
-        print("\(app): wrote \(path): \(export.productCount) product\(export.productCount == 1 ? "" : "s"), .storekit format \(export.format) (\(opens))")
+        print(
+            "\(app): wrote \(path): \(export.productCount) product\(export.productCount == 1 ? "" : "s"), .storekit format \(export.format) (\(opens))"
+        )
     }
 }

@@ -49,11 +49,15 @@ struct VerifyCommand: AsyncParsableCommand {
             let claims = verified.claims
             if let location {
                 let query = URLComponents(string: feed)?.queryItems ?? []
-                guard claims.covers(
-                    app: location.app, feed: location.kind, platform: query.first { $0.name == "platform" }?.value,
-                    appVersion: query.first { $0.name == "appVersion" }?.value)
+                guard
+                    claims.covers(
+                        app: location.app, feed: location.kind, platform: query.first { $0.name == "platform" }?.value,
+                        appVersion: query.first { $0.name == "appVersion" }?.value)
                 else {
-                    throw SignatureError(.wrongBinding, "signed for \(claims.app) \(claims.feed) (\(claims.variants.joined(separator: ", "))), not for this \(location.app) \(location.kind)")
+                    throw SignatureError(
+                        .wrongBinding,
+                        "signed for \(claims.app) \(claims.feed) (\(claims.variants.joined(separator: ", "))), not for this \(location.app) \(location.kind)"
+                    )
                 }
             }
             print("verified: \(body.count) bytes")

@@ -17,7 +17,8 @@ import Testing
         defer { fixture.remove() }
         try await fixture.serve { server, counters in
             let client = fixture.client(server: server) { $0.sendsReportsAutomatically = false }
-            try await client.reportInvalidIdentifiers([Self.gone], environment: .production, appTransaction: "eyJhbGciOiJFUzI1NiJ9.e30.c2ln")
+            try await client.reportInvalidIdentifiers(
+                [Self.gone], environment: .production, appTransaction: "eyJhbGciOiJFUzI1NiJ9.e30.c2ln")
             try await client.reportInvalidIdentifiers(
                 ["com.example.client.gone2"], environment: .production, appTransaction: String(repeating: "a", count: 20_000))
             let queued = try FileManager.default.contentsOfDirectory(

@@ -23,7 +23,10 @@ import Testing
     struct Keys {
         let root = Ed25519PrivateKey()
 
-        func signer(certifiedFor lifetime: TimeInterval = 30 * 86_400, from: Date = Date(), signatures: TimeInterval = 3600, revocations: String? = nil)
+        func signer(
+            certifiedFor lifetime: TimeInterval = 30 * 86_400, from: Date = Date(), signatures: TimeInterval = 3600,
+            revocations: String? = nil
+        )
             throws -> FeedSigner
         {
             let key = Ed25519PrivateKey()
@@ -285,7 +288,8 @@ import Testing
     ])
     func aSignatureMadeForAnotherFeedIsRefused(binding: (app: String, feed: String, variants: [String], why: String)) async throws {
         let keys = Keys()
-        let served = try Self.signed(["a"], revision: 1, by: try keys.signer(), app: binding.app, feed: binding.feed, variants: binding.variants)
+        let served = try Self.signed(
+            ["a"], revision: 1, by: try keys.signer(), app: binding.app, feed: binding.feed, variants: binding.variants)
         try await Self.withHost(served) { server, _, directory in
             let list = await Self.fetch(Self.client(server, directory, keys.policy(.enforce)))
             #expect(list.source == .fallback, "\(binding.why)")
@@ -339,15 +343,17 @@ import Testing
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("bundled-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: directory) }
         // Long expired: a bundled snapshot is a floor, not news, so expiry does not count.
-        let trusted = await Self.fetch(Self.client(nowhere, directory, keys.policy(.enforce)) {
-            $0.bundledFeed = CatalogClient.BundledFeed(body: bundled.body, signature: bundled.signature)
-        })
+        let trusted = await Self.fetch(
+            Self.client(nowhere, directory, keys.policy(.enforce)) {
+                $0.bundledFeed = CatalogClient.BundledFeed(body: bundled.body, signature: bundled.signature)
+            })
         #expect(trusted.source == .fallback)
         #expect(trusted.identifiers == ["bundled.signed"])
         #expect(trusted.signedRevision == 1)
-        let tampered = await Self.fetch(Self.client(nowhere, directory, keys.policy(.enforce)) {
-            $0.bundledFeed = CatalogClient.BundledFeed(body: Self.feed(["bundled.evil"]), signature: bundled.signature)
-        })
+        let tampered = await Self.fetch(
+            Self.client(nowhere, directory, keys.policy(.enforce)) {
+                $0.bundledFeed = CatalogClient.BundledFeed(body: Self.feed(["bundled.evil"]), signature: bundled.signature)
+            })
         #expect(tampered.identifiers == ["com.example.client.bundled"])
     }
 

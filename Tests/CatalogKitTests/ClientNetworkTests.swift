@@ -45,7 +45,8 @@ import Testing
     }
 
     static let forwardings: [Forwarding] = [
-        Forwarding(name: "an untrusted peer's headers are ignored", peer: "203.0.113.9", forwarded: ["for=198.51.100.1"], client: "203.0.113.9"),
+        Forwarding(
+            name: "an untrusted peer's headers are ignored", peer: "203.0.113.9", forwarded: ["for=198.51.100.1"], client: "203.0.113.9"),
         Forwarding(
             name: "an untrusted peer's X-Forwarded-For is ignored", peer: "203.0.113.9", forwardedFor: ["198.51.100.1"],
             client: "203.0.113.9"),
@@ -71,7 +72,9 @@ import Testing
         Forwarding(
             name: "every hop trusted: the leftmost", peer: "10.0.0.5", forwardedFor: ["10.9.9.9, 10.1.1.1"], client: "10.9.9.9"),
         Forwarding(name: "a mapped trusted peer", peer: "::ffff:10.0.0.5", forwardedFor: ["198.51.100.1"], client: "198.51.100.1"),
-        Forwarding(name: "a quoted comma stays in its element", peer: "10.0.0.5", forwarded: [#"for=198.51.100.1;x="a,b""#], client: "198.51.100.1"),
+        Forwarding(
+            name: "a quoted comma stays in its element", peer: "10.0.0.5", forwarded: [#"for=198.51.100.1;x="a,b""#], client: "198.51.100.1"
+        ),
     ]
 
     @Test(arguments: forwardings)
@@ -90,7 +93,8 @@ import Testing
         #expect(prefixes.key(of: try #require(IPAddress("192.0.2.77"))) == "192.0.2.0/24")
         #expect(prefixes.key(of: try #require(IPAddress("2001:db8:1234:5678::1"))) == "2001:db8:1234::/48")
         #expect(
-            prefixes.key(of: try #require(IPAddress("2001:db8:1234:ffff::9"))) == prefixes.key(of: try #require(IPAddress("2001:db8:1234::1"))),
+            prefixes.key(of: try #require(IPAddress("2001:db8:1234:ffff::9")))
+                == prefixes.key(of: try #require(IPAddress("2001:db8:1234::1"))),
             "a whole /48, every /64 in it included, is one network")
     }
 
@@ -104,7 +108,9 @@ import Testing
         #expect(!a.contains("192"), "no address in the clear")
         #expect(a != NetworkHasher(secret: [UInt8](repeating: 8, count: 32)).networkID(of: try #require(IPAddress("192.0.2.1"))))
         #expect(
-            a != NetworkHasher(secret: secret, prefixes: NetworkPrefixLengths(ipv4: 16)).networkID(of: try #require(IPAddress("192.0.2.1"))),
+            a
+                != NetworkHasher(secret: secret, prefixes: NetworkPrefixLengths(ipv4: 16)).networkID(
+                    of: try #require(IPAddress("192.0.2.1"))),
             "another prefix length is another network")
     }
 

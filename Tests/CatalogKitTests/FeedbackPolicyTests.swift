@@ -218,12 +218,14 @@ extension FeedbackPolicyTests {
         #expect(suspect?.status == .suspect)
         #expect(suspect?.evidence?.networks == 1 && suspect?.evidence?.installs.production == 500)
         let nineteen = NetworkEvidence(app: "com.example.app", identifier: "com.example.x", reports: 500, networks: 19, networkInstalls: 19)
-        #expect(policy.verdict(for: flood, network: nineteen, countedFrom: Self.windowStart, at: Self.now, previous: nil)?.status == .suspect)
+        #expect(
+            policy.verdict(for: flood, network: nineteen, countedFrom: Self.windowStart, at: Self.now, previous: nil)?.status == .suspect)
         let verified = NetworkEvidence(
             app: "com.example.app", identifier: "com.example.x", reports: 500, networks: 2, networkInstalls: 2, verifiedInstalls: 18)
         let quarantined = policy.verdict(for: flood, network: verified, countedFrom: Self.windowStart, at: Self.now, previous: nil)
         #expect(quarantined?.status == .quarantined)
-        #expect(quarantined?.reason == "reported invalid by 2 production installs from 2 networks and 18 verified installs in the last 24 h")
+        #expect(
+            quarantined?.reason == "reported invalid by 2 production installs from 2 networks and 18 verified installs in the last 24 h")
         #expect(policy.verdict(for: flood, network: nil, countedFrom: Self.windowStart, at: Self.now, previous: nil)?.status == .suspect)
     }
 

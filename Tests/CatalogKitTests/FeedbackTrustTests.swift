@@ -17,7 +17,9 @@ import Testing
     /// An app of `count` products `com.example.p00`… with the given settings, published at
     /// `buildMoment`.
     static func catalog(products count: Int, platforms: [String] = [], policy: String = "") -> String {
-        let platformList = platforms.isEmpty ? "" : "\t<key>platforms</key>\n\t<array>" + platforms.map { "<string>\($0)</string>" }.joined() + "</array>\n"
+        let platformList =
+            platforms.isEmpty
+            ? "" : "\t<key>platforms</key>\n\t<array>" + platforms.map { "<string>\($0)</string>" }.joined() + "</array>\n"
         let policyDict = policy.isEmpty ? "" : "\t<key>feedbackPolicy</key>\n\t<dict>\(policy)</dict>\n"
         let products = (0..<count).map { "\t\t<dict><key>id</key><string>\(id($0))</string></dict>" }.joined(separator: "\n")
         return plist("<dict>\n\(platformList)\(policyDict)\t<key>products</key>\n\t<array>\n\(products)\n\t</array>\n</dict>")
@@ -72,10 +74,13 @@ import Testing
             }
             let store = try await PostgresReportStore.open(address, logger: Logger(label: "catalog.tests.trust"))
             _ = try await store.store(reports)
-            return (store, {
-                try? await store.close()
-                server.stop()
-            })
+            return (
+                store,
+                {
+                    try? await store.close()
+                    server.stop()
+                }
+            )
         }
     }
 
@@ -91,7 +96,8 @@ import Testing
             for index in 0..<200 {
                 flood.append(
                     InvalidIdentifierReport(
-                        app: Self.app, reportID: "attack-\(index)", receivedAt: Self.later, invalid: index % 2 == 0 ? all : ["com.example.level2"],
+                        app: Self.app, reportID: "attack-\(index)", receivedAt: Self.later,
+                        invalid: index % 2 == 0 ? all : ["com.example.level2"],
                         requested: index % 3 == 0 ? nil : all, environment: index % 5 == 0 ? .sandbox : .production,
                         installID: "invented-\(index)", network: "the-attackers-network"))
             }
@@ -108,7 +114,8 @@ import Testing
                 // A day later the outage is out of the window; genuine reports come in.
                 let dayLater = Self.later.adding(25 * 3600)
                 _ = try await store.store(
-                    Self.reports(["com.example.level2"], requested: ["com.example.level2", "com.example.level1"], networks: 20, at: dayLater))
+                    Self.reports(
+                        ["com.example.level2"], requested: ["com.example.level2", "com.example.level1"], networks: 20, at: dayLater))
                 let genuine = try await catalog.workflow.runFeedback(store: store, at: dayLater.adding(60))
                 #expect(genuine.changes.filter { $0.kind == .quarantined }.map(\.identifier) == ["com.example.level2"])
                 #expect(genuine.alerts.isEmpty)
@@ -196,7 +203,9 @@ import Testing
                 Self.reports(["com.example.level1"], requested: all, networks: 20, prefix: "a")
                     + Self.reports(["com.example.level2"], requested: all, networks: 20, prefix: "b"))
             let run = try await catalog.workflow.runFeedback(store: store, at: Self.later.adding(60))
-            #expect(run.alerts[Self.app]?.message.hasSuffix("(2 of 3 sellable identifiers reported invalid enough to quarantine in the last 24 h)") == true)
+            #expect(
+                run.alerts[Self.app]?.message.hasSuffix(
+                    "(2 of 3 sellable identifiers reported invalid enough to quarantine in the last 24 h)") == true)
             #expect(run.changes.map(\.kind) == [.awaitingEditor, .awaitingEditor])
             let level1 = try #require(Self.feedback(catalog)?.verdicts["com.example.level1"])
             #expect(level1.status == .suspect && level1.awaitingEditor)
@@ -220,18 +229,24 @@ import Testing
                     + Self.reports([Self.id(7)], requested: requested(7), networks: 21, prefix: "c"))
             let run = try await catalog.workflow.runFeedback(store: store, at: Self.later.adding(60))
             #expect(run.alerts.isEmpty)
-            #expect(run.changes.map { "\($0.identifier) \($0.kind.rawValue)" } == [
-                "com.example.p03 quarantined", "com.example.p05 quarantined", "com.example.p07 suspect (awaiting an editor)",
-            ])
+            #expect(
+                run.changes.map { "\($0.identifier) \($0.kind.rawValue)" } == [
+                    "com.example.p03 quarantined", "com.example.p05 quarantined", "com.example.p07 suspect (awaiting an editor)",
+                ])
             let waiting = try #require(Self.feedback(catalog)?.verdicts[Self.id(7)])
-            #expect(waiting.reason.hasSuffix("not quarantined: the quarantine budget (2 of 20 sellable) is spent; confirm with 'catalog feedback quarantine com.example.app com.example.p07'"))
+            #expect(
+                waiting.reason.hasSuffix(
+                    "not quarantined: the quarantine budget (2 of 20 sellable) is spent; confirm with 'catalog feedback quarantine com.example.app com.example.p07'"
+                ))
 
-            _ = try await store.store(Self.reports([Self.id(9)], requested: requested(9), networks: 40, prefix: "d", at: Self.later.adding(100)))
+            _ = try await store.store(
+                Self.reports([Self.id(9)], requested: requested(9), networks: 40, prefix: "d", at: Self.later.adding(100)))
             let again = try await catalog.workflow.runFeedback(store: store, at: Self.later.adding(200))
             #expect(again.changes.map { "\($0.identifier) \($0.kind.rawValue)" } == ["com.example.p09 suspect (awaiting an editor)"])
             #expect(Self.feedback(catalog)?.verdicts.values.filter(\.isAutomaticQuarantine).count == 2, "runs do not add up")
 
-            let confirmed = try catalog.workflow.confirmQuarantine(app: Self.app, identifier: Self.id(7), by: "alice", at: Self.later.adding(300))
+            let confirmed = try catalog.workflow.confirmQuarantine(
+                app: Self.app, identifier: Self.id(7), by: "alice", at: Self.later.adding(300))
             #expect(confirmed.kind == .quarantined)
             let verdict = try #require(Self.feedback(catalog)?.verdicts[Self.id(7)])
             #expect(verdict.status == .quarantined && verdict.confirmedBy == "alice" && !verdict.awaitingEditor)
@@ -240,7 +255,8 @@ import Testing
                 try catalog.workflow.confirmQuarantine(app: Self.app, identifier: Self.id(7), by: "alice", at: Self.later.adding(301))
             }
             #expect(throws: CatalogWorkflow.ReleaseError.self) {
-                try catalog.workflow.confirmQuarantine(app: Self.app, identifier: "com.example.unknown", by: "alice", at: Self.later.adding(301))
+                try catalog.workflow.confirmQuarantine(
+                    app: Self.app, identifier: "com.example.unknown", by: "alice", at: Self.later.adding(301))
             }
             let build = try #require(try catalog.build(at: Self.later.adding(400)).plans.first)
             #expect(Set(build.feedbackChanges.map(\.identifier)) == [Self.id(3), Self.id(5), Self.id(7)])

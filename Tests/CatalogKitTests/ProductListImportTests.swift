@@ -29,7 +29,8 @@ import Testing
             ids: ["consumable.fuel.octane87", "nonconsumable.car"], shape: "a dictionary of product identifier to display string"),
         Shape(
             name: "Apple's sample, display name to identifier",
-            plist: "<dict><key>5 boosts</key><string>consumable.boosts.5</string><key>pickuptruck</key><string>nonconsumable.pickuptruck</string></dict>",
+            plist:
+                "<dict><key>5 boosts</key><string>consumable.boosts.5</string><key>pickuptruck</key><string>nonconsumable.pickuptruck</string></dict>",
             ids: ["consumable.boosts.5", "nonconsumable.pickuptruck"], shape: "a dictionary of display name to product identifier"),
         Shape(
             name: "StoreHelper's Products and Subscriptions",
@@ -42,7 +43,8 @@ import Testing
             shape: "'Products' and 'Subscriptions' groups"),
         Shape(
             name: "groups of identifiers",
-            plist: "<dict><key>PurchaseGroup1</key><array><string>com.item1.year</string><string>com.item1.lifetime</string></array><key>PurchaseGroup2</key><array><string>com.item2.month</string></array></dict>",
+            plist:
+                "<dict><key>PurchaseGroup1</key><array><string>com.item1.year</string><string>com.item1.lifetime</string></array><key>PurchaseGroup2</key><array><string>com.item2.month</string></array></dict>",
             ids: ["com.item1.year", "com.item1.lifetime", "com.item2.month"], shape: "a dictionary of group name to product identifiers"),
         Shape(
             name: "product dictionaries with ProductId and Type",
@@ -53,11 +55,13 @@ import Testing
             ids: ["com.myapp.MoreCoins", "com.myapp.RemoveAds"], shape: "an array of product dictionaries"),
         Shape(
             name: "product dictionaries with productIdentifier and a consumable flag",
-            plist: "<array><dict><key>productIdentifier</key><string>com.company.coins50</string><key>consumable</key><true/><key>productValue</key><integer>50</integer></dict></array>",
+            plist:
+                "<array><dict><key>productIdentifier</key><string>com.company.coins50</string><key>consumable</key><true/><key>productValue</key><integer>50</integer></dict></array>",
             ids: ["com.company.coins50"], shape: "an array of product dictionaries"),
         Shape(
             name: "identifier to product dictionary",
-            plist: "<dict><key>com.example.TestItem</key><dict><key>Title</key><string>Test Item</string><key>ProductType</key><integer>1</integer></dict></dict>",
+            plist:
+                "<dict><key>com.example.TestItem</key><dict><key>Title</key><string>Test Item</string><key>ProductType</key><integer>1</integer></dict></dict>",
             ids: ["com.example.TestItem"], shape: "a dictionary of product identifier to product dictionary"),
     ]
 
@@ -65,7 +69,8 @@ import Testing
         #"<?xml version="1.0" encoding="UTF-8"?>"# + "\n<plist version=\"1.0\">\n\(body)\n</plist>\n"
     }
 
-    private func importList(_ body: String, into catalog: TemporaryCatalog, overwrite: Bool = false) throws -> CatalogWorkflow.ProductImport {
+    private func importList(_ body: String, into catalog: TemporaryCatalog, overwrite: Bool = false) throws -> CatalogWorkflow.ProductImport
+    {
         let url = catalog.root.appendingPathComponent("Products.plist")
         try Data(Self.document(body).utf8).write(to: url)
         return try catalog.workflow.importProductList(from: url, displayPath: "Products.plist", app: Self.app, overwrite: overwrite)
@@ -115,7 +120,8 @@ import Testing
         defer { try? FileManager.default.removeItem(at: catalog.root) }
         let result = try importList(body, into: catalog)
         #expect(result.hasErrors)
-        #expect(result.diagnostics.first?.message.contains("not a product list this tool recognises: \(why)") == true, "\(result.diagnostics)")
+        #expect(
+            result.diagnostics.first?.message.contains("not a product list this tool recognises: \(why)") == true, "\(result.diagnostics)")
         #expect(!result.wrote)
         #expect(!FileManager.default.fileExists(atPath: catalog.catalogDirectory.appendingPathComponent("\(Self.app).plist").path))
     }

@@ -90,7 +90,9 @@ import Testing
         let decoded = try #require(Gzip.decompress(gzip))
         _ = try Self.verifier.verify(signature, over: decoded, now: Date())
         let tampered = try Gzip.compress(Array(#"["com.example.signed.coins","com.example.evil"]"#.utf8), effort: .fastest)
-        #expect(throws: SignatureError.self) { try Self.verifier.verify(signature, over: try #require(Gzip.decompress(tampered)), now: Date()) }
+        #expect(throws: SignatureError.self) {
+            try Self.verifier.verify(signature, over: try #require(Gzip.decompress(tampered)), now: Date())
+        }
     }
 
     /// A scheduled change is signed for its own moment, even where it serves bytes another state
@@ -138,7 +140,8 @@ import Testing
         #expect(signatureAfter != signatureBefore)
         #expect(catalog.published("v1/apps/\(app)/manifest.json") == manifestBefore)
         #expect(catalog.published("v1/apps/\(app)/products.json") == feedBefore)
-        let claims = try Self.verifier.verify(String(decoding: signatureAfter, as: UTF8.self), over: try #require(feedBefore), now: Date()).claims
+        let claims = try Self.verifier.verify(String(decoding: signatureAfter, as: UTF8.self), over: try #require(feedBefore), now: Date())
+            .claims
         #expect(claims.rev == 1)
         // The server reads the new one with the same validators.
         let feed = try FeedIndex.load(catalog.tree).index.feed(app: app, kind: .products, platform: nil, appVersion: nil, at: .now).get()
@@ -153,7 +156,10 @@ import Testing
         let catalog = try signedCatalog(Self.source, app: app)
         defer { try? FileManager.default.removeItem(at: catalog.root) }
         #expect(catalog.published("v1/apps/\(app)/products.json.jws") != nil)
-        try catalog.write("\(app).plist", Self.source.replacingOccurrences(of: "com.example.signed.new</string>", with: "com.example.signed.new</string><key>displayOrder</key><integer>1</integer>"))
+        try catalog.write(
+            "\(app).plist",
+            Self.source.replacingOccurrences(
+                of: "com.example.signed.new</string>", with: "com.example.signed.new</string><key>displayOrder</key><integer>1</integer>"))
         let build = try catalog.workflow.build(at: buildMoment.adding(10), dryRun: false)
         #expect(build.plans.first?.isUnchanged == false)
         #expect(catalog.published("v1/apps/\(app)/products.json.jws") == nil)

@@ -418,170 +418,170 @@ import Testing
     /// `billingPlanType` and `numberOfPeriods` on every offer, no `introductoryOffer` key when there
     /// is none).
     static let version5 = #"""
-{
-  "appPolicies" : {
-    "eula" : "",
-    "policies" : [
-      {
-        "locale" : "en_US",
-        "policyText" : "",
-        "policyURL" : ""
-      }
-    ]
-  },
-  "identifier" : "5A0C2E41",
-  "nonRenewingSubscriptions" : [
-
-  ],
-  "products" : [
-    {
-      "displayPrice" : "0.99",
-      "familyShareable" : false,
-      "internalID" : "6759309301",
-      "localizations" : [
         {
-          "description" : "A pile of gold",
-          "displayName" : "Gold",
-          "locale" : "en_US"
-        }
-      ],
-      "productID" : "com.example.game.gold",
-      "referenceName" : "Gold",
-      "type" : "Consumable"
-    }
-  ],
-  "settings" : {
-    "_applicationInternalID" : "6759309200",
-    "_developerTeamID" : "ABCDE12345",
-    "_lastSynchronizedDate" : 804778767.63
-  },
-  "subscriptionGroups" : [
-    {
-      "id" : "22255725",
-      "localizations" : [
-
-      ],
-      "name" : "Premium",
-      "subscriptions" : [
-        {
-          "adHocOffers" : [
-            {
-              "billingPlanType" : "BILLED_UPFRONT",
-              "displayPrice" : "99",
-              "internalID" : "0E5D3A11",
-              "numberOfPeriods" : 1,
-              "offerID" : "winback-yearly",
-              "paymentMode" : "payUpFront",
-              "referenceName" : "Come back",
-              "subscriptionPeriod" : "P1Y"
-            }
-          ],
-          "billingPlans" : [
-            {
-              "billingPlanType" : "BILLED_UPFRONT",
-              "commitmentDisplayPrice" : "198",
-              "displayPrice" : "198",
-              "internalID" : "8A00F767",
-              "isEnabled" : true
-            },
-            {
-              "billingPlanType" : "MONTHLY",
-              "commitmentDisplayPrice" : "216",
-              "displayPrice" : "18",
-              "internalID" : "C2E09540",
-              "isEnabled" : true
-            }
-          ],
-          "codeOffers" : [
-
-          ],
-          "displayPrice" : "198",
-          "familyShareable" : true,
-          "groupNumber" : 1,
-          "internalID" : "460D7EFA",
-          "introductoryOffer" : {
-            "billingPlanType" : "BILLED_UPFRONT",
-            "internalID" : "D1989EDF",
-            "numberOfPeriods" : 1,
-            "paymentMode" : "free",
-            "subscriptionPeriod" : "P1W"
+          "appPolicies" : {
+            "eula" : "",
+            "policies" : [
+              {
+                "locale" : "en_US",
+                "policyText" : "",
+                "policyURL" : ""
+              }
+            ]
           },
-          "introductoryOffers" : [
+          "identifier" : "5A0C2E41",
+          "nonRenewingSubscriptions" : [
+
+          ],
+          "products" : [
             {
-              "billingPlanType" : "BILLED_UPFRONT",
-              "internalID" : "D1989EDF",
-              "numberOfPeriods" : 1,
-              "paymentMode" : "free",
-              "subscriptionPeriod" : "P1W"
-            },
-            {
-              "billingPlanType" : "MONTHLY",
-              "internalID" : "1CEEA276",
-              "numberOfPeriods" : 1,
-              "paymentMode" : "free",
-              "subscriptionPeriod" : "P2M"
+              "displayPrice" : "0.99",
+              "familyShareable" : false,
+              "internalID" : "6759309301",
+              "localizations" : [
+                {
+                  "description" : "A pile of gold",
+                  "displayName" : "Gold",
+                  "locale" : "en_US"
+                }
+              ],
+              "productID" : "com.example.game.gold",
+              "referenceName" : "Gold",
+              "type" : "Consumable"
             }
           ],
-          "localizations" : [
+          "settings" : {
+            "_applicationInternalID" : "6759309200",
+            "_developerTeamID" : "ABCDE12345",
+            "_lastSynchronizedDate" : 804778767.63
+          },
+          "subscriptionGroups" : [
             {
-              "description" : "Everything, for a year",
-              "displayName" : "Premium Yearly",
-              "locale" : "en_US"
+              "id" : "22255725",
+              "localizations" : [
+
+              ],
+              "name" : "Premium",
+              "subscriptions" : [
+                {
+                  "adHocOffers" : [
+                    {
+                      "billingPlanType" : "BILLED_UPFRONT",
+                      "displayPrice" : "99",
+                      "internalID" : "0E5D3A11",
+                      "numberOfPeriods" : 1,
+                      "offerID" : "winback-yearly",
+                      "paymentMode" : "payUpFront",
+                      "referenceName" : "Come back",
+                      "subscriptionPeriod" : "P1Y"
+                    }
+                  ],
+                  "billingPlans" : [
+                    {
+                      "billingPlanType" : "BILLED_UPFRONT",
+                      "commitmentDisplayPrice" : "198",
+                      "displayPrice" : "198",
+                      "internalID" : "8A00F767",
+                      "isEnabled" : true
+                    },
+                    {
+                      "billingPlanType" : "MONTHLY",
+                      "commitmentDisplayPrice" : "216",
+                      "displayPrice" : "18",
+                      "internalID" : "C2E09540",
+                      "isEnabled" : true
+                    }
+                  ],
+                  "codeOffers" : [
+
+                  ],
+                  "displayPrice" : "198",
+                  "familyShareable" : true,
+                  "groupNumber" : 1,
+                  "internalID" : "460D7EFA",
+                  "introductoryOffer" : {
+                    "billingPlanType" : "BILLED_UPFRONT",
+                    "internalID" : "D1989EDF",
+                    "numberOfPeriods" : 1,
+                    "paymentMode" : "free",
+                    "subscriptionPeriod" : "P1W"
+                  },
+                  "introductoryOffers" : [
+                    {
+                      "billingPlanType" : "BILLED_UPFRONT",
+                      "internalID" : "D1989EDF",
+                      "numberOfPeriods" : 1,
+                      "paymentMode" : "free",
+                      "subscriptionPeriod" : "P1W"
+                    },
+                    {
+                      "billingPlanType" : "MONTHLY",
+                      "internalID" : "1CEEA276",
+                      "numberOfPeriods" : 1,
+                      "paymentMode" : "free",
+                      "subscriptionPeriod" : "P2M"
+                    }
+                  ],
+                  "localizations" : [
+                    {
+                      "description" : "Everything, for a year",
+                      "displayName" : "Premium Yearly",
+                      "locale" : "en_US"
+                    }
+                  ],
+                  "productID" : "com.example.game.premium.yearly",
+                  "recurringSubscriptionPeriod" : "P1Y",
+                  "referenceName" : "Premium Yearly",
+                  "subscriptionGroupID" : "22255725",
+                  "type" : "RecurringSubscription",
+                  "winbackOffers" : [
+
+                  ]
+                },
+                {
+                  "adHocOffers" : [
+
+                  ],
+                  "billingPlans" : [
+                    {
+                      "billingPlanType" : "BILLED_UPFRONT",
+                      "commitmentDisplayPrice" : "19.99",
+                      "displayPrice" : "19.99",
+                      "internalID" : "1A8CE555",
+                      "isEnabled" : true
+                    }
+                  ],
+                  "codeOffers" : [
+
+                  ],
+                  "displayPrice" : "19.99",
+                  "familyShareable" : false,
+                  "groupNumber" : 2,
+                  "internalID" : "6779146686",
+                  "introductoryOffers" : [
+
+                  ],
+                  "localizations" : [
+
+                  ],
+                  "productID" : "com.example.game.premium.monthly",
+                  "recurringSubscriptionPeriod" : "P1M",
+                  "referenceName" : "Premium Monthly",
+                  "subscriptionGroupID" : "22255725",
+                  "type" : "RecurringSubscription",
+                  "winbackOffers" : [
+
+                  ]
+                }
+              ]
             }
           ],
-          "productID" : "com.example.game.premium.yearly",
-          "recurringSubscriptionPeriod" : "P1Y",
-          "referenceName" : "Premium Yearly",
-          "subscriptionGroupID" : "22255725",
-          "type" : "RecurringSubscription",
-          "winbackOffers" : [
-
-          ]
-        },
-        {
-          "adHocOffers" : [
-
-          ],
-          "billingPlans" : [
-            {
-              "billingPlanType" : "BILLED_UPFRONT",
-              "commitmentDisplayPrice" : "19.99",
-              "displayPrice" : "19.99",
-              "internalID" : "1A8CE555",
-              "isEnabled" : true
-            }
-          ],
-          "codeOffers" : [
-
-          ],
-          "displayPrice" : "19.99",
-          "familyShareable" : false,
-          "groupNumber" : 2,
-          "internalID" : "6779146686",
-          "introductoryOffers" : [
-
-          ],
-          "localizations" : [
-
-          ],
-          "productID" : "com.example.game.premium.monthly",
-          "recurringSubscriptionPeriod" : "P1M",
-          "referenceName" : "Premium Monthly",
-          "subscriptionGroupID" : "22255725",
-          "type" : "RecurringSubscription",
-          "winbackOffers" : [
-
-          ]
+          "version" : {
+            "major" : 5,
+            "minor" : 0
+          }
         }
-      ]
-    }
-  ],
-  "version" : {
-    "major" : 5,
-    "minor" : 0
-  }
-}
-"""#
+        """#
 
     @Test func format5ImportsBillingPlansAndEveryIntroductoryOffer() throws {
         let catalog = try TemporaryCatalog()
@@ -592,9 +592,18 @@ import Testing
         let products = try #require(catalog.workflow.validate().catalogs.first).products
         let yearly = try #require(products.first { $0.id == "com.example.game.premium.yearly" })
         let metadata = String(decoding: try #require(yearly.metadataJSON), as: UTF8.self)
-        #expect(metadata.contains(#""billingPlans":[{"billingPlanType":"BILLED_UPFRONT","commitmentDisplayPrice":"198","displayPrice":"198","isEnabled":true},{"billingPlanType":"MONTHLY","commitmentDisplayPrice":"216","displayPrice":"18","isEnabled":true}]"#), "\(metadata)")
-        #expect(metadata.contains(#""introductoryOffers":[{"billingPlanType":"BILLED_UPFRONT","numberOfPeriods":1,"paymentMode":"free","subscriptionPeriod":"P1W"},{"billingPlanType":"MONTHLY","numberOfPeriods":1,"paymentMode":"free","subscriptionPeriod":"P2M"}]"#), "\(metadata)")
-        #expect(metadata.contains(#""adHocOffers":[{"billingPlanType":"BILLED_UPFRONT","displayPrice":"99","numberOfPeriods":1,"offerID":"winback-yearly""#), "\(metadata)")
+        #expect(
+            metadata.contains(
+                #""billingPlans":[{"billingPlanType":"BILLED_UPFRONT","commitmentDisplayPrice":"198","displayPrice":"198","isEnabled":true},{"billingPlanType":"MONTHLY","commitmentDisplayPrice":"216","displayPrice":"18","isEnabled":true}]"#
+            ), "\(metadata)")
+        #expect(
+            metadata.contains(
+                #""introductoryOffers":[{"billingPlanType":"BILLED_UPFRONT","numberOfPeriods":1,"paymentMode":"free","subscriptionPeriod":"P1W"},{"billingPlanType":"MONTHLY","numberOfPeriods":1,"paymentMode":"free","subscriptionPeriod":"P2M"}]"#
+            ), "\(metadata)")
+        #expect(
+            metadata.contains(
+                #""adHocOffers":[{"billingPlanType":"BILLED_UPFRONT","displayPrice":"99","numberOfPeriods":1,"offerID":"winback-yearly""#),
+            "\(metadata)")
         #expect(yearly.subscription?.period == "P1Y")
         // No account data: Xcode's and App Store Connect's ids stay out of the catalog.
         let written = try #require(source(catalog))

@@ -565,14 +565,17 @@ import Testing
             let confirmed = try await client.execute(uri: path, method: .post, headers: server.headers(server.editor))
             #expect(confirmed.status == .ok, "\(String(buffer: confirmed.body))")
             #expect(try Self.json(confirmed)["quarantined"] as? String == "com.example.served.coins")
-            let verdict = FeedbackFile.read(server.workflow.feedbackURL(Self.app), displayPath: "feedback").file?.verdicts["com.example.served.coins"]
+            let verdict = FeedbackFile.read(server.workflow.feedbackURL(Self.app), displayPath: "feedback").file?.verdicts[
+                "com.example.served.coins"]
             #expect(verdict?.status == .quarantined && verdict?.confirmedBy == "ada")
             let again = try await client.execute(uri: path, method: .post, headers: server.headers(server.editor))
             #expect(again.status == .notFound)
             let unknown = try await client.execute(
-                uri: "\(Self.appPath)/feedback/com.example.served.nothing/quarantine", method: .post, headers: server.headers(server.editor))
+                uri: "\(Self.appPath)/feedback/com.example.served.nothing/quarantine", method: .post, headers: server.headers(server.editor)
+            )
             #expect(unknown.status == .notFound)
-            let audit = try await client.execute(uri: "/v1/admin/audit?app=\(Self.app)&limit=5", method: .get, headers: server.headers(server.viewer))
+            let audit = try await client.execute(
+                uri: "/v1/admin/audit?app=\(Self.app)&limit=5", method: .get, headers: server.headers(server.viewer))
             let entries = try #require(try Self.json(audit)["entries"] as? [[String: Any]])
             #expect(entries.first?["action"] as? String == "verdict")
             #expect((entries.first?["summary"] as? String)?.contains("quarantined com.example.served.coins") == true)
@@ -583,7 +586,8 @@ import Testing
             let document = try Self.json(page)
             #expect(document["total"] as? Int == 0 && document["offset"] as? Int == 0 && document["alerts"] != nil)
             for query in ["limit=0", "limit=1001", "offset=-1", "offset=x"] {
-                let bad = try await client.execute(uri: "\(Self.appPath)/reports?\(query)", method: .get, headers: server.headers(server.viewer))
+                let bad = try await client.execute(
+                    uri: "\(Self.appPath)/reports?\(query)", method: .get, headers: server.headers(server.viewer))
                 #expect(bad.status == .badRequest, "\(query)")
             }
         }

@@ -25,7 +25,8 @@ import Testing
         defer { fixture.remove() }
         let store = try await SQLiteReportStore.open(path: fixture.root.appendingPathComponent("var/catalog.sqlite").path)
         let adminPort = try LoopbackListener().port  // free a moment ago: the listener closes at once
-        let workflow = CatalogWorkflow(catalogDirectory: fixture.catalog, catalogDisplayPath: "catalog", publicDirectory: fixture.publicTree.root)
+        let workflow = CatalogWorkflow(
+            catalogDirectory: fixture.catalog, catalogDisplayPath: "catalog", publicDirectory: fixture.publicTree.root)
         let app = buildApplication(
             publicDirectory: fixture.publicTree, port: 0, reportStore: store, workflow: workflow,
             adminListener: (host: "127.0.0.1", port: adminPort), logger: Logger(label: "test"))

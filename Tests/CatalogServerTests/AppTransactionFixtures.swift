@@ -122,7 +122,8 @@ struct AppStoreTestPKI {
             extensions: try Certificate.Extensions {
                 Critical(BasicConstraints.notCertificateAuthority)
                 Critical(KeyUsage(digitalSignature: true))
-                AuthorityKeyIdentifier(keyIdentifier: SubjectKeyIdentifier(hash: Certificate.PublicKey(intermediateKey.publicKey)).keyIdentifier)
+                AuthorityKeyIdentifier(
+                    keyIdentifier: SubjectKeyIdentifier(hash: Certificate.PublicKey(intermediateKey.publicKey)).keyIdentifier)
                 if leafCarriesMarker { AppleMarker(oid: leafMarkerOID) }
             },
             issuerPrivateKey: .init(intermediateKey)
@@ -198,10 +199,11 @@ struct AppStoreTestPKI {
         originalTransactionID: String? = nil,
         signedDate: Date? = defaultSignedDate
     ) throws -> String {
-        try jws(payload: Self.appTransactionPayload(
-            bundleID: bundleID, environment: environment, appTransactionID: appTransactionID,
-            originalTransactionID: originalTransactionID, signedDate: signedDate
-        ))
+        try jws(
+            payload: Self.appTransactionPayload(
+                bundleID: bundleID, environment: environment, appTransactionID: appTransactionID,
+                originalTransactionID: originalTransactionID, signedDate: signedDate
+            ))
     }
 
     /// The header Apple sends: ES256 with the full chain.

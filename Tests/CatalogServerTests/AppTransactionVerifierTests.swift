@@ -122,7 +122,9 @@ struct AppTransactionVerifierTests {
 
     @Test func unusableRootsThrow() throws {
         #expect(throws: AppTransactionVerifierConfigurationError.self) { try AppTransactionVerifier(rootCertificates: []) }
-        #expect(throws: AppTransactionVerifierConfigurationError.self) { try AppTransactionVerifier(rootCertificates: [[0x30, 0x03, 0x02, 0x01, 0x01]]) }
+        #expect(throws: AppTransactionVerifierConfigurationError.self) {
+            try AppTransactionVerifier(rootCertificates: [[0x30, 0x03, 0x02, 0x01, 0x01]])
+        }
         #expect(throws: AppTransactionVerifierConfigurationError.self) {
             try AppTransactionVerifier(rootCertificateFiles: ["/nonexistent/AppleRootCA-G3.cer"])
         }
@@ -143,7 +145,8 @@ struct AppTransactionVerifierTests {
         let pki = try AppStoreTestPKI.make()
         let jws = try pki.appTransactionJWS()
         let signaturePart = String(jws.split(separator: ".")[2])
-        var signature = try #require(Data(base64Encoded: signaturePart.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/") + "=="))
+        var signature = try #require(
+            Data(base64Encoded: signaturePart.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/") + "=="))
         signature[10] ^= 0x01
         let result = try await verify(replacing(part: 2, of: jws, with: AppStoreTestPKI.base64URL(signature)), with: pki)
         #expect(kind(result) == .badSignature)
@@ -162,7 +165,8 @@ struct AppTransactionVerifierTests {
 
     @Test func signatureByAnotherKeyIsRejected() async throws {
         let pki = try AppStoreTestPKI.make()
-        let signingInput = AppStoreTestPKI.base64URL(try AppStoreTestPKI.json(pki.header)) + "."
+        let signingInput =
+            AppStoreTestPKI.base64URL(try AppStoreTestPKI.json(pki.header)) + "."
             + AppStoreTestPKI.base64URL(try AppStoreTestPKI.json(AppStoreTestPKI.appTransactionPayload()))
         let signature = try P256.Signing.PrivateKey().signature(for: Data(signingInput.utf8))
         let result = try await verify(signingInput + "." + AppStoreTestPKI.base64URL(signature.rawRepresentation), with: pki)
@@ -272,7 +276,8 @@ struct AppTransactionVerifierTests {
     @Test func hs256WithThePublicKeyAsSecretIsRejected() async throws {
         // The classic confusion: HMAC keyed with the leaf's public key, which anyone has.
         let pki = try AppStoreTestPKI.make()
-        let signingInput = AppStoreTestPKI.base64URL(try AppStoreTestPKI.json(["alg": "HS256", "x5c": pki.x5c])) + "."
+        let signingInput =
+            AppStoreTestPKI.base64URL(try AppStoreTestPKI.json(["alg": "HS256", "x5c": pki.x5c])) + "."
             + AppStoreTestPKI.base64URL(try AppStoreTestPKI.json(AppStoreTestPKI.appTransactionPayload()))
         let mac = HMAC<SHA256>.authenticationCode(
             for: Data(signingInput.utf8), using: SymmetricKey(data: pki.leafKey.publicKey.derRepresentation)
@@ -319,7 +324,8 @@ struct AppTransactionVerifierTests {
         let notDER = Data("not a certificate".utf8).base64EncodedString()
         let urlSafe = pki.x5c[0].replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
         for leaf in ["!!!", "", notDER, "MIIB", urlSafe == pki.x5c[0] ? "-_-_" : urlSafe] {
-            let jws = try pki.jws(header: ["alg": "ES256", "x5c": [leaf, pki.x5c[1], pki.x5c[2]]], payload: AppStoreTestPKI.appTransactionPayload())
+            let jws = try pki.jws(
+                header: ["alg": "ES256", "x5c": [leaf, pki.x5c[1], pki.x5c[2]]], payload: AppStoreTestPKI.appTransactionPayload())
             #expect(kind(try await verify(jws, with: pki)) == .certificateChain, "leaf \(leaf.prefix(16))")
         }
     }

@@ -43,7 +43,9 @@ import Testing
             var closed = false
             let start = ContinuousClock.now
             while ContinuousClock.now - start < .seconds(8), sent < 64 << 20 {
-                let count = requests.withUnsafeBytes { send(socket.descriptor, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT | MSG_NOSIGNAL)) }
+                let count = requests.withUnsafeBytes {
+                    send(socket.descriptor, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT | MSG_NOSIGNAL))
+                }
                 if count > 0 {
                     sent += count
                 } else if count < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) {
@@ -58,7 +60,8 @@ import Testing
             let metrics = try LoopbackSocket(port: try #require(client.port))
             defer { metrics.close() }
             #expect(metrics.send(Array("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n".utf8)))
-            let answered = String(decoding: try await metrics.awaitResponses(1).first?.body ?? [], as: UTF8.self).split(separator: "\n")
+            let answered =
+                String(decoding: try await metrics.awaitResponses(1).first?.body ?? [], as: UTF8.self).split(separator: "\n")
                 .first { $0.hasPrefix(#"catalog_http_requests_total{route="catalog",status="200"}"#) }
                 .flatMap { $0.split(separator: " ").last.flatMap { Double($0) } } ?? 0
             closed = closed || socket.drainsToEnd()
@@ -131,7 +134,9 @@ import Testing
             var bodyContains: String? = nil
         }
         @Sendable func missing(_ n: Int) -> Case {
-            Case(request: "GET /v1/apps/com.example.missing\(n)/products.json HTTP/1.1\r\nHost: x\r\n\r\n", status: 404, bodyContains: "missing\(n)")
+            Case(
+                request: "GET /v1/apps/com.example.missing\(n)/products.json HTTP/1.1\r\nHost: x\r\n\r\n", status: 404,
+                bodyContains: "missing\(n)")
         }
         let cases: [Case] = [
             Case(request: "GET \(products) HTTP/1.1\r\nHost: x\r\n\r\n", status: 200, bodyContains: "coins"),

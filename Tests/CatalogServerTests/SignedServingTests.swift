@@ -26,7 +26,8 @@ import Testing
     /// A fixture published unsigned, then signed the way `catalog serve --signing-key` does at start.
     static func signedFixture() throws -> (CatalogServerTests.Fixture, CatalogWorkflow) {
         let fixture = try CatalogServerTests.Fixture(ids: ["com.example.served.coins"])
-        var workflow = CatalogWorkflow(catalogDirectory: fixture.catalog, catalogDisplayPath: "catalog", publicDirectory: fixture.publicTree.root)
+        var workflow = CatalogWorkflow(
+            catalogDirectory: fixture.catalog, catalogDisplayPath: "catalog", publicDirectory: fixture.publicTree.root)
         workflow.signer = try signer()
         #expect(try workflow.refreshSignatures(at: Date(), window: 3600) > 0)
         return (fixture, workflow)
@@ -68,9 +69,11 @@ import Testing
             #expect(answer.status == 200)
             let lines = answer.text.split(separator: "\r\n")
             #expect(lines.contains { $0.lowercased() == "content-encoding: gzip" })
-            let signature = try #require(lines.first { $0.hasPrefix("\(FeedSigner.httpHeader): ") }).dropFirst(FeedSigner.httpHeader.count + 2)
+            let signature = try #require(lines.first { $0.hasPrefix("\(FeedSigner.httpHeader): ") }).dropFirst(
+                FeedSigner.httpHeader.count + 2)
             let feed = try #require(try fixture.publicTree.currentManifest(CatalogServerTests.app)?.variants.first)
-            let bytes = try fixture.publicTree.feedBytes(CatalogServerTests.app, revision: 1, directory: feed.directory, name: "products.json")
+            let bytes = try fixture.publicTree.feedBytes(
+                CatalogServerTests.app, revision: 1, directory: feed.directory, name: "products.json")
             #expect(try Self.verifier.verify(String(signature), over: bytes, now: Date()).claims.rev == 1)
         }
     }
@@ -92,8 +95,9 @@ import Testing
             }
             #expect(after != before)
             #expect(etag == first.headers[.eTag])
-            #expect(try Self.verifier.verify(after, over: Array(first.body.readableBytesView), now: Date()).claims.iat
-                > (try FeedSignatureVerifier.unverifiedClaims(before)).iat)
+            #expect(
+                try Self.verifier.verify(after, over: Array(first.body.readableBytesView), now: Date()).claims.iat
+                    > (try FeedSignatureVerifier.unverifiedClaims(before)).iat)
         }
     }
 }

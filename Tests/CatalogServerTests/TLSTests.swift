@@ -16,7 +16,9 @@ import Testing
 /// the CA this test makes.
 @Suite struct TLSTests {
     /// `curl` on `url` trusting `ca`: the status, the HTTP version and the ETag it saw.
-    static func curl(_ url: String, ca: URL, version: String, headers: [String] = []) throws -> (status: Int, version: String, etag: String?) {
+    static func curl(_ url: String, ca: URL, version: String, headers: [String] = []) throws -> (
+        status: Int, version: String, etag: String?
+    ) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
         process.arguments =

@@ -81,7 +81,9 @@ public enum LoopbackClient {
         let text = String(decoding: response, as: UTF8.self)
         // "HTTP/1.1 202 Accepted": the status is the second word.
         let words = text.prefix { $0 != "\r" }.split(separator: " ")
-        guard words.count >= 2, let status = Int(words[1]) else { throw LoopbackClientError("no HTTP answer from port \(port) to \(source)") }
+        guard words.count >= 2, let status = Int(words[1]) else {
+            throw LoopbackClientError("no HTTP answer from port \(port) to \(source)")
+        }
         return Answer(status: status, text: text)
     }
 }

@@ -26,8 +26,10 @@ public enum TestCertificates {
         }
         let curve = ["-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes"]
         let name = { (file: String) in prefix + file }
-        try openssl(["req", "-x509"] + curve + ["-keyout", name("ca.key"), "-out", name("ca.pem"), "-days", "2", "-subj", "/CN=catalog test CA"])
-        try openssl(["req", "-x509"] + curve + ["-keyout", name("other.key"), "-out", name("other.pem"), "-days", "2", "-subj", "/CN=another CA"])
+        try openssl(
+            ["req", "-x509"] + curve + ["-keyout", name("ca.key"), "-out", name("ca.pem"), "-days", "2", "-subj", "/CN=catalog test CA"])
+        try openssl(
+            ["req", "-x509"] + curve + ["-keyout", name("other.key"), "-out", name("other.pem"), "-days", "2", "-subj", "/CN=another CA"])
         try openssl(["req"] + curve + ["-keyout", name("server.key"), "-out", name("server.csr"), "-subj", "/CN=localhost"])
         try Data("subjectAltName=\(subjectAltName)\n".utf8).write(to: folder.appendingPathComponent(name("san.ext")))
         try openssl([

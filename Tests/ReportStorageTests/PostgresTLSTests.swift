@@ -2,8 +2,9 @@ import CatalogKit
 import CatalogTestSupport
 import Foundation
 import Logging
-@testable import ReportStorage
 import Testing
+
+@testable import ReportStorage
 
 /// PostgreSQL as operators run it: `sslmode` from the store URL against a real server that
 /// offers TLS with a certificate this test makes (openssl: a CA, and a server certificate for
@@ -18,7 +19,8 @@ struct PostgresTLSTests {
 
     /// Whether the store's own connections are encrypted, as the server sees them.
     private func isEncrypted(_ store: PostgresReportStore, server: TestPostgres) throws -> Bool {
-        let rows = try server.psql("SELECT count(*) FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid) WHERE a.datname = 'catalog' AND s.ssl")
+        let rows = try server.psql(
+            "SELECT count(*) FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid) WHERE a.datname = 'catalog' AND s.ssl")
         return (Int(rows.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0) > 0
     }
 
@@ -52,7 +54,8 @@ struct PostgresTLSTests {
         do {
             let store = try await PostgresReportStore.open(
                 try StoreURL.address(
-                    "postgres://\(TestPostgres.user):\(TestPostgres.password)@127.0.0.1:\(server.port)/catalog?sslmode=verify-full&sslrootcert=\(files.ca.path)"),
+                    "postgres://\(TestPostgres.user):\(TestPostgres.password)@127.0.0.1:\(server.port)/catalog?sslmode=verify-full&sslrootcert=\(files.ca.path)"
+                ),
                 logger: logger, connectTimeout: .seconds(5))
             try await store.close()
             Issue.record("a certificate for another host was accepted")
@@ -62,7 +65,8 @@ struct PostgresTLSTests {
         // verify-ca checks the signature only: the same host is accepted.
         let signed = try await PostgresReportStore.open(
             try StoreURL.address(
-                "postgres://\(TestPostgres.user):\(TestPostgres.password)@127.0.0.1:\(server.port)/catalog?sslmode=verify-ca&sslrootcert=\(files.ca.path)"),
+                "postgres://\(TestPostgres.user):\(TestPostgres.password)@127.0.0.1:\(server.port)/catalog?sslmode=verify-ca&sslrootcert=\(files.ca.path)"
+            ),
             logger: logger)
         try await signed.ping()
         try await signed.close()

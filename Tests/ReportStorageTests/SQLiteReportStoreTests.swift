@@ -1,8 +1,9 @@
 import CatalogKit
 import Foundation
-@testable import ReportStorage
 import Synchronization
 import Testing
+
+@testable import ReportStorage
 
 @Suite struct SQLiteReportStoreTests {
     /// This test's own folder, made anew for each test (a suite's init runs before each one);
@@ -55,7 +56,8 @@ import Testing
             }
             try blocker.execute("ROLLBACK")
             for _ in 0..<300 where results.withLock({ $0.count }) < 12 { try await Task.sleep(for: .milliseconds(50)) }
-            let stored = results.withLock { results in (0..<11).filter { if case .success(.stored)? = results[$0] { true } else { false } } }
+            let stored = results.withLock { results in (0..<11).filter { if case .success(.stored)? = results[$0] { true } else { false } }
+            }
             #expect(stored.count == 11, "every queued report is stored")
             let count = try await store.aggregate(AggregateQuery()).first?.reports
             #expect(count == 11)
@@ -129,7 +131,9 @@ import Testing
             return
         }
         #expect(
-            ([address.user, address.password, address.host, address.database] as [String?]) == ["catalog", "secret", "127.0.0.1", "reports"])
+            ([address.user, address.password, address.host, address.database] as [String?]) == [
+                "catalog", "secret", "127.0.0.1", "reports",
+            ])
         #expect(address.port == 5433)
         #expect("\(StoreURL.postgres(address))" == "postgres://catalog@127.0.0.1:5433/reports", "no password in logs")
         for bad in ["", "sqlite:", "mysql://x/y", "postgres://127.0.0.1/db", "postgres://u@127.0.0.1/"] {

@@ -1,5 +1,5 @@
-import Foundation
 import CatalogKit
+import Foundation
 import PropertyList
 import ReportStorage
 import Testing
@@ -85,9 +85,14 @@ enum StoreConformance {
     static func prunesToTheQuota(_ store: any ReportStore) async throws {
         var reports: [InvalidIdentifierReport] = []
         for index in 0..<10 {
-            reports.append(report(["com.example.old"], at: Timestamp(secondsSince1970: noon.secondsSince1970 + Int64(index)), install: "i\(index)"))
+            reports.append(
+                report(["com.example.old"], at: Timestamp(secondsSince1970: noon.secondsSince1970 + Int64(index)), install: "i\(index)"))
         }
-        for index in 0..<5 { reports.append(report(["com.example.new"], at: Timestamp(secondsSince1970: noon.secondsSince1970 + 100 + Int64(index)), install: "j\(index)")) }
+        for index in 0..<5 {
+            reports.append(
+                report(
+                    ["com.example.new"], at: Timestamp(secondsSince1970: noon.secondsSince1970 + 100 + Int64(index)), install: "j\(index)"))
+        }
         reports.append(report(["com.example.a"], app: "com.example.game"))
         _ = try await store.store(reports)
         let pruned = try await store.prune(keepingPerApp: 6)

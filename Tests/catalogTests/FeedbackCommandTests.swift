@@ -61,7 +61,8 @@ import Testing
                     + invalidReports("com.example.level1", installs: 2, at: now, environment: .sandbox, installPrefix: "tester"),
                 in: workspace)
 
-            let reason = "reported invalid by 20 production installs from 20 networks since \(manifest.publishedAt.iso8601), invalid rate 1.0"
+            let reason =
+                "reported invalid by 20 production installs from 20 networks since \(manifest.publishedAt.iso8601), invalid rate 1.0"
             let feedback = try workspace.run("feedback")
             #expect(feedback.status == 0)
             #expect(feedback.stderr == "")
@@ -209,7 +210,8 @@ import Testing
             ]
             for install in 0..<200 {
                 let body = shapes[install % shapes.count] + #","platform":"iOS","installId":"invented-\#(install)"}"#
-                let answer = try LoopbackClient.request(from: "127.0.200.\(1 + install % 250)", port: server.port, path: report, headers: json, body: body)
+                let answer = try LoopbackClient.request(
+                    from: "127.0.200.\(1 + install % 250)", port: server.port, path: report, headers: json, body: body)
                 #expect(answer.status == 202, "\(answer.text)")
             }
             // Three feedback runs after the attack: nothing leaves the feed.
@@ -221,7 +223,8 @@ import Testing
             for network in 0..<20 {
                 let body =
                     #"{"invalidProductIdentifiers":["com.example.level2"],"requestedProductIdentifiers":[\#(all)],"platform":"iOS","environment":"production","installId":"install-\#(network)"}"#
-                let answer = try LoopbackClient.request(from: "127.0.\(network).1", port: server.port, path: report, headers: json, body: body)
+                let answer = try LoopbackClient.request(
+                    from: "127.0.\(network).1", port: server.port, path: report, headers: json, body: body)
                 #expect(answer.status == 202, "\(answer.text)")
             }
 

@@ -1,8 +1,9 @@
 import Foundation
+import Testing
+
 #if canImport(FoundationNetworking)
     import FoundationNetworking
 #endif
-import Testing
 
 /// Where `catalog serve` takes each setting from (docs/operations.md): its flag, else
 /// `CATALOG_<NAME>`, else the `--config` file, else the default; secrets from files or the
@@ -22,7 +23,8 @@ import Testing
     @Test func aFlagBeatsTheEnvironmentWhichBeatsTheFileWhichBeatsTheDefault() throws {
         try CommandTests.withWorkspace { workspace in
             try workspace.write(
-                "serve.json", #"{"port": 9001, "host": "127.0.0.2", "read-deadline": 7, "idle-timeout": 40, "trusted-proxy": ["10.0.0.0/8"]}"#)
+                "serve.json",
+                #"{"port": 9001, "host": "127.0.0.2", "read-deadline": 7, "idle-timeout": 40, "trusted-proxy": ["10.0.0.0/8"]}"#)
             let run = try CommandTests.run(
                 ["serve", "--config", "serve.json", "--port", "9003", "--print-config"], in: workspace.root,
                 environment: ["CATALOG_PORT": "9002", "CATALOG_HOST": "127.0.0.3", "CATALOG_TRUSTED_PROXY": "192.168.0.0/16,fd00::/8"])
@@ -79,7 +81,8 @@ import Testing
     @Test func jsonLogsHaveAnAccessLinePerRequestWithTheClientsNetworkOnly() async throws {
         try await CommandTests.withWorkspaceAsync { workspace in
             try CommandTests.writeDemo(workspace)
-            let server = try ServeProcess(in: workspace, ["--log-format", "json", "--access-log", "on", "--access-log-feed-sample", "1", "--log-level", "info"])
+            let server = try ServeProcess(
+                in: workspace, ["--log-format", "json", "--access-log", "on", "--access-log-feed-sample", "1", "--log-level", "info"])
             defer { if server.process.isRunning { server.process.terminate() } }
             #expect(try await server.body(of: "/v1/apps/com.example.app/products.json") != nil)
             #expect(try await server.body(of: "/healthz") != nil)
@@ -103,7 +106,8 @@ import Testing
             let access = objects.filter { $0["label"] as? String == "catalog.access" }
             let paths = Set(access.compactMap { $0["http.path"] as? String })
             #expect(
-                paths.isSuperset(of: ["/v1/apps/com.example.app/products.json", "/healthz", "/v1/apps/com.example.app/invalid-identifiers"]),
+                paths.isSuperset(of: ["/v1/apps/com.example.app/products.json", "/healthz", "/v1/apps/com.example.app/invalid-identifiers"]
+                ),
                 "\(paths)")
             for line in access {
                 #expect(line["client.network"] as? String == "127.0.0.0/24", "\(line)")

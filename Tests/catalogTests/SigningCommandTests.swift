@@ -14,7 +14,8 @@ import Testing
             let made = try await workspace.runAsync("keys", "create", "--directory", "keys")
             #expect(made.status == 0, "\(made.stderr)")
             for name in ["root.jwk", "signing.jwk"] {
-                let attributes = try FileManager.default.attributesOfItem(atPath: workspace.root.appendingPathComponent("keys/\(name)").path)
+                let attributes = try FileManager.default.attributesOfItem(
+                    atPath: workspace.root.appendingPathComponent("keys/\(name)").path)
                 #expect((attributes[.posixPermissions] as? Int) == 0o600, "\(name)")
                 let d = try #require(workspace.read("keys/\(name)")).split(separator: "\"d\":\"")[1].prefix(43)
                 #expect(!made.stdout.contains(d) && !made.stderr.contains(d), "a private key was printed")
@@ -55,16 +56,21 @@ import Testing
         try await CommandTests.withWorkspaceAsync { workspace in
             try workspace.write("catalog/com.example.app.plist", seedCatalog)
             #expect(try await workspace.runAsync("keys", "create", "--directory", "keys").status == 0)
-            #expect(try await workspace.runAsync("build", "--signing-key", "keys/signing.jwk", "--store", "sqlite:var/c.sqlite").status == 0)
-            let rotated = try await workspace.runAsync("keys", "rotate", "--root", "keys/root.jwk", "--output", "keys/signing-2.jwk", "--previous", "keys/signing.jwk")
+            #expect(
+                try await workspace.runAsync("build", "--signing-key", "keys/signing.jwk", "--store", "sqlite:var/c.sqlite").status == 0)
+            let rotated = try await workspace.runAsync(
+                "keys", "rotate", "--root", "keys/root.jwk", "--output", "keys/signing-2.jwk", "--previous", "keys/signing.jwk")
             #expect(rotated.status == 0, "\(rotated.stderr)")
             let shownOld = try await workspace.runAsync("keys", "show", "keys/signing.jwk").stdout
             let old = String(try #require(shownOld.split(separator: "\n").first?.split(separator: " ").last))
             #expect(shownOld.hasPrefix("private key \(old)\ncertified from "))
-            let revoked = try await workspace.runAsync("keys", "revoke", old, "--root", "keys/root.jwk", "--signing-key", "keys/signing-2.jwk")
+            let revoked = try await workspace.runAsync(
+                "keys", "revoke", old, "--root", "keys/root.jwk", "--signing-key", "keys/signing-2.jwk")
             #expect(revoked.status == 0, "\(revoked.stderr)")
             // Refused: a key cannot revoke itself.
-            #expect(try await workspace.runAsync("keys", "revoke", old, "--root", "keys/root.jwk", "--signing-key", "keys/signing.jwk").status != 0)
+            #expect(
+                try await workspace.runAsync("keys", "revoke", old, "--root", "keys/root.jwk", "--signing-key", "keys/signing.jwk").status
+                    != 0)
             let signed = try await workspace.runAsync("sign", "--signing-key", "keys/signing-2.jwk")
             #expect(signed.status == 0, "\(signed.stderr)")
             #expect(signed.stdout.contains("signatures written"))
@@ -83,7 +89,8 @@ import Testing
         try await CommandTests.withWorkspaceAsync { workspace in
             try workspace.write("catalog/com.example.app.plist", seedCatalog)
             #expect(try await workspace.runAsync("keys", "create", "--directory", "keys").status == 0)
-            #expect(try await workspace.runAsync("build", "--signing-key", "keys/signing.jwk", "--store", "sqlite:var/c.sqlite").status == 0)
+            #expect(
+                try await workspace.runAsync("build", "--signing-key", "keys/signing.jwk", "--store", "sqlite:var/c.sqlite").status == 0)
             let path = workspace.root.appendingPathComponent(Self.feed)
             try FileManager.default.removeItem(at: path)
             try workspace.write(Self.feed, #"["com.example.evil"]"#)

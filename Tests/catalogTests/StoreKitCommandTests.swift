@@ -55,7 +55,8 @@ import Testing
             #expect(exported.status == 0)
             #expect(
                 exported.stdout
-                    == "com.example.app: wrote com.example.app.storekit: 2 products, .storekit format 4 (which current Xcode versions open)\n")
+                    == "com.example.app: wrote com.example.app.storekit: 2 products, .storekit format 4 (which current Xcode versions open)\n"
+            )
             let file = try #require(workspace.read("com.example.app.storekit"))
             #expect(file.contains(#""productID" : "com.example.app.premium""#))
             #expect(!file.contains("ABCDE12345") && !file.contains("_developerTeamID") && !file.contains("21482000"))
@@ -138,7 +139,8 @@ import Testing
             #expect(refused.status == 1)
             #expect(refused.stderr.contains("catalog import plist FILE --app com.example.app"), "\(refused.stderr)")
             try FileManager.default.moveItem(
-                at: workspace.root.appendingPathComponent("catalog/com.example.app.plist"), to: workspace.root.appendingPathComponent("Products.plist"))
+                at: workspace.root.appendingPathComponent("catalog/com.example.app.plist"),
+                to: workspace.root.appendingPathComponent("Products.plist"))
             let imported = try await workspace.runAsync("import", "plist", "Products.plist", "--app", "com.example.app")
             #expect(imported.status == 0, "\(imported.stderr)")
             #expect(

@@ -90,7 +90,8 @@ extension CatalogWorkflow {
             // Read under the lock, as the feedback file is: the sources cannot change in between.
             let products = validate().catalogs.first { $0.app == app }?.products ?? []
             guard products.contains(where: { $0.id == identifier && $0.status == .cleared }) else {
-                throw ReleaseError(description: "'\(identifier)' is not a cleared product of '\(app)'; only what is on sale can be quarantined")
+                throw ReleaseError(
+                    description: "'\(identifier)' is not a cleared product of '\(app)'; only what is on sale can be quarantined")
             }
             _ = feedback.confirmQuarantine(identifier, by: editor, at: now)
             return VerdictChange(app: app, identifier: identifier, kind: .quarantined, reason: feedback.verdicts[identifier]?.reason)

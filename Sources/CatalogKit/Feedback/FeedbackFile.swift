@@ -276,7 +276,8 @@ private struct FeedbackFileDecoder {
             case "since": since = entry.value.date(key: "since", file: file, into: &diagnostics)?.value
             case "evidence": evidence = self.evidence(entry.value, identifier: identifier)
             case "cause": cause = self.cause(entry.value)
-            case "awaitingEditor": awaitingEditor = entry.value.boolean(key: "awaitingEditor", file: file, into: &diagnostics)?.value ?? false
+            case "awaitingEditor":
+                awaitingEditor = entry.value.boolean(key: "awaitingEditor", file: file, into: &diagnostics)?.value ?? false
             case "confirmedBy": confirmedBy = entry.value.string(key: "confirmedBy", file: file, into: &diagnostics)?.value
             default: warnUnknown(entry)
             }
@@ -297,7 +298,8 @@ private struct FeedbackFileDecoder {
         guard let fields = strings(node, what: "'cause'", keys: ["code", "explanation"]) else { return nil }
         guard let code = ProbableCause.Code(rawValue: fields["code"]!.value) else {
             let known = ProbableCause.Code.allCases.map(\.rawValue).joined(separator: ", ")
-            diagnostics.append(.error("unknown cause '\(fields["code"]!.value)'; expected one of \(known)", file: file, at: fields["code"]!.position))
+            diagnostics.append(
+                .error("unknown cause '\(fields["code"]!.value)'; expected one of \(known)", file: file, at: fields["code"]!.position))
             return nil
         }
         return ProbableCause(code, fields["explanation"]!.value)

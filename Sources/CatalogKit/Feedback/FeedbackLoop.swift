@@ -183,7 +183,8 @@ struct CauseContext {
         if evidence.installs.production == 0 {
             return ProbableCause(
                 .sandboxOnly,
-                "only sandbox or Xcode installs reported it: check the product in the sandbox or the StoreKit configuration; production is not affected")
+                "only sandbox or Xcode installs reported it: check the product in the sandbox or the StoreKit configuration; production is not affected"
+            )
         }
         // A product is offered only after App Store approval, which the catalog cannot see, so
         // the window is counted from its first publication: grace plus one counting window.
@@ -193,7 +194,8 @@ struct CauseContext {
             let hours = (now.secondsSince1970 - first.secondsSince1970) / 3600
             return ProbableCause(
                 .propagationWindow,
-                "within the propagation window: first published \(hours) h ago, and the App Store can take up to 48 h after approval to offer a product")
+                "within the propagation window: first published \(hours) h ago, and the App Store can take up to 48 h after approval to offer a product"
+            )
         }
         let offeredOn = platformsOffered[identifier].map { $0 == 0 ? appPlatformCount : $0 } ?? appPlatformCount
         if evidence.platforms.count == 1, offeredOn > 1 {

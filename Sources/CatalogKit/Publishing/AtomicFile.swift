@@ -67,7 +67,8 @@ public enum AtomicFile {
         }
         defer { close(descriptor) }
         guard fsync(descriptor) == 0 else {
-            throw CatalogError.io(path: directory.path, message: "cannot make the directory durable (fsync): \(String(cString: strerror(errno)))")
+            throw CatalogError.io(
+                path: directory.path, message: "cannot make the directory durable (fsync): \(String(cString: strerror(errno)))")
         }
     }
 

@@ -409,7 +409,9 @@ public struct Publisher: Sendable {
         // so that a static host's own validators stay put.
         let appDirectory = tree.appDirectory(app)
         let suffix = RevisionSignatures.fileExtension
-        for name in ["products.json", "products.json.gz", "catalog.json", "catalog.json.gz", "products.json" + suffix, "catalog.json" + suffix] {
+        for name in [
+            "products.json", "products.json.gz", "catalog.json", "catalog.json.gz", "products.json" + suffix, "catalog.json" + suffix,
+        ] {
             let source = final.appendingPathComponent(name)
             let target = appDirectory.appendingPathComponent(name)
             // An unsigned revision leaves no signature of an older one beside its feeds.

@@ -105,6 +105,8 @@ extension CatalogWorkflow {
         let lock = try BuildLock(publicDirectory: publicDirectory)
         defer { withExtendedLifetime(lock) {} }
         let tree = PublicTree(root: publicDirectory)
-        return try tree.publishedApps().reduce(0) { $0 + (try RevisionSignatures.refresh($1, in: tree, signer: signer, now: now, window: window)) }
+        return try tree.publishedApps().reduce(0) {
+            $0 + (try RevisionSignatures.refresh($1, in: tree, signer: signer, now: now, window: window))
+        }
     }
 }

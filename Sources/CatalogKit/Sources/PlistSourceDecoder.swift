@@ -34,7 +34,8 @@ struct PlistSourceDecoder {
         case .array(let items):
             // Apple's minimal form: identifiers only. An array of dicts is another app's shape.
             if let first = items.first, case .dictionary = first.value {
-                diagnostics.append(Self.anotherShape("its root is an array of dictionaries, not of identifier strings", file: file, at: root.position))
+                diagnostics.append(
+                    Self.anotherShape("its root is an array of dictionaries, not of identifier strings", file: file, at: root.position))
                 return nil
             }
             for item in items {
@@ -55,7 +56,8 @@ struct PlistSourceDecoder {
             if dictionary["products"] == nil, let first = unknown.first {
                 let keys = unknown.prefix(3).map { "'\($0.key)'" }.joined(separator: ", ") + (unknown.count > 3 ? ", …" : "")
                 diagnostics.append(
-                    Self.anotherShape("it has no 'products' and its keys (\(keys)) are not catalog settings", file: file, at: first.keyPosition))
+                    Self.anotherShape(
+                        "it has no 'products' and its keys (\(keys)) are not catalog settings", file: file, at: first.keyPosition))
                 return nil
             }
             for entry in dictionary.entries {

@@ -31,7 +31,9 @@ struct ProductListDecoder {
     static let metadataKeys = ["label", "subscriptionGroup", "group"]
 
     /// Keys that name the identifier in a product dictionary, as apps spell them.
-    static let identifierKeys = ["id", "productId", "ProductId", "productID", "ProductID", "productIdentifier", "ProductIdentifier", "identifier", "Identifier"]
+    static let identifierKeys = [
+        "id", "productId", "ProductId", "productID", "ProductID", "productIdentifier", "ProductIdentifier", "identifier", "Identifier",
+    ]
     static let nameKeys = ["referenceName", "Name", "name", "Title", "title", "displayName", "DisplayName"]
 
     let file: String
@@ -117,7 +119,8 @@ struct ProductListDecoder {
                     string(entry.value).flatMap { product($0, at: entry.value.position, name: entry.key) }
                 }
             case (true, true):
-                unrecognised(at: position, "both its keys and its values look like product identifiers, so which are the products is unclear")
+                unrecognised(
+                    at: position, "both its keys and its values look like product identifiers, so which are the products is unclear")
                 return []
             case (false, false):
                 unrecognised(at: position, "neither its keys nor its values all look like product identifiers (such as com.example.gold)")
@@ -133,7 +136,8 @@ struct ProductListDecoder {
         _ fields: PropertyListDictionary, id given: (String, SourcePosition)?, at position: SourcePosition
     ) -> ImportedProduct? {
         let key = Self.identifierKeys.first { fields[$0] != nil }
-        guard let (id, idPosition) = given ?? key.flatMap({ key in fields[key].flatMap { node in string(node).map { ($0, node.position) } } })
+        guard
+            let (id, idPosition) = given ?? key.flatMap({ key in fields[key].flatMap { node in string(node).map { ($0, node.position) } } })
         else {
             error("a product dictionary has no identifier (one of \(Self.identifierKeys.joined(separator: ", ")))", at: position)
             return nil
@@ -147,7 +151,8 @@ struct ProductListDecoder {
                 switch Self.kind(text) {
                 case .product(let known): type = known
                 case .subscription: isSubscription = true
-                case nil: warning("product type '\(text)' is not one the catalog knows; '\(id)' is imported without a type", at: node.position)
+                case nil:
+                    warning("product type '\(text)' is not one the catalog knows; '\(id)' is imported without a type", at: node.position)
                 }
             default: warning("'Type' must be a string; '\(id)' is imported without a type", at: node.position)
             }
@@ -179,7 +184,8 @@ struct ProductListDecoder {
         case "consumable": .product(.consumable)
         case "nonconsumable": .product(.nonConsumable)
         case "nonrenewing", "nonrenewingsubscription": .product(.nonRenewing)
-        case "autorenewable", "autorenewablesubscription", "autorenewingsubscription", "recurringsubscription", "subscription": .subscription
+        case "autorenewable", "autorenewablesubscription", "autorenewingsubscription", "recurringsubscription", "subscription":
+            .subscription
         default: nil
         }
     }
@@ -216,7 +222,9 @@ struct ProductListDecoder {
         fields.set("id", .string(id))
         fields.set("type", type.map { .string($0.rawValue) })
         // A display name longer than the catalog allows stays in the metadata only.
-        if let name, !name.isEmpty, name.utf8.count <= CatalogRules.maximumReferenceNameLength { fields.set("referenceName", .string(name)) }
+        if let name, !name.isEmpty, name.utf8.count <= CatalogRules.maximumReferenceNameLength {
+            fields.set("referenceName", .string(name))
+        }
         var values = PropertyListDictionary()
         for (key, value) in metadata { values.set(key, value) }
         if !values.entries.isEmpty { fields.set("metadata", .dictionary(values)) }

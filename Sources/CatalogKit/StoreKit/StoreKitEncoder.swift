@@ -67,8 +67,10 @@ enum StoreKitEncoder {
                 ])
                 let plans = metadata[StoreKitMapping.billingPlansKey]?.value ?? upFront
                 object.append(
-                    (StoreKitMapping.billingPlansKey,
-                     offers(plans, key: StoreKitMapping.billingPlansKey, product: product.id, ids: &ids) ?? .array([])))
+                    (
+                        StoreKitMapping.billingPlansKey,
+                        offers(plans, key: StoreKitMapping.billingPlansKey, product: product.id, ids: &ids) ?? .array([])
+                    ))
             }
             object += [
                 // Rank 1 when the catalog gives none: Xcode needs a level, and 1 is the top one.
