@@ -1,0 +1,153 @@
+import CatalogKit
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import PropertyList
+
+/// Changing: product edits and publishing, each guarded by If-Match and audited.
+extension AdminAPI {
+    /// A product change: If-Match first (428 without), then the body, then the workflow under
+    /// the change queue, then the audit log.
+    func edit(
+        _ request: Request, app: String, actor: String, body: Bool = true,
+        _ make: @escaping @Sendable (PropertyListDictionary) -> ProductEdit
+    ) async throws -> Response {
+        let ifMatch = try Self.requireIfMatch(request)
+        var definition = PropertyListDictionary()
+        if body { definition = try await Self.readDefinition(request) }
+        let edit = make(definition)
+        let workflow = self.workflow
+        let result = try await changes.run {
+            try workflow.edit(app: app, edit, expected: { IfMatch.evaluate(ifMatch, current: Self.entityTag($0)) == .matches })
+        }
+        try await store.appendAudit(
+            AuditEntry(
+                at: clock(), actor: actor, action: .edit, app: app, summary: result.summary,
+                beforeHash: result.before,
+                afterHash: result.after))
+        var json = JSONWriter()
+        json.beginObject()
+        json.key("product")
+        json.raw(FeedRenderer.encode(result.product, for: .snapshot))
+        json.key("file")
+        json.string(result.file)
+        json.key("sourceRevision")
+        json.string(result.after)
+        json.endObject()
+        var response = JSONResponse.ok(String(decoding: json.bytes, as: UTF8.self))
+        if case .create = edit { response.status = .created }
+        response.headers[.eTag] = Self.entityTag(result.after)
+        return response
+    }
+
+    func publish(_ request: Request, app: String, dryRun: Bool, actor: String) async throws -> Response {
+        // A preview changes nothing and needs no guard; a publication does.
+        let ifMatch = try dryRun ? request.headers[values: .ifMatch] : Self.requireIfMatch(request)
+        let message = request.uri.queryParameters.get("message").map { String($0) }
+        let workflow = self.workflow
+        let now = clock()
+        let publication = try await changes.run {
+            try workflow.publish(
+                app: app, expected: ifMatch.isEmpty ? nil : { IfMatch.evaluate(ifMatch, current: Self.entityTag($0)) == .matches },
+                dryRun: dryRun, at: now, note: RevisionNote(author: actor, message: message))
+        }
+        let plan = publication.plan
+        if !dryRun && !plan.isUnchanged {
+            try await store.appendAudit(
+                .publication(
+                    plan, actor: actor, at: now,
+                    manifestBefore: publication.manifestBefore, tree: PublicTree(root: workflow.publicDirectory)))
+        }
+        var json = JSONWriter()
+        json.beginObject()
+        json.key("app")
+        json.string(app)
+        json.key("dryRun")
+        json.boolean(dryRun)
+        json.key("unchanged")
+        json.boolean(plan.isUnchanged)
+        json.key("revision")
+        json.integer(Int64(plan.revision))
+        json.key("diff")
+        Self.write(plan.diff, to: &json)
+        json.key("sourceRevision")
+        json.string(publication.after)
+        json.endObject()
+        var response = JSONResponse.ok(String(decoding: json.bytes, as: UTF8.self))
+        response.headers[.eTag] = Self.entityTag(publication.after)
+        return response
+    }
+
+    /// A product diff as JSON: what `catalog diff` and `build --dry-run` print.
+    static func write(_ diff: ProductDiff, to json: inout JSONWriter) {
+        json.beginObject()
+        for (key, ids) in [("added", diff.added), ("removed", diff.removed), ("released", diff.released)] {
+            json.key(key)
+            json.beginArray()
+            for id in ids { json.string(id) }
+            json.endArray()
+        }
+        json.key("changed")
+        json.beginArray()
+        for change in diff.changed {
+            json.beginObject()
+            json.key("id")
+            json.string(change.id)
+            json.key("details")
+            json.beginArray()
+            for detail in change.details { json.string(detail) }
+            json.endArray()
+            json.endObject()
+        }
+        json.endArray()
+        json.key("quarantined")
+        json.beginArray()
+        for quarantine in diff.quarantined {
+            json.beginObject()
+            json.key("id")
+            json.string(quarantine.id)
+            json.key("reason")
+            json.string(quarantine.reason)
+            json.endObject()
+        }
+        json.endArray()
+        json.endObject()
+    }
+
+    /// An editor's decision on one identifier's verdict (a release, or a confirmed quarantine),
+    /// audited; answers `{"<key>": id, "summary": …, "sourceRevision": …}`.
+    func decide(
+        app: String, id: String, actor: String, key: String,
+        _ decision: @escaping @Sendable (CatalogWorkflow, Timestamp) throws -> VerdictChange
+    ) async throws -> Response {
+        let workflow = self.workflow
+        let now = clock()
+        let (change, before, after) = try await changes.run {
+            guard let before = try workflow.sourceRevision(app) else { throw EditError(.notFound, "unknown app '\(app)'") }
+            do {
+                let change = try decision(workflow, now)
+                return (change, before, try workflow.sourceRevision(app) ?? before)
+            } catch let error as CatalogWorkflow.ReleaseError {
+                // A feedback file with errors, or an identifier with no verdict to decide on.
+                throw EditError(error.diagnostics.isEmpty ? .notFound : .invalid, error.description, diagnostics: error.diagnostics)
+            }
+        }
+        for var entry in AuditEntry.feedback([change], actor: actor, at: now) {
+            (entry.beforeHash, entry.afterHash) = (before, after)
+            try await store.appendAudit(entry)
+        }
+        var json = JSONWriter()
+        json.beginObject()
+        json.key(key)
+        json.string(id)
+        json.key("summary")
+        json.string(change.description)
+        json.key("sourceRevision")
+        json.string(after)
+        json.endObject()
+        var response = JSONResponse.ok(String(decoding: json.bytes, as: UTF8.self))
+        response.headers[.eTag] = Self.entityTag(after)
+        return response
+    }
+}

@@ -1,0 +1,185 @@
+import CatalogKit
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import PropertyList
+
+/// Reading: apps, an app's state, reports and their daily counts, the audit log.
+extension AdminAPI {
+    func apps() throws -> Response {
+        var json = JSONWriter()
+        json.beginObject()
+        json.key("apps")
+        json.beginArray()
+        let tree = PublicTree(root: workflow.publicDirectory)
+        for app in workflow.sourceApps() {
+            guard let revision = try workflow.sourceRevision(app) else { continue }
+            json.beginObject()
+            json.key("app")
+            json.string(app)
+            json.key("sourceRevision")
+            json.string(revision)
+            json.key("publishedRevision")
+            if let manifest = try tree.currentManifest(app) { json.integer(Int64(manifest.revision)) } else { json.null() }
+            json.endObject()
+        }
+        json.endArray()
+        json.endObject()
+        return JSONResponse.ok(String(decoding: json.bytes, as: UTF8.self))
+    }
+
+    func appState(_ app: String) throws -> Response {
+        let state = try workflow.appState(app)
+        var response = JSONResponse.ok(String(decoding: Self.encode(state), as: UTF8.self))
+        response.headers[.eTag] = Self.entityTag(state.sourceRevision)
+        return response
+    }
+
+    static func entityTag(_ revision: String) -> String { "\"\(revision)\"" }
+
+    static func encode(_ state: CatalogWorkflow.AppState) -> [UInt8] {
+        var json = JSONWriter()
+        json.beginObject()
+        json.key("app")
+        json.string(state.app)
+        json.key("sourceRevision")
+        json.string(state.sourceRevision)
+        json.key("files")
+        json.beginArray()
+        for file in state.files { json.string(file) }
+        json.endArray()
+        json.key("editable")
+        json.boolean(state.notEditable == nil)
+        if let reason = state.notEditable {
+            json.key("notEditableReason")
+            json.string(reason)
+        }
+        json.key("published")
+        if let manifest = state.published {
+            json.beginObject()
+            json.key("revision")
+            json.integer(Int64(manifest.revision))
+            json.key("publishedAt")
+            json.string(manifest.publishedAt.iso8601)
+            json.endObject()
+        } else {
+            json.null()
+        }
+        json.key("products")
+        json.beginArray()
+        for product in state.products { json.raw(FeedRenderer.encode(product, for: .snapshot)) }
+        json.endArray()
+        json.key("verdicts")
+        json.beginObject()
+        for (id, verdict) in state.feedback.verdicts.sorted(by: { $0.key < $1.key }) {
+            json.key(id)
+            json.beginObject()
+            json.key("status")
+            json.string(verdict.status.rawValue)
+            json.key("reason")
+            json.string(verdict.reason)
+            json.key("since")
+            json.string(verdict.since.iso8601)
+            json.endObject()
+        }
+        json.endObject()
+        json.key("diagnostics")
+        writeDiagnostics(state.diagnostics, to: &json)
+        json.endObject()
+        return json.bytes
+    }
+
+    static func writeDiagnostics(_ diagnostics: [Diagnostic], to json: inout JSONWriter) {
+        json.beginArray()
+        for diagnostic in diagnostics {
+            json.beginObject()
+            json.key("severity")
+            json.string(diagnostic.severity.rawValue)
+            json.key("file")
+            json.string(diagnostic.file)
+            json.key("line")
+            json.integer(Int64(diagnostic.position.line))
+            json.key("column")
+            json.integer(Int64(diagnostic.position.column))
+            json.key("message")
+            json.string(diagnostic.message)
+            json.key("text")
+            json.string(diagnostic.description)
+            json.endObject()
+        }
+        json.endArray()
+    }
+
+    func reports(_ request: Request, app: String) async throws -> Response {
+        let now = clock()
+        var since: Timestamp?
+        if let text = request.uri.queryParameters.get("since") {
+            guard let interval = Interval(text) else {
+                throw Refusal(response: JSONError.response(.badRequest, "since=\(text) is not a span such as 90s, 30m, 24h, 7d or 2w"))
+            }
+            since = interval.before(now)
+        }
+        let limit = try Self.limit(request, default: 100) ?? 100
+        let offset = try Self.offset(request)
+        _ = try workflow.appState(app)
+        let document = try await workflow.reports(store: store, app: app, since: since, at: now, page: offset..<(offset + limit))
+        return JSONResponse.ok(String(decoding: try Self.encoder.encode(document), as: UTF8.self))
+    }
+
+    /// Every day of the last `days` (today included, UTC), with the reports that named the
+    /// identifier invalid on it: days without reports are there with 0, so that a chart needs
+    /// nothing but this.
+    func dailyReports(_ request: Request, app: String) async throws -> Response {
+        let query = request.uri.queryParameters
+        guard let identifier = query.get("identifier"), AdminRoute.isIdentifier(identifier) else {
+            throw Refusal(response: JSONError.response(.badRequest, "identifier= must be a product identifier ([A-Za-z0-9._-], 1 to 100)"))
+        }
+        var days = 30
+        if let text = query.get("days") {
+            guard let number = Int(text), (1...366).contains(number) else {
+                throw Refusal(response: JSONError.response(.badRequest, "days=\(text) must be a whole number from 1 to 366"))
+            }
+            days = number
+        }
+        _ = try workflow.appState(app)
+        let today = clock().secondsSince1970 / DailyReportCount.secondsPerDay
+        let first = today - Int64(days - 1)
+        let counts = try await store.dailyCounts(
+            app: app, identifier: identifier, since: Timestamp(secondsSince1970: first * DailyReportCount.secondsPerDay))
+        let byDay = Dictionary(counts.map { ($0.day, $0.reports) }, uniquingKeysWith: +)
+        var json = JSONWriter()
+        json.beginObject()
+        json.key("app")
+        json.string(app)
+        json.key("identifier")
+        json.string(identifier)
+        json.key("days")
+        json.beginArray()
+        for day in first...today {
+            json.beginObject()
+            json.key("day")
+            json.string(String(Timestamp(secondsSince1970: day * DailyReportCount.secondsPerDay).iso8601.prefix(10)))
+            json.key("reports")
+            json.integer(Int64(byDay[day] ?? 0))
+            json.endObject()
+        }
+        json.endArray()
+        json.endObject()
+        return JSONResponse.ok(String(decoding: json.bytes, as: UTF8.self))
+    }
+
+    func audit(_ request: Request) async throws -> Response {
+        let query = request.uri.queryParameters
+        let app = query.get("app")
+        if let app, let problem = AppName.problem(app) { throw Refusal(response: JSONError.response(.badRequest, problem)) }
+        let entries = try await store.auditLog(app: app, limit: try Self.limit(request, default: 100) ?? 100)
+        return JSONResponse.ok(String(decoding: try Self.encoder.encode(["entries": entries]), as: UTF8.self))
+    }
+
+    static var encoder: JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }
+}
