@@ -95,7 +95,7 @@ public struct Ed25519PrivateKey: Sendable {
     }
 
     /// The Ed25519 signature of `message` (RFC 8032), 64 bytes.
-    public func signature(for message: Data) -> Data {
+    public func signature(for message: some DataProtocol) -> Data {
         // Ed25519 signing has no failure mode for a valid key; swift-crypto's `throws` is its API shape.
         (try? key.signature(for: message)) ?? Data()
     }

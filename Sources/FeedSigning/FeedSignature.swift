@@ -200,6 +200,14 @@ public struct FeedSigner: Sendable {
     /// A detached JWS over `bytes`: `header..signature`, published as `<feed>.jws` and sent as
     /// the `Catalog-Signature` header.
     public func sign(_ bytes: some ContiguousBytes, claims: FeedClaims, now: Date) throws(SignatureError) -> String {
+        let header = try encodedHeader(claims: claims, now: now)
+        return signature(signingInput: Self.signingInput(header, bytes), encodedHeader: header)
+    }
+
+    /// The protected header of a signature made `now` with `claims`, encoded: the start of the
+    /// signing input. A publisher that renders a feed right after it (`header.` then the bytes)
+    /// signs without a copy of the feed.
+    public func encodedHeader(claims: FeedClaims, now: Date) throws(SignatureError) -> String {
         let issued = Int64(now.timeIntervalSince1970)
         guard issued < certificate.exp else {
             throw SignatureError(
@@ -209,8 +217,12 @@ public struct FeedSigner: Sendable {
         claims.iat = issued
         claims.exp = min(issued + Int64(lifetime), certificate.exp)
         let header = FeedSignatureHeader(kid: key.kid, cert: key.certificate ?? "", revocations: key.revocations, claims: claims)
-        let encodedHeader = Base64URL.encode(JSON.encode(header))
-        return "\(encodedHeader)..\(Base64URL.encode(key.signature(for: Self.signingInput(encodedHeader, bytes))))"
+        return Base64URL.encode(JSON.encode(header))
+    }
+
+    /// The detached JWS whose signing input is `signingInput`: `encodedHeader`, a dot, the feed.
+    public func signature(signingInput: some DataProtocol, encodedHeader: String) -> String {
+        "\(encodedHeader)..\(Base64URL.encode(key.signature(for: signingInput)))"
     }
 }
 

@@ -95,7 +95,7 @@ public final class TestPostgres: Sendable {
                         port: port, folder: folder, binaries: binaries,
                         server: try launchServer(port: port, folder: folder, binaries: binaries, options: serverOptions))
                     do {
-                        try server.psql("CREATE DATABASE catalog", database: "postgres")
+                        try server.psqlBlocking("CREATE DATABASE catalog", database: "postgres")
                     } catch {
                         server.stop()
                         throw error
@@ -150,15 +150,20 @@ public final class TestPostgres: Sendable {
 
     /// A new, empty database; returns its URL.
     @discardableResult
-    public func createDatabase(_ name: String = "t\(UUID().uuidString.filter(\.isHexDigit).prefix(12).lowercased())") throws -> String {
-        try psql("CREATE DATABASE \"\(name)\"", database: "postgres")
+    public func createDatabase(_ name: String = "t\(UUID().uuidString.filter(\.isHexDigit).prefix(12).lowercased())") async throws -> String
+    {
+        try await psql("CREATE DATABASE \"\(name)\"", database: "postgres")
         return url(database: name)
     }
 
     /// Runs `sql` as the cluster's superuser through the unix socket; returns what it printed,
     /// unaligned and without headers.
     @discardableResult
-    public func psql(_ sql: String, database: String = "catalog") throws -> String {
+    public func psql(_ sql: String, database: String = "catalog") async throws -> String {
+        try await Self.offThePool { try self.psqlBlocking(sql, database: database) }
+    }
+
+    private func psqlBlocking(_ sql: String, database: String) throws -> String {
         try Self.run(
             binaries.appendingPathComponent("psql"),
             [
@@ -166,6 +171,15 @@ public final class TestPostgres: Sendable {
                 "-d", database, "-c", sql,
             ]
         ).trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    /// Runs blocking work (a process and the wait for it) on a thread of its own, never on one of
+    /// the few threads that run every test's tasks: blocked, they would stall other tests'
+    /// servers and clients into timeouts.
+    public static func offThePool<Value: Sendable>(_ work: @escaping @Sendable () throws -> Value) async throws -> Value {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }
+        }
     }
 
     /// Shuts the server down (fast: open sessions are disconnected) and removes its folder.
@@ -284,14 +298,25 @@ public struct PostgresServerTrait: SuiteTrait, TestScoping {
         defer { try? FileManager.default.removeItem(at: certificateFolder) }
         let started: Result<TestPostgres.SuiteServer, any Error>
         do {
-            started = .success(try Self.start(tls: tls, certificateFolder: certificateFolder))
+            let tls = self.tls
+            started = .success(try await TestPostgres.offThePool { try Self.start(tls: tls, certificateFolder: certificateFolder) })
         } catch {
             started = .failure(error)
         }
-        defer { if case .success(let running) = started { running.server.stop() } }
-        try await TestPostgres.$suiteServer.withValue(started) {
-            try await function()
+        do {
+            try await TestPostgres.$suiteServer.withValue(started) {
+                try await function()
+            }
+        } catch {
+            await Self.stop(started)
+            throw error
         }
+        await Self.stop(started)
+    }
+
+    private static func stop(_ started: Result<TestPostgres.SuiteServer, any Error>) async {
+        guard case .success(let running) = started else { return }
+        _ = try? await TestPostgres.offThePool { running.server.stop() }
     }
 
     private static func start(tls: Bool, certificateFolder: URL) throws -> TestPostgres.SuiteServer {

@@ -23,7 +23,9 @@ struct PostgresReportStoreTests {
 
     /// A store on a new database; closed afterwards whatever `body` does.
     private func withStore(database url: String? = nil, _ body: (PostgresReportStore) async throws -> Void) async throws {
-        let store = try await PostgresReportStore.open(try address(url ?? runningServer().createDatabase()), logger: logger)
+        var database = url
+        if database == nil { database = try await runningServer().createDatabase() }
+        let store = try await PostgresReportStore.open(try address(database ?? ""), logger: logger)
         do {
             try await body(store)
         } catch {
@@ -48,7 +50,7 @@ struct PostgresReportStoreTests {
     /// migrates nothing.
     @Test func migratesOnceWhenTwoStoresOpenTogether() async throws {
         let server = try runningServer()
-        let url = try server.createDatabase()
+        let url = try await server.createDatabase()
         let (target, logger) = (try address(url), logger)
         async let first = PostgresReportStore.open(target, logger: logger)
         async let second = PostgresReportStore.open(target, logger: logger)
@@ -57,15 +59,16 @@ struct PostgresReportStoreTests {
         // A second run of a migration would have failed one of the opens (its tables exist, its
         // version is a primary key); what is recorded is every version once, from 1.
         let migrated = "SELECT count(*) = max(version) AND min(version) = 1 FROM schema_migrations"
-        #expect(try server.psql(migrated, database: target.database) == "t")
-        let versions = try server.psql("SELECT count(*) FROM schema_migrations", database: target.database)
+        #expect(try await server.psql(migrated, database: target.database) == "t")
+        let versions = try await server.psql("SELECT count(*) FROM schema_migrations", database: target.database)
         try await withStore(database: url) { _ in }
         #expect(
-            try server.psql("SELECT count(*) FROM schema_migrations", database: target.database) == versions, "reopening migrates nothing")
+            try await server.psql("SELECT count(*) FROM schema_migrations", database: target.database) == versions,
+            "reopening migrates nothing")
     }
 
     @Test func reopenKeepsReports() async throws {
-        let url = try runningServer().createDatabase()
+        let url = try await runningServer().createDatabase()
         try await withStore(database: url) { store in _ = try await store.store([StoreConformance.report(["com.example.a"])]) }
         try await withStore(database: url) { store in
             let counts = try await store.aggregate(AggregateQuery()).map(\.reports)
@@ -78,7 +81,7 @@ struct PostgresReportStoreTests {
     /// directly to prove the binding itself.
     @Test func valuesAreBoundNeverPastedIntoSQL() async throws {
         let server = try runningServer()
-        let url = try server.createDatabase()
+        let url = try await server.createDatabase()
         let hostile = [
             "com.example.a'); DROP TABLE reports; --", #"com.example."quoted";\slash"#, "com.example.$1::text", "com.example.ü,é",
         ]
@@ -99,8 +102,8 @@ struct PostgresReportStoreTests {
             #expect(Set(all.map(\.identifier)) == Set(hostile))
         }
         let database = try address(url).database
-        #expect(try server.psql("SELECT count(*) FROM reports", database: database) == "1")
-        #expect(try server.psql("SELECT count(*) > 0 FROM schema_migrations", database: database) == "t")
+        #expect(try await server.psql("SELECT count(*) FROM reports", database: database) == "1")
+        #expect(try await server.psql("SELECT count(*) > 0 FROM schema_migrations", database: database) == "t")
     }
 
     /// Nothing listens on port 1: the error comes at once, names the URL without the password
@@ -137,8 +140,8 @@ struct PostgresReportStoreTests {
     /// that the report survives a crash.
     @Test func refusesAsynchronousCommit() async throws {
         let server = try runningServer()
-        let url = try server.createDatabase()
-        try server.psql("ALTER DATABASE \"\(try address(url).database)\" SET synchronous_commit = off")
+        let url = try await server.createDatabase()
+        try await server.psql("ALTER DATABASE \"\(try address(url).database)\" SET synchronous_commit = off")
         let error = try await openingError(url)
         #expect(error.contains("synchronous_commit is off"), "\(error)")
     }
@@ -146,15 +149,15 @@ struct PostgresReportStoreTests {
     /// A store that a newer catalog migrated is refused rather than misread.
     @Test func refusesANewerSchema() async throws {
         let server = try runningServer()
-        let url = try server.createDatabase()
+        let url = try await server.createDatabase()
         try await withStore(database: url) { _ in }
-        try server.psql("INSERT INTO schema_migrations (version, applied_at) VALUES (99, 0)", database: try address(url).database)
+        try await server.psql("INSERT INTO schema_migrations (version, applied_at) VALUES (99, 0)", database: try address(url).database)
         let error = try await openingError(url)
         #expect(error.contains("newer than this catalog knows"), "\(error)")
     }
 
     @Test func pingAnswersUntilClosed() async throws {
-        let store = try await PostgresReportStore.open(try address(runningServer().createDatabase()), logger: logger)
+        let store = try await PostgresReportStore.open(try address(await runningServer().createDatabase()), logger: logger)
         try await store.ping()
         try await store.close()
         do {

@@ -18,8 +18,8 @@ struct PostgresTLSTests {
     private let logger = Logger(label: "test")
 
     /// Whether the store's own connections are encrypted, as the server sees them.
-    private func isEncrypted(_ store: PostgresReportStore, server: TestPostgres) throws -> Bool {
-        let rows = try server.psql(
+    private func isEncrypted(_ store: PostgresReportStore, server: TestPostgres) async throws -> Bool {
+        let rows = try await server.psql(
             "SELECT count(*) FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid) WHERE a.datname = 'catalog' AND s.ssl")
         return (Int(rows.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0) > 0
     }
@@ -35,7 +35,7 @@ struct PostgresTLSTests {
             try StoreURL.address(base + "?sslmode=verify-full&sslrootcert=\(files.ca.path)&pool_size=2&statement_timeout=5000"),
             logger: logger)
         try await verified.ping()
-        #expect(try isEncrypted(verified, server: server))
+        #expect(try await isEncrypted(verified, server: server))
         try await verified.close()
 
         // verify-full with another CA: refused, with the reason.

@@ -355,15 +355,12 @@ public struct Publisher: Sendable {
                 ]
                 for (kind, feed) in feeds {
                     let name = kind.rawValue
-                    let bytes = FeedRenderer.collect(feed)
-                    if let signer {
-                        try RevisionSignatures.sign(
-                            bytes, kind: kind, directory: output.directory, manifest: manifestToSign, signer: signer, now: signedAt
-                        ) { path, signature in
-                            let url = (path.hasPrefix("scheduled/") ? recordsStaging : staging).appendingPathComponent(path)
-                            try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
-                            try AtomicFile.writeDurably(Array(signature.utf8), to: url)
-                        }
+                    let bytes = try RevisionSignatures.render(
+                        feed, kind: kind, directory: output.directory, manifest: manifestToSign, signer: signer, now: signedAt
+                    ) { path, signature in
+                        let url = (path.hasPrefix("scheduled/") ? recordsStaging : staging).appendingPathComponent(path)
+                        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+                        try AtomicFile.writeDurably(Array(signature.utf8), to: url)
                     }
                     let compressed = try Gzip.compress(bytes, effort: Gzip.feedEffort(forBytes: bytes.count))
                     try AtomicFile.writeDurably(bytes, to: directory.appendingPathComponent(name))

@@ -40,16 +40,28 @@ public enum RevisionSignatures {
         states(of: manifest).indices.filter { index in states(of: manifest)[index].variants.contains { $0.directory == directory } }
     }
 
-    /// Signs the feed of `kind` in `directory` for every state that serves it, handing each
-    /// signature and its relative path to `write`.
-    static func sign(
-        _ bytes: [UInt8], kind: FeedKind, directory: String, manifest: RevisionManifest, signer: FeedSigner, now: Date,
+    /// Renders the feed of `kind` in `directory` and, with a signer, signs it for every state that
+    /// serves it, handing each signature and its relative path to `write`. The feed is rendered
+    /// right after the first signature's header, so that its bytes (a big catalog's are tens of
+    /// megabytes) are signed where they are and never copied.
+    /// - Returns: the feed's bytes.
+    static func render(
+        _ feed: (FeedPieces) -> Void, kind: FeedKind, directory: String, manifest: RevisionManifest, signer: FeedSigner?, now: Date,
         write: (String, String) throws -> Void
-    ) throws {
-        for state in statesServing(directory, in: manifest) {
+    ) throws -> ArraySlice<UInt8> {
+        let states = signer == nil ? [] : statesServing(directory, in: manifest)
+        guard let signer, let first = states.first else { return FeedRenderer.collect(feed)[...] }
+        let header = try signer.encodedHeader(claims: claims(manifest, state: first, directory: directory, kind: kind), now: now)
+        let prefix = Array(header.utf8) + [UInt8(ascii: ".")]
+        let buffer = FeedRenderer.collect(feed, after: prefix)
+        try write(
+            relativePath(state: first, directory: directory, kind: kind), signer.signature(signingInput: buffer, encodedHeader: header))
+        let bytes = buffer[prefix.count...]
+        for state in states.dropFirst() {
             let signature = try signer.sign(bytes, claims: claims(manifest, state: state, directory: directory, kind: kind), now: now)
             try write(relativePath(state: state, directory: directory, kind: kind), signature)
         }
+        return bytes
     }
 
     /// The signature of a feed as published, if the revision was signed.
