@@ -5,14 +5,18 @@ import PropertyList
 /// The editor's commands as functions: validate a catalog directory, build it into `public/`.
 /// The CLI only parses arguments and prints what these return.
 public struct CatalogWorkflow: Sendable {
+    /// The folder of the sources (`catalog/`).
     public var catalogDirectory: URL
     /// How the catalog directory appears in diagnostics (as the editor typed it).
     public var catalogDisplayPath: String
+    /// The published tree (`public/`); its records go beside it.
     public var publicDirectory: URL
+    /// Bounds on every source and feedback file read.
     public var limits = ReaderLimits()
     /// Signs every feed a publication writes (build, rollback, the editor API, auto-feedback).
     public var signer: FeedSigner?
 
+    /// A workflow on these folders, with the default reader limits and no signer.
     public init(catalogDirectory: URL, catalogDisplayPath: String, publicDirectory: URL) {
         self.catalogDirectory = catalogDirectory
         self.catalogDisplayPath = catalogDisplayPath
@@ -21,8 +25,11 @@ public struct CatalogWorkflow: Sendable {
 
     /// Every app checked, with all diagnostics of the run sorted by file and position.
     public struct Validation: Sendable {
+        /// The apps without errors, with their feedback applied: what a build publishes.
         public var catalogs: [AppCatalog]
+        /// Every diagnostic of the run, errors and warnings.
         public var diagnostics: [Diagnostic]
+        /// Whether any diagnostic is an error.
         public var hasErrors: Bool { diagnostics.containsErrors }
     }
 
@@ -79,8 +86,11 @@ public struct CatalogWorkflow: Sendable {
 
     /// The outcome of a build: diagnostics, and one plan per app (published unless a dry run).
     public struct Build: Sendable {
+        /// The validation's diagnostics.
         public var diagnostics: [Diagnostic]
+        /// One plan per app, in name order; empty when validation found errors.
         public var plans: [PublicationPlan]
+        /// Whether any diagnostic is an error: then nothing was published.
         public var hasErrors: Bool { diagnostics.containsErrors }
     }
 

@@ -3,6 +3,7 @@ import PropertyList
 
 /// Why an editor's change was not made. The code tells an API which status to answer with.
 public struct EditError: Error, CustomStringConvertible {
+    /// What kind of failure it was.
     public enum Code: Sendable, Hashable {
         /// No such app, or no such product in it.
         case notFound
@@ -14,10 +15,13 @@ public struct EditError: Error, CustomStringConvertible {
         case invalid
     }
 
+    /// What kind of failure it was: what an API maps to a status.
     public var code: Code
     public var description: String
+    /// The problems in the sources, when they are the reason.
     public var diagnostics: [Diagnostic] = []
 
+    /// An error with its message, and the diagnostics behind it when there are some.
     public init(_ code: Code, _ description: String, diagnostics: [Diagnostic] = []) {
         self.code = code
         self.description = description
@@ -78,15 +82,19 @@ extension CatalogWorkflow {
     /// One app as an editor sees it: its products (as publication snapshots describe them),
     /// verdicts, diagnostics and where it stands.
     public struct AppState: Sendable {
+        /// The app's bundle identifier.
         public var app: String
+        /// The source revision the state was read at (``CatalogWorkflow/sourceRevision(_:)``): what an edit's If-Match names.
         public var sourceRevision: String
         /// The source files, as display paths.
         public var files: [String]
         /// Why the API cannot change this app's sources; nil when it can.
         public var notEditable: String?
+        /// The app's current manifest; nil when it was never published.
         public var published: RevisionManifest?
         /// Empty while the sources have errors: `diagnostics` says what to fix.
         public var products: [Product]
+        /// The app's feedback file as read; empty while the sources have errors.
         public var feedback: FeedbackFile
         /// This app's diagnostics only.
         public var diagnostics: [Diagnostic]
@@ -118,7 +126,9 @@ extension CatalogWorkflow {
         public var product: Product
         /// The file written, as a display path.
         public var file: String
+        /// The source revision before the edit.
         public var before: String
+        /// The source revision after the edit.
         public var after: String
         /// One line for the audit log, such as "update com.example.gold in catalog/com.example.app.plist:
         /// status cleared → draft".
@@ -214,8 +224,11 @@ extension CatalogWorkflow {
 
     /// What publishing one app did, or would do.
     public struct AppPublication: Sendable {
+        /// The plan, published unless a dry run.
         public var plan: PublicationPlan
+        /// The source revision before the publication.
         public var before: String
+        /// The source revision after it; a new published revision moves it.
         public var after: String
         /// The hash of the current manifest before, for the audit log.
         public var manifestBefore: String?

@@ -3,21 +3,29 @@ import PropertyList
 
 /// What a token lets its holder do: viewers read, editors change.
 public enum EditorRole: String, CaseIterable, Sendable, Hashable, Codable {
+    /// Reads, and changes the catalog, the published tree and verdicts.
     case editor
+    /// Reads everything and previews publications; changes nothing.
     case viewer
 
+    /// Whether the role may change anything.
     public var canEdit: Bool { self == .editor }
 }
 
 /// A named token as the store keeps it: only the SHA-256 of its secret, never the secret.
 public struct EditorToken: Sendable, Hashable {
+    /// The token's name: what audit entries show as the actor.
     public var name: String
+    /// What the token lets its holder do.
     public var role: EditorRole
     /// Hex SHA-256 of the token text.
     public var secretHash: String
+    /// When the token was created.
     public var createdAt: Timestamp
+    /// When the token was revoked; nil while it is active.
     public var revokedAt: Timestamp?
 
+    /// A token as the store keeps it; active unless `revokedAt` is given.
     public init(name: String, role: EditorRole, secretHash: String, createdAt: Timestamp, revokedAt: Timestamp? = nil) {
         self.name = name
         self.role = role
@@ -36,6 +44,7 @@ public enum TokenSecret {
         return "cat_" + base64URL(bytes)
     }
 
+    /// The hex SHA-256 of `secret`'s UTF-8 bytes: what the store keeps and looks tokens up by.
     public static func hash(_ secret: String) -> String {
         ContentHash.sha256Hex(Array(secret.utf8))
     }
@@ -73,25 +82,35 @@ public enum TokenSecret {
 
 /// One change to the catalog, its publication or its access, as the audit log keeps it.
 public struct AuditEntry: Sendable, Hashable, Codable {
+    /// What kind of change an entry records.
     public enum Action: String, Sendable, Hashable, Codable, CaseIterable {
+        /// A product edit through the editor API, a publication, a rollback, a feedback verdict, a release of one.
         case edit, publish, rollback, verdict, release
+        /// A token created.
         case tokenCreate = "token-create"
+        /// A token revoked.
         case tokenRevoke = "token-revoke"
     }
 
     /// Assigned by the store, in order; 0 before it is stored.
     public var sequence: Int
+    /// When the change was made.
     public var at: Timestamp
     /// A token's name, or the local user for the command line.
     public var actor: String
+    /// What kind of change it was.
     public var action: Action
+    /// The app it concerns; nil for a change to access, such as a token's.
     public var app: String?
+    /// What changed, in one line.
     public var summary: String
     /// Content hashes of what changed, before and after, when there is content (a revision's
     /// manifest, a source file, a feedback file).
     public var beforeHash: String?
+    /// The content hash after the change.
     public var afterHash: String?
 
+    /// An entry to append; the store assigns its sequence number.
     public init(
         sequence: Int = 0, at: Timestamp, actor: String, action: Action, app: String? = nil, summary: String,
         beforeHash: String? = nil, afterHash: String? = nil
@@ -125,8 +144,11 @@ public protocol EditorStore: Sendable {
     func auditLog(app: String?, limit: Int) async throws -> [AuditEntry]
 }
 
+/// The error of ``EditorStore/createToken(_:)`` when an active token already has the name.
 public struct TokenNameTaken: Error, CustomStringConvertible {
+    /// The name asked for.
     public let name: String
+    /// The error for `name`.
     public init(name: String) { self.name = name }
     public var description: String { "a token named '\(name)' already exists; revoke it first or choose another name" }
 }

@@ -25,6 +25,7 @@ extension CatalogWorkflow {
         public var apps: [String] = []
         /// The alerts the apps have after this run, by app (docs/feedback.md, "Store-wide failures").
         public var alerts: [String: AppAlert] = [:]
+        /// Whether any diagnostic is an error.
         public var hasErrors: Bool { diagnostics.containsErrors }
     }
 

@@ -22,18 +22,21 @@ import PropertyList
 /// </dict>
 /// ```
 public struct FeedbackFile: Sendable, Hashable {
+    /// The verdict on each judged identifier, by identifier.
     public var verdicts: [String: Verdict]
     /// When an editor last released each identifier: reports before that no longer count.
     public var released: [String: Timestamp]
     /// What the last run found wrong with the app as a whole; nil when nothing.
     public var alert: AppAlert?
 
+    /// A file with these contents; empty by default.
     public init(verdicts: [String: Verdict] = [:], released: [String: Timestamp] = [:], alert: AppAlert? = nil) {
         self.verdicts = verdicts
         self.released = released
         self.alert = alert
     }
 
+    /// Whether the file says nothing: no verdict, no release, no alert.
     public var isEmpty: Bool { verdicts.isEmpty && released.isEmpty && alert == nil }
 
     /// The identifiers taken off sale, with their reasons.
@@ -65,6 +68,7 @@ public struct FeedbackFile: Sendable, Hashable {
 
     // MARK: - Writing
 
+    /// The file's canonical bytes: an XML property list with identifiers sorted and keys in a fixed order.
     public var encoded: [UInt8] {
         var writer = PropertyListWriter()
         writer.comment("Written by 'catalog feedback'. Release an identifier with: catalog feedback release <app> <id>")
@@ -189,6 +193,7 @@ public struct FeedbackFile: Sendable, Hashable {
     public struct Read: Sendable {
         /// nil when the file has errors: callers must neither act on it nor overwrite it.
         public var file: FeedbackFile?
+        /// Every problem found, errors and warnings, at its position.
         public var diagnostics: [Diagnostic]
         /// Where each verdict's identifier is written, for diagnostics about it.
         public var positions: [String: SourcePosition]

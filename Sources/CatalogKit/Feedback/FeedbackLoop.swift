@@ -20,8 +20,11 @@ public enum FeedbackLoop {
     /// - the **quarantine budget** bounds how many ids automatic quarantine holds off sale; new
     ///   candidates past it, most evidence first, stay on sale as suspects awaiting an editor.
     ///
-    /// - Parameter history: when each identifier was first published; nil for an app never
-    ///   published.
+    /// - Parameters:
+    ///   - catalog: the app, with its policy and the verdicts its feedback file holds.
+    ///   - history: when each identifier was first published; nil for an app never published.
+    ///   - store: where the reports are.
+    ///   - now: the moment the windows and grace periods are counted back from.
     public static func evaluate(
         _ catalog: AppCatalog, history: IdentifierHistory?, store: any ReportStore, at now: Timestamp
     ) async throws -> (feedback: FeedbackFile, changes: [VerdictChange]) {

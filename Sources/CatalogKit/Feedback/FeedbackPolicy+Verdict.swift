@@ -12,6 +12,7 @@ extension FeedbackPolicy {
     /// the end of its grace period and its release.
     ///
     /// - Parameters:
+    ///   - now: the moment of the judgement; the policy's window ends there.
     ///   - firstPublishedAt: when a published revision first offered it. An identifier that was
     ///     never published has no grace period: apps can only have it from elsewhere (their
     ///     bundle, say), so the store's answers about it are not propagation noise of ours.
@@ -35,6 +36,8 @@ extension FeedbackPolicy {
     ///   - aggregates: the identifier's reports received from `countedFrom` on.
     ///   - network: its quarantine evidence over the same reports: only production reports that
     ///     said what they requested and had some of it answered valid, counted by network.
+    ///   - countedFrom: the first moment its reports count from (``countingStart(at:firstPublishedAt:releasedAt:)``).
+    ///   - now: the moment of the judgement.
     ///   - previous: its verdict before this run. A quarantine holds, reason and evidence
     ///     included, until an editor releases it: a quarantined identifier is no longer offered,
     ///     so its reports stop, and re-judging it would put it back on sale within a window.

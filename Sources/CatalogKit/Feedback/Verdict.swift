@@ -2,6 +2,7 @@ import PropertyList
 
 /// What the feedback policy concluded about one identifier, with the evidence behind it.
 public struct Verdict: Sendable, Hashable {
+    /// How far the policy went with an identifier.
     public enum Status: String, Sendable, Hashable, CaseIterable {
         /// Reported invalid often enough for an editor to look; still offered.
         case suspect
@@ -9,6 +10,7 @@ public struct Verdict: Sendable, Hashable {
         case quarantined
     }
 
+    /// Whether the identifier is suspect or quarantined.
     public var status: Status
     /// Why, in one sentence: editors read it in the feedback file, apps in `catalog.json`.
     public var reason: String
@@ -25,6 +27,8 @@ public struct Verdict: Sendable, Hashable {
     /// an editor's decision and does not count against the budget.
     public var confirmedBy: String?
 
+    /// A verdict with its reason and the moment it took effect; evidence and cause are absent from
+    /// one an editor wrote by hand.
     public init(
         status: Status, reason: String, since: Timestamp, evidence: VerdictEvidence? = nil, cause: ProbableCause? = nil,
         awaitingEditor: Bool = false, confirmedBy: String? = nil
@@ -45,6 +49,7 @@ public struct Verdict: Sendable, Hashable {
 /// Why an identifier is probably reported invalid, read from the pattern of its reports and its
 /// publication history: in words for editors, and as a stable code for tools.
 public struct ProbableCause: Sendable, Hashable {
+    /// A cause as a stable code, as the feedback file and the editor API write it.
     public enum Code: String, Sendable, Hashable, CaseIterable {
         /// First published recently: the App Store may still be propagating it.
         case propagationWindow = "propagation-window"
@@ -60,9 +65,12 @@ public struct ProbableCause: Sendable, Hashable {
         case everywhere
     }
 
+    /// The cause, for tools.
     public var code: Code
+    /// The cause in words for editors, with what to check.
     public var explanation: String
 
+    /// A cause with its code and its explanation.
     public init(_ code: Code, _ explanation: String) {
         self.code = code
         self.explanation = explanation
@@ -71,18 +79,21 @@ public struct ProbableCause: Sendable, Hashable {
 
 /// Something wrong with a whole app rather than one of its products, raised by a feedback run.
 public struct AppAlert: Sendable, Hashable {
+    /// What is wrong with the app, as a stable code.
     public enum Code: String, Sendable, Hashable, CaseIterable {
         /// Every requested identifier failing, from many networks, or most of the app's
         /// identifiers failing at once: agreements, the bundle identifier or the App Store.
         case storeWideFailure = "store-wide-failure"
     }
 
+    /// What is wrong, for tools.
     public var code: Code
     /// One sentence: what is wrong, what to check, and the evidence.
     public var message: String
     /// When the alert was first raised; it holds while its condition does.
     public var since: Timestamp
 
+    /// An alert first raised at `since`.
     public init(code: Code, message: String, since: Timestamp) {
         self.code = code
         self.message = message
@@ -94,12 +105,16 @@ public struct AppAlert: Sendable, Hashable {
 
 /// Distinct installs that reported an identifier invalid, by environment.
 public struct InstallCounts: Sendable, Hashable {
+    /// Installs that reported from the production App Store.
     public var production = 0
+    /// Installs that reported from the sandbox.
     public var sandbox = 0
+    /// Installs that reported from Xcode's local StoreKit testing.
     public var xcode = 0
     /// Reports that did not say which environment they came from.
     public var unspecified = 0
 
+    /// Counts by environment, each zero unless given.
     public init(production: Int = 0, sandbox: Int = 0, xcode: Int = 0, unspecified: Int = 0) {
         self.production = production
         self.sandbox = sandbox
@@ -107,6 +122,7 @@ public struct InstallCounts: Sendable, Hashable {
         self.unspecified = unspecified
     }
 
+    /// Installs of every environment, summed.
     public var total: Int { production + sandbox + xcode + unspecified }
 
     /// The counts by name, in this fixed order, leaving out zeros: how the file and the reason show them.
@@ -138,27 +154,37 @@ public struct InstallCounts: Sendable, Hashable {
 public struct VerdictEvidence: Sendable, Hashable {
     /// Reports received from this moment on were counted (see ``FeedbackPolicy/countingStart(at:firstPublishedAt:releasedAt:)``).
     public var countedFrom: Timestamp
+    /// Reports that named the identifier invalid.
     public var reports: Int
+    /// Distinct installs among those reports, by environment.
     public var installs: InstallCounts
     /// The share of production requests for the identifier that came back invalid, to two
     /// decimals; nil when no production report said what it requested.
     public var invalidRate: Double?
+    /// When the first of those reports was received.
     public var firstSeen: Timestamp
+    /// When the last of those reports was received.
     public var lastSeen: Timestamp
     /// Distinct values, sorted.
     public var platforms: [String]
+    /// Distinct app versions of those reports, sorted numerically.
     public var appVersions: [String]
+    /// Distinct storefronts of those reports, such as `USA`, sorted.
     public var storefronts: [String]
+    /// Distinct feed revisions of those reports, ascending.
     public var feedRevisions: [Int]
     /// What can quarantine (``NetworkEvidence``): distinct networks of production product
     /// reports, their installs at most the policy's per network, and verified installs.
     public var networks: Int
+    /// Unverified production installs, at most the policy's `installsPerNetwork` from each network.
     public var networkInstalls: Int
+    /// Distinct verified installs: the App Store vouches for each, so no network cap applies.
     public var verifiedInstalls: Int
 
     /// The installs the quarantine threshold is compared with.
     public var countedInstalls: Int { networkInstalls + verifiedInstalls }
 
+    /// Evidence with every field given; the lists and the network counts are empty unless given.
     public init(
         countedFrom: Timestamp, reports: Int, installs: InstallCounts, invalidRate: Double?, firstSeen: Timestamp, lastSeen: Timestamp,
         platforms: [String] = [], appVersions: [String] = [], storefronts: [String] = [], feedRevisions: [Int] = [],
@@ -225,8 +251,11 @@ public struct VerdictEvidence: Sendable, Hashable {
 
 /// A change of one identifier's verdict, as `catalog feedback` and `catalog build` print it.
 public struct VerdictChange: Sendable, Hashable, CustomStringConvertible {
+    /// What happened to the verdict.
     public enum Kind: String, Sendable, Hashable {
+        /// The identifier became suspect.
         case suspect
+        /// The identifier was quarantined: by the policy or an editor, or (in a build) taken off sale.
         case quarantined
         /// A suspect with a quarantine's evidence, kept on sale by the budget or a store-wide alert.
         case awaitingEditor = "suspect (awaiting an editor)"
@@ -236,11 +265,16 @@ public struct VerdictChange: Sendable, Hashable, CustomStringConvertible {
         case released
     }
 
+    /// The app's bundle identifier.
     public var app: String
+    /// The product identifier whose verdict changed.
     public var identifier: String
+    /// What changed.
     public var kind: Kind
+    /// Why, in one sentence, printed in parentheses; nil when the change needs none.
     public var reason: String?
 
+    /// A change, with its reason when it has one.
     public init(app: String, identifier: String, kind: Kind, reason: String? = nil) {
         self.app = app
         self.identifier = identifier

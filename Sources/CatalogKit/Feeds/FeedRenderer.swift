@@ -2,10 +2,14 @@ import PropertyList
 
 /// The revision details at the head of a rich feed.
 public struct CatalogStamp: Sendable {
+    /// The app's bundle identifier.
     public var app: String
+    /// The revision whose number the feed carries: the one that first published these bytes.
     public var revision: Int
+    /// When that revision was published.
     public var publishedAt: Timestamp
 
+    /// The details of `revision` of `app`, published at `publishedAt`.
     public init(app: String, revision: Int, publishedAt: Timestamp) {
         self.app = app
         self.revision = revision
@@ -36,7 +40,9 @@ public typealias FeedPieces = (UnsafeBufferPointer<UInt8>) -> Void
 /// planning hashes a feed of many megabytes without ever holding it (``ContentHash``), and
 /// publishing writes it into one buffer of its exact size (``collect(_:)``).
 public struct FeedRenderer: Sendable {
+    /// The validated catalog the feeds are rendered from.
     public let catalog: AppCatalog
+    /// The variants the catalog's definitions distinguish.
     public let selector: VariantSelector
     /// Each product's rich-feed object, encoded once, in one buffer per core: rendering a feed is then
     /// one copy per product, with no reference counting on the model (which cost more than the
@@ -67,6 +73,7 @@ public struct FeedRenderer: Sendable {
         var minimumBand: Int
     }
 
+    /// A renderer of `catalog`'s feeds; encodes each product once, on every core.
     public init(catalog: AppCatalog) {
         self.catalog = catalog
         selector = VariantSelector(catalog: catalog)

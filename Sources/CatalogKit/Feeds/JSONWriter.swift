@@ -4,9 +4,11 @@
 /// so their encoding is spelled out here rather than left to an encoder's choices.
 /// Commas are inserted automatically between values and between key/value pairs.
 public struct JSONWriter: Sendable {
+    /// The JSON written so far.
     public private(set) var bytes: [UInt8] = []
     private var needsComma = false
 
+    /// An empty writer with room for `capacity` bytes.
     public init(capacity: Int = 256) {
         bytes.reserveCapacity(capacity)
     }
@@ -22,23 +24,27 @@ public struct JSONWriter: Sendable {
         needsComma = true
     }
 
+    /// Writes `{`; members follow as ``key(_:)`` and value pairs.
     public mutating func beginObject() {
         separate()
         bytes.append(UInt8(ascii: "{"))
         needsComma = false
     }
 
+    /// Writes `}`.
     public mutating func endObject() {
         bytes.append(UInt8(ascii: "}"))
         needsComma = true
     }
 
+    /// Writes `[`; elements follow.
     public mutating func beginArray() {
         separate()
         bytes.append(UInt8(ascii: "["))
         needsComma = false
     }
 
+    /// Writes `]`.
     public mutating func endArray() {
         bytes.append(UInt8(ascii: "]"))
         needsComma = true
@@ -50,6 +56,7 @@ public struct JSONWriter: Sendable {
         key.withUTF8 { self.key(utf8: $0) }
     }
 
+    /// Writes `value` as a JSON string, escaping quotes, backslashes and control characters.
     public mutating func string(_ value: String) {
         var value = value
         value.withUTF8 { string(utf8: $0) }
@@ -69,6 +76,7 @@ public struct JSONWriter: Sendable {
         appendQuoted(value)
     }
 
+    /// Writes `value` as a JSON integer.
     public mutating func integer(_ value: Int64) {
         separate()
         bytes.append(contentsOf: String(value).utf8)
@@ -80,11 +88,13 @@ public struct JSONWriter: Sendable {
         bytes.append(contentsOf: value.description.utf8)
     }
 
+    /// Writes `true` or `false`.
     public mutating func boolean(_ value: Bool) {
         separate()
         bytes.append(contentsOf: (value ? "true" : "false").utf8)
     }
 
+    /// Writes `null`.
     public mutating func null() {
         raw("null".utf8)
     }

@@ -3,18 +3,23 @@
 /// The default variant (no platform, no band) is what a request without parameters gets
 /// and what the static tree holds at `v1/apps/<app>/products.json`.
 public struct Variant: Sendable, Hashable, Comparable, CustomStringConvertible {
+    /// The platform the variant serves; nil for every platform.
     public var platform: Platform?
     /// The lower bound of the band: versions from it up to the next band's bound.
     public var band: AppVersion?
 
+    /// The variant of `platform` and the band starting at `band`; nil for either means not narrowed.
     public init(platform: Platform?, band: AppVersion?) {
         self.platform = platform
         self.band = band
     }
 
+    /// The default variant: not narrowed by platform or app version.
     public static let all = Variant(platform: nil, band: nil)
 
+    /// The platform as manifests and folder names write it: its lower-case name, or `any`.
     public var platformKey: String { platform?.rawValue ?? "any" }
+    /// The band as manifests and folder names write it: its lower bound (such as `2.0`), or `any`.
     public var bandKey: String { band?.description ?? "any" }
 
     /// Where the variant's feeds sit inside a revision folder: the default at the top.
@@ -47,11 +52,13 @@ public struct VariantSelector: Sendable, Hashable {
     /// Band lower bounds in ascending order, starting at 0.0; empty when no product has a minimum version.
     public var bands: [AppVersion]
 
+    /// A selector with these platforms and band lower bounds (ascending, starting at 0.0).
     public init(platforms: [Platform], bands: [AppVersion]) {
         self.platforms = platforms
         self.bands = bands
     }
 
+    /// The selector `catalog`'s definitions call for: its platforms, and bands from 0.0 and from each distinct minimum app version.
     public init(catalog: AppCatalog) {
         platforms = catalog.platforms
         let minimums = Set(catalog.products.compactMap(\.minimumAppVersion)).subtracting([AppVersion.zero])

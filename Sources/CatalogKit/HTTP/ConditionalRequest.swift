@@ -13,12 +13,14 @@ public struct ConditionalRequest: Sendable, Hashable {
     /// GET or HEAD: If-Modified-Since applies to nothing else.
     public var isGetOrHead: Bool
 
+    /// The validators of a request; by default none, for a GET or HEAD.
     public init(ifNoneMatch: [String] = [], ifModifiedSince: [String] = [], isGetOrHead: Bool = true) {
         self.ifNoneMatch = ifNoneMatch
         self.ifModifiedSince = ifModifiedSince
         self.isGetOrHead = isGetOrHead
     }
 
+    /// What the conditions decide.
     public enum Outcome: Sendable, Hashable {
         /// Send the representation (200, or whatever the request would get without conditions).
         case send
@@ -31,6 +33,7 @@ public struct ConditionalRequest: Sendable, Hashable {
     /// Decides the response for a representation with `entityTag` and `lastModified`.
     ///
     /// - Parameters:
+    ///   - entityTag: the representation's strong entity tag, quoted.
     ///   - lastModified: the representation's true modification time. It may be a moment ahead of
     ///     the clock (a publish pushes Last-Modified forward) and is compared as it is: a date the
     ///     client sent is never in the future, so such a representation is sent in full. The
@@ -39,6 +42,7 @@ public struct ConditionalRequest: Sendable, Hashable {
     ///     condition is ignored (§13.2.1).
     ///   - lastModifiedHeader: `lastModified` as the server sends it, when the caller has it: a
     ///     client usually echoes it back, and then no date needs parsing.
+    ///   - now: the server's clock, against which dates in the future are ignored.
     public func evaluate(
         entityTag: String, lastModified: Timestamp, lastModifiedHeader: String? = nil, now: Timestamp, wouldSucceed: Bool = true
     ) -> Outcome {
@@ -104,9 +108,11 @@ struct EntityTagList: Hashable {
 /// If-Match (RFC 9110 §13.1.1) for the editor API's changes, which must name the state they
 /// were made from: strong comparison, so a weak tag never matches; `*` matches any current state.
 public enum IfMatch {
+    /// What If-Match decides for a change.
     public enum Outcome: Sendable, Hashable {
         /// No If-Match field: the change must not be made blind (428).
         case missing
+        /// The current state is the one named, or `*` was sent: the change may be made.
         case matches
         /// The state moved (412).
         case fails

@@ -3,16 +3,25 @@ import PropertyList
 
 /// One revision as `catalog history` lists it.
 public struct RevisionSummary: Sendable, Codable, Hashable {
+    /// The revision number.
     public var revision: Int
+    /// When it was published.
     public var publishedAt: Timestamp
     /// Absent for revisions published before authors were recorded.
     public var author: String?
+    /// Why it was published, as its publisher wrote it.
     public var message: String?
+    /// The revision a rollback republished; nil for any other publication.
     public var rollbackOf: Int?
+    /// How many products are new in it, compared with the revision before.
     public var added: Int
+    /// How many products of the revision before it no longer has.
     public var removed: Int
+    /// How many products' fields changed, quarantines aside.
     public var changed: Int
+    /// How many products the feedback loop took off sale in it.
     public var quarantined: Int
+    /// How many products' quarantines it lifted.
     public var released: Int
 
     init(_ manifest: RevisionManifest, diff: ProductDiff) {
@@ -70,7 +79,9 @@ extension CatalogWorkflow {
 
     /// What a diff compares: two revisions, or the current one and what the next build would publish.
     public enum DiffSide: Sendable, Hashable, CustomStringConvertible {
+        /// A published revision, by number.
         case revision(Int)
+        /// The sources as the next build would publish them.
         case sources
 
         public var description: String {
@@ -81,11 +92,15 @@ extension CatalogWorkflow {
         }
     }
 
+    /// The product changes between two sides, as `catalog diff` prints them.
     public struct RevisionDiff: Sendable {
+        /// The app's bundle identifier.
         public var app: String
         /// Nil when the app was never published (everything in the sources is added).
         public var from: DiffSide?
+        /// The newer side.
         public var to: DiffSide
+        /// The product changes from `from` to `to`.
         public var diff: ProductDiff
     }
 

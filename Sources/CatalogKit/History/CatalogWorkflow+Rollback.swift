@@ -7,12 +7,15 @@ import PropertyList
 /// back into `catalog/` as one canonical property list: the sources stay the truth, so the next
 /// plain `catalog build` publishes nothing new, and committing the sources records the rollback.
 extension CatalogWorkflow {
+    /// What a rollback did.
     public struct Rollback: Sendable {
         /// The new revision (or, when the content equals the current revision's, nothing to publish).
         public var plan: PublicationPlan
+        /// The revision whose content was restored.
         public var restored: Int
         /// The source file written and the ones it replaced, as display paths.
         public var written: String
+        /// The source files the written one replaced, as display paths.
         public var removed: [String]
         /// Identifiers that differ from the restored revision because App Store identifiers can
         /// never be reused: published since, or retired since, they stay retired.

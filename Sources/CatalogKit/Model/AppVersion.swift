@@ -4,6 +4,7 @@ public struct AppVersion: Sendable, Hashable, Comparable, CustomStringConvertibl
     /// The numbers without trailing zeros, so that equal versions have equal components.
     public let components: [Int]
 
+    /// Parses one to four dot-separated numbers of at most nine digits each; nil for anything else.
     public init?(_ text: String) {
         let parts = text.split(separator: ".", omittingEmptySubsequences: false)
         guard (1...4).contains(parts.count) else { return nil }

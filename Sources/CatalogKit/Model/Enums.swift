@@ -1,9 +1,14 @@
 /// The platforms the App Store sells on. Names match case-insensitively; URLs use lower case.
 public enum Platform: String, CaseIterable, Sendable, Hashable, Comparable, Codable {
+    /// iOS; `ios` in URLs and manifests.
     case iOS = "ios"
+    /// macOS; `macos` in URLs and manifests.
     case macOS = "macos"
+    /// tvOS; `tvos` in URLs and manifests.
     case tvOS = "tvos"
+    /// watchOS; `watchos` in URLs and manifests.
     case watchOS = "watchos"
+    /// visionOS; `visionos` in URLs and manifests.
     case visionOS = "visionos"
 
     /// Apple's spelling, as editors write it.
@@ -17,6 +22,7 @@ public enum Platform: String, CaseIterable, Sendable, Hashable, Comparable, Coda
         }
     }
 
+    /// The platform named `name` in any case (`iOS`, `ios`, `IOS`); nil for an unknown name.
     public init?(name: String) {
         // Apple's spellings are by far the most common; avoid lowercasing them.
         switch name {
@@ -38,9 +44,13 @@ public enum Platform: String, CaseIterable, Sendable, Hashable, Comparable, Coda
 
 /// The four kinds of in-app purchase.
 public enum ProductType: String, CaseIterable, Sendable, Hashable, Codable {
+    /// Used once and bought again, such as game currency.
     case consumable
+    /// Bought once and kept, such as a level or a feature.
     case nonConsumable = "non-consumable"
+    /// A subscription that renews until cancelled; needs a ``Product/subscription``.
     case autoRenewable = "auto-renewable"
+    /// Access for a limited time that does not renew by itself.
     case nonRenewing = "non-renewing"
 
     static let expectedList = "consumable, non-consumable, auto-renewable or non-renewing"
@@ -48,9 +58,13 @@ public enum ProductType: String, CaseIterable, Sendable, Hashable, Codable {
 
 /// Where a product stands; only `cleared` products are sold.
 public enum ProductStatus: String, CaseIterable, Sendable, Hashable, Codable {
+    /// Being prepared: in no feed.
     case draft
+    /// For sale, inside its sale window.
     case cleared
+    /// Off sale for now; listed as known in the rich feed, so that apps can restore its purchases.
     case removed
+    /// Off sale for good; listed as known, and once published as retired never sold again.
     case retired
 
     static let expectedList = "draft, cleared, removed or retired"

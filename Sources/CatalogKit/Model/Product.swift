@@ -2,9 +2,12 @@ import PropertyList
 
 /// Where a definition was written: the file and the position of its start tag.
 public struct SourceLocation: Sendable, Hashable, CustomStringConvertible {
+    /// The file as diagnostics name it, such as `catalog/com.example.game.plist`.
     public var file: String
+    /// The line and column of the definition's start tag.
     public var position: SourcePosition
 
+    /// A location in `file` at `position`.
     public init(file: String, position: SourcePosition) {
         self.file = file
         self.position = position
@@ -15,6 +18,7 @@ public struct SourceLocation: Sendable, Hashable, CustomStringConvertible {
 
 /// A subscription's place in its group.
 public struct Subscription: Sendable, Hashable {
+    /// The subscription group it belongs to.
     public var group: String
     /// An ISO 8601 duration such as `P1M`.
     public var period: String
@@ -24,19 +28,29 @@ public struct Subscription: Sendable, Hashable {
 
 /// A validated product definition.
 public struct Product: Sendable {
+    /// The App Store product identifier.
     public var id: String
+    /// The kind of in-app purchase; nil when the source does not say.
     public var type: ProductType?
+    /// The internal name, as in App Store Connect; at most 64 characters.
     public var referenceName: String?
+    /// Where the product stands; `cleared` unless the source says otherwise.
     public var status: ProductStatus
     /// The platforms it is sold on; nil means every platform of the app.
     public var platforms: [Platform]?
+    /// The oldest app version offered the product; nil for every version.
     public var minimumAppVersion: AppVersion?
+    /// The start of sale, inclusive; nil for always.
     public var availableFrom: Timestamp?
+    /// The end of sale, exclusive: off sale from this moment; nil for never.
     public var availableUntil: Timestamp?
+    /// Its place in a subscription group; set on an auto-renewable product only.
     public var subscription: Subscription?
+    /// Its position in `products.json`: lowest first, then products without one; ties keep source order.
     public var displayOrder: Int64?
     /// The free-form `metadata` dict, already encoded as a JSON object for the rich feed.
     public var metadataJSON: [UInt8]?
+    /// Where it is defined, for diagnostics.
     public var location: SourceLocation
     /// Why the feedback loop quarantined it (from `<app>.feedback.plist`); nil when it did not.
     public var quarantineReason: String?
@@ -60,8 +74,13 @@ public struct FeedbackPolicy: Sendable, Hashable, Codable {
     /// Production installs, at most ``installsPerNetwork`` from each network (verified installs
     /// without a cap), that quarantine an identifier.
     public var quarantineAfterInstalls: Int64 = 20
+    /// Only reports received in the last this many hours count.
     public var windowHours: Int64 = 24
+    /// Hours after an identifier first appears in a published revision during which its reports do not
+    /// count: App Store propagation takes up to 48 hours.
     public var graceHours: Int64 = 48
+    /// Where reports say what they requested, the share of production requests (0 to 1) that must have
+    /// come back invalid before a quarantine.
     public var minimumInvalidRate: Double = 0.5
     /// How many unverified installs one network adds toward a quarantine: one machine can invent
     /// any number of installs, not networks.
@@ -73,6 +92,7 @@ public struct FeedbackPolicy: Sendable, Hashable, Codable {
     /// run, the store is failing, not the products: an alert, and no quarantine.
     public var storeWideShare: Double = 0.5
 
+    /// The default policy.
     public init() {}
 }
 
@@ -82,6 +102,7 @@ public struct AppCatalog: Sendable {
     public var app: String
     /// The platforms the app declares; empty when neither it nor its products name any.
     public var platforms: [Platform]
+    /// The thresholds of `catalog feedback`: the defaults, or what a source sets in `feedbackPolicy`.
     public var feedbackPolicy: FeedbackPolicy
     /// The app's feedback file as read; its quarantines are applied to `products`.
     public var feedback = FeedbackFile()

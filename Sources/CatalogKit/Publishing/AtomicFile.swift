@@ -10,6 +10,8 @@ import Foundation
 /// Writes that either happen completely or not at all, and survive a power cut once done:
 /// write aside, fsync the file, rename over the target, fsync the directory.
 public enum AtomicFile {
+    /// Replaces `url` with `bytes` atomically and durably: written aside and fsynced, renamed over
+    /// `url`, then the directory fsynced.
     public static func write(_ bytes: some ContiguousBytes, to url: URL) throws {
         let temporary = url.deletingLastPathComponent()
             .appendingPathComponent(".\(url.lastPathComponent).\(getpid()).\(UInt32.random(in: 0...UInt32.max)).tmp")
@@ -88,6 +90,8 @@ public enum AtomicFile {
         try syncDirectory(url.deletingLastPathComponent())
     }
 
+    /// Renames `source` to `destination`, then fsyncs the destination's directory so that the rename
+    /// survives a crash.
     public static func renameDurably(_ source: URL, to destination: URL) throws {
         guard rename(source.path, destination.path) == 0 else {
             throw CatalogError.io(path: destination.path, message: "cannot rename: \(String(cString: strerror(errno)))")

@@ -3,6 +3,7 @@ import Foundation
 
 /// Strong validators from content: a SHA-256 of the bytes, never file times.
 public enum ContentHash {
+    /// The SHA-256 of `bytes`, in lower-case hexadecimal.
     public static func sha256Hex(_ bytes: some ContiguousBytes) -> String {
         hex(bytes.withUnsafeBytes { SHA256.hash(data: $0) })
     }

@@ -26,6 +26,9 @@ public enum Gzip {
         count <= 1 << 20 ? .smallest : .fastest
     }
 
+    /// One gzip member of `input`: the same bytes for the same input and effort.
+    ///
+    /// - Throws: ``Failure`` when the compressor fails.
     public static func compress(_ input: some ContiguousBytes, effort: Effort = .smallest) throws -> [UInt8] {
         let output = try input.withUnsafeBytes { source in
             switch effort {

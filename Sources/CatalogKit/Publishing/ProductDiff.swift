@@ -7,30 +7,40 @@ import Foundation
 /// a product whose only change is its quarantine is in ``quarantined`` or ``released``, not in
 /// ``changed``.
 public struct ProductDiff: Sendable, Hashable {
+    /// A product whose fields changed.
     public struct Change: Sendable, Hashable {
+        /// The product's identifier.
         public var id: String
         /// Field by field, nested fields by dotted path: "status cleared → retired",
         /// "metadata.price 0.99 → 1.99", "referenceName added: Level 2".
         public var details: [String]
 
+        /// A change with its details.
         public init(id: String, details: [String]) {
             self.id = id
             self.details = details
         }
     }
 
+    /// A product that the feedback loop took off sale.
     public struct Quarantine: Sendable, Hashable {
+        /// The product's identifier.
         public var id: String
+        /// Why it was quarantined, from the feedback file.
         public var reason: String
 
+        /// A quarantine with its reason.
         public init(id: String, reason: String) {
             self.id = id
             self.reason = reason
         }
     }
 
+    /// Identifiers new in the new snapshot, in its order.
     public var added: [String] = []
+    /// Products in both snapshots whose fields changed, besides their quarantine, in the new snapshot's order.
     public var changed: [Change] = []
+    /// Identifiers in the old snapshot only, in its order.
     public var removed: [String] = []
     /// Products taken off sale by the feedback loop (added ones included).
     public var quarantined: [Quarantine] = []
@@ -45,6 +55,9 @@ public struct ProductDiff: Sendable, Hashable {
         self.added = added
     }
 
+    /// The diff between two snapshots' lines (each product's JSON by identifier, in source order).
+    ///
+    /// - Throws: when a line that differs is not JSON.
     public init(old: [(id: String, json: [UInt8])], new: [(id: String, json: [UInt8])]) throws {
         var oldByID: [String: [UInt8]] = [:]
         for entry in old { oldByID[entry.id] = entry.json }
@@ -73,14 +86,15 @@ public struct ProductDiff: Sendable, Hashable {
         removed = old.map(\.id).filter { !seen.contains($0) }
     }
 
+    /// Whether nothing changed, quarantines included.
     public var isEmpty: Bool {
         added.isEmpty && changed.isEmpty && removed.isEmpty && quarantined.isEmpty && released.isEmpty
     }
 
-    /// Counts such as "1 added, 2 changed, 1 quarantined", empty kinds left out.
     /// The summary, or that there is nothing to summarise.
     public var outline: String { isEmpty ? "no product changes" : summary }
 
+    /// Counts such as "1 added, 2 changed, 1 quarantined", empty kinds left out.
     public var summary: String {
         let counts = [
             (added.count, "added"), (changed.count, "changed"), (removed.count, "removed"),

@@ -24,6 +24,7 @@ import PropertyList
 /// A tree published before the split is read where it is, and `catalog build` moves its
 /// records out (``moveRecordsOutOfPublic(_:)``).
 public struct PublicTree: Sendable {
+    /// The public folder (`public/`): what may be copied as it is to a static host.
     public let root: URL
     /// The private records; never under `root`.
     public let records: URL
@@ -33,6 +34,7 @@ public struct PublicTree: Sendable {
     /// The files and folders of a revision that belong in the records tree.
     static let recordNames = ["identifiers.tsv", snapshotName, "scheduled"]
 
+    /// The tree at `root`, with its records in `records`, by default beside it (``defaultRecords(for:)``).
     public init(root: URL, records: URL? = nil) {
         self.root = root
         self.records = records ?? Self.defaultRecords(for: root)
@@ -44,11 +46,13 @@ public struct PublicTree: Sendable {
         return root.deletingLastPathComponent().appendingPathComponent(root.lastPathComponent + ".records", isDirectory: true)
     }
 
+    /// `v1/apps/<app>/revisions` in the records tree.
     public func recordsRevisionsDirectory(_ app: String) -> URL {
         records.appendingPathComponent("v1/apps", isDirectory: true).appendingPathComponent(app, isDirectory: true)
             .appendingPathComponent("revisions", isDirectory: true)
     }
 
+    /// One revision's records: `v1/apps/<app>/revisions/<n>` in the records tree.
     public func recordsDirectory(_ app: String, _ revision: Int) -> URL {
         recordsRevisionsDirectory(app).appendingPathComponent(String(revision), isDirectory: true)
     }
@@ -83,20 +87,25 @@ public struct PublicTree: Sendable {
         }
     }
 
+    /// `v1/apps` under `root`: one folder per app.
     public var appsDirectory: URL { root.appendingPathComponent("v1/apps", isDirectory: true) }
 
+    /// `v1/apps/<app>`: the app's current manifest and the static copies of its default feeds.
     public func appDirectory(_ app: String) -> URL {
         appsDirectory.appendingPathComponent(app, isDirectory: true)
     }
 
+    /// `v1/apps/<app>/revisions`: one folder per published revision.
     public func revisionsDirectory(_ app: String) -> URL {
         appDirectory(app).appendingPathComponent("revisions", isDirectory: true)
     }
 
+    /// One revision's public files, `v1/apps/<app>/revisions/<n>`, immutable once renamed into place.
     public func revisionDirectory(_ app: String, _ revision: Int) -> URL {
         revisionsDirectory(app).appendingPathComponent(String(revision), isDirectory: true)
     }
 
+    /// `v1/apps/<app>/manifest.json`: a copy of the newest revision's manifest, replaced last.
     public func currentManifestURL(_ app: String) -> URL {
         appDirectory(app).appendingPathComponent("manifest.json")
     }
@@ -114,6 +123,9 @@ public struct PublicTree: Sendable {
         return try decodeManifest(at: url)
     }
 
+    /// The manifest of one revision of `app`.
+    ///
+    /// - Throws: ``CatalogError/corruptPublication(path:message:)`` when it is unreadable or of another format.
     public func manifest(_ app: String, revision: Int) throws -> RevisionManifest {
         try decodeManifest(at: revisionDirectory(app, revision).appendingPathComponent("manifest.json"))
     }
@@ -132,6 +144,7 @@ public struct PublicTree: Sendable {
         }
     }
 
+    /// The identifier history kept with `revision` (`identifiers.tsv`), from the records tree.
     public func history(_ app: String, revision: Int) throws -> IdentifierHistory {
         let url = recordURL(app, revision, "identifiers.tsv")
         guard let data = FileManager.default.contents(atPath: url.path) else {

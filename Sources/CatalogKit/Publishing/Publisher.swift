@@ -4,25 +4,34 @@ import PropertyList
 
 /// What `catalog build` will do for one app, computed before anything is written.
 public struct PublicationPlan: Sendable {
+    /// The app's bundle identifier.
     public var app: String
+    /// The app's current manifest; nil before its first publication.
     public var previous: RevisionManifest?
     /// The revision this plan publishes, or the current one when nothing changed.
     public var revision: Int
+    /// When the revision is published: now, but later than any Last-Modified the app published before,
+    /// or the current revision's time when nothing changed.
     public var publishedAt: Timestamp
     /// True when the output is byte-identical to the current revision: nothing is written.
     public var isUnchanged: Bool
+    /// Product-level changes since the current revision; every product is added on a first publication.
     public var diff: ProductDiff
     /// The manifest to write; its gzip records are filled in when publishing.
     public var manifest: RevisionManifest
+    /// Every identifier published, this revision's included: written with it as `identifiers.tsv`.
     public var history: IdentifierHistory
     /// Feeds (one per variant and kind) whose bytes differ from the current revision's.
     public var changedFeedCount: Int
+    /// Feeds published now: two per variant (scheduled ones not counted).
     public var totalFeedCount: Int
     /// The moments ahead at which the published feeds switch by themselves (see ``ScheduleRules``).
     public var scheduledChanges: [Timestamp]
     /// A change the schedule stops short of: the catalog must be built again before it.
     public var scheduleEndsBefore: Timestamp?
+    /// Products on sale now in at least one variant.
     public var sellableCount: Int
+    /// Products listed as known in the rich feed: removed, retired or quarantined.
     public var knownCount: Int
     /// Quarantines this plan publishes or lifts, compared with the current revision.
     public var feedbackChanges: [VerdictChange]
@@ -184,12 +193,14 @@ struct VariantGroup: Sendable {
 /// within the same second. Publishing is atomic: the revision folder is written aside,
 /// fsynced and renamed into place, then the static copies are replaced, and the manifest last.
 public struct Publisher: Sendable {
+    /// Where it publishes: `public/`, and the records tree beside it.
     public let tree: PublicTree
     /// Called before each write step with its name; tests throw from it to simulate a crash there.
     public var beforeStep: @Sendable (String) throws -> Void = { _ in }
     /// Signs every feed published, when set: a `.jws` beside each (see ``RevisionSignatures``).
     public var signer: FeedSigner?
 
+    /// A publisher into `publicDirectory`, with its records beside it (``PublicTree/defaultRecords(for:)``).
     public init(publicDirectory: URL) {
         tree = PublicTree(root: publicDirectory)
     }

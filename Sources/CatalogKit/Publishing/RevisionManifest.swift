@@ -5,11 +5,16 @@ import PropertyList
 /// The app's current manifest (`v1/apps/<app>/manifest.json`) is a copy of its newest
 /// revision's (`v1/apps/<app>/revisions/<n>/manifest.json`).
 public struct RevisionManifest: Codable, Sendable, Hashable {
+    /// The manifest format this version writes and reads; a manifest of another format is refused.
     public static let currentFormat = 1
 
+    /// The manifest's format: ``currentFormat`` for every manifest written so far.
     public var format: Int
+    /// The app's bundle identifier.
     public var app: String
+    /// The revision number, counting from 1.
     public var revision: Int
+    /// When the revision was published: the Last-Modified its changed feeds carry.
     public var publishedAt: Timestamp
     /// Platforms with feeds of their own.
     public var platforms: [Platform]
@@ -27,13 +32,17 @@ public struct RevisionManifest: Codable, Sendable, Hashable {
     /// and the revision a rollback republished; each absent when unknown, so that manifests
     /// from before history was recorded read (and re-encode) the same.
     public var author: String?
+    /// Why it was published, as the publisher wrote it.
     public var message: String?
+    /// The revision a rollback republished.
     public var rollbackOf: Int?
 
+    /// The variant selector these platforms and bands make, to find each request's variant.
     public var selector: VariantSelector {
         VariantSelector(platforms: platforms, bands: bands.compactMap(AppVersion.init))
     }
 
+    /// The record of `variant` in the state published now, if the revision has that variant.
     public func record(for variant: Variant) -> VariantRecord? {
         variants.first { $0.platform == variant.platformKey && $0.band == variant.bandKey }
     }
@@ -44,15 +53,17 @@ public struct RevisionManifest: Codable, Sendable, Hashable {
     }
 }
 
-/// The variants as they are from a moment on, until the next scheduled moment.
 /// Who publishes a revision and why, recorded in its manifest for `catalog history`.
 public struct RevisionNote: Sendable, Hashable {
+    /// Who publishes it: the local user for the CLI, a token's name for the editor API.
     public var author: String?
+    /// Why it is published, as the publisher wrote it (`catalog build --message`).
     public var message: String?
     /// The revision whose content is republished: its rich-feed bytes (which carry its number
     /// and time) are reused wherever the content is the same, so feeds and ETags equal its own.
     public var rollbackOf: Int?
 
+    /// A note with any of its fields; all absent by default.
     public init(author: String? = nil, message: String? = nil, rollbackOf: Int? = nil) {
         self.author = author
         self.message = message
@@ -60,8 +71,11 @@ public struct RevisionNote: Sendable, Hashable {
     }
 }
 
+/// The variants as they are from a moment on, until the next scheduled moment.
 public struct ScheduledVariants: Codable, Sendable, Hashable {
+    /// The moment the variants switch to these records.
     public var from: Timestamp
+    /// Every variant from that moment on, in the same order as the manifest's current ones.
     public var variants: [VariantRecord]
 
     /// What must be equal for two schedules to publish the same bytes at the same moments.
@@ -78,39 +92,52 @@ public struct VariantRecord: Codable, Sendable, Hashable {
     public var band: String
     /// Where its files are, relative to the revision folder.
     public var directory: String
+    /// The product-identifier feed, `products.json`.
     public var products: FeedRecord
+    /// The rich feed, `catalog.json`.
     public var catalog: FeedRecord
     /// Hash of the rich feed without its revision details: unchanged content keeps its old bytes.
     public var catalogContentSHA256: String
     /// The revision whose number and time the rich feed's bytes carry.
     public var catalogRevision: Int
+    /// The publication time the rich feed's bytes carry, with ``catalogRevision``.
     public var catalogPublishedAt: Timestamp
 }
 
 /// One feed's validators.
 public struct FeedRecord: Codable, Sendable, Hashable {
+    /// The hex SHA-256 of the feed's bytes.
     public var sha256: String
+    /// The feed's size in bytes.
     public var bytes: Int
     /// When these bytes were first published; unchanged bytes keep it.
     public var lastModified: Timestamp
+    /// The feed's gzip copy.
     public var gzip: EncodedRecord
 
+    /// The feed's strong entity tag, quoted.
     public var entityTag: String { ContentHash.entityTag(sha256: sha256) }
 }
 
 /// The gzip copy of a feed: its own bytes, so its own strong validator.
 public struct EncodedRecord: Codable, Sendable, Hashable {
+    /// The hex SHA-256 of the gzip copy.
     public var sha256: String
+    /// The gzip copy's size in bytes.
     public var bytes: Int
 
+    /// The gzip copy's strong entity tag, quoted.
     public var entityTag: String { ContentHash.entityTag(sha256: sha256) }
 }
 
 /// Every identifier an app ever published, kept with each revision (`identifiers.tsv`):
 /// App Store identifiers can never disappear or be reused, and feedback needs first-seen times.
 public struct IdentifierHistory: Sendable, Hashable {
+    /// When an identifier was first published, and when as retired.
     public struct Entry: Sendable, Hashable {
+        /// The revision that first published it.
         public var firstRevision: Int
+        /// When that revision was published.
         public var firstPublishedAt: Timestamp
         /// The revision that first published it as retired.
         public var retiredRevision: Int?
@@ -124,8 +151,10 @@ public struct IdentifierHistory: Sendable, Hashable {
     /// Where each identifier is in `order`.
     private var positions: [HashedIdentifier: Int] = [:]
 
+    /// An empty history, before the first publication.
     public init() {}
 
+    /// The entry of `id`, or nil if it was never published.
     public subscript(id: String) -> Entry? {
         positions[HashedIdentifier(id)].map { orderedEntries[$0] }
     }
@@ -138,6 +167,8 @@ public struct IdentifierHistory: Sendable, Hashable {
         orderedEntries.reserveCapacity(orderedEntries.count + count)
     }
 
+    /// Records that revision `revision`, published at `moment`, shows `id`: a new identifier gets its
+    /// first revision and time; a known one keeps them, and is marked retired the first time `retired` is true.
     public mutating func record(_ id: String, revision: Int, at moment: Timestamp, retired: Bool) {
         let key = HashedIdentifier(id)
         if let index = positions[key] {
@@ -156,6 +187,8 @@ public struct IdentifierHistory: Sendable, Hashable {
 
     static let header = "# id\tfirstRevision\tfirstPublishedAt\tretiredRevision"
 
+    /// The history as `identifiers.tsv`: a header line, then one tab-separated line per identifier
+    /// (id, first revision, first publication time, retired revision or `-`), in ``order``.
     public var tsv: [UInt8] {
         var bytes = Array((Self.header + "\n").utf8)
         bytes.reserveCapacity(order.count * 64)
@@ -177,6 +210,10 @@ public struct IdentifierHistory: Sendable, Hashable {
         return bytes
     }
 
+    /// Reads the history back from `identifiers.tsv` bytes.
+    ///
+    /// - Throws: ``CatalogError/corruptPublication(path:message:)`` for a malformed line or an
+    ///   identifier listed twice.
     public init(tsv bytes: [UInt8]) throws {
         for line in bytes.split(separator: 0x0A) where line.first != UInt8(ascii: "#") {
             let fields = line.split(separator: 0x09, omittingEmptySubsequences: false).map { String(decoding: $0, as: UTF8.self) }
@@ -196,6 +233,13 @@ public struct IdentifierHistory: Sendable, Hashable {
 /// The rules that need the publication history: an identifier once published stays, and a
 /// retired one is never sold again.
 public enum HistoryRules {
+    /// Errors for every published identifier that `catalog` lost and every retired one it sells again.
+    ///
+    /// - Parameters:
+    ///   - catalog: the app's validated catalog.
+    ///   - history: the identifiers of the app's current revision.
+    ///   - origin: the file or folder that defines the app, where an identifier missing from it is reported.
+    /// - Returns: one error per problem; empty when the catalog keeps every rule.
     public static func check(_ catalog: AppCatalog, against history: IdentifierHistory, origin: String) -> [Diagnostic] {
         var diagnostics: [Diagnostic] = []
         var byID: [String: Product] = [:]

@@ -13,6 +13,7 @@ import PropertyList
 /// Signatures are the only files of a revision that are replaced after it is published: they are
 /// re-issued before they expire (``refresh(_:in:signer:now:window:)``), over the same bytes.
 public enum RevisionSignatures {
+    /// The extension of a signature file, appended to its feed's name: `products.json.jws`.
     public static let fileExtension = ".jws"
 
     /// The path of a feed's signature in `state`, relative to the revision folder.

@@ -7,9 +7,16 @@ import PropertyList
 /// states: changes within `horizonDays` ahead, at most `maximumStates` of them. A change beyond
 /// the bound needs a build before it happens; the build says so.
 public enum ScheduleRules {
+    /// How far ahead of the build changes are scheduled, in days.
     public static let horizonDays: Int64 = 400
+    /// The most scheduled changes one revision publishes.
     public static let maximumStates = 16
 
+    /// The moments after `moment` at which a sale window of `catalog` opens or closes (cleared
+    /// products not quarantined only).
+    ///
+    /// - Returns: the moments to schedule, ascending, and the first change beyond the bound, which
+    ///   needs a build before it happens; nil when every change is scheduled.
     public static func moments(of catalog: AppCatalog, after moment: Timestamp) -> (scheduled: [Timestamp], firstUnscheduled: Timestamp?) {
         var upcoming = Set<Timestamp>()
         // Fields read in place: a product taken whole is copied, which for a big catalog costs

@@ -5,8 +5,10 @@ import Foundation
 /// (`::ffff:192.0.2.1`) is the IPv4 address it maps, so that a dual-stack socket and a plain one
 /// put the same client in the same network.
 public struct IPAddress: Hashable, Sendable, CustomStringConvertible {
+    /// The address in network byte order: 4 bytes for IPv4, 16 for IPv6.
     public let bytes: [UInt8]
 
+    /// Whether it is an IPv4 address (an IPv4-mapped IPv6 one included).
     public var isIPv4: Bool { bytes.count == 4 }
 
     /// Parses the textual forms `inet_pton` reads; nil for anything else (host names included).
@@ -51,9 +53,13 @@ public struct IPAddress: Hashable, Sendable, CustomStringConvertible {
 /// A block of addresses in CIDR notation (`10.0.0.0/8`, `2001:db8::/32`); a bare address is a
 /// block of one.
 public struct AddressRange: Hashable, Sendable, CustomStringConvertible {
+    /// The block's first address: the one given, with every bit past the prefix cleared.
     public let network: IPAddress
+    /// How many leading bits the block's addresses share.
     public let prefixLength: Int
 
+    /// Parses `address/length`, or a bare address as a block of one; nil for anything else or a
+    /// length longer than the address.
     public init?(cidr: String) {
         let parts = cidr.split(separator: "/", omittingEmptySubsequences: false)
         guard (1...2).contains(parts.count), let address = IPAddress(parts[0]) else { return nil }
@@ -64,6 +70,7 @@ public struct AddressRange: Hashable, Sendable, CustomStringConvertible {
         prefixLength = length
     }
 
+    /// Whether `address` is in the block; an IPv4 address is never in an IPv6 block, nor the reverse.
     public func contains(_ address: IPAddress) -> Bool {
         address.bytes.count == network.bytes.count && address.masked(to: prefixLength) == network
     }
@@ -78,8 +85,10 @@ public struct AddressRange: Hashable, Sendable, CustomStringConvertible {
 /// trustworthy: the resolver walks from the right past the trusted proxies and takes the first
 /// address that is not one of them. Anything to the left of it was written by the client itself.
 public struct ClientAddressResolver: Sendable {
+    /// The proxies whose forwarding headers are believed, such as a load balancer's addresses.
     public var trustedProxies: [AddressRange]
 
+    /// A resolver that believes the forwarding headers of these proxies only; by default none, so the peer is the client.
     public init(trustedProxies: [AddressRange] = []) {
         self.trustedProxies = trustedProxies
     }
@@ -178,6 +187,7 @@ public struct NetworkPrefixLengths: Sendable, Hashable {
     /// Default 48: a site's allocation; a /64 (one LAN) or less would let one machine be many.
     public var ipv6: Int
 
+    /// Prefix lengths in bits, by default a /24 for IPv4 and a /48 for IPv6.
     public init(ipv4: Int = 24, ipv6: Int = 48) {
         self.ipv4 = ipv4
         self.ipv6 = ipv6
@@ -202,8 +212,10 @@ public struct NetworkPrefixLengths: Sendable, Hashable {
 public struct NetworkHasher: Sendable {
     /// Bytes rather than a `SymmetricKey`, which is not `Sendable`; making one per hash is cheap.
     private let secret: [UInt8]
+    /// How much of an address names its network.
     public let prefixes: NetworkPrefixLengths
 
+    /// A hasher keyed by `secret` (``NetworkSecret``), naming networks by `prefixes`.
     public init(secret: [UInt8], prefixes: NetworkPrefixLengths = NetworkPrefixLengths()) {
         self.secret = secret
         self.prefixes = prefixes
@@ -225,6 +237,7 @@ public struct NetworkHasher: Sendable {
 /// 0600), made on first use. Replicas that share a store must share this file, or each counts
 /// the same network under another name.
 public enum NetworkSecret {
+    /// The secret's length in bytes: 256 bits, written as 64 hexadecimal digits.
     public static let byteCount = 32
 
     /// Reads the secret at `url`, creating it (and its folder) if there is none.

@@ -3,7 +3,9 @@ import PropertyList
 /// A span of time as editors write it: a number and a unit, `90s`, `30m`, `24h`, `7d` or `2w`.
 /// The command line's `--since` and the editor API's `?since=` read it alike.
 public struct Interval: Sendable, Hashable, CustomStringConvertible {
+    /// The span's length, in seconds.
     public let seconds: Int64
+    /// The span as written, such as `24h`.
     public let description: String
 
     private static let units: [Character: Int64] = ["s": 1, "m": 60, "h": 3600, "d": 86_400, "w": 604_800]
@@ -17,6 +19,7 @@ public struct Interval: Sendable, Hashable, CustomStringConvertible {
         description = text
     }
 
+    /// The span as a `Duration`.
     public var duration: Duration { .seconds(seconds) }
 
     /// The moment this long before `now`; a span reaching before 1970 means all of time, which

@@ -2,8 +2,11 @@ import PropertyList
 
 /// Where a report's app was running when the store answered (docs/contract.md section 4).
 public enum ReportEnvironment: String, CaseIterable, Sendable, Hashable, Codable {
+    /// The App Store itself.
     case production
+    /// The App Store's sandbox, for development and TestFlight builds.
     case sandbox
+    /// Xcode's local StoreKit testing, from a `.storekit` configuration.
     case xcode
 
     /// Only production answers can quarantine: sandbox and Xcode's local store are noisy by design.
@@ -14,19 +17,26 @@ public enum ReportEnvironment: String, CaseIterable, Sendable, Hashable, Codable
 
 /// One report of identifiers the App Store answered as invalid, validated and ready to store.
 public struct InvalidIdentifierReport: Sendable, Hashable {
+    /// The app's bundle identifier, from the request's path.
     public var app: String
     /// The client's `reportId` (a UUID, lower case), or one the server made up: the key that
     /// makes a retried report count once.
     public var reportID: String
+    /// When the server received it.
     public var receivedAt: Timestamp
     /// Unique, in the order the client sent them.
     public var invalid: [String]
     /// What the app asked the store for, when it said; the denominator of the invalid rate.
     public var requested: [String]?
+    /// The platform the app ran on, when it said.
     public var platform: Platform?
+    /// The app's version, when it said.
     public var appVersion: AppVersion?
+    /// Where the app was running, when it said.
     public var environment: ReportEnvironment?
+    /// The App Store storefront the app was in, such as `USA`, when it said.
     public var storefront: String?
+    /// The revision of the feed the app was using, when it said.
     public var feedRevision: Int?
     /// An opaque random id per install, for counting distinct clients; never a person's identity.
     /// Chosen by the client, so worth little on its own: see ``network``.
@@ -45,6 +55,7 @@ public struct InvalidIdentifierReport: Sendable, Hashable {
     /// not say what it requested (or sent an empty list). All of them invalid is the store failing, not the products.
     public var allRequestedInvalid: Bool?
 
+    /// A report as received; ``allRequestedInvalid`` is computed from `invalid` and `requested`.
     public init(
         app: String, reportID: String, receivedAt: Timestamp, invalid: [String], requested: [String]? = nil,
         platform: Platform? = nil, appVersion: AppVersion? = nil, environment: ReportEnvironment? = nil,
@@ -96,13 +107,16 @@ public enum StoreOutcome: Sendable, Hashable {
 
 /// Which reports an aggregate covers.
 public struct AggregateQuery: Sendable, Hashable {
+    /// Only this app's reports; nil for every app.
     public var app: String?
+    /// Only this identifier's reports; nil for every identifier.
     public var identifier: String?
     /// Reports received at or after this moment; nil for all that retention kept.
     public var since: Timestamp?
     /// How many installs one network may add to ``NetworkEvidence/networkInstalls``.
     public var installsPerNetwork: Int
 
+    /// A query; by default over every report that retention kept, each network adding one install.
     public init(app: String? = nil, identifier: String? = nil, since: Timestamp? = nil, installsPerNetwork: Int = 1) {
         self.app = app
         self.identifier = identifier
@@ -113,26 +127,35 @@ public struct AggregateQuery: Sendable, Hashable {
 
 /// Reports of one identifier, per app × identifier × platform × environment.
 public struct ReportAggregate: Sendable, Hashable, Codable {
+    /// The app's bundle identifier.
     public var app: String
+    /// The product identifier the reports named invalid.
     public var identifier: String
     /// nil: the reports did not say.
     public var platform: Platform?
+    /// nil: the reports did not say.
     public var environment: ReportEnvironment?
     /// Reports that named the identifier invalid.
     public var reports: Int
     /// Distinct `installId`s among them (reports without one are not counted here).
     public var installs: Int
+    /// When the first of these reports was received.
     public var firstSeen: Timestamp
+    /// When the last of these reports was received.
     public var lastSeen: Timestamp
     /// Distinct values, sorted.
     public var appVersions: [String]
+    /// Distinct storefronts, sorted.
     public var storefronts: [String]
+    /// Distinct feed revisions, ascending.
     public var feedRevisions: [Int]
     /// Reports whose requested list included the identifier, and how many of those also named
     /// it invalid: the invalid rate's denominator and numerator.
     public var requestedReports: Int
+    /// Of those, the reports that named the identifier invalid: the invalid rate's numerator.
     public var invalidWhenRequested: Int
 
+    /// An aggregate with every field given; the lists and the requested counts are empty or zero unless given.
     public init(
         app: String, identifier: String, platform: Platform?, environment: ReportEnvironment?, reports: Int, installs: Int,
         firstSeen: Timestamp, lastSeen: Timestamp, appVersions: [String] = [], storefronts: [String] = [],
@@ -164,13 +187,16 @@ public struct ReportAggregate: Sendable, Hashable, Codable {
 public struct DailyReportCount: Sendable, Hashable {
     /// Days since 1970-01-01, UTC.
     public var day: Int64
+    /// Reports received that day that named the identifier invalid.
     public var reports: Int
 
+    /// The count of one day.
     public init(day: Int64, reports: Int) {
         self.day = day
         self.reports = reports
     }
 
+    /// Seconds in a UTC day: a day's number times this is its first second since 1970.
     public static let secondsPerDay: Int64 = 86_400
 }
 
@@ -181,9 +207,11 @@ public struct DailyReportCount: Sendable, Hashable {
 /// some of it answered valid. For a store-wide failure (``identifier`` nil), only the reports in
 /// which every requested identifier came back invalid.
 public struct NetworkEvidence: Sendable, Hashable, Codable {
+    /// The app's bundle identifier.
     public var app: String
     /// nil: the app's store-wide reports.
     public var identifier: String?
+    /// Production reports counted: product reports naming the identifier invalid, or the app's store-wide reports.
     public var reports: Int
     /// Distinct networks among the reports.
     public var networks: Int
@@ -193,6 +221,7 @@ public struct NetworkEvidence: Sendable, Hashable, Codable {
     /// Distinct verified installs: the App Store vouches for each, so no network cap applies.
     public var verifiedInstalls: Int
 
+    /// Evidence with every count given; verified installs are zero unless given.
     public init(app: String, identifier: String?, reports: Int, networks: Int, networkInstalls: Int, verifiedInstalls: Int = 0) {
         self.app = app
         self.identifier = identifier
@@ -243,6 +272,7 @@ public protocol ReportStore: Sendable {
 }
 
 extension ReportStore {
+    /// Runs ``store(_:)`` in a high-priority task and calls `completion` with what it returns or throws.
     public func store(
         _ reports: [InvalidIdentifierReport], completion: @escaping @Sendable (Result<[StoreOutcome], any Error>) -> Void
     ) {

@@ -4,7 +4,9 @@ import PropertyList
 /// Turns the body of `POST /v1/apps/{app}/invalid-identifiers` (docs/contract.md section 4) into a
 /// report, or says exactly what is wrong with it. Nothing is stored from a rejected body.
 public enum ReportDecoder {
+    /// The largest body the endpoint reads, in bytes; the server refuses a bigger one with 413.
     public static let maximumBodyBytes = 64 * 1024
+    /// The most identifiers either list may name.
     public static let maximumIdentifiers = 1000
     static let maximumAppVersionLength = 32
     static let maximumStorefrontLength = 16
@@ -190,6 +192,7 @@ public enum ReportDecoder {
 
 /// Why a report body was refused: a 400 with this message.
 public struct ReportRejection: Error, Hashable, CustomStringConvertible {
+    /// What is wrong with the body, as the client reads it.
     public let description: String
     init(_ description: String) { self.description = description }
 }

@@ -6,7 +6,9 @@ import PropertyList
 /// Every rule is a diagnostic at the place it concerns; all of them run, so one pass reports
 /// every problem. The result is an ``AppCatalog`` when no rule found an error.
 public enum CatalogRules {
+    /// The longest product identifier, in characters.
     public static let maximumIdentifierLength = 100
+    /// The longest reference name, in characters, as in App Store Connect.
     public static let maximumReferenceNameLength = 64
 
     /// The rules across an app's products and files; each product's own rules ran as its file

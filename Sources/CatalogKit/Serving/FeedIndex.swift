@@ -3,7 +3,9 @@ import PropertyList
 
 /// One encoding of one feed, ready to send: bytes and their strong entity tag.
 public struct FeedRepresentation: Sendable {
+    /// The bytes sent as the body.
     public let bytes: [UInt8]
+    /// The strong entity tag of these bytes, quoted.
     public let entityTag: String
 }
 
@@ -12,8 +14,11 @@ public struct FeedRepresentation: Sendable {
 /// A class, immutable: a request takes one reference to it instead of copying (and counting
 /// references to) every byte array and string it holds.
 public final class ServedFeed: Sendable {
+    /// The feed's bytes as published.
     public let identity: FeedRepresentation
+    /// The feed's gzip copy, sent with `Content-Encoding: gzip`.
     public let gzip: FeedRepresentation
+    /// When these bytes were first published at their URL: what Last-Modified and If-Modified-Since compare.
     public let lastModified: Timestamp
     /// `lastModified` as IMF-fixdate.
     public let lastModifiedHeader: String
@@ -35,13 +40,17 @@ public final class ServedFeed: Sendable {
 
 /// The two feeds of one variant.
 public struct ServedVariant: Sendable {
+    /// The product-identifier feed, `products.json`.
     public let products: ServedFeed
+    /// The rich feed, `catalog.json`.
     public let catalog: ServedFeed
 }
 
 /// Which feed a request asks for.
 public enum FeedKind: String, Sendable, CaseIterable {
+    /// The array of product identifiers apps fetch.
     case products = "products.json"
+    /// The rich feed: products with their details, and the known ones.
     case catalog = "catalog.json"
 }
 
@@ -55,7 +64,9 @@ public struct FeedIndex: Sendable {
     /// takes one reference instead of copying the manifest and counting references to each of
     /// its strings and arrays.
     public final class App: Sendable {
+        /// The current revision's manifest, as loaded.
         public let manifest: RevisionManifest
+        /// Picks a request's variant from its platform and app version.
         public let selector: VariantSelector
         /// The variants as published, then as scheduled from each moment ahead.
         public let states: [(from: Timestamp?, variants: [Variant: ServedVariant])]
@@ -78,8 +89,10 @@ public struct FeedIndex: Sendable {
         }
     }
 
+    /// Each published app's current revision, by bundle identifier.
     public let apps: [String: App]
 
+    /// An index of these apps.
     public init(apps: [String: App]) {
         self.apps = apps
     }
@@ -97,8 +110,11 @@ public struct FeedIndex: Sendable {
 
     /// Why a feed request has no feed.
     public enum LookupError: Error, Equatable, CustomStringConvertible {
+        /// No app with this bundle identifier is published.
         case unknownApp(String)
+        /// The `platform` parameter names no platform.
         case unknownPlatform(String)
+        /// The `appVersion` parameter is not a version.
         case malformedAppVersion(String)
 
         /// 404 for an app that is not published, 400 for parameters that are not valid.

@@ -8,13 +8,17 @@ import PropertyList
 /// Cache-Control, Vary and Date but no body or Content-Type; HEAD is GET without the body;
 /// `Vary: Accept-Encoding` always; gzip when accepted, with its own ETag.
 public struct FeedResponse: Sendable {
+    /// The HTTP status: 200, 304 or 412.
     public var status: Int
+    /// The response headers, in the order they are sent.
     public var headers: [(name: String, value: String)]
+    /// The body; nil for a 304, a 412 and a HEAD.
     public var body: [UInt8]?
     /// Which representation answers, and how: a server that keeps the representations in
     /// buffers of its own sends its buffer for `choice.gzip` where `body` is not nil.
     public var choice: Choice
 
+    /// The value of the first header named `name`, compared case-insensitively; nil when there is none.
     public func header(_ name: String) -> String? {
         headers.first { $0.name.lowercased() == name.lowercased() }?.value
     }
@@ -22,13 +26,22 @@ public struct FeedResponse: Sendable {
     /// What every request needs decided before anything is written: which encoding answers,
     /// and with which status (200, 304, or 412 for an unsafe method).
     public struct Choice: Sendable, Hashable {
+        /// Whether the gzip copy answers, rather than the identity bytes.
         public var gzip: Bool
+        /// The status: 200, 304, or 412 for an unsafe method.
         public var status: Int
     }
 
     /// The response header that carries a signed feed's detached JWS.
     public static let signatureHeader = FeedSigner.httpHeader
 
+    /// Decides which encoding answers a request for `feed`, and with which status.
+    ///
+    /// - Parameters:
+    ///   - feed: the feed asked for.
+    ///   - conditions: the request's validators.
+    ///   - acceptEncoding: each Accept-Encoding field line as received.
+    ///   - now: the server's clock.
     public static func choose(feed: ServedFeed, conditions: ConditionalRequest, acceptEncoding: [String], now: Timestamp) -> Choice {
         let gzip = AcceptEncoding.acceptsGzip(acceptEncoding)
         let representation = gzip ? feed.gzip : feed.identity
@@ -44,9 +57,14 @@ public struct FeedResponse: Sendable {
     /// The headers of the response `choice` makes, in order; the body, if any, is the chosen
     /// representation's bytes.
     ///
-    /// - Parameter dateLag: how far behind `now` the Date header the server sends may be. The
-    ///   Last-Modified header is never later than Date (§8.8.2.1), so a feed published less than
-    ///   that long ago shows `now - dateLag`; conditions are still evaluated against its true time.
+    /// - Parameters:
+    ///   - feed: the feed answered.
+    ///   - choice: the encoding and status ``choose(feed:conditions:acceptEncoding:now:)`` decided.
+    ///   - now: the server's clock, for the Date header.
+    ///   - cacheControl: the Cache-Control value to send.
+    ///   - dateLag: how far behind `now` the Date header the server sends may be. The
+    ///     Last-Modified header is never later than Date (§8.8.2.1), so a feed published less than
+    ///     that long ago shows `now - dateLag`; conditions are still evaluated against its true time.
     public static func headers(
         feed: ServedFeed, choice: Choice, now: Timestamp, cacheControl: String, dateLag: Int64 = 0
     ) -> [(name: String, value: String)] {

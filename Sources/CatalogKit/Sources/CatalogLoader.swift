@@ -6,6 +6,7 @@ import PropertyList
 public struct AppSources: Sendable {
     /// The bundle identifier taken from the file or folder name.
     public var app: String
+    /// The app's files that could be decoded, in the order they merge (file-name order in a folder).
     public var definitions: [SourceDefinition]
     /// The file name or folder that defines the app, for app-level diagnostics.
     public var origin: String
@@ -19,11 +20,13 @@ public struct AppSources: Sendable {
 /// Layout: `<app>.plist`, `<app>.xml`, or a folder `<app>/` whose `*.plist` and `*.xml` files
 /// are merged in file-name order. `*.feedback.plist` files are feedback verdicts, not sources.
 public struct CatalogLoader: Sendable {
+    /// Bounds on every file read.
     public var limits: ReaderLimits
     /// Contents to read instead of the file at each path: a proposed edit, checked by the same
     /// rules before it is written.
     public var overrides: [String: [UInt8]] = [:]
 
+    /// A loader that reads with `limits`.
     public init(limits: ReaderLimits = ReaderLimits()) {
         self.limits = limits
     }

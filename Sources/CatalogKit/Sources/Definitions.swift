@@ -2,9 +2,12 @@ import PropertyList
 
 /// A value as written in a source, with where it was written.
 public struct Located<Value: Sendable>: Sendable {
+    /// The value, decoded.
     public var value: Value
+    /// Where it was written: its element, or for an XML attribute the element that carries it.
     public var position: SourcePosition
 
+    /// A value written at `position`.
     public init(_ value: Value, at position: SourcePosition) {
         self.value = value
         self.position = position
@@ -14,45 +17,71 @@ public struct Located<Value: Sendable>: Sendable {
 /// A product as a source file spells it, before the rules run: both formats decode to this,
 /// so that each rule exists once, whatever the format.
 public struct ProductDefinition: Sendable {
+    /// The file as diagnostics name it.
     public var file: String
+    /// The position of the product's start tag.
     public var position: SourcePosition
+    /// The product identifier; nil when the source has none.
     public var id: Located<String>?
+    /// The type as written, such as `non-consumable`; checked by the rules.
     public var type: Located<String>?
+    /// The internal name as written.
     public var referenceName: Located<String>?
+    /// The status as written, such as `cleared`; checked by the rules.
     public var status: Located<String>?
+    /// The `platforms` list, each name as written.
     public var platforms: Located<[Located<String>]>?
+    /// The minimum app version as written, such as `2.0`; checked by the rules.
     public var minimumAppVersion: Located<String>?
+    /// The start of sale.
     public var availableFrom: Located<Timestamp>?
+    /// The end of sale.
     public var availableUntil: Located<Timestamp>?
+    /// The `subscription` dict or element.
     public var subscription: SubscriptionDefinition?
+    /// The position in `products.json`.
     public var displayOrder: Located<Int64>?
+    /// The free-form `metadata`, already encoded as a JSON object for the rich feed.
     public var metadataJSON: [UInt8]?
     /// Keys present in the source with a value the decoder already reported as malformed:
     /// rules must not report them again as missing.
     public var malformedKeys: Set<String> = []
 
+    /// A definition of a product that starts at `position` in `file`, with no field yet.
     public init(file: String, position: SourcePosition) {
         self.file = file
         self.position = position
     }
 }
 
+/// A subscription as a source spells it, before the rules run.
 public struct SubscriptionDefinition: Sendable {
+    /// The position of its dict or element.
     public var position: SourcePosition
+    /// The subscription group.
     public var group: Located<String>?
+    /// The ISO 8601 duration as written, such as `P1M`.
     public var period: Located<String>?
+    /// The level of service within the group as written; 1 is the highest.
     public var rank: Located<Int64>?
 }
 
 /// App settings as one source file spells them.
 public struct AppSettingsDefinition: Sendable {
+    /// The file as diagnostics name it.
     public var file: String
+    /// The `app` setting; when present it must equal the file or folder name.
     public var app: Located<String>?
+    /// The app's `platforms` list, each name as written.
     public var platforms: Located<[Located<String>]>?
+    /// The `feedbackPolicy` dict or element, at its position.
     public var feedbackPolicy: Located<FeedbackPolicyDefinition>?
 }
 
+/// A `feedbackPolicy` as a source spells it, before the rules check its bounds.
 public struct FeedbackPolicyDefinition: Sendable {
+    /// `suspectAfterInstalls`, `quarantineAfterInstalls`, `installsPerNetwork`, `windowHours` and
+    /// `graceHours`, by key.
     public var integers: [String: Located<Int64>] = [:]
     /// `minimumInvalidRate`, `quarantineBudget`, `storeWideShare`: shares between 0 and 1.
     public var reals: [String: Located<Double>] = [:]
@@ -60,7 +89,9 @@ public struct FeedbackPolicyDefinition: Sendable {
 
 /// What one source file holds.
 public struct SourceDefinition: Sendable {
+    /// The app settings the file sets.
     public var settings: AppSettingsDefinition
+    /// The file's products, each checked on its own.
     public var products: CheckedProducts
 }
 
@@ -83,6 +114,7 @@ public struct CheckedProducts: Sendable, CustomStringConvertible {
     /// file, the duplicate rule is done by the end of decoding.
     private(set) var identifiers = IdentifierRegister()
 
+    /// No products yet.
     public init() {}
 
     /// Checks `definition` by the rules that concern it alone, into `diagnostics`, and keeps

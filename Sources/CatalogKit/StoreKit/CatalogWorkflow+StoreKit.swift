@@ -9,17 +9,21 @@ extension CatalogWorkflow {
 
     /// What an import did, or would have done when it has errors (then it wrote nothing).
     public struct ProductImport: Sendable {
+        /// Problems in the imported file, the app's sources and the result, errors and warnings.
         public var diagnostics: [Diagnostic]
         /// The source file written (or that would have been), as diagnostics show it.
         public var target: String
         /// What the imported file was recognised as, for a product list (`catalog import plist`).
         public var shape: String?
+        /// Identifiers new to the catalog, added to the target file.
         public var added: [String] = []
+        /// Identifiers already in the target file whose definitions the import overwrote.
         public var replaced: [String] = []
         /// Products already in the catalog and left as they are.
         public var skipped: [String] = []
         /// Whether the target file changed on disk.
         public var wrote = false
+        /// Whether any diagnostic is an error: then nothing was written.
         public var hasErrors: Bool { diagnostics.containsErrors }
     }
 
@@ -255,8 +259,11 @@ extension CatalogWorkflow {
 
     /// What an export made: the file's bytes, or nil with the diagnostics that prevented it.
     public struct StoreKitExport: Sendable {
+        /// The `.storekit` file's bytes; nil when the sources have errors.
         public var bytes: [UInt8]?
+        /// Problems in the app's sources, and what the export had to leave out.
         public var diagnostics: [Diagnostic]
+        /// How many products the file holds: those with a type, retired ones left out.
         public var productCount = 0
         /// The `.storekit` format written: 4, which current Xcode versions open, or 5 (Xcode 26) when a
         /// subscription has billing plans or per-plan introductory offers.
