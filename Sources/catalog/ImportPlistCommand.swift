@@ -38,13 +38,6 @@ struct ImportPlistCommand: AsyncParsableCommand {
             try options.workflow.importProductList(from: URL(fileURLWithPath: file), displayPath: file, app: app, overwrite: overwrite)
         }
         if let shape = result.shape { print("\(file): read \(shape)") }
-        report(result.diagnostics)
-        if result.hasErrors {
-            printError("nothing was written")
-            throw ExitCode(1)
-        }
-        var counts = ["\(result.added.count) added", "\(result.replaced.count) replaced"]
-        if !result.skipped.isEmpty { counts.append("\(result.skipped.count) skipped") }
-        print("\(app): \(result.wrote ? "wrote" : "unchanged") \(result.target): \(counts.joined(separator: ", "))")
+        try finish(result, app: app)
     }
 }

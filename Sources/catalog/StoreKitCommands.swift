@@ -64,16 +64,20 @@ struct ImportStoreKitCommand: AsyncParsableCommand {
         let result = try await exitOnFailure {
             try options.workflow.importStoreKit(from: URL(fileURLWithPath: file), displayPath: file, app: app, overwrite: overwrite)
         }
-        report(result.diagnostics)
-        if result.hasErrors {
-            printError("nothing was written")
-            throw ExitCode(1)
-        }
-        var counts = ["\(result.added.count) added", "\(result.replaced.count) replaced"]
-        if !result.skipped.isEmpty { counts.append("\(result.skipped.count) skipped") }
-        let verb = result.wrote ? "wrote" : "unchanged"
-        print("\(app): \(verb) \(result.target): \(counts.joined(separator: ", "))")
+        try finish(result, app: app)
     }
+}
+
+/// What every import prints: its diagnostics, then what it wrote, or exit status 1 on an error.
+func finish(_ result: CatalogWorkflow.ProductImport, app: String) throws {
+    report(result.diagnostics)
+    if result.hasErrors {
+        printError("nothing was written")
+        throw ExitCode(1)
+    }
+    var counts = ["\(result.added.count) added", "\(result.replaced.count) replaced"]
+    if !result.skipped.isEmpty { counts.append("\(result.skipped.count) skipped") }
+    print("\(app): \(result.wrote ? "wrote" : "unchanged") \(result.target): \(counts.joined(separator: ", "))")
 }
 
 struct ExportStoreKitCommand: AsyncParsableCommand {

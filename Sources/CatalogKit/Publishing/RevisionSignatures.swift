@@ -38,7 +38,7 @@ public enum RevisionSignatures {
 
     /// The states (by index) in which the files of `directory` are served.
     static func statesServing(_ directory: String, in manifest: RevisionManifest) -> [Int] {
-        states(of: manifest).indices.filter { index in states(of: manifest)[index].variants.contains { $0.directory == directory } }
+        states(of: manifest).enumerated().filter { $0.element.variants.contains { $0.directory == directory } }.map(\.offset)
     }
 
     /// Renders the feed of `kind` in `directory` and, with a signer, signs it for every state that
