@@ -67,7 +67,7 @@ import Testing
         case .sqlite:
             return (try await catalog.reportStore(reports), {})
         case .postgres:
-            let server = try await TestPostgres.offThePool { try TestPostgres.start() }
+            let server = try await offThePool { try TestPostgres.start() }
             guard case .postgres(let address) = try StoreURL(parsing: try await server.createDatabase()) else {
                 server.stop()
                 throw StoreURLError.notPostgres

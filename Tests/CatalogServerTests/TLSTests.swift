@@ -15,8 +15,16 @@ import Testing
 /// both, and a renewed certificate served without a restart. curl is the client, trusting only
 /// the CA this test makes.
 @Suite struct TLSTests {
-    /// `curl` on `url` trusting `ca`: the status, the HTTP version and the ETag it saw.
-    static func curl(_ url: String, ca: URL, version: String, headers: [String] = []) throws -> (
+    /// `curl` on `url` trusting `ca`: the status, the HTTP version and the ETag it saw. Waited for
+    /// on a thread of its own: the server under test answers on the test threads, and a test
+    /// thread blocked on curl could leave it none (curl then times out).
+    static func curl(_ url: String, ca: URL, version: String, headers: [String] = []) async throws -> (
+        status: Int, version: String, etag: String?
+    ) {
+        try await offThePool { try blockingCurl(url, ca: ca, version: version, headers: headers) }
+    }
+
+    private static func blockingCurl(_ url: String, ca: URL, version: String, headers: [String]) throws -> (
         status: Int, version: String, etag: String?
     ) {
         let process = Process()
@@ -51,14 +59,14 @@ import Testing
         try await app.test(.live) { client in
             let url = "https://localhost:\(try #require(client.port))/v1/apps/\(CatalogServerTests.app)/products.json"
             for (flag, expected) in [("--http2", "2"), ("--http1.1", "1.1")] {
-                let full = try Self.curl(url, ca: first.ca, version: flag)
+                let full = try await Self.curl(url, ca: first.ca, version: flag)
                 #expect(full.status == 200 && full.version == expected, "\(flag): \(full)")
                 let etag = try #require(full.etag)
-                let revalidated = try Self.curl(url, ca: first.ca, version: flag, headers: ["If-None-Match: \(etag)"])
+                let revalidated = try await Self.curl(url, ca: first.ca, version: flag, headers: ["If-None-Match: \(etag)"])
                 #expect(revalidated.status == 304 && revalidated.version == expected, "\(flag): \(revalidated)")
             }
             // Untrusted: refused by the client.
-            #expect(try Self.curl(url, ca: first.otherCA, version: "--http2").status == 0)
+            #expect(try await Self.curl(url, ca: first.otherCA, version: "--http2").status == 0)
 
             // A renewal replaces both files; within a second or two the server presents it.
             for (source, target) in [(renewed.certificate, certificate), (renewed.key, key)] {
@@ -69,7 +77,7 @@ import Testing
             var status = 0
             for _ in 0..<30 where status != 200 {
                 try await Task.sleep(for: .milliseconds(200))
-                status = try Self.curl(url, ca: renewed.ca, version: "--http2").status
+                status = try await Self.curl(url, ca: renewed.ca, version: "--http2").status
             }
             #expect(status == 200, "the renewed certificate was not served")
         }

@@ -160,7 +160,7 @@ public final class TestPostgres: Sendable {
     /// unaligned and without headers.
     @discardableResult
     public func psql(_ sql: String, database: String = "catalog") async throws -> String {
-        try await Self.offThePool { try self.psqlBlocking(sql, database: database) }
+        try await offThePool { try self.psqlBlocking(sql, database: database) }
     }
 
     private func psqlBlocking(_ sql: String, database: String) throws -> String {
@@ -171,15 +171,6 @@ public final class TestPostgres: Sendable {
                 "-d", database, "-c", sql,
             ]
         ).trimmingCharacters(in: .whitespacesAndNewlines)
-    }
-
-    /// Runs blocking work (a process and the wait for it) on a thread of its own, never on one of
-    /// the few threads that run every test's tasks: blocked, they would stall other tests'
-    /// servers and clients into timeouts.
-    public static func offThePool<Value: Sendable>(_ work: @escaping @Sendable () throws -> Value) async throws -> Value {
-        try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }
-        }
     }
 
     /// Shuts the server down (fast: open sessions are disconnected) and removes its folder.
@@ -299,7 +290,7 @@ public struct PostgresServerTrait: SuiteTrait, TestScoping {
         let started: Result<TestPostgres.SuiteServer, any Error>
         do {
             let tls = self.tls
-            started = .success(try await TestPostgres.offThePool { try Self.start(tls: tls, certificateFolder: certificateFolder) })
+            started = .success(try await offThePool { try Self.start(tls: tls, certificateFolder: certificateFolder) })
         } catch {
             started = .failure(error)
         }
@@ -316,7 +307,7 @@ public struct PostgresServerTrait: SuiteTrait, TestScoping {
 
     private static func stop(_ started: Result<TestPostgres.SuiteServer, any Error>) async {
         guard case .success(let running) = started else { return }
-        _ = try? await TestPostgres.offThePool { running.server.stop() }
+        _ = try? await offThePool { running.server.stop() }
     }
 
     private static func start(tls: Bool, certificateFolder: URL) throws -> TestPostgres.SuiteServer {

@@ -54,11 +54,7 @@ import Testing
     /// ``run(_:in:environment:)`` on a thread of its own: waiting for a process must not hold one of
     /// the few threads every test's tasks (and the servers of other tests) run on.
     static func runAsync(_ arguments: [String], in directory: URL, environment: [String: String] = [:]) async throws -> Run {
-        try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async {
-                continuation.resume(with: Result { try run(arguments, in: directory, environment: environment) })
-            }
-        }
+        try await offThePool { try run(arguments, in: directory, environment: environment) }
     }
 
     static func run(_ arguments: [String], in directory: URL, environment: [String: String] = [:]) throws -> Run {
