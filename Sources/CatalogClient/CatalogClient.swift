@@ -35,15 +35,21 @@ public actor CatalogClient {
     private let cache: FeedCache
     let outbox: ReportOutbox
     /// Parsed feeds by URL, so that a fresh-cache answer costs neither a read nor a parse.
-    private var memory: [URL: (feed: CachedFeed, decoded: DecodedFeed)] = [:]
+    private var memory: [URL: MemoryEntry] = [:]
     /// Requests under way by URL: a call for a feed already being fetched waits for that request.
     private var inFlight: [URL: Task<ProductList, Never>] = [:]
     /// The catalog revision last seen, sent with reports so the server knows which feed they saw.
     private var lastRevision: Int?
     /// Signature checks and what they have accepted so far.
     private var trust: FeedTrust
-    /// The verified signature of each feed in `memory`, when signatures are on.
-    private var verified: [String: VerifiedFeedSignature] = [:]
+
+    /// A feed as kept in memory: its cached form, parsed, and its verified signature when
+    /// signatures are checked.
+    private struct MemoryEntry {
+        var feed: CachedFeed
+        var decoded: DecodedFeed
+        var signature: VerifiedFeedSignature?
+    }
 
     /// A client. It starts sending reports an earlier process left queued, if any; the feed cache is
     /// read on first use.
@@ -94,10 +100,9 @@ public actor CatalogClient {
         let cached = cachedFeed(feedURL)
         // A signature past its expiry makes a cached feed stale, whatever max-age said: the
         // server (or the static host's .jws) must vouch for it again.
-        let signatureCurrent =
-            verified[feedURL.absoluteString].map { trust.policy.clock().timeIntervalSince1970 <= TimeInterval($0.claims.exp) } ?? true
+        let signatureCurrent = cached?.signature.map { !isExpired($0) } ?? true
         if let cached, !revalidate, signatureCurrent, cached.feed.isFresh(at: Date()) {
-            return list(cached.decoded, cached.feed, source: .freshCache, status: nil)
+            return list(cached, source: .freshCache, status: nil)
         }
         if let running = inFlight[feedURL] { return await running.value }
         let request = Task { await self.revalidate(feedURL, cached: cached?.feed) }
@@ -107,15 +112,20 @@ public actor CatalogClient {
         return answer
     }
 
-    private func cachedFeed(_ url: URL) -> (feed: CachedFeed, decoded: DecodedFeed)? {
+    private func isExpired(_ signature: VerifiedFeedSignature) -> Bool {
+        trust.policy.clock().timeIntervalSince1970 > TimeInterval(signature.claims.exp)
+    }
+
+    private func cachedFeed(_ url: URL) -> MemoryEntry? {
         if let entry = memory[url] { return entry }
         guard let feed = cache.load(url) else { return nil }
+        var signature: VerifiedFeedSignature?
         // The cache is only a file: it is checked like a download, against the revision the data
         // directory says was accepted, before it is parsed or trusted. An expired signature is
         // not a reason to drop it (it is the last verified list); revalidation will ask.
         if trust.isEnabled {
             do {
-                verified[url.absoluteString] = try trust.check(
+                signature = try trust.check(
                     feed.header.signature, body: feed.body, url: url, now: trust.policy.clock(), ignoringExpiry: true)
             } catch {
                 if trust.policy.mode == .enforce {
@@ -129,8 +139,9 @@ public actor CatalogClient {
             cache.remove(url)
             return nil
         }
-        memory[url] = (feed, decoded)
-        return (feed, decoded)
+        let entry = MemoryEntry(feed: feed, decoded: decoded, signature: signature)
+        memory[url] = entry
+        return entry
     }
 
     /// One request (with retries) and what its answer means for the list.
@@ -160,9 +171,7 @@ public actor CatalogClient {
                 // A re-issued signature comes with the 304 from `catalog serve`; a static host's
                 // is in the .jws beside the feed, asked for only when the kept one has expired.
                 var signature = answer.header(FeedSigner.httpHeader) ?? cached.header.signature
-                if answer.header(FeedSigner.httpHeader) == nil, let kept = verified[url.absoluteString],
-                    trust.policy.clock().timeIntervalSince1970 > TimeInterval(kept.claims.exp)
-                {
+                if answer.header(FeedSigner.httpHeader) == nil, let kept = entry.signature, isExpired(kept) {
                     signature = await detachedSignature(for: url) ?? signature
                 }
                 judgement = judge(feed.body, signature: signature, url: url)
@@ -177,10 +186,10 @@ public actor CatalogClient {
                 judgement = judge(answer.body, signature: signature, url: url)
                 if let refusal = judgement.refusal { return fallback(url, error: refusal) }
                 // The version already accepted: a no-op, the list stays the one the cache holds.
-                if let checked = judgement.verified, trust.isCurrent(checked), let cached, let entry = memory[url],
-                    cached.body != answer.body
+                if let checked = judgement.verified, trust.isCurrent(checked), let entry = memory[url],
+                    entry.feed.body != answer.body
                 {
-                    return list(entry.decoded, cached, source: .notModified, status: answer.status)
+                    return list(entry, source: .notModified, status: answer.status)
                 }
             }
             do {
@@ -202,8 +211,8 @@ public actor CatalogClient {
         feed.header.validatedAt = requestedAt
         feed.header.freshnessLifetime = lifetime
         feed.header.freshUntil = lifetime.map { requestedAt.addingTimeInterval($0) }
-        memory[url] = (feed, decoded)
-        verified[url.absoluteString] = judgement.verified
+        let entry = MemoryEntry(feed: feed, decoded: decoded, signature: judgement.verified)
+        memory[url] = entry
         if policy.noStore {
             cache.remove(url)
         } else {
@@ -213,7 +222,7 @@ public actor CatalogClient {
         if let checked = judgement.verified {
             do { try trust.commit(checked) } catch { configuration.log("signature state not written: \(error)") }
         }
-        var answered = list(decoded, feed, source: answer.status == 304 ? .notModified : .network, status: answer.status)
+        var answered = list(entry, source: answer.status == 304 ? .notModified : .network, status: answer.status)
         answered.signatureIssue = judgement.issue
         return answered
     }
@@ -276,7 +285,7 @@ public actor CatalogClient {
 
     private func fallback(_ url: URL, error: CatalogClientError) -> ProductList {
         if let cached = memory[url] {
-            var list = list(cached.decoded, cached.feed, source: .staleCache, status: nil)
+            var list = list(cached, source: .staleCache, status: nil)
             list.status = error.status
             list.error = error
             return list
@@ -305,13 +314,14 @@ public actor CatalogClient {
             signedRevision: signedRevision)
     }
 
-    private func list(_ decoded: DecodedFeed, _ feed: CachedFeed, source: ProductList.Source, status: Int?) -> ProductList {
+    private func list(_ entry: MemoryEntry, source: ProductList.Source, status: Int?) -> ProductList {
+        let (decoded, feed) = (entry.decoded, entry.feed)
         if let revision = decoded.revision { lastRevision = revision }
         return ProductList(
             identifiers: decoded.identifiers, products: decoded.products, known: decoded.known, revision: decoded.revision,
             source: source, status: status, entityTag: feed.header.entityTag, lastModified: feed.header.lastModified,
             validatedAt: feed.header.validatedAt, freshUntil: feed.header.freshUntil, error: nil,
-            signedRevision: verified[feed.header.url]?.claims.rev)
+            signedRevision: entry.signature?.claims.rev)
     }
 
     /// An answer other than 200 or 304, as an error that says whether to retry.

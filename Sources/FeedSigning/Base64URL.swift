@@ -25,7 +25,8 @@ public enum Base64URL {
         return data
     }
 
-    private static func isAlphabet(_ byte: UInt8) -> Bool {
+    /// Whether `byte` is one of base64url's 64 characters.
+    static func isAlphabet(_ byte: UInt8) -> Bool {
         switch byte {
         case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
             UInt8(ascii: "-"), UInt8(ascii: "_"):

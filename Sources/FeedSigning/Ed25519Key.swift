@@ -19,6 +19,11 @@ public struct Ed25519PublicKey: Sendable, Hashable {
         guard raw.count == 32, (try? Curve25519.Signing.PublicKey(rawRepresentation: raw)) != nil else {
             throw SignatureError(.malformed, "key '\(kid)' is not a 32-byte Ed25519 public key")
         }
+        self.init(kid: kid, validRaw: raw)
+    }
+
+    /// The public half of a key this process holds: its bytes need no check.
+    init(kid: String, validRaw raw: Data) {
         self.kid = kid
         self.raw = raw
     }
@@ -47,12 +52,8 @@ public struct Ed25519PublicKey: Sendable, Hashable {
 public struct Ed25519PrivateKey: Sendable {
     /// The key id: the first 16 base64url characters of its public key's SHA-256, for a new key.
     public let kid: String
-    /// The private key's 32 bytes (CryptoKit's key types are not `Sendable`).
-    private let d: Data
-    private var key: Curve25519.Signing.PrivateKey {
-        // Checked when the key was made or read: 32 valid bytes.
-        (try? Curve25519.Signing.PrivateKey(rawRepresentation: d)) ?? Curve25519.Signing.PrivateKey()
-    }
+    private let box: KeyBox
+    private var key: Curve25519.Signing.PrivateKey { box.key }
     /// The root's certificate of this key (compact JWS), for a signing key.
     public var certificate: String?
     /// The root's newest revocation statement (compact JWS), when one was issued.
@@ -61,7 +62,7 @@ public struct Ed25519PrivateKey: Sendable {
     /// A new random key; its id is the first 16 base64url characters of its public key's SHA-256.
     public init() {
         let key = Curve25519.Signing.PrivateKey()
-        d = key.rawRepresentation
+        box = KeyBox(key)
         kid = String(Base64URL.encode(SHA256.hash(data: key.publicKey.rawRepresentation)).prefix(16))
     }
 
@@ -75,15 +76,14 @@ public struct Ed25519PrivateKey: Sendable {
             throw SignatureError(.malformed, "the JWK's 'x' is not the public half of its 'd'")
         }
         self.kid = fields.kid
-        self.d = key.rawRepresentation
+        box = KeyBox(key)
         certificate = fields.cert
         revocations = fields.revocations
     }
 
     /// The public half, with the same key id.
     public var publicKey: Ed25519PublicKey {
-        // The raw representation of a valid key is always 32 bytes: this cannot fail.
-        (try? Ed25519PublicKey(kid: kid, raw: key.publicKey.rawRepresentation))!
+        Ed25519PublicKey(kid: kid, validRaw: key.publicKey.rawRepresentation)
     }
 
     /// The private JWK, one line of JSON: keep it out of `public/` and out of logs.
@@ -141,11 +141,17 @@ struct JWK: Codable {
 public enum KeyID {
     /// 1–64 characters of base64url's alphabet, plus `.`: printable in any header and log.
     public static func isValid(_ kid: String) -> Bool {
-        (1...64).contains(kid.utf8.count)
-            && kid.utf8.allSatisfy { byte in
-                (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte) || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte)
-                    || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: "-") || byte == UInt8(ascii: "_")
-                    || byte == UInt8(ascii: ".")
-            }
+        (1...64).contains(kid.utf8.count) && kid.utf8.allSatisfy { Base64URL.isAlphabet($0) || $0 == UInt8(ascii: ".") }
+    }
+
+}
+
+/// A swift-crypto private key, which is not `Sendable`. `@unchecked Sendable` is safe: the key
+/// is set once, never mutated, and swift-crypto's signing reads it without shared state.
+private final class KeyBox: @unchecked Sendable {
+    let key: Curve25519.Signing.PrivateKey
+
+    init(_ key: Curve25519.Signing.PrivateKey) {
+        self.key = key
     }
 }

@@ -41,10 +41,7 @@ struct FetchCommand: AsyncParsableCommand {
         // matter only for building report URLs, which it never does.
         var configuration = CatalogClient.Configuration(
             server: feedURL, app: VerifyCommand.location(feedURL.path)?.app ?? "", fallbackIdentifiers: [])
-        let roots = try rootKey.map { path -> Ed25519PublicKey in
-            guard let data = FileManager.default.contents(atPath: path) else { throw ValidationError("cannot read \(path)") }
-            do { return try Ed25519PublicKey(jwk: data) } catch { throw ValidationError("\(path): \(error)") }
-        }
+        let roots = try SigningOptions.rootKeys(rootKey)
         let mode = signatures ?? (roots.isEmpty ? .off : .enforce)
         if mode != .off && roots.isEmpty { throw ValidationError("--signatures \(mode.rawValue) needs --root-key") }
         configuration.signatures = CatalogClient.SignaturePolicy(mode: mode, rootKeys: roots)

@@ -32,6 +32,14 @@ struct SigningOptions: ParsableArguments {
         }
     }
 
+    /// The root public keys (`root.pub.jwk` files) that `catalog verify` and `catalog fetch` trust.
+    static func rootKeys(_ paths: [String]) throws -> [Ed25519PublicKey] {
+        try paths.map { path in
+            guard let data = FileManager.default.contents(atPath: path) else { throw ValidationError("cannot read \(path)") }
+            do { return try Ed25519PublicKey(jwk: data) } catch { throw ValidationError("\(path): \(error)") }
+        }
+    }
+
     /// `options.workflow` with the signer applied.
     func workflow(_ options: CatalogOptions) throws -> CatalogWorkflow {
         var workflow = options.workflow

@@ -34,10 +34,7 @@ struct VerifyCommand: AsyncParsableCommand {
     var grace: Int = 86_400
 
     func run() async throws {
-        let roots = try rootKey.map { path -> Ed25519PublicKey in
-            guard let data = FileManager.default.contents(atPath: path) else { throw ValidationError("cannot read \(path)") }
-            do { return try Ed25519PublicKey(jwk: data) } catch { throw ValidationError("\(path): \(error)") }
-        }
+        let roots = try SigningOptions.rootKeys(rootKey)
         guard !roots.isEmpty else { throw ValidationError("give the root public key with --root-key") }
         let (body, detached, location) = try await load()
         guard let detached else {

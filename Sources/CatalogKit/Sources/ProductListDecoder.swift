@@ -192,12 +192,7 @@ struct ProductListDecoder {
 
     /// `com.example.gold`: the identifier characters, and at least one dot, as reverse-DNS ids have.
     static func looksLikeIdentifier(_ text: String) -> Bool {
-        !text.isEmpty && text.utf8.count <= 100 && text.contains(".")
-            && text.utf8.allSatisfy { byte in
-                (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
-                    || (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(byte) || byte == UInt8(ascii: ".") || byte == UInt8(ascii: "_")
-                    || byte == UInt8(ascii: "-")
-            }
+        text.contains(".") && IdentifierRules.problem(text) == nil
     }
 
     // MARK: - Products
