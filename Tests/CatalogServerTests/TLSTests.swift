@@ -30,7 +30,7 @@ import Testing
         let process = Process()
         process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
         process.arguments =
-            ["-sS", "--max-time", "10", "--cacert", ca.path, version, "-o", "/dev/null", "-D", "-", "-w", "\n%{http_code} %{http_version}"]
+            ["-sS", "--max-time", "60", "--cacert", ca.path, version, "-o", "/dev/null", "-D", "-", "-w", "\n%{http_code} %{http_version}"]
             + headers.flatMap { ["-H", $0] } + [url]
         let output = Pipe()
         process.standardOutput = output

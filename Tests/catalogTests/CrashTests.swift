@@ -1,4 +1,5 @@
 import CatalogKit
+import CatalogTestSupport
 import Foundation
 import Testing
 
@@ -9,7 +10,7 @@ import Testing
 /// `catalog build` killed with SIGKILL at random moments: whatever the moment, the published tree
 /// is one complete revision whose every file matches its manifest, and the next build succeeds.
 @Suite struct CrashTests {
-    @Test func killedBuildsLeaveACompleteRevision() throws {
+    @Test func killedBuildsLeaveACompleteRevision() async throws {
         let binary = try catalogBinary()
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("crash-\(UUID().uuidString)")
         let catalog = root.appendingPathComponent("catalog")
@@ -35,19 +36,19 @@ import Testing
                 """
             try Data(text.utf8).write(to: catalog.appendingPathComponent("com.example.crash.plist"))
         }
-        func build() throws -> (status: Int32, duration: TimeInterval) {
+        func build() async throws -> (status: Int32, duration: TimeInterval) {
             let start = Date()
             let process = try run(binary, ["build", "--catalog", catalog.path, "--public", publicDirectory.path])
-            process.waitUntilExit()
+            try await waitForExit(process)
             return (process.terminationStatus, Date().timeIntervalSince(start))
         }
 
         try writeCatalog()
-        #expect(try build().status == 0)
+        #expect(try await build().status == 0)
         // Time a rebuild: it also reads and compares the previous revision, like the killed ones.
         productCount += 1
         try writeCatalog()
-        let first = try build()
+        let first = try await build()
         #expect(first.status == 0)
         var kills = 0
         // Kills land across the whole run, most of them in its second half, where writing happens.
@@ -57,15 +58,15 @@ import Testing
             let process = try run(binary, ["build", "--catalog", catalog.path, "--public", publicDirectory.path])
             let span = max(first.duration, 0.05)
             let moment = cycle % 4 == 0 ? Double.random(in: 0...span) : Double.random(in: span * 0.4...span * 1.1)
-            usleep(UInt32(moment * 1_000_000))
+            try await Task.sleep(for: .seconds(moment))
             if process.isRunning {
                 kill(process.processIdentifier, SIGKILL)
                 kills += 1
             }
-            process.waitUntilExit()
+            try await waitForExit(process)
             try expectCompleteRevision(publicDirectory, app: "com.example.crash")
         }
-        let last = try build()
+        let last = try await build()
         #expect(last.status == 0)
         try expectCompleteRevision(publicDirectory, app: "com.example.crash")
         let tree = PublicTree(root: publicDirectory)
@@ -108,6 +109,14 @@ private func catalogBinary() throws -> URL {
     if FileManager.default.isExecutableFile(atPath: fallback.path) { return fallback }
     Issue.record("the catalog executable was not built next to the tests (looked near \(CommandLine.arguments[0]))")
     throw CocoaError(.fileNoSuchFile)
+}
+
+/// Waits for `process` on a thread of its own: this test runs for a minute or more, and a test
+/// thread blocked that long starves every other test's servers.
+private func waitForExit(_ process: Process) async throws {
+    // `nonisolated(unsafe)`: the process is only waited on there, and read here once it has exited.
+    nonisolated(unsafe) let running = process
+    _ = try await offThePool { running.waitUntilExit() }
 }
 
 private func run(_ binary: URL, _ arguments: [String]) throws -> Process {
