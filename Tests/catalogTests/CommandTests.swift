@@ -53,11 +53,11 @@ import Testing
     /// Runs `catalog arguments…` in `directory`; output goes through files, so no pipe can fill up.
     /// ``run(_:in:environment:)`` on a thread of its own: waiting for a process must not hold one of
     /// the few threads every test's tasks (and the servers of other tests) run on.
-    static func runAsync(_ arguments: [String], in directory: URL, environment: [String: String] = [:]) async throws -> Run {
-        try await offThePool { try run(arguments, in: directory, environment: environment) }
+    static func run(_ arguments: [String], in directory: URL, environment: [String: String] = [:]) async throws -> Run {
+        try await offThePool { try runBlocking(arguments, in: directory, environment: environment) }
     }
 
-    static func run(_ arguments: [String], in directory: URL, environment: [String: String] = [:]) throws -> Run {
+    private static func runBlocking(_ arguments: [String], in directory: URL, environment: [String: String]) throws -> Run {
         let process = Process()
         process.executableURL = try executable()
         process.arguments = arguments
@@ -111,12 +111,8 @@ import Testing
             FileManager.default.fileExists(atPath: root.appendingPathComponent(path).path)
         }
 
-        func run(_ arguments: String...) throws -> Run {
-            try CommandTests.run(arguments, in: root)
-        }
-
-        func runAsync(_ arguments: String...) async throws -> Run {
-            try await CommandTests.runAsync(arguments, in: root)
+        func run(_ arguments: String...) async throws -> Run {
+            try await CommandTests.run(arguments, in: root)
         }
 
         /// Every file below `root` (output capture files excluded) with its bytes.
@@ -139,13 +135,7 @@ import Testing
         }
     }
 
-    static func withWorkspace<T>(_ body: (Workspace) throws -> T) throws -> T {
-        let workspace = try Workspace()
-        defer { workspace.remove() }
-        return try body(workspace)
-    }
-
-    static func withWorkspaceAsync<T>(_ body: (Workspace) async throws -> T) async throws -> T {
+    static func withWorkspace<T>(_ body: (Workspace) async throws -> T) async throws -> T {
         let workspace = try Workspace()
         defer { workspace.remove() }
         return try await body(workspace)
@@ -198,10 +188,10 @@ import Testing
 
     // MARK: - validate
 
-    @Test func validateCleanCatalog() throws {
-        try Self.withWorkspace { workspace in
+    @Test func validateCleanCatalog() async throws {
+        try await Self.withWorkspace { workspace in
             try Self.writeDemo(workspace)
-            let run = try workspace.run("validate")
+            let run = try await workspace.run("validate")
             #expect(run.status == 0)
             #expect(run.stdout == "3 apps, 7 products: valid\n")
             #expect(run.stderr == "")
@@ -210,16 +200,16 @@ import Testing
     }
 
     /// The demo catalog shipped in the repository validates clean and builds.
-    @Test func repositoryDemoCatalog() throws {
+    @Test func repositoryDemoCatalog() async throws {
         let package = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
         let demo = package.appendingPathComponent("catalog", isDirectory: true)
         try #require(FileManager.default.fileExists(atPath: demo.path), "no demo catalog at \(demo.path)")
-        try Self.withWorkspace { workspace in
-            let run = try workspace.run("validate", "--catalog", demo.path)
+        try await Self.withWorkspace { workspace in
+            let run = try await workspace.run("validate", "--catalog", demo.path)
             #expect(run.status == 0)
             #expect(run.stderr == "")
             #expect(run.stdout.hasSuffix(" products: valid\n"))
-            let build = try workspace.run("build", "--catalog", demo.path, "--public", "site")
+            let build = try await workspace.run("build", "--catalog", demo.path, "--public", "site")
             #expect(build.status == 0)
             let apps = try FileManager.default.contentsOfDirectory(atPath: workspace.root.appendingPathComponent("site/v1/apps").path)
             #expect(!apps.isEmpty)
@@ -230,10 +220,10 @@ import Testing
         }
     }
 
-    @Test func validateWithWarningsOnly() throws {
-        try Self.withWorkspace { workspace in
+    @Test func validateWithWarningsOnly() async throws {
+        try await Self.withWorkspace { workspace in
             try workspace.write("catalog/com.example.app.plist", plist("<array>\n\t<string>com.example.Level-1</string>\n</array>"))
-            let run = try workspace.run("validate")
+            let run = try await workspace.run("validate")
             #expect(run.status == 0)
             #expect(run.stdout == "1 app, 1 product: valid\n")
             #expect(
@@ -246,8 +236,8 @@ import Testing
         }
     }
 
-    @Test func validateWithErrors() throws {
-        try Self.withWorkspace { workspace in
+    @Test func validateWithErrors() async throws {
+        try await Self.withWorkspace { workspace in
             try Self.writeDemo(workspace)
             try workspace.write(
                 "catalog/com.example.app.plist",
@@ -260,7 +250,7 @@ import Testing
                     \t<integer>3</integer>
                     </array>
                     """))
-            let run = try workspace.run("validate")
+            let run = try await workspace.run("validate")
             #expect(run.status == 1)
             #expect(run.stdout == "")
             #expect(
@@ -275,10 +265,10 @@ import Testing
     }
 
     /// Diagnostics show the catalog directory as it was typed.
-    @Test func validateShowsTheCatalogPathAsTyped() throws {
-        try Self.withWorkspace { workspace in
+    @Test func validateShowsTheCatalogPathAsTyped() async throws {
+        try await Self.withWorkspace { workspace in
             try workspace.write("sources/com.example.app.plist", plist("<array>\n\t<string>bad id</string>\n</array>"))
-            let run = try workspace.run("validate", "--catalog", "sources")
+            let run = try await workspace.run("validate", "--catalog", "sources")
             #expect(run.status == 1)
             #expect(
                 run.stderr == """
@@ -286,7 +276,7 @@ import Testing
                     1 error, 0 warnings
 
                     """)
-            let slash = try workspace.run("validate", "--catalog", "sources/")
+            let slash = try await workspace.run("validate", "--catalog", "sources/")
             #expect(slash.stderr.hasPrefix("sources/com.example.app.plist:5:2: error: "))
         }
     }
@@ -303,10 +293,10 @@ import Testing
         ["feedback", "release", "com.example.app"],
         ["feedback", "--store", "mysql://localhost/reports"],
     ])
-    func misuseExitsWith64(arguments: [String]) throws {
-        try Self.withWorkspace { workspace in
+    func misuseExitsWith64(arguments: [String]) async throws {
+        try await Self.withWorkspace { workspace in
             try Self.writeDemo(workspace)
-            let run = try CommandTests.run(arguments, in: workspace.root)
+            let run = try await CommandTests.run(arguments, in: workspace.root)
             #expect(run.status == 64)
             #expect(run.stdout == "")
             #expect(run.stderr.contains("Usage: catalog") || run.stderr.contains("USAGE: catalog"))
@@ -314,9 +304,9 @@ import Testing
         }
     }
 
-    @Test func missingCatalogDirectoryIsNamed() throws {
-        try Self.withWorkspace { workspace in
-            let run = try workspace.run("validate", "--catalog", "missing")
+    @Test func missingCatalogDirectoryIsNamed() async throws {
+        try await Self.withWorkspace { workspace in
+            let run = try await workspace.run("validate", "--catalog", "missing")
             #expect(run.status == 64)
             #expect(run.stderr.hasPrefix("Error: catalog directory 'missing' does not exist\n"))
         }
@@ -324,10 +314,10 @@ import Testing
 
     // MARK: - build
 
-    @Test func buildSeedExample() throws {
-        try Self.withWorkspace { workspace in
+    @Test func buildSeedExample() async throws {
+        try await Self.withWorkspace { workspace in
             try workspace.write("catalog/com.example.app.plist", Self.seed)
-            let run = try workspace.run("build")
+            let run = try await workspace.run("build")
             #expect(run.status == 0)
             #expect(run.stderr == "")
             #expect(run.stdout == "com.example.app: published revision 1: 3 on sale, 0 known; products 3 added; 2 of 2 feeds changed\n")
@@ -341,17 +331,17 @@ import Testing
 
             // Unchanged sources: nothing published, nothing touched.
             let before = workspace.files().filter { $0.key.hasPrefix("public/") }
-            let again = try workspace.run("build")
+            let again = try await workspace.run("build")
             #expect(again.status == 0)
             #expect(again.stdout == "com.example.app: unchanged at revision 1\n")
             #expect(workspace.files().filter { $0.key.hasPrefix("public/") } == before)
         }
     }
 
-    @Test func buildPrintsASummaryLinePerApp() throws {
-        try Self.withWorkspace { workspace in
+    @Test func buildPrintsASummaryLinePerApp() async throws {
+        try await Self.withWorkspace { workspace in
             try Self.writeDemo(workspace)
-            let run = try workspace.run("build", "--public", "site")
+            let run = try await workspace.run("build", "--public", "site")
             #expect(run.status == 0)
             #expect(run.stderr == "")
             #expect(
@@ -367,11 +357,11 @@ import Testing
         }
     }
 
-    @Test func buildWithErrorsPublishesNothing() throws {
-        try Self.withWorkspace { workspace in
+    @Test func buildWithErrorsPublishesNothing() async throws {
+        try await Self.withWorkspace { workspace in
             try Self.writeDemo(workspace)
             try workspace.write("catalog/com.example.broken.plist", plist("<array>\n\t<string>bad id</string>\n</array>"))
-            let run = try workspace.run("build")
+            let run = try await workspace.run("build")
             #expect(run.status == 1)
             #expect(run.stdout == "")
             #expect(
@@ -384,10 +374,10 @@ import Testing
         }
     }
 
-    @Test func dryRunPrintsTheDiffAndWritesNothing() throws {
-        try Self.withWorkspace { workspace in
+    @Test func dryRunPrintsTheDiffAndWritesNothing() async throws {
+        try await Self.withWorkspace { workspace in
             try workspace.write("catalog/com.example.app.plist", Self.seed)
-            let first = try workspace.run("build", "--dry-run")
+            let first = try await workspace.run("build", "--dry-run")
             #expect(first.status == 0)
             #expect(first.stderr == "")
             #expect(
@@ -400,7 +390,7 @@ import Testing
                     """)
             #expect(!workspace.exists("public"))
 
-            #expect(try workspace.run("build").status == 0)
+            #expect(try await workspace.run("build").status == 0)
             try workspace.write(
                 "catalog/com.example.app.plist",
                 plist(
@@ -432,7 +422,7 @@ import Testing
                     </dict>
                     """))
             let before = workspace.files()
-            let second = try workspace.run("build", "--dry-run")
+            let second = try await workspace.run("build", "--dry-run")
             #expect(second.status == 0)
             #expect(
                 second.stdout == """
@@ -447,16 +437,16 @@ import Testing
         }
     }
 
-    @Test func helpListsTheCommands() throws {
-        try Self.withWorkspace { workspace in
-            let run = try workspace.run("--help")
+    @Test func helpListsTheCommands() async throws {
+        try await Self.withWorkspace { workspace in
+            let run = try await workspace.run("--help")
             #expect(run.status == 0)
             let lines = run.stdout.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }
             #expect(lines.contains { $0.hasPrefix("validate ") })
             #expect(lines.contains { $0.hasPrefix("build ") })
             #expect(run.stdout.contains("USAGE: catalog <subcommand>"))
 
-            let build = try workspace.run("build", "--help")
+            let build = try await workspace.run("build", "--help")
             #expect(build.status == 0)
             #expect(build.stdout.contains("--dry-run"))
             #expect(build.stdout.contains("--catalog <catalog>"))
@@ -469,7 +459,7 @@ import Testing
 @Suite struct ServeCommandTests {
     @Test(arguments: [SIGTERM, SIGINT])
     func stopsGracefullyOnSignal(_ signal: Int32) async throws {
-        try await CommandTests.withWorkspaceAsync { workspace in
+        try await CommandTests.withWorkspace { workspace in
             try workspace.write("catalog/com.example.app.plist", CommandTests.seed)
             let server = try ServeProcess(in: workspace)
             defer { if server.process.isRunning { server.process.terminate() } }

@@ -47,9 +47,9 @@ import Testing
     }
 
     @Test func quarantineAndReleaseEndToEnd() async throws {
-        try await CommandTests.withWorkspaceAsync { workspace in
+        try await CommandTests.withWorkspace { workspace in
             try workspace.write("catalog/com.example.app.plist", Self.catalog)
-            #expect(try workspace.run("build").status == 0)
+            #expect(try await workspace.run("build").status == 0)
             #expect(workspace.read("public/v1/apps/com.example.app/products.json") == seedProductsJSON)
             let manifest = try #require(try PublicTree(root: workspace.root.appendingPathComponent("public")).currentManifest(Self.app))
 
@@ -63,7 +63,7 @@ import Testing
 
             let reason =
                 "reported invalid by 20 production installs from 20 networks since \(manifest.publishedAt.iso8601), invalid rate 1.0"
-            let feedback = try workspace.run("feedback")
+            let feedback = try await workspace.run("feedback")
             #expect(feedback.status == 0)
             #expect(feedback.stderr == "")
             #expect(feedback.stdout == "com.example.app: quarantined com.example.level2 (\(reason))\n")
@@ -71,7 +71,7 @@ import Testing
             #expect(file.contains("<string>\(reason)</string>"))
 
             // `catalog reports` shows the same verdict beside the aggregate, most affected first.
-            let table = try workspace.run("reports", "--app", Self.app)
+            let table = try await workspace.run("reports", "--app", Self.app)
             #expect(table.status == 0)
             let rows = table.stdout.split(separator: "\n").map {
                 $0.split(separator: " ", omittingEmptySubsequences: true).prefix(6).joined(separator: " ")
@@ -82,18 +82,18 @@ import Testing
                     "com.example.level2 quarantined iOS production 20 20",
                     "com.example.level1 - iOS sandbox 2 2",
                 ])
-            let json = try workspace.run("reports", "--json", "--since", "1h")
+            let json = try await workspace.run("reports", "--json", "--since", "1h")
             let aggregates = try #require(
                 (try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])?["aggregates"] as? [[String: Any]])
             #expect(aggregates.first?["verdict"] as? String == "quarantined")
             #expect(aggregates.first?["reason"] as? String == reason)
             #expect(aggregates.first?["invalidRate"] as? Double == 1.0)
 
-            let again = try workspace.run("feedback")
+            let again = try await workspace.run("feedback")
             #expect(again.status == 0 && again.stdout == "", "no verdict changed")
             #expect(workspace.read("catalog/com.example.app.feedback.plist") == file, "nothing changed, nothing written")
 
-            let build = try workspace.run("build")
+            let build = try await workspace.run("build")
             #expect(build.status == 0)
             #expect(
                 build.stdout == """
@@ -107,13 +107,13 @@ import Testing
                     ["id": "com.example.level2", "type": "non-consumable", "status": "quarantined", "reason": reason]
                 ])
 
-            let release = try workspace.run("feedback", "release", Self.app, "com.example.level2")
+            let release = try await workspace.run("feedback", "release", Self.app, "com.example.level2")
             #expect(release.status == 0)
             #expect(release.stdout == "com.example.app: released com.example.level2 (was quarantined: \(reason))\n")
-            let afterRelease = try workspace.run("feedback")
+            let afterRelease = try await workspace.run("feedback")
             #expect(afterRelease.status == 0 && afterRelease.stdout == "", "the reports before the release no longer count")
 
-            let rebuild = try workspace.run("build")
+            let rebuild = try await workspace.run("build")
             #expect(rebuild.status == 0)
             #expect(
                 rebuild.stdout == """
@@ -126,15 +126,15 @@ import Testing
         }
     }
 
-    @Test func releaseRefusesWhatIsNotJudged() throws {
-        try CommandTests.withWorkspace { workspace in
+    @Test func releaseRefusesWhatIsNotJudged() async throws {
+        try await CommandTests.withWorkspace { workspace in
             try workspace.write("catalog/com.example.app.plist", Self.catalog)
-            let notJudged = try workspace.run("feedback", "release", Self.app, "com.example.level1")
+            let notJudged = try await workspace.run("feedback", "release", Self.app, "com.example.level1")
             #expect(notJudged.status == 1)
             #expect(
                 notJudged.stderr
                     == "error: 'com.example.level1' is neither quarantined nor suspect in 'com.example.app'; nothing to release\n")
-            let unknownApp = try workspace.run("feedback", "release", "com.example.nope", "com.example.level1")
+            let unknownApp = try await workspace.run("feedback", "release", "com.example.nope", "com.example.level1")
             #expect(unknownApp.status == 1)
             #expect(
                 unknownApp.stderr
@@ -146,29 +146,29 @@ import Testing
 
     /// `catalog feedback quarantine`: an editor's decision, then a build takes the id off sale;
     /// twice, or for an id not on sale, is an error.
-    @Test func anEditorQuarantinesFromTheCommandLine() throws {
-        try CommandTests.withWorkspace { workspace in
+    @Test func anEditorQuarantinesFromTheCommandLine() async throws {
+        try await CommandTests.withWorkspace { workspace in
             try workspace.write("catalog/com.example.app.plist", Self.catalog)
-            #expect(try workspace.run("build").status == 0)
-            let confirmed = try workspace.run("feedback", "quarantine", Self.app, "com.example.level1")
+            #expect(try await workspace.run("build").status == 0)
+            let confirmed = try await workspace.run("feedback", "quarantine", Self.app, "com.example.level1")
             #expect(confirmed.status == 0, "\(confirmed.stderr)")
             #expect(confirmed.stdout.hasPrefix("com.example.app: quarantined com.example.level1 (quarantined by "))
             #expect(workspace.read("catalog/com.example.app.feedback.plist")?.contains("<key>confirmedBy</key>") == true)
-            let again = try workspace.run("feedback", "quarantine", Self.app, "com.example.level1")
+            let again = try await workspace.run("feedback", "quarantine", Self.app, "com.example.level1")
             #expect(again.status == 1 && again.stderr == "error: 'com.example.level1' is already quarantined in 'com.example.app'\n")
-            let unknown = try workspace.run("feedback", "quarantine", Self.app, "com.example.nope")
+            let unknown = try await workspace.run("feedback", "quarantine", Self.app, "com.example.nope")
             #expect(unknown.status == 1 && unknown.stderr.contains("is not a cleared product of 'com.example.app'"))
-            #expect(try workspace.run("build").status == 0)
+            #expect(try await workspace.run("build").status == 0)
             #expect(workspace.read("public/v1/apps/com.example.app/products.json") == #"["com.example.level2","com.example.rocket_car"]"#)
         }
     }
 
     /// A feedback file with errors is neither acted on nor overwritten.
-    @Test func malformedFeedbackFileIsLeftAlone() throws {
-        try CommandTests.withWorkspace { workspace in
+    @Test func malformedFeedbackFileIsLeftAlone() async throws {
+        try await CommandTests.withWorkspace { workspace in
             try workspace.write("catalog/com.example.app.plist", Self.catalog)
             try workspace.write("catalog/com.example.app.feedback.plist", plist("<array/>"))
-            let run = try workspace.run("feedback")
+            let run = try await workspace.run("feedback")
             #expect(run.status == 1)
             #expect(
                 run.stderr == """
@@ -177,7 +177,7 @@ import Testing
 
                     """)
             #expect(workspace.read("catalog/com.example.app.feedback.plist") == plist("<array/>"))
-            let release = try workspace.run("feedback", "release", Self.app, "com.example.level1")
+            let release = try await workspace.run("feedback", "release", Self.app, "com.example.level1")
             #expect(release.status == 1)
             #expect(release.stderr.hasSuffix("error: the feedback file of 'com.example.app' has errors; fix them first\n"))
         }
@@ -191,7 +191,7 @@ import Testing
     /// one identifier leaves the feed. Then genuine product reports from 20 networks
     /// (127.0.N.1) take the one bad identifier off sale.
     @Test func serveRunsTheLoop() async throws {
-        try await CommandTests.withWorkspaceAsync { workspace in
+        try await CommandTests.withWorkspace { workspace in
             try workspace.write("catalog/com.example.app.plist", Self.catalog)
             let server = try ServeProcess(
                 in: workspace, ["--auto-feedback", "1s", "--report-limit-install", "0", "--report-limit-address", "0"])

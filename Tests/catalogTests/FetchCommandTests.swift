@@ -41,7 +41,7 @@ import Testing
     }
 
     @Test func showsDownloadFreshCacheRevalidationAndStaleness() async throws {
-        try await CommandTests.withWorkspaceAsync { workspace in
+        try await CommandTests.withWorkspace { workspace in
             try workspace.write("catalog/com.example.app.plist", seedCatalog)
             let cacheHome = workspace.root.appendingPathComponent("xdg-cache")
             let server = try ServeProcess(in: workspace)

@@ -47,16 +47,16 @@ import Testing
         try PublicTree(root: workspace.root.appendingPathComponent("public")).manifest(app, revision: revision).publishedAt.iso8601
     }
 
-    @Test func historyAndDiffGolden() throws {
-        try CommandTests.withWorkspace { workspace in
+    @Test func historyAndDiffGolden() async throws {
+        try await CommandTests.withWorkspace { workspace in
             try workspace.write("catalog/\(Self.app).plist", Self.catalog(price: "0.99"))
-            #expect(try workspace.run("build", "--message", "launch").status == 0)
+            #expect(try await workspace.run("build", "--message", "launch").status == 0)
             try workspace.write("catalog/\(Self.app).plist", Self.catalog(price: "1.99"))
-            #expect(try workspace.run("build").status == 0)
+            #expect(try await workspace.run("build").status == 0)
             let first = try Self.publishedAt(workspace, 1)
             let second = try Self.publishedAt(workspace, 2)
 
-            let history = try workspace.run("history", Self.app)
+            let history = try await workspace.run("history", Self.app)
             #expect(history.status == 0 && history.stderr == "")
             #expect(
                 history.stdout == """
@@ -69,7 +69,7 @@ import Testing
 
                     """)
 
-            let json = try workspace.run("history", Self.app, "--json", "--limit", "1")
+            let json = try await workspace.run("history", Self.app, "--json", "--limit", "1")
             #expect(json.status == 0)
             #expect(
                 json.stdout == """
@@ -88,7 +88,7 @@ import Testing
 
                     """)
 
-            let between = try workspace.run("diff", Self.app, "1", "2")
+            let between = try await workspace.run("diff", Self.app, "1", "2")
             #expect(between.status == 0 && between.stderr == "")
             #expect(
                 between.stdout == """
@@ -97,15 +97,16 @@ import Testing
 
                     """)
             // One revision: against the current one.
-            #expect(try workspace.run("diff", Self.app, "1").stdout == between.stdout)
-            #expect(try workspace.run("diff", Self.app, "2").stdout == "com.example.app: revision 2 → revision 2: no product changes\n")
+            #expect(try await workspace.run("diff", Self.app, "1").stdout == between.stdout)
+            #expect(
+                try await workspace.run("diff", Self.app, "2").stdout == "com.example.app: revision 2 → revision 2: no product changes\n")
 
             // None: what the next build would publish; nothing is written.
             try workspace.write(
                 "catalog/\(Self.app).plist",
                 Self.catalog(price: "1.99", extra: "\n\t\t<dict><key>id</key><string>com.example.level3</string></dict>"))
             let before = workspace.files()
-            let pending = try workspace.run("diff", Self.app)
+            let pending = try await workspace.run("diff", Self.app)
             #expect(pending.status == 0 && pending.stderr == "")
             #expect(
                 pending.stdout == """
@@ -132,12 +133,12 @@ import Testing
         (["history"], 64, "Error: Missing expected argument '<app>'"),
         (["history", "bad app"], 64, "Error: "),
     ])
-    func errorsExitWithTheirStatus(arguments: [String], status: Int32, stderr: String) throws {
-        try CommandTests.withWorkspace { workspace in
+    func errorsExitWithTheirStatus(arguments: [String], status: Int32, stderr: String) async throws {
+        try await CommandTests.withWorkspace { workspace in
             try workspace.write("catalog/\(Self.app).plist", seedCatalog)
-            #expect(try workspace.run("build").status == 0)
+            #expect(try await workspace.run("build").status == 0)
             let before = workspace.files()
-            let run = try CommandTests.run(arguments, in: workspace.root)
+            let run = try await CommandTests.run(arguments, in: workspace.root)
             #expect(run.status == status)
             #expect(run.stderr.hasPrefix(stderr), "\(run.stderr)")
             #expect(run.stdout == "")
@@ -148,9 +149,9 @@ import Testing
     /// A server runs throughout: after the rollback it serves revision 1's bytes and ETag again,
     /// with a Last-Modified later than revision 2's, without a restart.
     @Test func rollbackIsServedWithTheOldValidators() async throws {
-        try await CommandTests.withWorkspaceAsync { workspace in
+        try await CommandTests.withWorkspace { workspace in
             try workspace.write("catalog/\(Self.app).plist", Self.catalog(price: "0.99"))
-            #expect(try workspace.run("build").status == 0)
+            #expect(try await workspace.run("build").status == 0)
             let original = try #require(workspace.read("public/v1/apps/\(Self.app)/revisions/1/products.json"))
             let server = try ServeProcess(in: workspace)
             defer { if server.process.isRunning { server.process.terminate() } }
@@ -160,11 +161,11 @@ import Testing
             try workspace.write(
                 "catalog/\(Self.app).plist",
                 Self.catalog(price: "1.99", extra: "\n\t\t<dict><key>id</key><string>com.example.level3</string></dict>"))
-            #expect(try workspace.run("build", "--message", "level 3").status == 0)
+            #expect(try await workspace.run("build", "--message", "level 3").status == 0)
             #expect(await Self.get(server, until: { $0.value(forHTTPHeaderField: "ETag") != etag }) != nil, "revision 2 is served")
             let secondModified = try Self.lastModified(workspace, revision: 2)
 
-            let rollback = try workspace.run("rollback", Self.app, "1")
+            let rollback = try await workspace.run("rollback", Self.app, "1")
             #expect(rollback.status == 0 && rollback.stderr == "")
             #expect(
                 rollback.stdout == """
@@ -187,8 +188,8 @@ import Testing
 
             let manifest = try #require(try PublicTree(root: workspace.root.appendingPathComponent("public")).currentManifest(Self.app))
             #expect(manifest.author == Self.user && manifest.message == "rollback to 1" && manifest.rollbackOf == 1)
-            #expect(try workspace.run("build").stdout == "com.example.app: unchanged at revision 3\n")
-            #expect(try workspace.run("history", Self.app, "--limit", "1").stdout.contains("  rollback to 1\n  2 changed\n"))
+            #expect(try await workspace.run("build").stdout == "com.example.app: unchanged at revision 3\n")
+            #expect(try await workspace.run("history", Self.app, "--limit", "1").stdout.contains("  rollback to 1\n  2 changed\n"))
             #expect(try await server.stop() == 0)
         }
     }

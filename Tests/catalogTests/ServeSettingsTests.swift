@@ -20,12 +20,12 @@ import Testing
         return settings
     }
 
-    @Test func aFlagBeatsTheEnvironmentWhichBeatsTheFileWhichBeatsTheDefault() throws {
-        try CommandTests.withWorkspace { workspace in
+    @Test func aFlagBeatsTheEnvironmentWhichBeatsTheFileWhichBeatsTheDefault() async throws {
+        try await CommandTests.withWorkspace { workspace in
             try workspace.write(
                 "serve.json",
                 #"{"port": 9001, "host": "127.0.0.2", "read-deadline": 7, "idle-timeout": 40, "trusted-proxy": ["10.0.0.0/8"]}"#)
-            let run = try CommandTests.run(
+            let run = try await CommandTests.run(
                 ["serve", "--config", "serve.json", "--port", "9003", "--print-config"], in: workspace.root,
                 environment: ["CATALOG_PORT": "9002", "CATALOG_HOST": "127.0.0.3", "CATALOG_TRUSTED_PROXY": "192.168.0.0/16,fd00::/8"])
             #expect(run.status == 0, "\(run.stderr)")
@@ -41,10 +41,10 @@ import Testing
 
     /// The PostgreSQL password may come in CATALOG_STORE or a file; neither reaches the output,
     /// and the effective store is shown without it.
-    @Test func secretsComeFromTheEnvironmentOrAFileAndAreNeverPrinted() throws {
-        try CommandTests.withWorkspace { workspace in
+    @Test func secretsComeFromTheEnvironmentOrAFileAndAreNeverPrinted() async throws {
+        try await CommandTests.withWorkspace { workspace in
             try workspace.write("password", "from-the-file\n")
-            let run = try CommandTests.run(
+            let run = try await CommandTests.run(
                 ["serve", "--store-password-file", "password", "--print-config"], in: workspace.root,
                 environment: ["CATALOG_STORE": "postgres://catalog:from-the-environment@db.example/catalog"])
             #expect(run.status == 0, "\(run.stderr)")
@@ -62,14 +62,14 @@ import Testing
         ([:], #"{"read-deadline": 0}"#, "--read-deadline must be 1 to 3600 seconds"),
         (["CATALOG_TRUSTED_PROXY": "10.0.0.0/8,nowhere"], "", "--trusted-proxy 'nowhere' is not an address or CIDR block"),
     ])
-    func aBadValueIsRefusedWhereverItComesFrom(environment: [String: String], file: String, message: String) throws {
-        try CommandTests.withWorkspace { workspace in
+    func aBadValueIsRefusedWhereverItComesFrom(environment: [String: String], file: String, message: String) async throws {
+        try await CommandTests.withWorkspace { workspace in
             var arguments = ["serve", "--print-config"]
             if !file.isEmpty {
                 try workspace.write("serve.json", file)
                 arguments += ["--config", "serve.json"]
             }
-            let run = try CommandTests.run(arguments, in: workspace.root, environment: environment)
+            let run = try await CommandTests.run(arguments, in: workspace.root, environment: environment)
             #expect(run.status == 64)
             #expect(run.stderr.contains(message), "\(run.stderr)")
         }
@@ -79,7 +79,7 @@ import Testing
 /// Logs an operator can use: JSON lines with an access line per request, clients as their network.
 @Suite struct ServeLogTests {
     @Test func jsonLogsHaveAnAccessLinePerRequestWithTheClientsNetworkOnly() async throws {
-        try await CommandTests.withWorkspaceAsync { workspace in
+        try await CommandTests.withWorkspace { workspace in
             try CommandTests.writeDemo(workspace)
             let server = try ServeProcess(
                 in: workspace, ["--log-format", "json", "--access-log", "on", "--access-log-feed-sample", "1", "--log-level", "info"])

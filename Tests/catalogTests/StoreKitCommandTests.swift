@@ -42,16 +42,16 @@ import Testing
         }
         """
 
-    @Test func importThenExportRoundTrips() throws {
-        try CommandTests.withWorkspace { workspace in
+    @Test func importThenExportRoundTrips() async throws {
+        try await CommandTests.withWorkspace { workspace in
             try workspace.write("Products.storekit", Self.storekit)
-            let imported = try workspace.run("import", "storekit", "Products.storekit", "--app", "com.example.app")
+            let imported = try await workspace.run("import", "storekit", "Products.storekit", "--app", "com.example.app")
             #expect(imported.stderr == "")
             #expect(imported.stdout == "com.example.app: wrote catalog/com.example.app.plist: 2 added, 0 replaced\n")
             #expect(imported.status == 0)
-            #expect(try workspace.run("validate").status == 0)
+            #expect(try await workspace.run("validate").status == 0)
 
-            let exported = try workspace.run("export", "storekit", "com.example.app")
+            let exported = try await workspace.run("export", "storekit", "com.example.app")
             #expect(exported.status == 0)
             #expect(
                 exported.stdout
@@ -63,20 +63,20 @@ import Testing
 
             // Into an empty catalog and out again: the same bytes.
             try FileManager.default.removeItem(at: workspace.root.appendingPathComponent("catalog/com.example.app.plist"))
-            #expect(try workspace.run("import", "storekit", "com.example.app.storekit", "--app", "com.example.app").status == 0)
-            let again = try workspace.run("export", "storekit", "com.example.app", "-o", "-")
+            #expect(try await workspace.run("import", "storekit", "com.example.app.storekit", "--app", "com.example.app").status == 0)
+            let again = try await workspace.run("export", "storekit", "com.example.app", "-o", "-")
             #expect(again.status == 0)
             #expect(again.stdout == file)
         }
     }
 
-    @Test func conflictsAreReportedOnePerLineAndSkippedUnlessOverwritten() throws {
-        try CommandTests.withWorkspace { workspace in
+    @Test func conflictsAreReportedOnePerLineAndSkippedUnlessOverwritten() async throws {
+        try await CommandTests.withWorkspace { workspace in
             try workspace.write("Products.storekit", Self.storekit)
             try workspace.write(
                 "catalog/com.example.app.plist",
                 plist("<array>\n\t<string>com.example.app.gold</string>\n\t<string>com.example.app.premium</string>\n</array>"))
-            let skipped = try workspace.run("import", "storekit", "Products.storekit", "--app", "com.example.app")
+            let skipped = try await workspace.run("import", "storekit", "Products.storekit", "--app", "com.example.app")
             #expect(skipped.status == 0)
             #expect(
                 skipped.stderr == """
@@ -87,18 +87,18 @@ import Testing
                     """)
             #expect(skipped.stdout == "com.example.app: wrote catalog/com.example.app.plist: 0 added, 0 replaced, 2 skipped\n")
 
-            let overwritten = try workspace.run("import", "storekit", "Products.storekit", "--app", "com.example.app", "--overwrite")
+            let overwritten = try await workspace.run("import", "storekit", "Products.storekit", "--app", "com.example.app", "--overwrite")
             #expect(overwritten.status == 0)
             #expect(overwritten.stdout == "com.example.app: wrote catalog/com.example.app.plist: 0 added, 2 replaced\n")
             #expect(workspace.read("catalog/com.example.app.plist")?.contains("<string>P1M</string>") == true)
         }
     }
 
-    @Test func malformedInputWritesNothingAndExitsWith1() throws {
-        try CommandTests.withWorkspace { workspace in
+    @Test func malformedInputWritesNothingAndExitsWith1() async throws {
+        try await CommandTests.withWorkspace { workspace in
             try workspace.write("Products.storekit", #"{"version": {"major": 9}}"#)
             let before = workspace.files()
-            let run = try workspace.run("import", "storekit", "Products.storekit", "--app", "com.example.app")
+            let run = try await workspace.run("import", "storekit", "Products.storekit", "--app", "com.example.app")
             #expect(run.status == 1)
             #expect(
                 run.stderr == """
@@ -112,16 +112,16 @@ import Testing
     }
 
     @Test(arguments: [["import"], ["export"], ["import", "storekit", "x.storekit"], ["export", "storekit", "bad/app"]])
-    func misuseExitsWith64(_ arguments: [String]) throws {
-        try CommandTests.withWorkspace { workspace in
-            let run = try CommandTests.run(arguments, in: workspace.root)
+    func misuseExitsWith64(_ arguments: [String]) async throws {
+        try await CommandTests.withWorkspace { workspace in
+            let run = try await CommandTests.run(arguments, in: workspace.root)
             #expect(run.status == 64)
         }
     }
 
-    @Test func exportOfAnUnknownAppFails() throws {
-        try CommandTests.withWorkspace { workspace in
-            let run = try workspace.run("export", "storekit", "com.example.none")
+    @Test func exportOfAnUnknownAppFails() async throws {
+        try await CommandTests.withWorkspace { workspace in
+            let run = try await workspace.run("export", "storekit", "com.example.none")
             #expect(run.status == 1)
             #expect(run.stderr.hasPrefix("catalog/com.example.none.plist:1:1: error: no sources for app 'com.example.none' in catalog\n"))
             #expect(!workspace.exists("com.example.none.storekit"))
@@ -131,17 +131,17 @@ import Testing
     /// `catalog import plist` says which shape it read, writes the app's source, and the build that
     /// refused the file as a source publishes it afterwards.
     @Test func importPlistSaysWhichShapeItReadAndTheAppBuilds() async throws {
-        try await CommandTests.withWorkspaceAsync { workspace in
+        try await CommandTests.withWorkspace { workspace in
             try workspace.write(
                 "catalog/com.example.app.plist",
                 plist("<dict><key>Products</key><array><string>com.example.app.coins</string></array></dict>"))
-            let refused = try await workspace.runAsync("build", "--store", "sqlite:var/c.sqlite")
+            let refused = try await workspace.run("build", "--store", "sqlite:var/c.sqlite")
             #expect(refused.status == 1)
             #expect(refused.stderr.contains("catalog import plist FILE --app com.example.app"), "\(refused.stderr)")
             try FileManager.default.moveItem(
                 at: workspace.root.appendingPathComponent("catalog/com.example.app.plist"),
                 to: workspace.root.appendingPathComponent("Products.plist"))
-            let imported = try await workspace.runAsync("import", "plist", "Products.plist", "--app", "com.example.app")
+            let imported = try await workspace.run("import", "plist", "Products.plist", "--app", "com.example.app")
             #expect(imported.status == 0, "\(imported.stderr)")
             #expect(
                 imported.stdout == """
@@ -149,7 +149,7 @@ import Testing
                     com.example.app: wrote catalog/com.example.app.plist: 1 added, 0 replaced
 
                     """)
-            let built = try await workspace.runAsync("build", "--store", "sqlite:var/c.sqlite")
+            let built = try await workspace.run("build", "--store", "sqlite:var/c.sqlite")
             #expect(built.status == 0, "\(built.stderr)")
             #expect(workspace.read("public/v1/apps/com.example.app/products.json") == #"["com.example.app.coins"]"#)
         }
