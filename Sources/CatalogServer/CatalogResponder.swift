@@ -24,6 +24,9 @@ public struct ServeConfiguration: Sendable {
     public var accessLog = AccessLog()
     /// The time responses are dated by and scheduled changes switch at; tests fix it.
     public var clock: @Sendable () -> Timestamp = { .now }
+    /// A serving replica (`catalog serve --feeds store`): its feeds come from the shared store,
+    /// it holds no catalog sources, and `/v1/admin/` sends editors to the editor node.
+    public var isReplica = false
 
     public init() {}
 }
@@ -72,7 +75,9 @@ public struct CatalogResponder: HTTPResponder {
         case .reports(let app)?: (response, reportID) = await receiveReport(request, app: app, context: context)
         case .readiness?: response = await readiness(request)
         case .admin(let adminRoute)?:
-            if let admin {
+            if configuration.isReplica {
+                response = JSONError.response(.misdirectedRequest, Self.replicaRefusal)
+            } else if let admin {
                 response = await admin.respond(to: request, at: adminRoute)
             } else {
                 response = JSONError.response(.serviceUnavailable, "this server has no catalog sources and store to edit")
@@ -90,6 +95,10 @@ public struct CatalogResponder: HTTPResponder {
         }
         return response
     }
+
+    /// What a replica answers an editor (docs/operations.md, "Replicas").
+    static let replicaRefusal =
+        "this node is a serving replica (catalog serve --feeds store): it holds no catalog sources and publishes nothing; edit, publish and read the editor API on the editor node, the one started with --feeds public beside catalog/"
 
     /// The answer, and the `reportId` a 202 stored the report under.
     private func receiveReport(_ request: Request, app: String, context: Context) async -> (Response, String?) {

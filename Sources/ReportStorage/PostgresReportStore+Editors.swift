@@ -71,13 +71,18 @@ extension PostgresReportStore: EditorStore {
 
     public func appendAudit(_ entry: AuditEntry) async throws {
         try await transaction("cannot append to the audit log") { connection, logger in
-            try await connection.execute(
-                """
-                INSERT INTO audit_log (at, actor, action, app, summary, before_hash, after_hash)
-                VALUES (\(entry.at.secondsSince1970), \(entry.actor), \(entry.action.rawValue), \(entry.app), \(entry.summary),
-                        \(entry.beforeHash), \(entry.afterHash))
-                """, logger: logger)
+            try await Self.insertAudit(entry, connection, logger)
         }
+    }
+
+    /// The audit entry's row, in the caller's transaction.
+    static func insertAudit(_ entry: AuditEntry, _ connection: PostgresConnection, _ logger: Logger) async throws {
+        try await connection.execute(
+            """
+            INSERT INTO audit_log (at, actor, action, app, summary, before_hash, after_hash)
+            VALUES (\(entry.at.secondsSince1970), \(entry.actor), \(entry.action.rawValue), \(entry.app), \(entry.summary),
+                    \(entry.beforeHash), \(entry.afterHash))
+            """, logger: logger)
     }
 
     public func auditLog(app: String?, limit: Int) async throws -> [AuditEntry] {

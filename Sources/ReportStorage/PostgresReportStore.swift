@@ -23,8 +23,12 @@ public final class PostgresReportStore: ReportStore {
     ///
     /// Fails within about `connectTimeout` when the server cannot be reached or refuses the
     /// credentials or the database, with the server's reason and the URL without its password.
+    ///
+    /// With `evenIfUnreachable`, a server that cannot be reached is a warning, not an error: the
+    /// pool connects once it can, and until then every call fails. For a serving replica that has
+    /// a tree of its own to serve meanwhile; it migrates nothing then (the editor node does).
     public static func open(
-        _ address: StoreURL.PostgresAddress, logger: Logger, connectTimeout: Duration = .seconds(10)
+        _ address: StoreURL.PostgresAddress, logger: Logger, connectTimeout: Duration = .seconds(10), evenIfUnreachable: Bool = false
     ) async throws -> PostgresReportStore {
         let location = StoreURL.postgres(address).description
         let password = address.password ?? PostgresPassword.lookUp(for: address)
@@ -50,19 +54,22 @@ public final class PostgresReportStore: ReportStore {
             database: address.database, tls: setupTLS)
         setup.options.connectTimeout = .nanoseconds(Int64(connectTimeout / .nanoseconds(1)))
         setup.options.additionalStartupParameters = startup
-        let connection: PostgresConnection
         do {
-            connection = try await PostgresConnection.connect(configuration: setup, id: 0, logger: logger)
+            let connection = try await PostgresConnection.connect(configuration: setup, id: 0, logger: logger)
+            do {
+                try await requireDurableCommits(connection, logger: logger)
+                try await migrate(connection, logger: logger)
+                try await connection.close()
+            } catch {
+                try? await connection.close()
+                throw PostgresStoreError(location: location, doing: "cannot open the store", error)
+            }
+        } catch let error as PostgresStoreError {
+            throw error
         } catch {
-            throw PostgresStoreError(location: location, doing: "cannot connect", error)
-        }
-        do {
-            try await requireDurableCommits(connection, logger: logger)
-            try await migrate(connection, logger: logger)
-            try await connection.close()
-        } catch {
-            try? await connection.close()
-            throw PostgresStoreError(location: location, doing: "cannot open the store", error)
+            let failure = PostgresStoreError(location: location, doing: "cannot connect", error)
+            guard evenIfUnreachable else { throw failure }
+            logger.warning("store.unreachable", metadata: ["error": "\(failure)"])
         }
 
         let poolTLS: PostgresClient.Configuration.TLS =

@@ -124,6 +124,24 @@ enum Schema {
                     ADD COLUMN all_requested_invalid BOOLEAN;
                 UPDATE reports SET all_requested_invalid = (requested <@ invalid) WHERE cardinality(requested) > 0;
                 """),
+        // Every file of every publication, for replicas that serve without a disk of their own:
+        // one row per path, its latest bytes (NULL once removed) and the change that wrote them,
+        // numbered in commit order (publications take a lock for it).
+        Migration(
+            version: 4,
+            sql: """
+                CREATE SEQUENCE publication_changes;
+                CREATE TABLE published_files (
+                    path TEXT PRIMARY KEY,
+                    app TEXT NOT NULL,
+                    revision BIGINT,
+                    sha256 TEXT,
+                    content BYTEA,
+                    change BIGINT NOT NULL
+                );
+                CREATE INDEX published_files_by_change ON published_files (change);
+                CREATE INDEX published_files_by_app ON published_files (app);
+                """),
     ]
 
     /// Refuses a store that a newer `catalog` migrated: this one would misread it.

@@ -17,14 +17,21 @@ struct AutoFeedbackService: Service {
     func run() async throws {
         do {
             try await cancelWhenGracefulShutdown {
-                while true {
-                    await runOnce()
-                    try await Task.sleep(for: interval)
-                }
+                guard let shared = store as? any PublicationStore else { return try await loop() }
+                // Several editor nodes on one PostgreSQL store: one of them at a time runs the
+                // loop, and another takes over when its node dies (its session's lock goes with it).
+                try await shared.whileHoldingLock("catalog.auto-feedback") { try await loop() }
             }
         } catch is CancellationError {
             // Shutting down: feedback files and revisions are written atomically, so a run cut
             // short leaves the previous ones in place.
+        }
+    }
+
+    private func loop() async throws {
+        while true {
+            await runOnce()
+            try await Task.sleep(for: interval)
         }
     }
 
@@ -51,12 +58,17 @@ struct AutoFeedbackService: Service {
                     ])
             }
             // Also when no verdict changed: an editor may have released an identifier since.
+            let tree = PublicTree(root: workflow.publicDirectory)
+            let manifestsBefore = Dictionary(uniqueKeysWithValues: tree.publishedApps().map { ($0, tree.currentManifestHash($0)) })
             let build = try workflow.build(at: .now, dryRun: false)
             guard !build.hasErrors else {
                 logger.error("feedback.build-failed", metadata: ["errors": "\(build.diagnostics.filter { $0.severity == .error }.count)"])
                 return
             }
             for plan in build.plans where !plan.isUnchanged {
+                try await store.recordPublication(
+                    .publication(plan, actor: "auto-feedback", at: now, manifestBefore: manifestsBefore[plan.app] ?? nil, tree: tree),
+                    app: plan.app, tree: tree)
                 logger.info(
                     "feedback.published",
                     metadata: [

@@ -48,10 +48,9 @@ struct BuildCommand: AsyncParsableCommand {
         // after the fact, but never a silent gap in the log.
         try await storeOptions.withStore(logger: Logger(label: "catalog.build")) { store in
             for plan in published {
-                try await store.appendAudit(
-                    .publication(
-                        plan, actor: LocalUser.name, at: now, manifestBefore: manifestsBefore[plan.app] ?? nil,
-                        tree: tree))
+                try await store.recordPublication(
+                    .publication(plan, actor: LocalUser.name, at: now, manifestBefore: manifestsBefore[plan.app] ?? nil, tree: tree),
+                    app: plan.app, tree: tree)
             }
         }
     }

@@ -54,10 +54,10 @@ struct RollbackCommand: AsyncParsableCommand {
         for id in rollback.verdicts.released { print("  \(id): released since revision \(rollback.restored), stays on sale") }
         print("Commit the sources: the next 'catalog build' publishes nothing new.")
         try await storeOptions.withStore(logger: Logger(label: "catalog.rollback")) { store in
-            try await store.appendAudit(
+            try await store.recordPublication(
                 .publication(
                     rollback.plan, rolledBackTo: rollback.restored, actor: LocalUser.name, at: now, manifestBefore: manifestBefore,
-                    tree: tree))
+                    tree: tree), app: rollback.plan.app, tree: tree)
         }
     }
 }

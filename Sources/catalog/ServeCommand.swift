@@ -7,6 +7,7 @@ import Hummingbird
 import Logging
 import NIOPosix
 import ReportStorage
+import ServiceLifecycle
 
 #if canImport(Glibc)
     import Glibc
@@ -168,6 +169,28 @@ struct ServeCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("How long each signature is trusted; re-issued when half has run. Default: 7d.", valueName: "interval"))
     var signatureLifetime: Interval?
 
+    @Option(
+        help: ArgumentHelp(
+            "Where the feeds served come from: public (the --public tree, as 'catalog build' writes it: the editor node) or store (what the PostgreSQL --store holds: a serving replica, with no catalog sources and no editor API). Default: public.",
+            valueName: "public|store"))
+    var feeds: FeedSource?
+
+    @Option(
+        help: ArgumentHelp(
+            "With --feeds store: the folder the replica keeps the feeds it received in, so that it starts and serves them while the store is unreachable. Default: a temporary folder, removed at exit.",
+            valueName: "directory"))
+    var feedsCache: String?
+
+    @Option(
+        help: ArgumentHelp(
+            "With --feeds store: how often the store is asked for new publications besides its announcements (a lost announcement waits this long at most). Default: 2s.",
+            valueName: "interval"))
+    var feedsPoll: Interval?
+
+    enum FeedSource: String, ExpressibleByArgument, CaseIterable {
+        case `public`, store
+    }
+
     enum LogFormat: String, ExpressibleByArgument, CaseIterable {
         case text, json
     }
@@ -202,6 +225,9 @@ struct ServeCommand: AsyncParsableCommand {
         var retentionDays: Int
         var autoFeedback: Interval?
         var signer: FeedSigner?
+        var feeds: FeedSource
+        var feedsCache: String?
+        var feedsPoll: Interval
 
         var workflow: CatalogWorkflow {
             var workflow = CatalogWorkflow(
@@ -214,8 +240,10 @@ struct ServeCommand: AsyncParsableCommand {
 
     func resolve(_ settings: Settings) throws -> Resolved {
         let catalog = try settings.value("catalog", flag: catalog, default: "catalog")!
+        let feeds = try settings.value("feeds", flag: feeds, default: .public)!
         var isDirectory: ObjCBool = false
-        guard FileManager.default.fileExists(atPath: catalog, isDirectory: &isDirectory), isDirectory.boolValue else {
+        // A replica has no sources: its feeds come from the store.
+        guard feeds == .store || FileManager.default.fileExists(atPath: catalog, isDirectory: &isDirectory) && isDirectory.boolValue else {
             throw ValidationError("catalog directory '\(catalog)' does not exist")
         }
         let publicDirectory = try settings.value("public", flag: publicDirectory, default: "public")!
@@ -287,7 +315,10 @@ struct ServeCommand: AsyncParsableCommand {
             signer: try settings.value("signing-key", flag: signingKey, default: nil as String?).map { path in
                 try SigningOptions.signer(
                     keyFile: path, lifetime: try settings.value("signature-lifetime", flag: signatureLifetime, default: nil as Interval?))
-            })
+            },
+            feeds: feeds,
+            feedsCache: try settings.value("feeds-cache", flag: feedsCache, default: nil as String?),
+            feedsPoll: try settings.value("feeds-poll", flag: feedsPoll, default: Interval("2s")!)!)
         try Self.check(resolved)
         return resolved
     }
@@ -311,6 +342,19 @@ struct ServeCommand: AsyncParsableCommand {
         guard settings.reportQuota >= 1 else { throw ValidationError("--report-quota must be 1 or more") }
         if let autoFeedback = settings.autoFeedback, autoFeedback.seconds > 366 * 86_400 {
             throw ValidationError("--auto-feedback \(autoFeedback) is longer than a year (366d)")
+        }
+        if settings.feeds == .store {
+            guard case .postgres = settings.store else {
+                throw ValidationError("--feeds store serves what a PostgreSQL store holds; \(settings.store) is not one")
+            }
+            // What publishes belongs to the editor node, the one with the sources.
+            guard settings.autoFeedback == nil, settings.signer == nil else {
+                throw ValidationError(
+                    "--auto-feedback and --signing-key publish: they belong on the editor node (--feeds public), not on a replica")
+            }
+            guard (1...3600).contains(settings.feedsPoll.seconds) else { throw ValidationError("--feeds-poll must be 1s to 1h") }
+        } else if settings.feedsCache != nil {
+            throw ValidationError("--feeds-cache is for a replica (--feeds store); the editor node serves --public")
         }
     }
 
@@ -343,14 +387,31 @@ struct ServeCommand: AsyncParsableCommand {
         }
         let logger = Logger(label: "catalog.serve")
         let workflow = resolved.workflow
-        let tree = PublicTree(root: URL(fileURLWithPath: resolved.publicDirectory, isDirectory: true))
-        if tree.publishedApps().isEmpty {
+        let isReplica = resolved.feeds == .store
+        // A replica's tree is a cache of the store's: given, or a fresh folder removed at exit.
+        let cache = resolved.feedsCache.map { URL(fileURLWithPath: $0, isDirectory: true) }
+        let temporaryCache =
+            isReplica && cache == nil
+            ? FileManager.default.temporaryDirectory.appendingPathComponent("catalog-feeds-\(UUID().uuidString)", isDirectory: true) : nil
+        defer { if let temporaryCache { try? FileManager.default.removeItem(at: temporaryCache) } }
+        let tree =
+            if let replicaCache = cache ?? temporaryCache {
+                PublicTree(
+                    root: replicaCache.appendingPathComponent("public", isDirectory: true),
+                    records: replicaCache.appendingPathComponent("records", isDirectory: true))
+            } else {
+                PublicTree(root: URL(fileURLWithPath: resolved.publicDirectory, isDirectory: true))
+            }
+        if isReplica {
+            try FileManager.default.createDirectory(at: tree.root, withIntermediateDirectories: true)
+        } else if tree.publishedApps().isEmpty {
             logger.info("catalog.building", metadata: ["catalog.directory": "\(resolved.catalog)"])
             let build = try workflow.build(at: .now, dryRun: false)
             report(build.diagnostics)
             if build.hasErrors { throw ExitCode(1) }
         }
         var configuration = ServeConfiguration()
+        configuration.isReplica = isReplica
         configuration.cacheControl = resolved.cacheControl
         configuration.readDeadline = .seconds(Int64(resolved.readDeadline))
         configuration.idleTimeout = .seconds(Int64(resolved.idleTimeout))
@@ -394,18 +455,47 @@ struct ServeCommand: AsyncParsableCommand {
         }
         let group = MultiThreadedEventLoopGroup(numberOfThreads: availableCPUCount())
         let metrics = ServerMetrics()
-        try await StoreOptions.withStore(resolved.store, logger: logger) { store in
+        // A replica with feeds of its own serves them while the store cannot be reached.
+        let serveWithoutStore = isReplica && !tree.publishedApps().isEmpty
+        try await StoreOptions.withStore(resolved.store, logger: logger, evenIfUnreachable: serveWithoutStore) { store in
             logger.info("reports.store", metadata: ["store": "\(resolved.store)"])
+            let publications = try await publicationServices(resolved, store: store, tree: tree, logger: logger)
             let app = buildApplication(
                 publicDirectory: tree, host: resolved.host, port: resolved.port, configuration: configuration, reportStore: store,
                 reportsConfiguration: reports, workflow: workflow, metrics: metrics, adminListener: resolved.admin, tls: tls,
                 extraServices: (resolved.autoFeedback.map {
                     [AutoFeedbackService(workflow: workflow, store: store, interval: $0.duration, metrics: metrics, logger: logger)]
                 } ?? [])
-                    + (resolved.signer.map { [SignatureRefreshService(workflow: workflow, lifetime: $0.lifetime, logger: logger)] } ?? []),
+                    + (resolved.signer.map { [SignatureRefreshService(workflow: workflow, lifetime: $0.lifetime, logger: logger)] } ?? [])
+                    + publications,
                 eventLoopGroup: .shared(group), logger: logger)
             try await app.runService()
         }
+    }
+}
+
+extension ServeCommand {
+    /// With a PostgreSQL store, the editor node records in it whatever of `public/` it lacks; a
+    /// replica catches up with it first (an empty disk serves nothing until it has the feeds)
+    /// and then follows it.
+    private func publicationServices(
+        _ resolved: Resolved, store: any CatalogStore, tree: PublicTree, logger: Logger
+    ) async throws -> [any Service] {
+        guard let shared = store as? any PublicationStore else { return [] }
+        guard resolved.feeds == .store else { return [PublicationExportService(store: store, tree: tree, logger: logger)] }
+        do {
+            try await PublicationFollowerService.catchUp(store: shared, tree: tree)
+        } catch {
+            guard !tree.publishedApps().isEmpty else {
+                printError("cannot read the feeds from the store \(resolved.store): \(error)")
+                throw ExitCode(1)
+            }
+            logger.warning("publications.catch-up.failed", metadata: ["error": "\(error)", "serving": "the feeds in \(tree.root.path)"])
+        }
+        return [
+            PublicationFollowerService(
+                store: shared, tree: tree, pollInterval: resolved.feedsPoll.duration, state: PublicationFollowerState(), logger: logger)
+        ]
     }
 }
 

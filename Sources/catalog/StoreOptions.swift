@@ -32,11 +32,11 @@ struct StoreOptions: ParsableArguments {
 
     /// Opens the store at `url`, runs `body` with it and closes it (see the method above).
     static func withStore<Result>(
-        _ url: StoreURL, logger: Logger, _ body: (any CatalogStore) async throws -> Result
+        _ url: StoreURL, logger: Logger, evenIfUnreachable: Bool = false, _ body: (any CatalogStore) async throws -> Result
     ) async throws -> Result {
         let store: any CatalogStore
         do {
-            store = try await openReportStore(url, logger: logger)
+            store = try await openReportStore(url, logger: logger, evenIfUnreachable: evenIfUnreachable)
         } catch {
             printError("cannot open the report store \(url): \(error)")
             throw ExitCode(1)

@@ -11,7 +11,7 @@ import Foundation
 /// An advisory `flock` on the `public/` directory itself (no lock file to be deployed with the
 /// tree), released when the process ends however it ends, so a crashed build never leaves the
 /// tree locked.
-public final class BuildLock {
+public final class BuildLock: Sendable {
     private let descriptor: Int32
 
     /// Waits for the lock on `publicDirectory`, creating the directory if needed.
@@ -27,6 +27,14 @@ public final class BuildLock {
         guard result == 0 else {
             close(descriptor)
             throw CatalogError.io(path: path, message: "cannot lock: \(String(cString: strerror(errno)))")
+        }
+    }
+
+    /// Waits for the lock on a thread of its own: a wait on the threads that run tasks would hold
+    /// up every other task meanwhile.
+    public static func acquire(publicDirectory: URL) async throws -> BuildLock {
+        try await withCheckedThrowingContinuation { continuation in
+            DispatchQueue.global().async { continuation.resume(with: Result { try BuildLock(publicDirectory: publicDirectory) }) }
         }
     }
 

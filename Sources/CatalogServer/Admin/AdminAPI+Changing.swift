@@ -54,10 +54,9 @@ extension AdminAPI {
         }
         let plan = publication.plan
         if !dryRun && !plan.isUnchanged {
-            try await store.appendAudit(
-                .publication(
-                    plan, actor: actor, at: now,
-                    manifestBefore: publication.manifestBefore, tree: PublicTree(root: workflow.publicDirectory)))
+            let tree = PublicTree(root: workflow.publicDirectory)
+            try await store.recordPublication(
+                .publication(plan, actor: actor, at: now, manifestBefore: publication.manifestBefore, tree: tree), app: app, tree: tree)
         }
         var json = JSONWriter()
         json.beginObject()

@@ -79,9 +79,9 @@ extension AdminAPI {
             return (rollback, manifestBefore, try workflow.sourceRevision(app) ?? before)
         }
         let plan = rollback.plan
-        try await store.appendAudit(
-            .publication(
-                plan, rolledBackTo: revision, actor: actor, at: now, manifestBefore: manifestBefore, tree: tree))
+        try await store.recordPublication(
+            .publication(plan, rolledBackTo: revision, actor: actor, at: now, manifestBefore: manifestBefore, tree: tree), app: app,
+            tree: tree)
         var json = JSONWriter()
         json.beginObject()
         json.key("app")

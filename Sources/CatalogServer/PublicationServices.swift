@@ -1,0 +1,163 @@
+import CatalogKit
+import Foundation
+import Logging
+import NIOPosix
+import ServiceLifecycle
+import Synchronization
+
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// A serving replica's feeds (`catalog serve --feeds store`): writes what the shared store holds
+/// into the replica's own tree, which the reload service then serves as it serves `public/`.
+///
+/// It catches up at once and at every announcement, and polls too: a notification lost with its
+/// connection, or sent while it reconnected, delays a publication by one poll at most, never loses it.
+public struct PublicationFollowerService: Service {
+    let store: any PublicationStore
+    let tree: PublicTree
+    let pollInterval: Duration
+    let state: PublicationFollowerState
+    let logger: Logger
+
+    public init(
+        store: any PublicationStore, tree: PublicTree, pollInterval: Duration = .seconds(2), state: PublicationFollowerState,
+        logger: Logger
+    ) {
+        self.store = store
+        self.tree = tree
+        self.pollInterval = pollInterval
+        self.state = state
+        self.logger = logger
+    }
+
+    /// Writes every change the tree lacks; the number of files written.
+    @discardableResult
+    public static func catchUp(store: any PublicationStore, tree: PublicTree) async throws -> Int {
+        var written = 0
+        let last = try await store.publishedChanges(after: tree.storeChange) { file in
+            // Disk writes (each fsynced) on NIO's blocking pool, not on the threads that run tasks.
+            try await NIOThreadPool.singleton.runIfActive { try tree.apply(file) }
+            written += 1
+        }
+        if written > 0 || last != tree.storeChange { try tree.setStoreChange(last) }
+        return written
+    }
+
+    public func run() async throws {
+        // Wake-ups coalesce: one pending catch-up covers every announcement before it.
+        let (wakeUps, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask {
+                while !Task.isCancelled {
+                    do {
+                        try await store.followAnnouncements(
+                            listening: {
+                                state.listening.store(true, ordering: .relaxed)
+                                wake.yield()  // what was published while not listening
+                            },
+                            announced: { wake.yield() })
+                    } catch  where Task.isCancelled {
+                        break
+                    } catch {
+                        logger.warning("publications.listen.lost", metadata: ["error": "\(error)"])
+                    }
+                    state.listening.store(false, ordering: .relaxed)
+                    try? await Task.sleep(for: .seconds(1))
+                }
+            }
+            group.addTask {
+                while !Task.isCancelled {
+                    wake.yield()
+                    try? await Task.sleep(for: pollInterval)
+                }
+            }
+            group.addTask {
+                for await _ in wakeUps {
+                    do {
+                        let written = try await Self.catchUp(store: store, tree: tree)
+                        state.caughtUp()
+                        if written > 0 { logger.info("publications.received", metadata: ["files": "\(written)"]) }
+                    } catch  where Task.isCancelled {
+                        break
+                    } catch {
+                        // The tree keeps what it has and is served; the next wake-up tries again.
+                        logger.error("publications.catch-up.failed", metadata: ["error": "\(error)"])
+                    }
+                }
+            }
+            try? await gracefulShutdown()
+            wake.finish()
+            group.cancelAll()
+        }
+    }
+}
+
+/// What a replica's readiness and metrics say about its feeds.
+public final class PublicationFollowerState: Sendable {
+    let listening = Atomic(false)
+    private let lastCaughtUp = Mutex<ContinuousClock.Instant?>(nil)
+
+    public init() {}
+
+    func caughtUp() { lastCaughtUp.withLock { $0 = .now } }
+
+    /// Whether the announcements connection is up.
+    public var isListening: Bool { listening.load(ordering: .relaxed) }
+    /// Since the last catch-up that reached the store; nil before the first.
+    public var sinceCaughtUp: Duration? { lastCaughtUp.withLock { $0.map { .now - $0 } } }
+}
+
+/// The editor node's side with a PostgreSQL store (`catalog serve --feeds public`): records in
+/// the store whatever of `public/` it lacks, at start and then every `interval`. Publications
+/// record themselves as they are made; this catches up those made while the store was down,
+/// by a `catalog build` that could not reach it, and signatures re-issued by the refresh.
+public struct PublicationExportService: Service {
+    let store: any CatalogStore
+    let tree: PublicTree
+    let interval: Duration
+    let logger: Logger
+
+    public init(store: any CatalogStore, tree: PublicTree, interval: Duration = .seconds(5), logger: Logger) {
+        self.store = store
+        self.tree = tree
+        self.interval = interval
+        self.logger = logger
+    }
+
+    public func run() async throws {
+        do {
+            try await cancelWhenGracefulShutdown {
+                // Each app's current files as last recorded: unchanged, nothing of the app changed
+                // (a publication replaces its manifest, a refresh its signatures), and nothing is read.
+                var recorded: [String: [String]] = [:]
+                while true {
+                    for app in tree.publishedApps() {
+                        let fingerprint = Self.fingerprint(of: tree.appDirectory(app))
+                        guard recorded[app] != fingerprint else { continue }
+                        do {
+                            try await store.recordPublication(nil, app: app, tree: tree)
+                            recorded[app] = fingerprint
+                        } catch {
+                            logger.error("publications.record.failed", metadata: ["feed.app": "\(app)", "error": "\(error)"])
+                        }
+                    }
+                    try await Task.sleep(for: interval)
+                }
+            }
+        } catch is CancellationError {
+            // Shutting down: a publication is recorded in one transaction or not at all.
+        }
+    }
+
+    /// The identity of each file in `directory` (files are replaced by rename: a new inode).
+    static func fingerprint(of directory: URL) -> [String] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+        return names.sorted().map { name in
+            var info = stat()
+            guard stat(directory.appendingPathComponent(name).path, &info) == 0 else { return name }
+            return "\(name):\(info.st_ino):\(info.st_size):\(info.st_mtim.tv_sec).\(info.st_mtim.tv_nsec)"
+        }
+    }
+}
