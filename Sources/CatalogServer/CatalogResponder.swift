@@ -117,7 +117,18 @@ public struct CatalogResponder: HTTPResponder {
         let apps = store.index.apps.count
         if let reports {
             do {
-                try await reports.store.ping()
+                // Bounded: a pool that cannot reach its server waits for a connection far longer
+                // than a load balancer's probe does, and the probe must hear "not ready" in time.
+                let store = reports.store
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    group.addTask { try await store.ping() }
+                    group.addTask {
+                        try await Task.sleep(for: .seconds(2))
+                        throw StoreTimeout()
+                    }
+                    try await group.next()
+                    group.cancelAll()
+                }
             } catch {
                 // The store's error may name its host or file; the operator's log has it, the answer does not.
                 logger.error("readiness.store", metadata: ["error": "\(error)"])
@@ -366,4 +377,9 @@ enum JSONResponse {
             status: .ok, headers: [.contentType: "application/json", .cacheControl: "no-store"],
             body: ResponseBody(byteBuffer: ByteBuffer(string: json)))
     }
+}
+
+/// The store did not answer readiness's ping in time.
+private struct StoreTimeout: Error, CustomStringConvertible {
+    var description: String { "no answer within 2 seconds" }
 }

@@ -483,14 +483,15 @@ extension ServeCommand {
     ) async throws -> [any Service] {
         guard let shared = store as? any PublicationStore else { return [] }
         guard resolved.feeds == .store else { return [PublicationExportService(store: store, tree: tree, logger: logger)] }
-        do {
-            try await PublicationFollowerService.catchUp(store: shared, tree: tree)
-        } catch {
-            guard !tree.publishedApps().isEmpty else {
+        // With feeds in its cache, the replica serves them at once and the follower catches up
+        // as soon as the store answers; with none, it has nothing to serve until it has caught up.
+        if tree.publishedApps().isEmpty {
+            do {
+                try await PublicationFollowerService.catchUp(store: shared, tree: tree)
+            } catch {
                 printError("cannot read the feeds from the store \(resolved.store): \(error)")
                 throw ExitCode(1)
             }
-            logger.warning("publications.catch-up.failed", metadata: ["error": "\(error)", "serving": "the feeds in \(tree.root.path)"])
         }
         return [
             PublicationFollowerService(

@@ -1,0 +1,161 @@
+import CatalogKit
+import CatalogTestSupport
+import Foundation
+import Testing
+
+#if canImport(FoundationNetworking)
+    import FoundationNetworking
+#endif
+#if canImport(Glibc)
+    import Glibc
+#endif
+
+/// An editor node and serving replicas on one real PostgreSQL store, each a `catalog` process
+/// (docs/operations.md, "Replicas"). Timing is measured by `scripts/cluster-test`; these tests
+/// wait within generous bounds and check what arrives, and by which way.
+@Suite(.postgres)
+struct ReplicaTests {
+    private static let app = "com.example.app"
+    private static let feed = "/v1/apps/\(app)/products.json"
+
+    /// A workspace with the demo catalog, built into its own database of the suite's server.
+    private static func editorWorkspace() async throws -> (CommandTests.Workspace, store: String) {
+        let server = try TestPostgres.current
+        let store = try await server.createDatabase()
+        let workspace = try CommandTests.Workspace()
+        try CommandTests.writeDemo(workspace)
+        let build = try await workspace.run("build", "--store", store)
+        #expect(build.status == 0, "\(build.stderr)")
+        return (workspace, store)
+    }
+
+    /// Body, ETag and Last-Modified of `GET path`, nil if it was not a 200.
+    private static func get(_ path: String, from server: ServeProcess) async -> (body: Data, etag: String?, lastModified: String?)? {
+        guard let (data, response) = try? await URLSession.shared.data(from: server.url(path)),
+            let http = response as? HTTPURLResponse, http.statusCode == 200
+        else { return nil }
+        return (data, http.value(forHTTPHeaderField: "ETag"), http.value(forHTTPHeaderField: "Last-Modified"))
+    }
+
+    /// Polls until `server` answers `path` as `expected` does, for up to `seconds` (a bound, not a measure).
+    private static func serves(
+        _ server: ServeProcess, _ path: String = feed, like expected: (body: Data, etag: String?, lastModified: String?)?,
+        within seconds: Int = 20
+    ) async throws -> Bool {
+        for _ in 0..<(seconds * 20) {
+            if let answer = await get(path, from: server), let expected, answer.body == expected.body, answer.etag == expected.etag,
+                answer.lastModified == expected.lastModified
+            {
+                return true
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        return false
+    }
+
+    private static func addProduct(_ workspace: CommandTests.Workspace, _ id: String) throws {
+        let source = try #require(workspace.read("catalog/\(app).plist"))
+        try workspace.write("catalog/\(app).plist", source.replacingOccurrences(of: "</array>", with: "<string>\(id)</string></array>"))
+    }
+
+    /// A replica with an empty disk serves what the editor node serves, validators included, and
+    /// an older revision's snapshot too; the next publication reaches it by its announcement
+    /// alone (the replica polls once an hour here).
+    @Test func anEmptyReplicaServesTheEditorsFeedsAndFollowsAnnouncements() async throws {
+        let (workspace, store) = try await Self.editorWorkspace()
+        defer { workspace.remove() }
+        let editor = try ServeProcess(in: workspace, ["--store", store])
+        let cache = workspace.root.appendingPathComponent("replica-cache")
+        let replica = try ServeProcess(
+            in: workspace, ["--feeds", "store", "--store", store, "--feeds-cache", cache.path, "--feeds-poll", "1h"])
+        defer {
+            _ = try? editor.process.terminate()
+            _ = try? replica.process.terminate()
+        }
+        #expect(try await editor.body(of: Self.feed, within: 30) != nil)
+        let first = await Self.get(Self.feed, from: editor)
+        #expect(try await Self.serves(replica, like: first), "the replica never served revision 1: \(replica.logText)")
+
+        try Self.addProduct(workspace, "com.example.replicated")
+        #expect(try await workspace.run("build", "--store", store).status == 0)
+        var second = await Self.get(Self.feed, from: editor)
+        for _ in 0..<200 where second?.etag == first?.etag {  // the editor node reloads it
+            try await Task.sleep(for: .milliseconds(50))
+            second = await Self.get(Self.feed, from: editor)
+        }
+        #expect(second?.etag != first?.etag)
+        #expect(try await Self.serves(replica, like: second), "revision 2 never reached the replica: \(replica.logText)")
+        let snapshot = "/v1/apps/\(Self.app)/revisions/1/products.json"
+        #expect(try await Self.serves(replica, snapshot, like: await Self.get(snapshot, from: editor)))
+        #expect(
+            try await Self.serves(
+                replica, "/v1/apps/com.example.game/catalog.json",
+                like: await Self.get("/v1/apps/com.example.game/catalog.json", from: editor)))
+        #expect(try await replica.stop() == 0)
+
+        // The database gone, the replica starts all the same from what its cache holds, and
+        // says that it is not ready.
+        let unreachable = "postgres://catalog@127.0.0.1:\(try LoopbackListener().port)/catalog"
+        let restarted = try ServeProcess(in: workspace, ["--feeds", "store", "--store", unreachable, "--feeds-cache", cache.path])
+        defer { _ = try? restarted.process.terminate() }
+        #expect(
+            try await Self.serves(restarted, like: second),
+            "a replica with a cache did not serve it without its store: \(restarted.logText)")
+        let (_, readiness) = try await URLSession.shared.data(from: restarted.url("/readyz"))
+        #expect((readiness as? HTTPURLResponse)?.statusCode == 503)
+    }
+
+    /// The editor API lives on the editor node: a replica refuses it, reads and writes, and says where to go.
+    @Test func aReplicaSendsEditorsToTheEditorNode() async throws {
+        let (workspace, store) = try await Self.editorWorkspace()
+        defer { workspace.remove() }
+        let replica = try ServeProcess(in: workspace, ["--feeds", "store", "--store", store])
+        defer { _ = try? replica.process.terminate() }
+        #expect(try await replica.body(of: Self.feed, within: 30) != nil)
+        for (method, path) in [("POST", "/v1/admin/apps/\(Self.app)/publish"), ("GET", "/v1/admin/apps")] {
+            var request = URLRequest(url: replica.url(path))
+            request.httpMethod = method
+            request.setValue("Bearer anything", forHTTPHeaderField: "Authorization")
+            let (data, response) = try await URLSession.shared.data(for: request)
+            #expect((response as? HTTPURLResponse)?.statusCode == 421)
+            #expect(String(decoding: data, as: UTF8.self).contains("--feeds public"))
+        }
+        // And what publishes is refused on a replica's command line.
+        let refused = try await workspace.run("serve", "--feeds", "store", "--store", store, "--auto-feedback", "1h")
+        #expect(refused.status == 64)
+        #expect(refused.stderr.contains("belong on the editor node"))
+        let sqlite = try await workspace.run("serve", "--feeds", "store")
+        #expect(sqlite.status == 64)
+        #expect(sqlite.stderr.contains("PostgreSQL"))
+    }
+
+    /// Two editor nodes with auto-feedback on one store: one runs it; killed, the other takes over.
+    @Test func theAutoFeedbackLockMovesWhenItsHolderIsKilled() async throws {
+        let (first, store) = try await Self.editorWorkspace()
+        defer { first.remove() }
+        let second = try CommandTests.Workspace()
+        defer { second.remove() }
+        try CommandTests.writeDemo(second)
+        let arguments = ["--store", store, "--auto-feedback", "1h"]
+        let nodes = [try ServeProcess(in: first, arguments), try ServeProcess(in: second, arguments)]
+        defer { for node in nodes { node.process.terminate() } }
+        let holds = { (node: ServeProcess) in node.logText.contains("store.lock.held") }
+        var holder: Int?
+        for _ in 0..<400 where holder == nil {
+            holder = nodes.firstIndex(where: holds)
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        let first_ = try #require(holder, "neither node took the lock: \(nodes.map(\.logText))")
+        let other = nodes[1 - first_]
+        try await Task.sleep(for: .seconds(2))
+        #expect(!holds(other), "both nodes held the auto-feedback lock")
+
+        #expect(try await nodes[first_].stop(with: SIGKILL) == -1)
+        var tookOver = false
+        for _ in 0..<400 where !tookOver {
+            tookOver = holds(other)
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(tookOver, "the lock never moved to the other node: \(other.logText)")
+    }
+}
