@@ -3,7 +3,6 @@ import Foundation
 import Logging
 import NIOPosix
 import ServiceLifecycle
-import Synchronization
 
 #if canImport(Glibc)
     import Glibc
@@ -18,17 +17,12 @@ public struct PublicationFollowerService: Service {
     let store: any PublicationStore
     let tree: PublicTree
     let pollInterval: Duration
-    let state: PublicationFollowerState
     let logger: Logger
 
-    public init(
-        store: any PublicationStore, tree: PublicTree, pollInterval: Duration = .seconds(2), state: PublicationFollowerState,
-        logger: Logger
-    ) {
+    public init(store: any PublicationStore, tree: PublicTree, pollInterval: Duration = .seconds(2), logger: Logger) {
         self.store = store
         self.tree = tree
         self.pollInterval = pollInterval
-        self.state = state
         self.logger = logger
     }
 
@@ -53,17 +47,13 @@ public struct PublicationFollowerService: Service {
                 while !Task.isCancelled {
                     do {
                         try await store.followAnnouncements(
-                            listening: {
-                                state.listening.store(true, ordering: .relaxed)
-                                wake.yield()  // what was published while not listening
-                            },
+                            listening: { wake.yield() },  // what was published while not listening
                             announced: { wake.yield() })
                     } catch  where Task.isCancelled {
                         break
                     } catch {
                         logger.warning("publications.listen.lost", metadata: ["error": "\(error)"])
                     }
-                    state.listening.store(false, ordering: .relaxed)
                     try? await Task.sleep(for: .seconds(1))
                 }
             }
@@ -77,7 +67,6 @@ public struct PublicationFollowerService: Service {
                 for await _ in wakeUps {
                     do {
                         let written = try await Self.catchUp(store: store, tree: tree)
-                        state.caughtUp()
                         if written > 0 { logger.info("publications.received", metadata: ["files": "\(written)"]) }
                     } catch  where Task.isCancelled {
                         break
@@ -92,21 +81,6 @@ public struct PublicationFollowerService: Service {
             group.cancelAll()
         }
     }
-}
-
-/// What a replica's readiness and metrics say about its feeds.
-public final class PublicationFollowerState: Sendable {
-    let listening = Atomic(false)
-    private let lastCaughtUp = Mutex<ContinuousClock.Instant?>(nil)
-
-    public init() {}
-
-    func caughtUp() { lastCaughtUp.withLock { $0 = .now } }
-
-    /// Whether the announcements connection is up.
-    public var isListening: Bool { listening.load(ordering: .relaxed) }
-    /// Since the last catch-up that reached the store; nil before the first.
-    public var sinceCaughtUp: Duration? { lastCaughtUp.withLock { $0.map { .now - $0 } } }
 }
 
 /// The editor node's side with a PostgreSQL store (`catalog serve --feeds public`): records in

@@ -495,7 +495,7 @@ extension ServeCommand {
         }
         return [
             PublicationFollowerService(
-                store: shared, tree: tree, pollInterval: resolved.feedsPoll.duration, state: PublicationFollowerState(), logger: logger)
+                store: shared, tree: tree, pollInterval: resolved.feedsPoll.duration, logger: logger)
         ]
     }
 }

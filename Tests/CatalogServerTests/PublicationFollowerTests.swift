@@ -13,10 +13,29 @@ import Testing
 struct PublicationFollowerTests {
     private let logger = Logger(label: "test")
 
-    private func openStore() async throws -> PostgresReportStore {
+    /// A store in a database of its own, an editor's published tree (revision 1) and an empty
+    /// replica tree, for `body`; removed afterwards.
+    private func withEditorAndReplica(_ body: (PostgresReportStore, CatalogServerTests.Fixture, PublicTree) async throws -> Void)
+        async throws
+    {
         let server = try TestPostgres.current
         let url = try StoreURL(parsing: try await server.createDatabase())
-        return try #require(try await openReportStore(url, logger: logger) as? PostgresReportStore)
+        let store = try #require(try await openReportStore(url, logger: logger) as? PostgresReportStore)
+        let fixture = try CatalogServerTests.Fixture(ids: ["com.example.served.coins"])
+        let replica = FileManager.default.temporaryDirectory.appendingPathComponent("replica-\(UUID().uuidString)")
+        defer {
+            fixture.remove()
+            try? FileManager.default.removeItem(at: replica)
+        }
+        do {
+            try await body(
+                store, fixture,
+                PublicTree(root: replica.appendingPathComponent("public"), records: replica.appendingPathComponent("records")))
+        } catch {
+            try? await store.close()
+            throw error
+        }
+        try await store.close()
     }
 
     /// Every file below `directory`, relative path to bytes; the replica's own bookkeeping left out.
@@ -36,53 +55,39 @@ struct PublicationFollowerTests {
     }
 
     @Test func aReplicaTreeIsTheEditorsTreeByteForByte() async throws {
-        let store = try await openStore()
-        let fixture = try CatalogServerTests.Fixture(ids: ["com.example.served.coins"])
-        let replica = FileManager.default.temporaryDirectory.appendingPathComponent("replica-\(UUID().uuidString)")
-        defer {
-            fixture.remove()
-            try? FileManager.default.removeItem(at: replica)
-        }
-        let tree = PublicTree(root: replica.appendingPathComponent("public"), records: replica.appendingPathComponent("records"))
-        try await store.recordPublication(nil, app: CatalogServerTests.app, tree: fixture.publicTree)
-        #expect(try await PublicationFollowerService.catchUp(store: store, tree: tree) > 0)
-        #expect(files(tree.root) == files(fixture.publicTree.root))
-        #expect(files(tree.records) == files(fixture.publicTree.records))
+        try await withEditorAndReplica { store, fixture, tree in
+            try await store.recordPublication(nil, app: CatalogServerTests.app, tree: fixture.publicTree)
+            #expect(try await PublicationFollowerService.catchUp(store: store, tree: tree) > 0)
+            #expect(files(tree.root) == files(fixture.publicTree.root))
+            #expect(files(tree.records) == files(fixture.publicTree.records))
 
-        // A second revision: only what changed travels, and the trees agree again. Nothing new: nothing read.
-        try fixture.publish(["com.example.served.coins", "com.example.served.gems"])
-        try await store.recordPublication(nil, app: CatalogServerTests.app, tree: fixture.publicTree)
-        #expect(try await PublicationFollowerService.catchUp(store: store, tree: tree) > 0)
-        #expect(files(tree.root) == files(fixture.publicTree.root))
-        #expect(try tree.currentManifest(CatalogServerTests.app)?.revision == 2)
-        #expect(try await PublicationFollowerService.catchUp(store: store, tree: tree) == 0)
-        try await store.close()
+            // A second revision: only what changed travels, and the trees agree again. Nothing new: nothing read.
+            try fixture.publish(["com.example.served.coins", "com.example.served.gems"])
+            try await store.recordPublication(nil, app: CatalogServerTests.app, tree: fixture.publicTree)
+            #expect(try await PublicationFollowerService.catchUp(store: store, tree: tree) > 0)
+            #expect(files(tree.root) == files(fixture.publicTree.root))
+            #expect(try tree.currentManifest(CatalogServerTests.app)?.revision == 2)
+            #expect(try await PublicationFollowerService.catchUp(store: store, tree: tree) == 0)
+        }
     }
 
     /// The announcement of a publication never arrives (the store below drops every one): the
     /// follower's poll brings the publication all the same.
     @Test func aPublicationWhoseAnnouncementIsLostArrivesByPolling() async throws {
-        let store = try await openStore()
-        let fixture = try CatalogServerTests.Fixture(ids: ["com.example.served.coins"])
-        let replica = FileManager.default.temporaryDirectory.appendingPathComponent("replica-\(UUID().uuidString)")
-        defer {
-            fixture.remove()
-            try? FileManager.default.removeItem(at: replica)
+        try await withEditorAndReplica { store, fixture, tree in
+            let follower = PublicationFollowerService(
+                store: DeafStore(store: store), tree: tree, pollInterval: .milliseconds(300),
+                logger: logger)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { try await follower.run() }
+                try await store.recordPublication(nil, app: CatalogServerTests.app, tree: fixture.publicTree)
+                #expect(try await Self.revision(of: tree, reaches: 1), "the first publication never arrived")
+                try fixture.publish(["com.example.served.coins", "com.example.served.gems"])
+                try await store.recordPublication(nil, app: CatalogServerTests.app, tree: fixture.publicTree)
+                #expect(try await Self.revision(of: tree, reaches: 2), "a publication whose announcement was lost never arrived")
+                group.cancelAll()
+            }
         }
-        let tree = PublicTree(root: replica.appendingPathComponent("public"), records: replica.appendingPathComponent("records"))
-        let follower = PublicationFollowerService(
-            store: DeafStore(store: store), tree: tree, pollInterval: .milliseconds(300), state: PublicationFollowerState(),
-            logger: logger)
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { try await follower.run() }
-            try await store.recordPublication(nil, app: CatalogServerTests.app, tree: fixture.publicTree)
-            #expect(try await Self.revision(of: tree, reaches: 1), "the first publication never arrived")
-            try fixture.publish(["com.example.served.coins", "com.example.served.gems"])
-            try await store.recordPublication(nil, app: CatalogServerTests.app, tree: fixture.publicTree)
-            #expect(try await Self.revision(of: tree, reaches: 2), "a publication whose announcement was lost never arrived")
-            group.cancelAll()
-        }
-        try await store.close()
     }
 
     /// A store's paths are written only inside the replica's folders.

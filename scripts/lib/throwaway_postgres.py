@@ -59,3 +59,32 @@ class Postgres:
 
     def stored_ids(self, app):
         return set(self.psql("reports", f"SELECT report_id FROM reports WHERE app = '{app}'").split())
+
+
+def attach(folder):
+    """The server `start` left running in `folder`, to stop it."""
+    server = Postgres.__new__(Postgres)
+    server.folder = folder
+    server.data = os.path.join(folder, "data")
+    server.as_postgres = os.geteuid() == 0
+    with open(os.path.join(folder, "url")) as file:
+        server.url = file.read().strip()
+    return server
+
+
+if __name__ == "__main__":
+    # For shell scripts: `throwaway_postgres.py start FOLDER` prints the URL of a new server in
+    # FOLDER (which must not exist); `throwaway_postgres.py stop FOLDER` stops it.
+    import sys
+
+    command, folder = sys.argv[1], os.path.abspath(sys.argv[2])
+    if command == "start":
+        require_postgres("throwaway_postgres")
+        server = Postgres(folder)
+        with open(os.path.join(folder, "url"), "w") as file:
+            file.write(server.url)
+        print(server.url)
+    elif command == "stop":
+        attach(folder).stop()
+    else:
+        raise SystemExit("usage: throwaway_postgres.py start|stop FOLDER")
