@@ -17,12 +17,16 @@ public struct PublicationFollowerService: Service {
     let store: any PublicationStore
     let tree: PublicTree
     let pollInterval: Duration
+    let metrics: ServerMetrics
     let logger: Logger
 
-    public init(store: any PublicationStore, tree: PublicTree, pollInterval: Duration = .seconds(2), logger: Logger) {
+    public init(
+        store: any PublicationStore, tree: PublicTree, pollInterval: Duration = .seconds(2), metrics: ServerMetrics, logger: Logger
+    ) {
         self.store = store
         self.tree = tree
         self.pollInterval = pollInterval
+        self.metrics = metrics
         self.logger = logger
     }
 
@@ -47,13 +51,17 @@ public struct PublicationFollowerService: Service {
                 while !Task.isCancelled {
                     do {
                         try await store.followAnnouncements(
-                            listening: { wake.yield() },  // what was published while not listening
+                            listening: {
+                                metrics.recordStoreListening(true)
+                                wake.yield()  // what was published while not listening
+                            },
                             announced: { wake.yield() })
                     } catch  where Task.isCancelled {
                         break
                     } catch {
                         logger.warning("publications.listen.lost", metadata: ["error": "\(error)"])
                     }
+                    metrics.recordStoreListening(false)
                     try? await Task.sleep(for: .seconds(1))
                 }
             }
@@ -67,11 +75,13 @@ public struct PublicationFollowerService: Service {
                 for await _ in wakeUps {
                     do {
                         let written = try await Self.catchUp(store: store, tree: tree)
+                        metrics.recordStoreCatchUp(change: tree.storeChange)
                         if written > 0 { logger.info("publications.received", metadata: ["files": "\(written)"]) }
                     } catch  where Task.isCancelled {
                         break
                     } catch {
                         // The tree keeps what it has and is served; the next wake-up tries again.
+                        metrics.recordStoreCatchUp(change: nil)
                         logger.error("publications.catch-up.failed", metadata: ["error": "\(error)"])
                     }
                 }

@@ -30,6 +30,9 @@ public final class ServerMetrics: Sendable {
     private let commitDuration: CoreMetrics.Timer
     private let reportLatency: CoreMetrics.Timer
     private let feedAnswer: CoreMetrics.Timer
+    private let storeListening: CoreMetrics.Gauge
+    private let storeChange: CoreMetrics.Gauge
+    private let storeCatchUpFailures: CoreMetrics.Counter
 
     private struct RequestKey: Hashable {
         var route: MetricsRoute
@@ -50,6 +53,9 @@ public final class ServerMetrics: Sendable {
         commitDuration = CoreMetrics.Timer(label: "catalog_reports_commit_seconds", factory: factory)
         reportLatency = CoreMetrics.Timer(label: "catalog_reports_latency_seconds", factory: factory)
         feedAnswer = CoreMetrics.Timer(label: "catalog_feed_answer_seconds", factory: factory)
+        storeListening = CoreMetrics.Gauge(label: "catalog_feeds_store_listening", factory: factory)
+        storeChange = CoreMetrics.Gauge(label: "catalog_feeds_store_change", factory: factory)
+        storeCatchUpFailures = CoreMetrics.Counter(label: "catalog_feeds_store_catch_up_failures_total", factory: factory)
     }
 
     /// One answered request; the share of 304s follows from the `status` label.
@@ -113,6 +119,16 @@ public final class ServerMetrics: Sendable {
     }
 
     /// Connections open now, after one opened or closed.
+    /// A replica's link to the store: 1 while its announcements connection is up, else 0.
+    public func recordStoreListening(_ listening: Bool) {
+        storeListening.record(listening ? 1 : 0)
+    }
+
+    /// A replica's catch-up with the store: the last change its tree holds, or a failure.
+    public func recordStoreCatchUp(change: Int64?) {
+        if let change { storeChange.record(change) } else { storeCatchUpFailures.increment() }
+    }
+
     func recordOpenConnections(_ count: Int) {
         openConnections.record(count)
     }

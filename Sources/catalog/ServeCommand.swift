@@ -459,7 +459,7 @@ struct ServeCommand: AsyncParsableCommand {
         let serveWithoutStore = isReplica && !tree.publishedApps().isEmpty
         try await StoreOptions.withStore(resolved.store, logger: logger, evenIfUnreachable: serveWithoutStore) { store in
             logger.info("reports.store", metadata: ["store": "\(resolved.store)"])
-            let publications = try await publicationServices(resolved, store: store, tree: tree, logger: logger)
+            let publications = try await publicationServices(resolved, store: store, tree: tree, metrics: metrics, logger: logger)
             let app = buildApplication(
                 publicDirectory: tree, host: resolved.host, port: resolved.port, configuration: configuration, reportStore: store,
                 reportsConfiguration: reports, workflow: workflow, metrics: metrics, adminListener: resolved.admin, tls: tls,
@@ -479,7 +479,7 @@ extension ServeCommand {
     /// replica catches up with it first (an empty disk serves nothing until it has the feeds)
     /// and then follows it.
     private func publicationServices(
-        _ resolved: Resolved, store: any CatalogStore, tree: PublicTree, logger: Logger
+        _ resolved: Resolved, store: any CatalogStore, tree: PublicTree, metrics: ServerMetrics, logger: Logger
     ) async throws -> [any Service] {
         guard let shared = store as? any PublicationStore else { return [] }
         guard resolved.feeds == .store else { return [PublicationExportService(store: store, tree: tree, logger: logger)] }
@@ -495,7 +495,7 @@ extension ServeCommand {
         }
         return [
             PublicationFollowerService(
-                store: shared, tree: tree, pollInterval: resolved.feedsPoll.duration, logger: logger)
+                store: shared, tree: tree, pollInterval: resolved.feedsPoll.duration, metrics: metrics, logger: logger)
         ]
     }
 }

@@ -75,9 +75,9 @@ struct PublicationFollowerTests {
     /// follower's poll brings the publication all the same.
     @Test func aPublicationWhoseAnnouncementIsLostArrivesByPolling() async throws {
         try await withEditorAndReplica { store, fixture, tree in
+            let metrics = ServerMetrics()
             let follower = PublicationFollowerService(
-                store: DeafStore(store: store), tree: tree, pollInterval: .milliseconds(300),
-                logger: logger)
+                store: DeafStore(store: store), tree: tree, pollInterval: .milliseconds(300), metrics: metrics, logger: logger)
             try await withThrowingTaskGroup(of: Void.self) { group in
                 group.addTask { try await follower.run() }
                 try await store.recordPublication(nil, app: CatalogServerTests.app, tree: fixture.publicTree)
@@ -85,6 +85,9 @@ struct PublicationFollowerTests {
                 try fixture.publish(["com.example.served.coins", "com.example.served.gems"])
                 try await store.recordPublication(nil, app: CatalogServerTests.app, tree: fixture.publicTree)
                 #expect(try await Self.revision(of: tree, reaches: 2), "a publication whose announcement was lost never arrived")
+                let exposition = String(decoding: metrics.render(), as: UTF8.self)
+                #expect(exposition.contains("catalog_feeds_store_listening 1"), "\(exposition)")
+                #expect(exposition.contains("catalog_feeds_store_change \(tree.storeChange)"), "\(exposition)")
                 group.cancelAll()
             }
         }

@@ -85,6 +85,8 @@ struct ReplicaTests {
         }
         #expect(second?.etag != first?.etag)
         #expect(try await Self.serves(replica, like: second), "revision 2 never reached the replica: \(replica.logText)")
+        let metrics = String(decoding: try await URLSession.shared.data(from: replica.url("/metrics")).0, as: UTF8.self)
+        #expect(metrics.contains("catalog_feeds_store_listening 1"), "\(metrics)")
         let snapshot = "/v1/apps/\(Self.app)/revisions/1/products.json"
         #expect(try await Self.serves(replica, snapshot, like: await Self.get(snapshot, from: editor)))
         #expect(
