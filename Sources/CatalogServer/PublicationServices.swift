@@ -34,12 +34,13 @@ public struct PublicationFollowerService: Service {
     @discardableResult
     public static func catchUp(store: any PublicationStore, tree: PublicTree) async throws -> Int {
         var written = 0
-        let last = try await store.publishedChanges(after: tree.storeChange) { file in
+        let held = tree.storeChange
+        let last = try await store.publishedChanges(after: held) { file in
             // Disk writes (each fsynced) on NIO's blocking pool, not on the threads that run tasks.
             try await NIOThreadPool.singleton.runIfActive { try tree.apply(file) }
             written += 1
         }
-        if written > 0 || last != tree.storeChange { try tree.setStoreChange(last) }
+        if last != held { try tree.setStoreChange(last) }
         return written
     }
 

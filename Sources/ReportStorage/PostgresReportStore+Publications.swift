@@ -50,12 +50,13 @@ extension PostgresReportStore: PublicationStore {
                 // manifest comes last, since a server loads a publication when it changes.
                 let rows = try await connection.query(
                     """
-                    SELECT path, app, content, change FROM published_files WHERE change > \(change)
+                    SELECT path, app, content, sha256, change FROM published_files WHERE change > \(change)
                     ORDER BY (revision IS NULL), (revision IS NULL AND path = 'public/v1/apps/' || app || '/manifest.json'), change
                     """, logger: logger)
                 var last = change
-                for try await (path, app, content, change) in rows.decode((String, String, ByteBuffer?, Int64).self) {
-                    try await receive(PublishedFile(path: path, app: app, bytes: content.map { Array($0.readableBytesView) }))
+                for try await (path, app, content, sha256, change) in rows.decode((String, String, ByteBuffer?, String?, Int64).self) {
+                    try await receive(
+                        PublishedFile(path: path, app: app, bytes: content.map { Array($0.readableBytesView) }, sha256: sha256))
                     last = max(last, change)
                 }
                 return last

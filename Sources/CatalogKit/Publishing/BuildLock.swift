@@ -33,12 +33,18 @@ public final class BuildLock: Sendable {
     /// Waits for the lock on a thread of its own: a wait on the threads that run tasks would hold
     /// up every other task meanwhile.
     public static func acquire(publicDirectory: URL) async throws -> BuildLock {
-        try await withCheckedThrowingContinuation { continuation in
-            DispatchQueue.global().async { continuation.resume(with: Result { try BuildLock(publicDirectory: publicDirectory) }) }
-        }
+        try await onOwnThread { try BuildLock(publicDirectory: publicDirectory) }
     }
 
     deinit {
         close(descriptor)
+    }
+}
+
+/// Runs blocking work (a lock's wait, files read and hashed) on a thread of its own: on the few
+/// threads that run tasks, it would hold up every other task meanwhile.
+func onOwnThread<Value: Sendable>(_ work: @escaping @Sendable () throws -> Value) async throws -> Value {
+    try await withCheckedThrowingContinuation { continuation in
+        DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }
     }
 }

@@ -15,17 +15,23 @@ public struct PublishedFile: Sendable, Equatable {
     public var revision: Int?
     /// The bytes; nil when the file was removed.
     public var bytes: [UInt8]?
+    /// The SHA-256 of the bytes (hex), nil for a removed file.
+    public var sha256: String?
 
-    /// A file of `app` at `path`, with the revision its path names.
-    public init(path: String, app: String, bytes: [UInt8]?) {
+    /// A file of `app` at `path` whose hash is known (a store keeps it beside the bytes), with the
+    /// revision its path names.
+    public init(path: String, app: String, bytes: [UInt8]?, sha256: String?) {
         self.path = path
         self.app = app
         self.bytes = bytes
+        self.sha256 = sha256
         revision = Self.revision(of: path, app: app)
     }
 
-    /// The SHA-256 of the bytes (hex), nil for a removed file.
-    public var sha256: String? { bytes.map { ContentHash.sha256Hex($0) } }
+    /// A file of `app` at `path`, its bytes hashed here.
+    public init(path: String, app: String, bytes: [UInt8]?) {
+        self.init(path: path, app: app, bytes: bytes, sha256: bytes.map { ContentHash.sha256Hex($0) })
+    }
 
     /// The revision a path names (`…/apps/<app>/revisions/<n>/…`), nil for an app's current files.
     static func revision(of path: String, app: String) -> Int? {
@@ -161,7 +167,8 @@ extension EditorStore {
         }
         let lock = try await BuildLock.acquire(publicDirectory: tree.root)
         defer { withExtendedLifetime(lock) {} }
-        let files = try tree.publicationChanges(app, stored: try await store.publishedFileHashes(app: app))
+        let stored = try await store.publishedFileHashes(app: app)
+        let files = try await onOwnThread { try tree.publicationChanges(app, stored: stored) }
         guard !files.isEmpty || entry != nil else { return }
         try await store.recordPublication(app: app, files: files, audit: entry)
     }
