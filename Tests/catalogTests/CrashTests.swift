@@ -51,17 +51,22 @@ import Testing
         let first = try await build()
         #expect(first.status == 0)
         var kills = 0
+        // How long a build takes now. Sleeps overshoot and builds speed up or slow down with the
+        // machine's load: a build that had ended before its kill shortens the span, so that kills
+        // keep landing however loaded the machine is.
+        var span = max(first.duration, 0.05)
         // Kills land across the whole run, most of them in its second half, where writing happens.
         for cycle in 0..<40 {
             productCount += 1
             try writeCatalog()
             let process = try run(binary, ["build", "--catalog", catalog.path, "--public", publicDirectory.path])
-            let span = max(first.duration, 0.05)
             let moment = cycle % 4 == 0 ? Double.random(in: 0...span) : Double.random(in: span * 0.4...span * 1.1)
             try await Task.sleep(for: .seconds(moment))
             if process.isRunning {
                 kill(process.processIdentifier, SIGKILL)
                 kills += 1
+            } else {
+                span = max(span * 0.7, 0.01)
             }
             try await waitForExit(process)
             try expectCompleteRevision(publicDirectory, app: "com.example.crash")
