@@ -6,7 +6,7 @@ import PropertyList
 import Testing
 
 /// Signed publications (docs/contract.md section 2, "Signing"): every feed a build writes carries a
-/// detached JWS over its exact bytes, bound to its app, kind, variants, revision and moment, beside
+/// detached JWS over the SHA-256 of its exact bytes, bound to its app, kind, variants, revision and moment, beside
 /// it in the revision and in the static tree; scheduled states are signed for their own moment;
 /// the gzip copy is covered; a refresh re-issues signatures without touching bytes or validators.
 @Suite struct SigningTests {
@@ -149,6 +149,33 @@ import Testing
         let response = FeedResponse.decide(
             feed: feed, conditions: ConditionalRequest(), acceptEncoding: [], isHead: false, now: .now, cacheControl: "c")
         #expect(response.header("Catalog-Signature") == feed.signature)
+    }
+
+    /// A signature in the first form published (over the bytes themselves, RFC 7797 `b64:false`)
+    /// is refused as malformed, and a refresh, even one that re-issues nothing expiring, replaces it.
+    @Test func aSignatureOfTheFirstFormIsRefusedAndReplacedByARefresh() throws {
+        let app = "com.example.signed"
+        let catalog = try signedCatalog(Self.source, app: app)
+        defer { try? FileManager.default.removeItem(at: catalog.root) }
+        let feed = try #require(catalog.published("v1/apps/\(app)/products.json"))
+        let signature = String(decoding: try #require(catalog.published("v1/apps/\(app)/revisions/1/products.json.jws")), as: UTF8.self)
+        let parts = signature.split(separator: ".", omittingEmptySubsequences: false)
+        let headerBytes = try #require(Base64URL.decode(parts[0]))
+        var header = try #require(try JSONSerialization.jsonObject(with: headerBytes) as? [String: Any])
+        header["digest"] = nil
+        header["b64"] = false
+        header["crit"] = ["b64"]
+        let firstForm = Base64URL.encode(try JSONSerialization.data(withJSONObject: header)) + ".." + parts[2]
+        #expect(throws: SignatureError.self) { try Self.verifier.verify(firstForm, over: feed, now: Date()) }
+        let url = catalog.publicDirectory.appendingPathComponent("v1/apps/\(app)/revisions/1/products.json.jws")
+        try Data(firstForm.utf8).write(to: url, options: .atomic)
+
+        var workflow = catalog.workflow
+        workflow.signer = try Self.signer()
+        #expect(try workflow.refreshSignatures(at: Date(), window: 60) == 1)
+        let replaced = String(decoding: try Data(contentsOf: url), as: UTF8.self)
+        #expect(try Self.verifier.verify(replaced, over: feed, now: Date()).claims.rev == 1)
+        #expect(catalog.published("v1/apps/\(app)/products.json.jws") == Array(replaced.utf8))
     }
 
     @Test func anUnsignedBuildRemovesTheStaticSignatureOfTheOneBefore() throws {

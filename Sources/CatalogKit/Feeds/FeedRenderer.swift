@@ -176,17 +176,10 @@ public struct FeedRenderer: Sendable {
 
     /// A feed's pieces in one buffer of its exact size.
     public static func collect(_ feed: (FeedPieces) -> Void) -> [UInt8] {
-        collect(feed, after: [])
-    }
-
-    /// The feed's bytes after `prefix`, in one buffer of exactly their size: a signature's header
-    /// goes first, so that the feed is signed where it is rendered, without a copy.
-    static func collect(_ feed: (FeedPieces) -> Void, after prefix: [UInt8]) -> [UInt8] {
-        var count = prefix.count
+        var count = 0
         feed { count += $0.count }
         var bytes: [UInt8] = []
         bytes.reserveCapacity(count)
-        bytes.append(contentsOf: prefix)
         feed { bytes.append(contentsOf: $0) }
         return bytes
     }

@@ -366,13 +366,16 @@ public struct Publisher: Sendable {
                 ]
                 for (kind, feed) in feeds {
                     let name = kind.rawValue
-                    let bytes = try RevisionSignatures.render(
-                        feed, kind: kind, directory: output.directory, manifest: manifestToSign, signer: signer, now: signedAt
-                    ) { path, signature in
+                    let signatures = try signer.map {
+                        try RevisionSignatures.sign(
+                            kind: kind, directory: output.directory, manifest: manifestToSign, signer: $0, now: signedAt)
+                    }
+                    for (path, signature) in signatures ?? [] {
                         let url = (path.hasPrefix("scheduled/") ? recordsStaging : staging).appendingPathComponent(path)
                         try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
                         try AtomicFile.writeDurably(Array(signature.utf8), to: url)
                     }
+                    let bytes = FeedRenderer.collect(feed)
                     let compressed = try Gzip.compress(bytes, effort: Gzip.feedEffort(forBytes: bytes.count))
                     try AtomicFile.writeDurably(bytes, to: directory.appendingPathComponent(name))
                     try AtomicFile.writeDurably(compressed, to: directory.appendingPathComponent(name + ".gz"))

@@ -41,28 +41,28 @@ public enum RevisionSignatures {
         states(of: manifest).enumerated().filter { $0.element.variants.contains { $0.directory == directory } }.map(\.offset)
     }
 
-    /// Renders the feed of `kind` in `directory` and, with a signer, signs it for every state that
-    /// serves it, handing each signature and its relative path to `write`. The feed is rendered
-    /// right after the first signature's header, so that its bytes (a big catalog's are tens of
-    /// megabytes) are signed where they are and never copied.
-    /// - Returns: the feed's bytes.
-    static func render(
-        _ feed: (FeedPieces) -> Void, kind: FeedKind, directory: String, manifest: RevisionManifest, signer: FeedSigner?, now: Date,
-        write: (String, String) throws -> Void
-    ) throws -> ArraySlice<UInt8> {
-        let states = signer == nil ? [] : statesServing(directory, in: manifest)
-        guard let signer, let first = states.first else { return FeedRenderer.collect(feed)[...] }
-        let header = try signer.encodedHeader(claims: claims(manifest, state: first, directory: directory, kind: kind), now: now)
-        let prefix = Array(header.utf8) + [UInt8(ascii: ".")]
-        let buffer = FeedRenderer.collect(feed, after: prefix)
-        try write(
-            relativePath(state: first, directory: directory, kind: kind), signer.signature(signingInput: buffer, encodedHeader: header))
-        let bytes = buffer[prefix.count...]
-        for state in states.dropFirst() {
-            let signature = try signer.sign(bytes, claims: claims(manifest, state: state, directory: directory, kind: kind), now: now)
-            try write(relativePath(state: state, directory: directory, kind: kind), signature)
+    /// The SHA-256 the manifest records for the bytes of the feed of `kind` in `directory`, in
+    /// `state`: what its signature signs, hashed once when the revision was planned.
+    static func sha256(_ manifest: RevisionManifest, state: Int, directory: String, kind: FeedKind) throws -> Data {
+        let record = states(of: manifest)[state].variants.first { $0.directory == directory }
+        guard let record, let digest = ContentHash.bytes(hex: kind == .products ? record.products.sha256 : record.catalog.sha256) else {
+            throw CatalogError.io(path: directory + kind.rawValue, message: "the revision's manifest records no SHA-256 for this feed")
         }
-        return bytes
+        return Data(digest)
+    }
+
+    /// The signatures of the feed of `kind` in `directory`, one for each state that serves it,
+    /// with their paths relative to the revision folder. Each is made from the SHA-256 the
+    /// manifest records, so signing reads no feed: the bytes are the ones that digest was taken of.
+    static func sign(
+        kind: FeedKind, directory: String, manifest: RevisionManifest, signer: FeedSigner, now: Date
+    ) throws -> [(path: String, signature: String)] {
+        try statesServing(directory, in: manifest).map { state in
+            let signature = try signer.sign(
+                sha256: sha256(manifest, state: state, directory: directory, kind: kind),
+                claims: claims(manifest, state: state, directory: directory, kind: kind), now: now)
+            return (relativePath(state: state, directory: directory, kind: kind), signature)
+        }
     }
 
     /// The signature of a feed as published, if the revision was signed.
@@ -73,8 +73,8 @@ public enum RevisionSignatures {
     }
 
     /// Re-issues the signatures of an app's current revision that expire within `window` (all of
-    /// them when `window` is nil), over the same bytes, so that the feed and its validators stay
-    /// as they are. The static copies of the default feeds' signatures are replaced too.
+    /// them when `window` is nil), over the same bytes (the digests its manifest records), so that
+    /// the feed and its validators stay as they are. The static copies of the default feeds' signatures are replaced too.
     /// - Returns: how many signatures were written.
     @discardableResult
     public static func refresh(
@@ -92,9 +92,9 @@ public enum RevisionSignatures {
                     {
                         continue
                     }
-                    let bytes = try tree.feedBytes(app, revision: revision, directory: directory, name: kind.rawValue)
                     let signature = try signer.sign(
-                        bytes, claims: claims(manifest, state: state, directory: directory, kind: kind), now: now)
+                        sha256: sha256(manifest, state: state, directory: directory, kind: kind),
+                        claims: claims(manifest, state: state, directory: directory, kind: kind), now: now)
                     let url = tree.revisionFileURL(app, revision, relativePath(state: state, directory: directory, kind: kind))
                     try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
                     try AtomicFile.write(Array(signature.utf8), to: url)
