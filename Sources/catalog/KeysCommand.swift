@@ -88,7 +88,9 @@ struct KeysCommand: ParsableCommand {
                 feeds carry it at once.
                 """)
 
-        @Argument(help: "The key ids to revoke (as 'catalog keys show' prints them).")
+        // A key id is base64url, so one in 64 begins with '-': it must still read as a key id,
+        // not as an unknown option.
+        @Argument(parsing: .allUnrecognized, help: "The key ids to revoke (as 'catalog keys show' prints them).")
         var kids: [String]
 
         @Option(help: ArgumentHelp("The root key file.", valueName: "file"))

@@ -82,6 +82,11 @@ import Testing
             // With --refresh, a signature far from its expiry is left as it is.
             let refreshed = try await workspace.run("sign", "--refresh", "--signing-key", "keys/signing-2.jwk")
             #expect(refreshed.stdout.hasPrefix("0 signatures written"), "\(refreshed.stdout)")
+            // One key id in 64 begins with '-' (base64url): it is a key id, not an option.
+            let dashed = try await workspace.run(
+                "keys", "revoke", "-9HqeO9_1OGdF4XX", "--root", "keys/root.jwk", "--signing-key", "keys/signing-2.jwk")
+            #expect(dashed.status == 0, "\(dashed.stderr)")
+            #expect(dashed.stdout.contains("-9HqeO9_1OGdF4XX"), "\(dashed.stdout)")
         }
     }
 
