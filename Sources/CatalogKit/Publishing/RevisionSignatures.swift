@@ -74,7 +74,8 @@ public enum RevisionSignatures {
 
     /// Re-issues the signatures of an app's current revision that expire within `window` (all of
     /// them when `window` is nil), over the same bytes (the digests its manifest records), so that
-    /// the feed and its validators stay as they are. The static copies of the default feeds' signatures are replaced too.
+    /// the feed and its validators stay as they are. The static copies of the default feeds'
+    /// signatures are replaced too.
     /// - Returns: how many signatures were written.
     @discardableResult
     public static func refresh(
