@@ -6,9 +6,10 @@ import PropertyList
 import Testing
 
 /// Signed publications (docs/contract.md section 2, "Signing"): every feed a build writes carries a
-/// detached JWS over the SHA-256 of its exact bytes, bound to its app, kind, variants, revision and moment, beside
-/// it in the revision and in the static tree; scheduled states are signed for their own moment;
-/// the gzip copy is covered; a refresh re-issues signatures without touching bytes or validators.
+/// detached JWS over the SHA-256 of its exact bytes, bound to its app, kind, variants, revision and
+/// moment, beside it in the revision and in the static tree; scheduled states are signed for their
+/// own moment; the gzip copy is covered; a refresh re-issues signatures without touching bytes or
+/// validators.
 @Suite struct SigningTests {
     static let root = Ed25519PrivateKey()
 
