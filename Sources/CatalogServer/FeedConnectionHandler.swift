@@ -328,7 +328,7 @@ final class FeedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
                 accessLog.record(
                     method: request.isHead ? "HEAD" : "GET", path: "/v1/apps/\(target.app)/\(target.kind.rawValue)", status: choice.status,
                     bytes: response.body?.readableBytes ?? 0, started: .now,
-                    client: context.channel.remoteAddress?.ipAddress.flatMap { IPAddress($0) })
+                    client: context.channel.remoteAddress?.ipAddress.flatMap { IPAddress($0) }.map(ClientAddress.init(peer:)))
             }
         }
         return true

@@ -62,8 +62,8 @@ public struct AccessLog: Sendable {
 
     public init() {}
 
-    func client(_ address: IPAddress?) -> String {
-        guard let address else { return "-" }
+    func client(_ client: ClientAddress?) -> String {
+        guard let address = client?.address else { return "-" }
         return fullAddresses ? address.description : prefixes.key(of: address)
     }
 
@@ -85,7 +85,7 @@ public struct AccessLog: Sendable {
     /// One line; `reportID` is the key a 202 stored its report under, which ties the acceptance
     /// to the committed row.
     func record(
-        method: String, path: String, status: Int, bytes: Int, started: ContinuousClock.Instant, client: IPAddress?,
+        method: String, path: String, status: Int, bytes: Int, started: ContinuousClock.Instant, client: ClientAddress?,
         requestID: String? = nil, reportID: String? = nil
     ) {
         guard enabled else { return }
@@ -94,6 +94,7 @@ public struct AccessLog: Sendable {
         var metadata: Logger.Metadata = [
             "http.method": "\(method)", "http.path": "\(path)", "http.status": "\(status)", "http.bytes": "\(bytes)",
             "duration_ms": "\(String(format: "%.3f", milliseconds))", "client.network": "\(self.client(client))",
+            "client.via": "\(client?.source.description ?? "-")",
             "request.id": "\(Self.requestID(requestID))",
         ]
         if let reportID { metadata["report.id"] = "\(reportID)" }

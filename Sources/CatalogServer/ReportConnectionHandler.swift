@@ -38,7 +38,7 @@ final class ReportConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
         /// Passing a request on to Hummingbird.
         case forwarding
         /// Reading a report's body.
-        case collecting(app: String, client: IPAddress?, body: ByteBuffer)
+        case collecting(app: String, client: ClientAddress?, body: ByteBuffer)
         /// A refusal decided by the head, sent once the (small, known-length) body has gone by.
         case discarding(ReportAnswer)
         /// Waiting for the report's commit.
@@ -59,7 +59,7 @@ final class ReportConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
     /// request of a connection has the same client, and hashing it per report was 4% of a report.
     private var lastNetwork: (client: IPAddress, network: String)?
     /// The report being answered, for the access log: its path, client and request id.
-    private var logged: (path: String, client: IPAddress?, requestID: String?)?
+    private var logged: (path: String, client: ClientAddress?, requestID: String?)?
     /// When the head of the report being answered arrived, for the latency histogram and the log.
     private var started: ContinuousClock.Instant?
     private var dateSecond: Int64 = -1
@@ -122,11 +122,11 @@ final class ReportConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
             let published = feeds.index.apps[app]?.history
             var network: String?
             if let client {
-                if let last = lastNetwork, last.client == client {
+                if let last = lastNetwork, last.client == client.address {
                     network = last.network
                 } else {
                     network = intake.network(of: client)
-                    lastNetwork = network.map { (client, $0) }
+                    lastNetwork = network.map { (client.address, $0) }
                 }
             }
             intake.receive(body.readableBytesView, app: app, published: published, network: network, now: clock()) { answer in

@@ -23,10 +23,12 @@ public struct ReportsConfiguration: Sendable {
         /// only); see `GroupCommitter`.
         public var acknowledgeBeforeCommit = false
     #endif
-    /// Proxies whose `Forwarded` and `X-Forwarded-For` headers are believed (`--trusted-proxy`);
-    /// none by default, so that no client can name its own address.
+    /// Proxies whose forwarding header is believed (`--trusted-proxy`); none by default, so
+    /// that no client can name its own address.
     public var trustedProxies: [AddressRange] = []
-    /// How much of a client's address is its network, for evidence and rate limits alike.
+    /// The one header those proxies write (`--trusted-proxy-header`); the other is never read.
+    public var forwardingHeader = ForwardingHeader.xForwardedFor
+    /// How much of a client's address is its network, for evidence and rate limits.
     public var networkPrefixes = NetworkPrefixLengths()
     /// The key of the networks' hashes. `catalog serve` keeps it in a file beside the store; the
     /// default, random per process, suits a server whose reports no other process judges.
@@ -98,26 +100,26 @@ struct ReportIntake: Sendable {
         #endif
         byAddress = configuration.perAddress.map { RateLimiter($0) }
         byInstall = configuration.perInstall.map { RateLimiter($0) }
-        clients = ClientAddressResolver(trustedProxies: configuration.trustedProxies)
+        clients = ClientAddressResolver(trustedProxies: configuration.trustedProxies, header: configuration.forwardingHeader)
         networks = NetworkHasher(secret: configuration.networkSecret, prefixes: configuration.networkPrefixes)
         appTransactions = configuration.appTransactions
         self.metrics = metrics
     }
 
-    /// The client a request came from: the peer, or what trusted proxies forwarded for.
+    /// The client a request came from: the peer, or what a trusted proxy forwarded for.
     /// `fields` gives every line of a header field by its lower-case name.
-    func client(peer: String?, fields: (String) -> [String]) -> IPAddress? {
+    func client(peer: String?, fields: (String) -> [String]) -> ClientAddress? {
         clients.client(peer: peer.flatMap { IPAddress($0) }, fields: fields)
     }
 
     /// The keyed hash of `client`'s network, as reports store it.
-    func network(of client: IPAddress?) -> String? {
-        client.map(networks.networkID(of:))
+    func network(of client: ClientAddress?) -> String? {
+        client.map { networks.networkID(of: $0.address) }
     }
 
     /// The answer the head alone decides, or nil to read the body (at most
     /// `ReportDecoder.maximumBodyBytes`). Takes from the client network's rate when it returns nil.
-    func checkHead(app: String, isPublished: Bool, contentType: String?, contentLength: Int?, client: IPAddress?) -> ReportAnswer? {
+    func checkHead(app: String, isPublished: Bool, contentType: String?, contentLength: Int?, client: ClientAddress?) -> ReportAnswer? {
         let limit = ReportDecoder.maximumBodyBytes
         // A refusal before the body is read: Hummingbird would read and discard the body to keep
         // the connection, which is cheap for a small body of known length; anything else closes.
@@ -134,7 +136,7 @@ struct ReportIntake: Sendable {
             return refuse(.contentTooLarge, "the body is \(contentLength) bytes; the limit is \(limit)")
         }
         // A network, not an address, is the bucket: an IPv6 client has a /64 of addresses to itself.
-        if let wait = byAddress?.take(client.map(networks.prefixes.key(of:)) ?? "unknown") {
+        if let wait = byAddress?.take(client.map { networks.prefixes.key(of: $0.address) } ?? "unknown") {
             return refuse(.tooManyRequests, "too many reports from this network; retry after \(wait) s", retryAfter: wait)
         }
         return nil

@@ -123,15 +123,29 @@ struct ServeCommand: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "A proxy whose Forwarded and X-Forwarded-For headers are believed, as an address or CIDR block; repeatable. Default: none.",
+            "A proxy whose forwarding header (--trusted-proxy-header) is believed, as an address or CIDR block; repeatable. Default: none.",
             valueName: "cidr"))
     var trustedProxy: [String] = []
+
+    @Option(
+        help: ArgumentHelp(
+            "The one header the trusted proxies write: x-forwarded-for (nginx's $proxy_add_x_forwarded_for, HAProxy's option forwardfor, most load balancers) or forwarded (RFC 7239); the other is never read. Default: x-forwarded-for.",
+            valueName: "name"))
+    var trustedProxyHeader: ForwardingHeader?
 
     @Option(help: ArgumentHelp("How many leading bits of an IPv4 client address name its network. Default: 24.", valueName: "bits"))
     var reportNetworkIpv4Prefix: Int?
 
-    @Option(help: ArgumentHelp("How many leading bits of an IPv6 client address name its network. Default: 48.", valueName: "bits"))
+    @Option(
+        help: ArgumentHelp(
+            "How many leading bits of an IPv6 client address name its network for rate limits and logs. Default: 48.", valueName: "bits"))
     var reportNetworkIpv6Prefix: Int?
+
+    @Option(
+        help: ArgumentHelp(
+            "How many leading bits of an IPv6 client address name its network as evidence for quarantine: one provider's allocation, since /48s are cheap. Default: 32.",
+            valueName: "bits"))
+    var reportEvidenceIpv6Prefix: Int?
 
     @Option(
         help: ArgumentHelp(
@@ -217,6 +231,7 @@ struct ServeCommand: AsyncParsableCommand {
         var maxConnections: Int?
         var reportLimitAddress: Int
         var trustedProxies: [AddressRange]
+        var trustedProxyHeader: ForwardingHeader
         var networkPrefixes: NetworkPrefixLengths
         var reportNetworkSecretFile: String
         var appleRootCertificates: [String]
@@ -283,6 +298,8 @@ struct ServeCommand: AsyncParsableCommand {
             }
             return range
         }
+        // Asked whether or not there is a key, so that every setting is known to rejectUnknown().
+        let signatureLifetime = try settings.value("signature-lifetime", flag: signatureLifetime, default: nil as Interval?)
         var accessLog = AccessLog()
         accessLog.enabled = try settings.value("access-log", flag: self.accessLog, default: .off)! == .on
         accessLog.feedSampling = try settings.value("access-log-feed-sample", flag: accessLogFeedSample, default: 0)!
@@ -302,9 +319,11 @@ struct ServeCommand: AsyncParsableCommand {
             maxConnections: try settings.value("max-connections", flag: maxConnections, default: nil as Int?),
             reportLimitAddress: try settings.value("report-limit-address", flag: reportLimitAddress, default: 600)!,
             trustedProxies: trustedProxies,
+            trustedProxyHeader: try settings.value("trusted-proxy-header", flag: trustedProxyHeader, default: .xForwardedFor)!,
             networkPrefixes: NetworkPrefixLengths(
                 ipv4: try settings.value("report-network-ipv4-prefix", flag: reportNetworkIpv4Prefix, default: 24)!,
-                ipv6: try settings.value("report-network-ipv6-prefix", flag: reportNetworkIpv6Prefix, default: 48)!),
+                ipv6: try settings.value("report-network-ipv6-prefix", flag: reportNetworkIpv6Prefix, default: 48)!,
+                ipv6Evidence: try settings.value("report-evidence-ipv6-prefix", flag: reportEvidenceIpv6Prefix, default: 32)!),
             reportNetworkSecretFile: try settings.value(
                 "report-network-secret-file", flag: reportNetworkSecretFile, default: store.defaultNetworkSecretPath)!,
             appleRootCertificates: try settings.values("apple-root-certificate", flags: appleRootCertificate),
@@ -313,14 +332,36 @@ struct ServeCommand: AsyncParsableCommand {
             retentionDays: try settings.value("retention-days", flag: retentionDays, default: 90)!,
             autoFeedback: try settings.value("auto-feedback", flag: autoFeedback, default: nil as Interval?),
             signer: try settings.value("signing-key", flag: signingKey, default: nil as String?).map { path in
-                try SigningOptions.signer(
-                    keyFile: path, lifetime: try settings.value("signature-lifetime", flag: signatureLifetime, default: nil as Interval?))
+                try SigningOptions.signer(keyFile: path, lifetime: signatureLifetime)
             },
             feeds: feeds,
             feedsCache: try settings.value("feeds-cache", flag: feedsCache, default: nil as String?),
             feedsPoll: try settings.value("feeds-poll", flag: feedsPoll, default: Interval("2s")!)!)
+        try settings.rejectUnknown()
         try Self.check(resolved)
         return resolved
+    }
+
+    /// What the operator should hear at start about a setting that is allowed but weakens trust.
+    static func warnings(_ settings: Resolved) -> [String] {
+        var warnings: [String] = []
+        for range in settings.trustedProxies {
+            if range.prefixLength == 0 {
+                warnings.append(
+                    "--trusted-proxy \(range) covers every address: any client can name any network, and one machine can take products off sale"
+                )
+            } else if !range.isNonPublic {
+                warnings.append(
+                    "--trusted-proxy \(range) covers public addresses: a client in it can name any network; name only the proxy's own addresses"
+                )
+            }
+        }
+        if !settings.trustedProxies.isEmpty && settings.admin == nil {
+            warnings.append(
+                "the editor API, the dashboard and /metrics answer on the port the proxy forwards to: set --admin-port, or keep /v1/admin/ and /metrics off the proxy (docs/operations.md)"
+            )
+        }
+        return warnings
     }
 
     private static func check(_ settings: Resolved) throws {
@@ -330,8 +371,11 @@ struct ServeCommand: AsyncParsableCommand {
         guard (1...36_600).contains(settings.retentionDays) else {
             throw ValidationError("--retention-days must be 1 to 36600 (100 years)")
         }
-        guard (8...32).contains(settings.networkPrefixes.ipv4), (16...128).contains(settings.networkPrefixes.ipv6) else {
-            throw ValidationError("--report-network-ipv4-prefix must be 8 to 32 and --report-network-ipv6-prefix 16 to 128")
+        guard (8...32).contains(settings.networkPrefixes.ipv4), (16...128).contains(settings.networkPrefixes.ipv6),
+            (16...128).contains(settings.networkPrefixes.ipv6Evidence)
+        else {
+            throw ValidationError(
+                "--report-network-ipv4-prefix must be 8 to 32, --report-network-ipv6-prefix and --report-evidence-ipv6-prefix 16 to 128")
         }
         guard (1...3600).contains(settings.readDeadline), (1...86_400).contains(settings.idleTimeout) else {
             throw ValidationError("--read-deadline must be 1 to 3600 seconds and --idle-timeout 1 to 86400")
@@ -366,8 +410,10 @@ struct ServeCommand: AsyncParsableCommand {
     func run() async throws {
         let settings = try await Settings(configFile: config)
         let resolved = try resolve(settings)
+        let warnings = Self.warnings(resolved)
         if printConfig {
             print(settings.description)
+            for warning in warnings { print("# warning: \(warning)") }
             return
         }
         let level = resolved.logLevel
@@ -386,6 +432,7 @@ struct ServeCommand: AsyncParsableCommand {
             }
         }
         let logger = Logger(label: "catalog.serve")
+        for warning in warnings { logger.warning("serve.trust", metadata: ["reason": "\(warning)"]) }
         let workflow = resolved.workflow
         let isReplica = resolved.feeds == .store
         // A replica's tree is a cache of the store's: given, or a fresh folder removed at exit.
@@ -425,6 +472,7 @@ struct ServeCommand: AsyncParsableCommand {
         reports.perInstall = Self.limit(perMinute: resolved.reportLimitInstall)
         reports.retention = .seconds(Int64(resolved.retentionDays) * 86_400)
         reports.trustedProxies = resolved.trustedProxies
+        reports.forwardingHeader = resolved.trustedProxyHeader
         reports.networkPrefixes = resolved.networkPrefixes
         reports.perAppQuota = resolved.reportQuota
         do {
@@ -510,3 +558,4 @@ private func raiseDescriptorLimit() {
 }
 
 extension Logger.Level: @retroactive ExpressibleByArgument {}
+extension ForwardingHeader: ExpressibleByArgument {}

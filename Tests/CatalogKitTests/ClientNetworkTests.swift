@@ -32,62 +32,6 @@ import Testing
         #expect(AddressRange(cidr: "10.1.2.3/8")?.description == "10.0.0.0/8")
     }
 
-    static let proxy = IPAddress("10.0.0.5")
-    static let resolver = ClientAddressResolver(trustedProxies: [AddressRange(cidr: "10.0.0.0/8")!, AddressRange(cidr: "fd00::/8")!])
-
-    struct Forwarding: Sendable, CustomTestStringConvertible {
-        var name: String
-        var peer: String
-        var forwarded: [String] = []
-        var forwardedFor: [String] = []
-        var client: String
-        var testDescription: String { name }
-    }
-
-    static let forwardings: [Forwarding] = [
-        Forwarding(
-            name: "an untrusted peer's headers are ignored", peer: "203.0.113.9", forwarded: ["for=198.51.100.1"], client: "203.0.113.9"),
-        Forwarding(
-            name: "an untrusted peer's X-Forwarded-For is ignored", peer: "203.0.113.9", forwardedFor: ["198.51.100.1"],
-            client: "203.0.113.9"),
-        Forwarding(name: "a trusted proxy without headers is the client", peer: "10.0.0.5", client: "10.0.0.5"),
-        Forwarding(name: "X-Forwarded-For through one proxy", peer: "10.0.0.5", forwardedFor: ["198.51.100.1"], client: "198.51.100.1"),
-        Forwarding(
-            name: "a spoofed left end is skipped: the rightmost untrusted address", peer: "10.0.0.5",
-            forwardedFor: ["1.2.3.4, 198.51.100.1"], client: "198.51.100.1"),
-        Forwarding(
-            name: "several lines and trusted hops", peer: "10.0.0.5", forwardedFor: ["6.6.6.6", "198.51.100.1, 10.1.1.1"],
-            client: "198.51.100.1"),
-        Forwarding(
-            name: "Forwarded with quotes, IPv6 and ports", peer: "10.0.0.5",
-            forwarded: [#"for=6.6.6.6, for="[2001:db8:cafe::17]:4711";proto=https;by=10.0.0.5"#], client: "2001:db8:cafe::17"),
-        Forwarding(
-            name: "Forwarded wins over X-Forwarded-For", peer: "10.0.0.5", forwarded: ["For=198.51.100.7"], forwardedFor: ["6.6.6.6"],
-            client: "198.51.100.7"),
-        Forwarding(
-            name: "an unknown hop stands for no one: the nearest trusted proxy is the client", peer: "10.0.0.5",
-            forwarded: ["for=198.51.100.1, for=unknown"], client: "10.0.0.5"),
-        Forwarding(
-            name: "garbage in X-Forwarded-For", peer: "10.0.0.5", forwardedFor: ["198.51.100.1, not-an-address"], client: "10.0.0.5"),
-        Forwarding(
-            name: "every hop trusted: the leftmost", peer: "10.0.0.5", forwardedFor: ["10.9.9.9, 10.1.1.1"], client: "10.9.9.9"),
-        Forwarding(name: "a mapped trusted peer", peer: "::ffff:10.0.0.5", forwardedFor: ["198.51.100.1"], client: "198.51.100.1"),
-        Forwarding(
-            name: "a quoted comma stays in its element", peer: "10.0.0.5", forwarded: [#"for=198.51.100.1;x="a,b""#], client: "198.51.100.1"
-        ),
-    ]
-
-    @Test(arguments: forwardings)
-    func forwardingHeaders(_ example: Forwarding) throws {
-        let client = Self.resolver.client(peer: IPAddress(example.peer)) { $0 == "forwarded" ? example.forwarded : example.forwardedFor }
-        #expect(client?.description == example.client)
-    }
-
-    @Test func withoutTrustedProxiesHeadersNeverCount() {
-        let client = ClientAddressResolver().client(peer: IPAddress("127.0.0.1")) { _ in ["for=198.51.100.1"] }
-        #expect(client?.description == "127.0.0.1")
-    }
-
     @Test func networksArePrefixes() throws {
         let prefixes = NetworkPrefixLengths()
         #expect(prefixes.key(of: try #require(IPAddress("192.0.2.77"))) == "192.0.2.0/24")
@@ -96,6 +40,47 @@ import Testing
             prefixes.key(of: try #require(IPAddress("2001:db8:1234:ffff::9")))
                 == prefixes.key(of: try #require(IPAddress("2001:db8:1234::1"))),
             "a whole /48, every /64 in it included, is one network")
+    }
+
+    /// Anyone with one IPv4 address has a 6to4 /48 and Teredo addresses for free: they are that
+    /// address's /24, for rate limits and evidence alike.
+    @Test(arguments: [
+        ("2002:c000:0207::1", "192.0.2.7"), ("2002:c000:02ff:1234::9", "192.0.2.255"),
+        // Teredo: server 65.54.227.120, client 192.0.2.45 port 40000, both obfuscated as RFC 4380 says.
+        ("2001:0:4136:e378:8000:63bf:3fff:fdd2", "192.0.2.45"), ("64:ff9b::c000:20b", "192.0.2.11"),
+    ])
+    func addressesThatEmbedIPv4AreTheirIPv4(text: String, embedded: String) throws {
+        let address = try #require(IPAddress(text))
+        let ipv4 = try #require(IPAddress(embedded))
+        #expect(address.embeddedIPv4 == ipv4)
+        let prefixes = NetworkPrefixLengths()
+        #expect(prefixes.key(of: address) == "192.0.2.0/24")
+        let hasher = NetworkHasher(secret: [UInt8](repeating: 7, count: 32))
+        #expect(hasher.networkID(of: address) == hasher.networkID(of: try #require(IPAddress("192.0.2.200"))))
+        #expect(IPAddress("2001:db8::1")?.embeddedIPv4 == nil, "2001:db8::/32 is not Teredo")
+        #expect(IPAddress("192.0.2.1")?.embeddedIPv4 == nil)
+    }
+
+    /// A tunnel broker hands out /48s by the dozen from one /32: as evidence, the whole /32 is
+    /// one network, while each /48 keeps its own rate limit.
+    @Test func ipv6EvidenceCountsAProvidersAllocationOnce() throws {
+        let hasher = NetworkHasher(secret: [UInt8](repeating: 7, count: 32))
+        let broker = (0..<20).map { IPAddress("2001:470:\(String($0 + 1, radix: 16))::1")! }
+        #expect(Set(broker.map(hasher.networkID(of:))).count == 1, "twenty /48s of one /32 are one network of evidence")
+        #expect(Set(broker.map(hasher.prefixes.key(of:))).count == 20, "and twenty rate-limit buckets")
+        #expect(
+            hasher.networkID(of: try #require(IPAddress("2001:470::1"))) != hasher.networkID(of: try #require(IPAddress("2a00:1450::1"))))
+        let per48 = NetworkHasher(secret: [UInt8](repeating: 7, count: 32), prefixes: NetworkPrefixLengths(ipv6Evidence: 48))
+        #expect(Set(broker.map(per48.networkID(of:))).count == 20, "--report-evidence-ipv6-prefix 48 counts /48s")
+    }
+
+    /// `--trusted-proxy` warns when a block could hold clients.
+    @Test(arguments: [
+        ("127.0.0.1", true), ("10.0.0.0/8", true), ("192.168.4.0/24", true), ("fd00::/8", true), ("::1", true),
+        ("0.0.0.0/0", false), ("::/0", false), ("8.0.0.0/8", false), ("10.0.0.0/7", false), ("203.0.113.7", false),
+    ])
+    func proxyBlocksArePublicOrNot(cidr: String, nonPublic: Bool) throws {
+        #expect(try #require(AddressRange(cidr: cidr)).isNonPublic == nonPublic)
     }
 
     @Test func networkIDsAreKeyedHashesOfThePrefix() throws {

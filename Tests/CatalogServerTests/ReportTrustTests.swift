@@ -67,21 +67,15 @@ import Testing
         }
     }
 
-    /// Behind a trusted proxy, the rightmost untrusted forwarded address is the client, by
-    /// `Forwarded` or `X-Forwarded-For`; a peer outside the trusted range is itself the client
-    /// whatever it sends.
+    /// Behind a trusted proxy, the rightmost untrusted address of the header it writes
+    /// (`X-Forwarded-For` by default) is the client; a peer outside the trusted range is itself
+    /// the client whatever it sends.
     @Test func aTrustedProxysForwardedClientsAreTheNetworks() async throws {
         try await Self.withServer({ $0.trustedProxies = [AddressRange(cidr: "127.0.0.1/32")!] }) { port, store, _ in
             for index in 0..<3 {
                 let answer = try await Self.post(
                     from: "127.0.0.1", port: port, Self.body(install: "x\(index)"),
                     headers: [("X-Forwarded-For", "6.6.6.6, 198.51.\(index).1")])
-                #expect(answer.status == 202, "\(answer.text)")
-            }
-            for index in 0..<2 {
-                let answer = try await Self.post(
-                    from: "127.0.0.1", port: port, Self.body(install: "f\(index)"),
-                    headers: [("Forwarded", #"for="[2001:db8:\#(index)::1]:4711", for=127.0.0.1"#)])
                 #expect(answer.status == 202, "\(answer.text)")
             }
             // Spoofed, from a peer that is not a trusted proxy: its own /24, once.
@@ -92,7 +86,44 @@ import Testing
                 #expect(answer.status == 202, "\(answer.text)")
             }
             let evidence = try #require(try await Self.evidence(store))
-            #expect(evidence.networks == 6, "three by X-Forwarded-For, two by Forwarded, 127.0.9.0/24")
+            #expect(evidence.networks == 4, "three by X-Forwarded-For, 127.0.9.0/24")
+        }
+    }
+
+    /// The attack of issue 26: nginx appends `X-Forwarded-For` and passes a client's own
+    /// `Forwarded` through untouched. One machine sent 120 reports, each with its own
+    /// `Forwarded: for=198.51.N.7`, and each counted as a network. Now only the header the
+    /// proxy writes is read: they are one network, the machine's.
+    @Test func aClientsOwnForwardedHeaderBehindAnXForwardedForProxyNamesNoNetwork() async throws {
+        try await Self.withServer({ $0.trustedProxies = [AddressRange(cidr: "127.0.0.1/32")!] }) { port, store, _ in
+            for index in 0..<120 {
+                let answer = try await Self.post(
+                    from: "127.0.0.1", port: port, Self.body(install: "spoof\(index)"),
+                    headers: [("Forwarded", "for=198.51.\(index).7"), ("X-Forwarded-For", "127.0.3.9")])
+                #expect(answer.status == 202, "\(answer.text)")
+            }
+            let evidence = try #require(try await Self.evidence(store))
+            #expect(evidence.reports == 120 && evidence.networks == 1, "\(evidence)")
+        }
+    }
+
+    /// A proxy configured to write `Forwarded` is read there alone: a client's own
+    /// `X-Forwarded-For` names no one.
+    @Test func aProxyThatWritesForwardedIsReadAlone() async throws {
+        try await Self.withServer({
+            $0.trustedProxies = [AddressRange(cidr: "127.0.0.1/32")!]
+            $0.forwardingHeader = .forwarded
+        }) { port, store, _ in
+            for index in 0..<2 {
+                let answer = try await Self.post(
+                    from: "127.0.0.1", port: port, Self.body(install: "f\(index)"),
+                    headers: [
+                        ("Forwarded", #"for="[2001:db\#(index)::1]:4711", for=127.0.0.1"#), ("X-Forwarded-For", "198.51.\(index).1"),
+                    ])
+                #expect(answer.status == 202, "\(answer.text)")
+            }
+            let evidence = try #require(try await Self.evidence(store))
+            #expect(evidence.networks == 2, "two IPv6 /32s by Forwarded; X-Forwarded-For unread")
         }
     }
 

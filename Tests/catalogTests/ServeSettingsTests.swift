@@ -74,6 +74,62 @@ import Testing
             #expect(run.stderr.contains(message), "\(run.stderr)")
         }
     }
+
+    /// Issue 26: a misspelt key or variable, or a string where a list belongs, was dropped
+    /// without a word, and behind a proxy every client became the proxy's one network. Each is
+    /// now an error at start that names the key and where it is.
+    @Test(arguments: [
+        ([:], #"{"trusted_proxy": ["127.0.0.1"]}"#, "serve.json: 'trusted_proxy' is no setting; did you mean 'trusted-proxy'?"),
+        ([:], #"{"prot": 8080}"#, "serve.json: 'prot' is no setting"),
+        ([:], #"{"trusted-proxy": "127.0.0.1"}"#, #"serve.json: 'trusted-proxy' must be a list, such as ["127.0.0.1"]"#),
+        ([:], #"{"port": [8080]}"#, "serve.json: 'port' must be a single value, not a list"),
+        ([:], #"{"port": {"value": 8080}}"#, "serve.json: 'port' must be a single value"),
+        ([:], #"["port", 8080]"#, "cannot read the configuration file serve.json"),
+        (
+            ["CATALOG_TRUSTED_PROXIES": "127.0.0.1"], "",
+            "the environment's CATALOG_TRUSTED_PROXIES is no setting; did you mean 'CATALOG_TRUSTED_PROXY'?"
+        ),
+        (["CATALOG_PROT": "8080"], "", "the environment's CATALOG_PROT is no setting"),
+    ])
+    func aMistakeInTheSettingsIsAnErrorThatNamesIt(environment: [String: String], file: String, message: String) async throws {
+        try await CommandTests.withWorkspace { workspace in
+            var arguments = ["serve", "--print-config"]
+            if !file.isEmpty {
+                try workspace.write("serve.json", file)
+                arguments += ["--config", "serve.json"]
+            }
+            let run = try await CommandTests.run(arguments, in: workspace.root, environment: environment)
+            #expect(run.status == 64, "\(run.stdout)")
+            #expect(run.stderr.contains(message), "\(run.stderr)")
+        }
+    }
+
+    /// The scripts' own variables are no settings and are left alone.
+    @Test func theScriptsOwnVariablesAreLeftAlone() async throws {
+        try await CommandTests.withWorkspace { workspace in
+            let run = try await CommandTests.run(
+                ["serve", "--print-config"], in: workspace.root, environment: ["CATALOG_BIN": "/usr/local/bin/catalog"])
+            #expect(run.status == 0, "\(run.stderr)")
+        }
+    }
+
+    /// A trusted proxy block that could hold clients, or admin routes on the port the proxy
+    /// forwards to, are said at start (and by `--print-config`).
+    @Test func trustThatCouldBeTurnedIsSaidAtStart() async throws {
+        try await CommandTests.withWorkspace { workspace in
+            let wide = try await CommandTests.run(
+                ["serve", "--trusted-proxy", "0.0.0.0/0", "--trusted-proxy", "203.0.113.0/24", "--print-config"], in: workspace.root)
+            #expect(wide.status == 0, "\(wide.stderr)")
+            #expect(wide.stdout.contains("# warning: --trusted-proxy 0.0.0.0/0 covers every address"))
+            #expect(wide.stdout.contains("# warning: --trusted-proxy 203.0.113.0/24 covers public addresses"))
+            #expect(wide.stdout.contains("# warning: the editor API, the dashboard and /metrics answer on the port the proxy forwards to"))
+            #expect(Self.effective(wide.stdout)["trusted-proxy-header"]?.value == "x-forwarded-for")
+            let narrow = try await CommandTests.run(
+                ["serve", "--trusted-proxy", "127.0.0.1", "--admin-port", "9999", "--print-config"], in: workspace.root)
+            #expect(narrow.status == 0, "\(narrow.stderr)")
+            #expect(!narrow.stdout.contains("# warning"), "\(narrow.stdout)")
+        }
+    }
 }
 
 /// Logs an operator can use: JSON lines with an access line per request, clients as their network.

@@ -76,131 +76,78 @@ public struct AddressRange: Hashable, Sendable, CustomStringConvertible {
     }
 
     public var description: String { "\(network)/\(prefixLength)" }
+
+    /// The blocks no client on the internet comes from: loopback, private (RFC 1918), shared
+    /// (RFC 6598), link-local, and IPv6 loopback, unique local (RFC 4193) and link-local.
+    static let nonPublic: [AddressRange] = [
+        "127.0.0.0/8", "10.0.0.0/8", "172.16.0.0/12", "192.168.0.0/16", "100.64.0.0/10", "169.254.0.0/16", "::1/128", "fc00::/7",
+        "fe80::/10",
+    ].compactMap { AddressRange(cidr: $0) }
+
+    /// Whether every address of the block is in one of ``nonPublic``'s: a proxy's own
+    /// addresses are; a block with public addresses in it could hold clients.
+    public var isNonPublic: Bool {
+        Self.nonPublic.contains { $0.prefixLength <= prefixLength && $0.contains(network) }
+    }
 }
 
-/// Which client a request came from: the socket's peer, or, only when that peer is a trusted
-/// proxy, the address the proxies say they forwarded for.
+/// How much of a client address names its network: what one rate-limit bucket covers, and
+/// what counts as one source of evidence in the feedback loop.
 ///
-/// Forwarding headers are chains that every hop appends to, so only their right end is
-/// trustworthy: the resolver walks from the right past the trusted proxies and takes the first
-/// address that is not one of them. Anything to the left of it was written by the client itself.
-public struct ClientAddressResolver: Sendable {
-    /// The proxies whose forwarding headers are believed, such as a load balancer's addresses.
-    public var trustedProxies: [AddressRange]
-
-    /// A resolver that believes the forwarding headers of these proxies only; by default none, so the peer is the client.
-    public init(trustedProxies: [AddressRange] = []) {
-        self.trustedProxies = trustedProxies
-    }
-
-    func isTrusted(_ address: IPAddress) -> Bool {
-        trustedProxies.contains { $0.contains(address) }
-    }
-
-    /// The client's address.
-    ///
-    /// - Parameters:
-    ///   - peer: the socket's remote address; nil when unknown (a Unix socket).
-    ///   - fields: every line of a header field, in order, by its lower-case name. Asked only when
-    ///     the peer is trusted, so that the common case reads no header. `forwarded` (RFC 7239) is
-    ///     read in preference to `x-forwarded-for` when present.
-    /// - Returns: the peer when it is not a trusted proxy or no header names anyone; otherwise the
-    ///   rightmost forwarded address that is not a trusted proxy. When that element is not an
-    ///   address (`unknown`, an obfuscated name), the nearest trusted hop stands for the client:
-    ///   nothing to its left can be believed.
-    public func client(peer: IPAddress?, fields: (String) -> [String]) -> IPAddress? {
-        guard let peer, isTrusted(peer) else { return peer }
-        let forwarded = fields("forwarded")
-        let chain = !forwarded.isEmpty ? Self.forwardedChain(forwarded) : Self.forwardedForChain(fields("x-forwarded-for"))
-        var nearest = peer
-        for element in chain.reversed() {
-            guard let address = element else { return nearest }
-            if !isTrusted(address) { return address }
-            nearest = address
-        }
-        return nearest
-    }
-
-    /// The `for=` address of each element of `Forwarded` lines, left to right; nil for an
-    /// element whose `for` is missing or not an address.
-    static func forwardedChain(_ lines: [String]) -> [IPAddress?] {
-        lines.flatMap { splitOutsideQuotes($0, on: ",") }.map { element in
-            for pair in splitOutsideQuotes(element, on: ";") {
-                guard let equals = pair.firstIndex(of: "=") else { continue }
-                let name = pair[..<equals].trimmingCharacters(in: .whitespaces).lowercased()
-                guard name == "for" else { continue }
-                var value = pair[pair.index(after: equals)...].trimmingCharacters(in: .whitespaces)
-                if value.hasPrefix("\""), value.hasSuffix("\""), value.count >= 2 { value = String(value.dropFirst().dropLast()) }
-                return address(hostAndPort: value)
-            }
-            return nil
-        }
-    }
-
-    /// The addresses of `X-Forwarded-For` lines, left to right.
-    static func forwardedForChain(_ lines: [String]) -> [IPAddress?] {
-        lines.flatMap { $0.split(separator: ",", omittingEmptySubsequences: false) }.map {
-            address(hostAndPort: $0.trimmingCharacters(in: .whitespaces))
-        }
-    }
-
-    /// `192.0.2.1`, `192.0.2.1:4711`, `[2001:db8::1]`, `[2001:db8::1]:4711` or `2001:db8::1`.
-    static func address(hostAndPort text: String) -> IPAddress? {
-        if text.hasPrefix("["), let close = text.firstIndex(of: "]") {
-            return IPAddress(text[text.index(after: text.startIndex)..<close])
-        }
-        if let plain = IPAddress(text) { return plain }
-        if let colon = text.lastIndex(of: ":"), text.firstIndex(of: ":") == colon { return IPAddress(text[..<colon]) }
-        return nil
-    }
-
-    /// Splits at `separator` except inside double quotes (RFC 7230 quoted-string, with `\` escapes).
-    private static func splitOutsideQuotes(_ text: String, on separator: Character) -> [String] {
-        var parts: [String] = []
-        var current = ""
-        var quoted = false
-        var escaped = false
-        for character in text {
-            if escaped {
-                escaped = false
-            } else if quoted && character == "\\" {
-                escaped = true
-            } else if character == "\"" {
-                quoted.toggle()
-            } else if character == separator && !quoted {
-                parts.append(current)
-                current = ""
-                continue
-            }
-            current.append(character)
-        }
-        parts.append(current)
-        return parts
-    }
-}
-
-/// How much of a client address names its network: what counts as one source of evidence in
-/// the feedback loop, and what one rate-limit bucket covers.
+/// A network is what costs an attacker one network (docs/feedback.md, "What a network costs"):
+/// - IPv4: a /24, about what one site or one customer of a provider holds.
+/// - IPv6 addresses that embed an IPv4 one (6to4 `2002::/16`, Teredo `2001::/32`, NAT64
+///   `64:ff9b::/96`) are that IPv4 address: anyone with one IPv4 address has a 6to4 /48 and a
+///   Teredo address for free, so they count as its /24.
+/// - Other IPv6: a /48 (a site's allocation) for rate limits, but a /32 (a provider's) for
+///   evidence: tunnel brokers hand out /48s, even /48s by the dozen, from one /32, so a /48 is
+///   too cheap to be worth one network of evidence.
 public struct NetworkPrefixLengths: Sendable, Hashable {
     /// Default 24: one IPv4 /24 is about what one site or one customer of a provider holds.
     public var ipv4: Int
     /// Default 48: a site's allocation; a /64 (one LAN) or less would let one machine be many.
     public var ipv6: Int
+    /// Default 32: a provider's allocation, for evidence (``NetworkHasher``) only.
+    public var ipv6Evidence: Int
 
-    /// Prefix lengths in bits, by default a /24 for IPv4 and a /48 for IPv6.
-    public init(ipv4: Int = 24, ipv6: Int = 48) {
+    /// Prefix lengths in bits, by default a /24 for IPv4, and for IPv6 a /48 for rate limits and a /32 for evidence.
+    public init(ipv4: Int = 24, ipv6: Int = 48, ipv6Evidence: Int = 32) {
         self.ipv4 = ipv4
         self.ipv6 = ipv6
+        self.ipv6Evidence = ipv6Evidence
     }
 
-    /// The network `address` belongs to.
+    /// The network `address` belongs to, as a rate-limit bucket.
     public func network(of address: IPAddress) -> IPAddress {
-        address.masked(to: address.isIPv4 ? ipv4 : ipv6)
+        let address = address.embeddedIPv4 ?? address
+        return address.masked(to: address.isIPv4 ? ipv4 : ipv6)
     }
 
     /// `192.0.2.0/24`: the network as a rate-limit key.
     public func key(of address: IPAddress) -> String {
-        "\(network(of: address))/\(address.isIPv4 ? ipv4 : ipv6)"
+        let address = address.embeddedIPv4 ?? address
+        return "\(network(of: address))/\(address.isIPv4 ? ipv4 : ipv6)"
+    }
+
+    /// The network `address` counts as in the evidence, and its prefix length.
+    public func evidenceNetwork(of address: IPAddress) -> (network: IPAddress, length: Int) {
+        let address = address.embeddedIPv4 ?? address
+        let length = address.isIPv4 ? ipv4 : ipv6Evidence
+        return (address.masked(to: length), length)
+    }
+}
+
+extension IPAddress {
+    /// The IPv4 address an IPv6 one carries, for the forms that anyone with that IPv4 address
+    /// can use: 6to4 (`2002:AABB:CCDD::/48`, RFC 3056), Teredo (`2001:0::/32`, the client's
+    /// public address inverted in the last 32 bits, RFC 4380) and NAT64's well-known prefix
+    /// (`64:ff9b::/96`, RFC 6052). nil for an IPv4 address or any other IPv6 one.
+    public var embeddedIPv4: IPAddress? {
+        guard bytes.count == 16 else { return nil }
+        if bytes[0] == 0x20, bytes[1] == 0x02 { return IPAddress(bytes: Array(bytes[2..<6])) }
+        if bytes[0..<4] == [0x20, 0x01, 0x00, 0x00] { return IPAddress(bytes: bytes[12..<16].map { ~$0 }) }
+        if bytes[0..<12] == [0x00, 0x64, 0xFF, 0x9B, 0, 0, 0, 0, 0, 0, 0, 0] { return IPAddress(bytes: Array(bytes[12..<16])) }
+        return nil
     }
 }
 
@@ -221,14 +168,14 @@ public struct NetworkHasher: Sendable {
         self.prefixes = prefixes
     }
 
-    /// 32 hexadecimal digits (128 bits of HMAC-SHA256) naming `address`'s network.
+    /// 32 hexadecimal digits (128 bits of HMAC-SHA256) naming the network `address` counts as
+    /// in the evidence (``NetworkPrefixLengths/evidenceNetwork(of:)``).
     public func networkID(of address: IPAddress) -> String {
-        let network = prefixes.network(of: address)
+        let (network, length) = prefixes.evidenceNetwork(of: address)
+        var mac = HMAC<SHA256>(key: SymmetricKey(data: secret))
         // The prefix length is hashed too: the same bits under another configured length are
         // another network.
-        let length = UInt8(address.isIPv4 ? prefixes.ipv4 : prefixes.ipv6)
-        var mac = HMAC<SHA256>(key: SymmetricKey(data: secret))
-        mac.update(data: network.bytes + [length])
+        mac.update(data: network.bytes + [UInt8(length)])
         return ContentHash.hex(mac.finalize().prefix(16))
     }
 }
