@@ -44,6 +44,9 @@ public struct AppTransactionRejection: Error, Sendable, Hashable, CustomStringCo
         case unknownEnvironment
         /// Neither `appTransactionId` nor `originalTransactionId` is present and non-empty.
         case missingInstallKey
+        /// Apple signed it, but it is not an AppTransaction: it carries a purchase transaction's own fields
+        /// (`transactionId`, `productId`), which an app can hold many of and which say nothing about an install.
+        case notAnAppTransaction
     }
 
     /// The class of failure.

@@ -42,6 +42,9 @@ struct PostgresReportStoreTests {
     @Test func prunes() async throws { try await withStore(StoreConformance.prunes) }
     @Test func countsNetworks() async throws { try await withStore(StoreConformance.countsNetworks) }
     @Test func prunesToTheQuota() async throws { try await withStore(StoreConformance.prunesToTheQuota) }
+    @Test func quotaPrunesTheHeaviestNetworkFirst() async throws {
+        try await withStore(StoreConformance.quotaPrunesTheHeaviestNetworkFirst)
+    }
     @Test func keepsOrRefusesNULs() async throws { try await withStore(StoreConformance.keepsOrRefusesNULs) }
     @Test func groupCommits() async throws { try await withStore(StoreConformance.groupCommits) }
     @Test func keepsTokensAndTheAuditLog() async throws { try await withStore(StoreConformance.keepsTokensAndTheAuditLog) }

@@ -89,6 +89,9 @@ import Testing
     @Test func prunes() async throws { try await conformance(StoreConformance.prunes) }
     @Test func countsNetworks() async throws { try await conformance(StoreConformance.countsNetworks) }
     @Test func prunesToTheQuota() async throws { try await conformance(StoreConformance.prunesToTheQuota) }
+    @Test func quotaPrunesTheHeaviestNetworkFirst() async throws {
+        try await conformance(StoreConformance.quotaPrunesTheHeaviestNetworkFirst)
+    }
     @Test func keepsOrRefusesNULs() async throws { try await conformance(StoreConformance.keepsOrRefusesNULs) }
     @Test func groupCommits() async throws { try await conformance(StoreConformance.groupCommits) }
     @Test func keepsTokensAndTheAuditLog() async throws { try await conformance(StoreConformance.keepsTokensAndTheAuditLog) }

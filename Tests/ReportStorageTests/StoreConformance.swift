@@ -105,6 +105,40 @@ enum StoreConformance {
         #expect(again == [:])
     }
 
+    /// The attack on the quota: 25 genuine networks report an identifier, then one network floods
+    /// the app past its quota. Pruning the oldest first deleted the genuine evidence and kept the
+    /// flood; pruning the heaviest network first leaves every genuine report and cuts the flood.
+    static func quotaPrunesTheHeaviestNetworkFirst(_ store: any ReportStore) async throws {
+        var reports: [InvalidIdentifierReport] = []
+        for network in 0..<25 {
+            for copy in 0..<2 {
+                reports.append(
+                    report(
+                        ["com.example.genuine"], at: Timestamp(secondsSince1970: noon.secondsSince1970 + Int64(network * 2 + copy)),
+                        requested: ["com.example.genuine", "com.example.ok"], install: "g\(network)-\(copy)", network: "n\(network)"))
+            }
+        }
+        for index in 0..<100 {
+            reports.append(
+                report(
+                    ["com.example.flood"], at: Timestamp(secondsSince1970: noon.secondsSince1970 + 1_000 + Int64(index)),
+                    install: "f\(index)", network: "n-flood"))
+        }
+        _ = try await store.store(reports)
+        let pruned = try await store.prune(keepingPerApp: 60)
+        #expect(pruned == ["com.example.app": 90])
+        let left = try await store.aggregate(AggregateQuery(app: "com.example.app"))
+        #expect(left.map { "\($0.identifier) \($0.reports)" }.sorted() == ["com.example.flood 10", "com.example.genuine 50"])
+        // Evidence still counts every genuine network.
+        let evidence = try await store.networkEvidence(AggregateQuery(app: "com.example.app"))
+        #expect(evidence.first { $0.identifier == "com.example.genuine" }?.networks == 25)
+        // Level with the others, the flood and the genuine networks lose alike: down to one each.
+        let level = try await store.prune(keepingPerApp: 26)
+        #expect(level == ["com.example.app": 34])
+        let after = try await store.aggregate(AggregateQuery(app: "com.example.app"))
+        #expect(after.map { "\($0.identifier) \($0.reports)" }.sorted() == ["com.example.flood 1", "com.example.genuine 25"])
+    }
+
     /// A retried report (same app and reportId) is stored once, also within one batch; the same
     /// reportId in another app is another report.
     static func deduplicates(_ store: any ReportStore) async throws {
