@@ -400,7 +400,8 @@ import Testing
     /// key can make, whatever `FeedSigner` allows.
     static func stretched(_ signature: String, over body: Data, to lifetime: Int64, by signer: FeedSigner) throws -> String {
         let parts = signature.split(separator: ".", omittingEmptySubsequences: false)
-        var header = try #require(try JSONSerialization.jsonObject(with: try #require(Base64URL.decode(parts[0]))) as? [String: Any])
+        let headerBytes = try #require(Base64URL.decode(parts[0]))
+        var header = try #require(try JSONSerialization.jsonObject(with: headerBytes) as? [String: Any])
         let issued = try #require((header["iat"] as? NSNumber)?.int64Value)
         header["exp"] = issued + lifetime
         let encoded = Base64URL.encode(try JSONSerialization.data(withJSONObject: header, options: [.sortedKeys]))

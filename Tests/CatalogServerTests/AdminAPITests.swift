@@ -669,7 +669,7 @@ final class AuditFailingStore: CatalogStore {
         try await base.createToken(EditorToken(name: "ada", role: .editor, secretHash: TokenSecret.hash(secret), createdAt: .now))
         let workflow = CatalogWorkflow(
             catalogDirectory: fixture.catalog, catalogDisplayPath: "catalog", publicDirectory: fixture.publicTree.root)
-        func headers(ifMatch: String? = nil, json: Bool = false) -> HTTPFields {
+        @Sendable func headers(ifMatch: String? = nil, json: Bool = false) -> HTTPFields {
             var fields: HTTPFields = [.authorization: "Bearer \(secret)"]
             if let ifMatch { fields[.ifMatch] = ifMatch }
             if json { fields[.contentType] = "application/json" }
@@ -677,7 +677,7 @@ final class AuditFailingStore: CatalogStore {
         }
         // Something to publish, and a quarantine to release.
         _ = try FeedbackFile(verdicts: [
-            "com.example.served.coins": Verdict(status: .quarantined, reason: "20 installs", since: Timestamp(secondsSince1970: 1_000))
+            "com.example.served.mac": Verdict(status: .quarantined, reason: "20 installs", since: Timestamp(secondsSince1970: 1_000))
         ]).write(to: workflow.feedbackURL(Self.app))
         let app = buildApplication(
             publicDirectory: fixture.publicTree, port: 0, reloadInterval: .milliseconds(50), reportStore: store, workflow: workflow,
@@ -707,8 +707,8 @@ final class AuditFailingStore: CatalogStore {
                 ("\(Self.appPath)/products/com.example.served.mac/retire", .post, nil),
                 ("\(Self.appPath)/publish", .post, nil),
                 ("\(Self.appPath)/revisions/1/rollback", .post, nil),
-                ("\(Self.appPath)/feedback/com.example.served.coins/release", .post, nil),
-                ("\(Self.appPath)/feedback/com.example.served.mac/quarantine", .post, nil),
+                ("\(Self.appPath)/feedback/com.example.served.mac/release", .post, nil),
+                ("\(Self.appPath)/feedback/com.example.served.coins/quarantine", .post, nil),
             ]
             for (path, method, body) in changes {
                 let response = try await client.execute(
@@ -734,7 +734,7 @@ final class AuditFailingStore: CatalogStore {
                 uri: "\(Self.appPath)/publish", method: .post, headers: headers(ifMatch: try await etag()))
             #expect(published.status == .ok)
             let released = try await client.execute(
-                uri: "\(Self.appPath)/feedback/com.example.served.coins/release", method: .post, headers: headers())
+                uri: "\(Self.appPath)/feedback/com.example.served.mac/release", method: .post, headers: headers())
             #expect(released.status == .ok)
             #expect(try await base.auditLog(app: Self.app, limit: 10).map(\.action) == [.release, .publish, .edit, .publish, .edit])
         }
