@@ -178,37 +178,41 @@ import Testing
         }
     }
 
-    /// A `Content-Length` over the cap is refused from the headers: the server, streaming 64 MiB,
-    /// gets nowhere near the end before the client has hung up.
+    /// A `Content-Length` over the cap is refused from the headers, before the body: the stand-in
+    /// declares 64 MiB, sends 64 KiB and holds the rest back until the client has answered. A
+    /// client that waited for the body would wait for its timeout instead.
     @Test func aContentLengthOverTheCapIsRefusedBeforeTheBody() async throws {
         let fixture = try ServedCatalog(ids: [])
         defer { fixture.remove() }
         let total = 64 << 20
+        let first = 65_536
         let written = Mutex(0)
+        let released = Mutex(false)
         try await withStandIn({ _ in
             let feed = Self.hugeFeed(total - 4)
             return Response(
                 status: .ok, headers: [.contentType: "application/json"],
                 body: ResponseBody(contentLength: feed.count) { writer in
-                    var offset = 0
-                    while offset < feed.count {
-                        let end = min(offset + 65_536, feed.count)
-                        try await writer.write(ByteBuffer(bytes: feed[offset..<end]))
-                        written.withLock { $0 += end - offset }
-                        offset = end
-                    }
+                    try await writer.write(ByteBuffer(bytes: feed[0..<first]))
+                    written.withLock { $0 = first }
+                    // Held until the client has answered (at most 30 s, should it never).
+                    for _ in 0..<3_000 where !released.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(10)) }
+                    try await writer.write(ByteBuffer(bytes: feed[first...]))
+                    written.withLock { $0 = feed.count }
                     try await writer.finish(nil)
                 })
         }) { server, _ in
+            defer { released.withLock { $0 = true } }
             let client = fixture.client(server: server) {
                 $0.fetchAttempts = 1
+                $0.requestTimeout = 20
                 $0.maximumResponseBytes = 1 << 20
             }
             let list = await client.products(platform: .iOS, appVersion: nil)
+            #expect(written.withLock { $0 } == first, "answered with the body still held back")
             #expect(list.source == .fallback)
             #expect(list.error?.code == .responseTooLarge, "\(String(describing: list.error))")
             #expect(list.error?.message.contains("Content-Length") == true, "\(String(describing: list.error))")
         }
-        #expect(written.withLock { $0 } < total / 2)
     }
 }

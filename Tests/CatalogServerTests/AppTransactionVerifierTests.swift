@@ -54,7 +54,6 @@ struct AppTransactionVerifierTests {
         #expect(try result.get().environment == expected)
     }
 
-
     @Test func installKeyFallsBackToOriginalTransactionId() async throws {
         let pki = try AppStoreTestPKI.make()
         let jws = try pki.appTransactionJWS(appTransactionID: nil, originalTransactionID: "2000000123456789")

@@ -196,7 +196,8 @@ public struct FeedIndex: Sendable {
                 if let known = signatures[directory] { return known }
                 func read(_ kind: FeedKind) -> String? {
                     headerSafe(
-                        RevisionSignatures.read(tree, app: app, revision: manifest.revision, state: state, directory: directory, kind: kind),
+                        RevisionSignatures.read(
+                            tree, app: app, revision: manifest.revision, state: state, directory: directory, kind: kind),
                         app: app, revision: manifest.revision, kind: kind, refused: &refused)
                 }
                 let found = (read(.products), read(.catalog))
