@@ -613,6 +613,14 @@ final class AuditFailingStore: CatalogStore {
     }
 
     func createToken(_ token: EditorToken) async throws { try await base.createToken(token) }
+    func createToken(_ token: EditorToken, audit: AuditEntry) async throws {
+        if failing.withLock({ $0 }) { throw AuditDown() }
+        try await base.createToken(token, audit: audit)
+    }
+    func revokeToken(named name: String, at moment: Timestamp, audit: AuditEntry) async throws -> Bool {
+        if failing.withLock({ $0 }) { throw AuditDown() }
+        return try await base.revokeToken(named: name, at: moment, audit: audit)
+    }
     func tokens() async throws -> [EditorToken] { try await base.tokens() }
     func activeToken(secretHash: String) async throws -> EditorToken? { try await base.activeToken(secretHash: secretHash) }
     func revokeToken(named name: String, at moment: Timestamp) async throws -> Bool {

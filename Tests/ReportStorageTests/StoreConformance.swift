@@ -267,6 +267,27 @@ enum StoreConformance {
     }
 
     /// Tokens: only hashes kept, one active token per name, revocation, and the audit log in order.
+    /// A token and its audit entry are written together or not at all. `breakAudit` makes every
+    /// later audit insert fail (a trigger). The CLI used to create (or revoke) and then append the
+    /// entry in two steps: with the audit log down, the token was created anyway, unaudited.
+    static func keepsTokenChangesAndTheirEntriesTogether(_ store: any CatalogStore, breakAudit: () async throws -> Void) async throws {
+        let alice = EditorToken(name: "alice", role: .editor, secretHash: TokenSecret.hash("secret-a"), createdAt: noon)
+        try await store.createToken(alice, audit: AuditEntry(at: noon, actor: "ops", action: .tokenCreate, summary: "created alice"))
+        #expect(try await store.auditLog(app: nil, limit: 10).map(\.summary) == ["created alice"])
+        try await breakAudit()
+        let bob = EditorToken(name: "bob", role: .editor, secretHash: TokenSecret.hash("secret-b"), createdAt: noon)
+        await #expect(throws: (any Error).self) {
+            try await store.createToken(bob, audit: AuditEntry(at: noon, actor: "ops", action: .tokenCreate, summary: "created bob"))
+        }
+        #expect(try await store.tokens().map(\.name) == ["alice"], "no token without its entry")
+        await #expect(throws: (any Error).self) {
+            try await store.revokeToken(
+                named: "alice", at: noon, audit: AuditEntry(at: noon, actor: "ops", action: .tokenRevoke, summary: "revoked alice"))
+        }
+        #expect(try await store.activeToken(secretHash: alice.secretHash) != nil, "no revocation without its entry")
+        #expect(try await store.auditLog(app: nil, limit: 10).map(\.summary) == ["created alice"])
+    }
+
     static func keepsTokensAndTheAuditLog(_ store: any CatalogStore) async throws {
         let alice = EditorToken(name: "alice", role: .editor, secretHash: TokenSecret.hash("secret-a"), createdAt: noon)
         try await store.createToken(alice)
