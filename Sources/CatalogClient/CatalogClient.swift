@@ -55,7 +55,7 @@ public actor CatalogClient {
     /// read on first use.
     public init(configuration: Configuration) {
         self.configuration = configuration
-        transport = HTTPTransport(timeout: configuration.requestTimeout)
+        transport = HTTPTransport(timeout: configuration.requestTimeout, maximumResponseBytes: configuration.maximumResponseBytes)
         cache = FeedCache(directory: configuration.cacheDirectory)
         trust = FeedTrust(configuration: configuration)
         let outbox = ReportOutbox(configuration: configuration, transport: transport)
@@ -278,6 +278,8 @@ public actor CatalogClient {
                 if !lastError.isRetryable { return .failure(lastError) }
             case .failure(let error):
                 lastError = error
+                // An answer too large comes again as large: no retry.
+                if !lastError.isRetryable { return .failure(lastError) }
             }
         }
         return .failure(lastError)

@@ -7,7 +7,7 @@ public struct CatalogClientError: Error, Sendable, Hashable, CustomStringConvert
     /// What kind of failure it was.
     public struct Code: Sendable, Hashable, CustomStringConvertible {
         private enum Value: Sendable, Hashable {
-            case transport, server, rejected, malformedResponse, storage, signature
+            case transport, server, rejected, malformedResponse, storage, signature, responseTooLarge
         }
         private let value: Value
 
@@ -24,6 +24,9 @@ public struct CatalogClientError: Error, Sendable, Hashable, CustomStringConvert
         /// The feed's signature was missing or not trusted (see ``CatalogClient/SignaturePolicy``);
         /// the message says which check failed.
         public static let signature = Code(value: .signature)
+        /// The answer was larger than ``CatalogClient/Configuration/maximumResponseBytes``, by its
+        /// `Content-Length` or once decompressed: the client stopped reading it.
+        public static let responseTooLarge = Code(value: .responseTooLarge)
 
         /// The code's name, such as `transport`.
         public var description: String {
@@ -34,6 +37,7 @@ public struct CatalogClientError: Error, Sendable, Hashable, CustomStringConvert
             case .malformedResponse: "malformedResponse"
             case .storage: "storage"
             case .signature: "signature"
+            case .responseTooLarge: "responseTooLarge"
             }
         }
     }

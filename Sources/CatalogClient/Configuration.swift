@@ -32,6 +32,11 @@ extension CatalogClient {
         public var appVersion: String? = Configuration.bundleAppVersion
         /// Seconds without progress before a request fails.
         public var requestTimeout: TimeInterval = 10
+        /// The largest answer the client reads, in bytes, after decompression: a feed (or a
+        /// `.jws`) bigger than this fails with ``CatalogClientError/Code/responseTooLarge`` and the
+        /// cache or fallback answers. The default, 32 MiB, holds the `catalog.json` of a catalog
+        /// far larger than App Store Connect allows; a hostile mirror's gzip bomb stops there.
+        public var maximumResponseBytes = 32 << 20
         /// Attempts per feed request, the first included, before falling back to the cache.
         public var fetchAttempts = 3
         /// Waits between feed attempts: short, because an app launch is waiting on them.

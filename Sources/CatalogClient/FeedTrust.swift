@@ -27,6 +27,9 @@ extension CatalogClient {
         public var rootKeys: [Ed25519PublicKey]
         /// How long past its expiry a signature is still accepted.
         public var grace: TimeInterval
+        /// How far ahead of ``clock`` a feed's `from` may lie before it is refused as not yet
+        /// valid (``FeedSignatureVerifier/defaultClockSkew``, five minutes, by default).
+        public var clockSkew: TimeInterval = FeedSignatureVerifier.defaultClockSkew
         /// Signing keys known to be revoked, besides those the root's revocation statements name.
         public var revokedKeys: Set<String>
         /// The time expiry is checked against: the system clock, unless a test moves it.
@@ -106,8 +109,12 @@ struct FeedTrust: Sendable {
         _ signature: String?, body: Data, url: URL, now: Date, bundled: Bool = false, ignoringExpiry: Bool = false
     ) throws(SignatureError) -> VerifiedFeedSignature {
         guard let signature else { throw SignatureError(.missing, "\(url.absoluteString) came without a signature") }
+        // A bundled feed and the cached copy were judged on time already (or are a floor): their
+        // age is not news, and a clock set back must not drop the last verified list.
+        let timeless = bundled || ignoringExpiry
         let verifier = FeedSignatureVerifier(
-            roots: policy.rootKeys, grace: bundled || ignoringExpiry ? .greatestFiniteMagnitude : policy.grace)
+            roots: policy.rootKeys, grace: timeless ? .greatestFiniteMagnitude : policy.grace,
+            clockSkew: timeless ? .greatestFiniteMagnitude : policy.clockSkew)
         let revoked = policy.revokedKeys.union(state.revocations?.revoked ?? [])
         let verified = try verifier.verify(signature, over: body, now: now, revoked: revoked)
         let claims = verified.claims

@@ -16,11 +16,16 @@ struct HTTPAnswer: Sendable {
     }
 }
 
-/// URLSession set up for a client that does its own HTTP caching.
+/// URLSession set up for a client that does its own HTTP caching, reading at most
+/// `maximumResponseBytes` of any answer.
 struct HTTPTransport: Sendable {
     let session: URLSession
+    /// The largest body read, counted after decompression (URLSession decodes gzip by itself).
+    let maximumResponseBytes: Int
+    private let collector = BodyCollector()
 
-    init(timeout: TimeInterval) {
+    init(timeout: TimeInterval, maximumResponseBytes: Int) {
+        self.maximumResponseBytes = max(maximumResponseBytes, 0)
         #if canImport(FoundationNetworking)
             // swift-corelibs-foundation truncates timeouts to whole seconds: 0.5 s would be 0,
             // which fails every request at once.
@@ -40,37 +45,101 @@ struct HTTPTransport: Sendable {
         configuration.timeoutIntervalForResource = timeout * 3
         configuration.httpCookieStorage = nil
         configuration.httpShouldSetCookies = false
-        session = URLSession(configuration: configuration)
+        // A delegate rather than completion handlers: the body arrives chunk by chunk, already
+        // decompressed, and the collector stops the task at the cap instead of holding whatever a
+        // hostile mirror's gzip bomb inflates to.
+        session = URLSession(configuration: configuration, delegate: collector, delegateQueue: nil)
     }
 
-    /// Sends `request`; a failure to get any HTTP answer is a `.transport` error.
+    /// Sends `request`; a failure to get any HTTP answer is a `.transport` error, and an answer
+    /// over ``maximumResponseBytes`` a `.responseTooLarge` one.
     func send(_ request: URLRequest) async -> Result<HTTPAnswer, CatalogClientError> {
-        // The completion-handler API rather than `data(for:)`: available on every OS version the
-        // library supports, and the same code path on Linux.
+        // Session delegate callbacks rather than `data(for:)` or `bytes(for:)`: available on every
+        // OS version the library supports, and the same code path on Linux.
         let box = TaskBox()
+        let limit = maximumResponseBytes
+        let collector = self.collector
         return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
-                let task = session.dataTask(with: request) { data, response, error in
-                    if let response = response as? HTTPURLResponse {
-                        var headers: [String: String] = [:]
-                        for (name, value) in response.allHeaderFields {
-                            if let name = name as? String, let value = value as? String { headers[name] = value }
-                        }
-                        continuation.resume(
-                            returning: .success(HTTPAnswer(status: response.statusCode, headers: headers, body: data ?? Data())))
-                    } else {
-                        let reason = error.map { "\($0.localizedDescription)" } ?? "no HTTP response"
-                        continuation.resume(
-                            returning: .failure(
-                                CatalogClientError(code: .transport, message: "\(request.url?.absoluteString ?? "?"): \(reason)")))
-                    }
-                }
+                let task = session.dataTask(with: request)
+                collector.begin(task, limit: limit) { continuation.resume(returning: $0) }
                 box.set(task)
                 task.resume()
             }
         } onCancel: {
             box.cancel()
         }
+    }
+}
+
+/// The session's delegate: collects each task's body and finishes its `send`, stopping a task
+/// whose answer is larger than its limit, declared (`Content-Length`) or received (decoded).
+private final class BodyCollector: NSObject, URLSessionDataDelegate, @unchecked Sendable {
+    // @unchecked: `exchanges` is only touched while holding `lock`.
+    private let lock = NSLock()
+    private var exchanges: [Int: Exchange] = [:]
+
+    private struct Exchange {
+        let limit: Int
+        let finish: @Sendable (Result<HTTPAnswer, CatalogClientError>) -> Void
+        var body = Data()
+        var refusal: CatalogClientError?
+    }
+
+    /// Registers `task` before it is resumed, so that no callback can come first.
+    func begin(_ task: URLSessionTask, limit: Int, finish: @escaping @Sendable (Result<HTTPAnswer, CatalogClientError>) -> Void) {
+        lock.lock()
+        exchanges[task.taskIdentifier] = Exchange(limit: limit, finish: finish)
+        lock.unlock()
+    }
+
+    func urlSession(_ session: URLSession, dataTask: URLSessionDataTask, didReceive data: Data) {
+        // Checked on the data rather than in the response callback, whose disposition
+        // swift-corelibs-foundation ignores: the first chunk is as early as the body can be refused.
+        let declared = dataTask.response?.expectedContentLength ?? -1
+        lock.lock()
+        guard var exchange = exchanges[dataTask.taskIdentifier], exchange.refusal == nil else {
+            lock.unlock()
+            return
+        }
+        let url = dataTask.originalRequest?.url?.absoluteString ?? "?"
+        if declared > Int64(exchange.limit) {
+            exchange.refusal = Self.tooLarge(url, "its Content-Length, \(declared) bytes, is larger than", exchange.limit)
+        } else if data.count > exchange.limit - exchange.body.count {
+            exchange.refusal = Self.tooLarge(url, "its body, decompressed, is larger than", exchange.limit)
+        } else {
+            exchange.body.append(data)
+        }
+        let refused = exchange.refusal != nil
+        // A refused exchange keeps nothing of what it read.
+        if refused { exchange.body = Data() }
+        exchanges[dataTask.taskIdentifier] = exchange
+        lock.unlock()
+        if refused { dataTask.cancel() }
+    }
+
+    func urlSession(_ session: URLSession, task: URLSessionTask, didCompleteWithError error: (any Error)?) {
+        lock.lock()
+        let exchange = exchanges.removeValue(forKey: task.taskIdentifier)
+        lock.unlock()
+        guard let exchange else { return }
+        if let refusal = exchange.refusal { return exchange.finish(.failure(refusal)) }
+        guard error == nil, let response = task.response as? HTTPURLResponse else {
+            let reason = error.map { "\($0.localizedDescription)" } ?? "no HTTP response"
+            let url = task.originalRequest?.url?.absoluteString ?? "?"
+            return exchange.finish(.failure(CatalogClientError(code: .transport, message: "\(url): \(reason)")))
+        }
+        var headers: [String: String] = [:]
+        for (name, value) in response.allHeaderFields {
+            if let name = name as? String, let value = value as? String { headers[name] = value }
+        }
+        exchange.finish(.success(HTTPAnswer(status: response.statusCode, headers: headers, body: exchange.body)))
+    }
+
+    private static func tooLarge(_ url: String, _ what: String, _ limit: Int) -> CatalogClientError {
+        CatalogClientError(
+            code: .responseTooLarge,
+            message: "\(url): \(what) the \(limit)-byte limit (Configuration.maximumResponseBytes); not read further")
     }
 }
 

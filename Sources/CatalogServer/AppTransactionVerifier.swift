@@ -40,10 +40,13 @@ public struct AppTransactionRejection: Error, Sendable, Hashable, CustomStringCo
         case badSignature
         /// The signed `bundleId` is missing or differs from the expected one.
         case wrongBundle
-        /// The signed environment is missing or is not Production, Sandbox or Xcode.
+        /// The signed `receiptType` is missing or is not Production, Sandbox or Xcode.
         case unknownEnvironment
         /// Neither `appTransactionId` nor `originalTransactionId` is present and non-empty.
         case missingInstallKey
+        /// Apple signed it, but it is not an AppTransaction: it carries a purchase transaction's own fields
+        /// (`transactionId`, `productId`), which an app can hold many of and which say nothing about an install.
+        case notAnAppTransaction
     }
 
     /// The class of failure.
@@ -131,8 +134,14 @@ public struct AppTransactionVerifier: Sendable {
 
     /// Verifies offline: compact JWS, header alg ES256, x5c chain [leaf, intermediate, (root)] up to one of the configured
     /// roots (RFC 5280 at the validation time plus Apple's leaf and intermediate OID markers), the ES256 signature over
-    /// `header.payload` with the leaf's P-256 key, then the payload: `bundleId` must equal `bundleID`; environment from
-    /// `receiptType` (or `environment`); the install key from `appTransactionId`, else `originalTransactionId`.
+    /// `header.payload` with the leaf's P-256 key, then the payload: it must be an AppTransaction (no `transactionId` or
+    /// `productId`, which only a purchase transaction carries, and a `receiptType`), `bundleId` must equal `bundleID`;
+    /// environment from `receiptType`; the install key from `appTransactionId`, else `originalTransactionId`.
+    ///
+    /// The same App Store leaf signs purchase transactions (`JWSTransaction`) and renewal info as well as
+    /// AppTransactions, so a valid chain and signature only say "Apple signed this". Without the shape check, any
+    /// transaction JWS an app ever received (one per purchase, each with its own `originalTransactionId`) would count
+    /// as another install.
     ///
     /// Validation time: the payload's signing date (`receiptCreationDate`, which Apple's library exposes as the
     /// AppTransaction's `signedDate`; else a `signedDate` field), and `now` only when the payload carries neither.
@@ -255,15 +264,21 @@ public struct AppTransactionVerifier: Sendable {
             throw AppTransactionRejection(.badSignature, "ES256 signature does not verify with the leaf certificate's key")
         }
 
-        // Payload claims, now that they are known to be Apple's.
+        // Payload claims, now that they are known to be Apple's. The kind of document first: a purchase transaction
+        // has `transactionId` and `productId`, an AppTransaction never has either and always has `receiptType`.
+        if payload.transactionId != nil || payload.productId != nil {
+            throw AppTransactionRejection(
+                .notAnAppTransaction, "payload has transactionId or productId: a signed purchase transaction, not an AppTransaction")
+        }
         guard let signedBundle = payload.bundleId else {
             throw AppTransactionRejection(.wrongBundle, "payload has no bundleId")
         }
         guard signedBundle == bundleID else {
             throw AppTransactionRejection(.wrongBundle, "payload bundleId \(Self.excerpt(signedBundle)) is not \(Self.excerpt(bundleID))")
         }
-        guard let rawEnvironment = payload.receiptType ?? payload.environment else {
-            throw AppTransactionRejection(.unknownEnvironment, "payload has neither receiptType nor environment")
+        // Transactions name their store in `environment`; only AppTransactions have `receiptType`, so no fallback.
+        guard let rawEnvironment = payload.receiptType else {
+            throw AppTransactionRejection(.unknownEnvironment, "payload has no receiptType, which every AppTransaction carries")
         }
         // Apple spells them "Production", "Sandbox", "Xcode"; case is ignored since it carries no meaning.
         let environment = rawEnvironment.lowercased()
@@ -362,14 +377,21 @@ private struct JWSHeader: Decodable {
 }
 
 /// The AppTransaction payload fields we read; the rest (appAppleId, versions, device verification, ...) is ignored.
+/// `transactionId` and `productId` are read only to refuse a purchase transaction, so any JSON value counts as present.
 private struct AppTransactionPayload: Decodable {
     var bundleId: String?
     var receiptType: String?
-    var environment: String?
+    var transactionId: AnyJSONValue?
+    var productId: AnyJSONValue?
     var appTransactionId: FlexibleID?
     var originalTransactionId: FlexibleID?
     var receiptCreationDate: MillisecondsDate?
     var signedDate: MillisecondsDate?
+}
+
+/// Any JSON value but null, read only to learn that a field is there: decoding consumes nothing and never fails.
+private struct AnyJSONValue: Decodable {
+    init(from decoder: any Decoder) throws {}
 }
 
 /// An id sent as a JSON string (Apple's documented form) or, leniently, as an integer; never a float or other type.

@@ -3,8 +3,10 @@ import Logging
 import PropertyList
 import ServiceLifecycle
 
-/// Deletes raw reports older than the retention, and each app's oldest past its quota, at start
-/// and then every `interval`: one app's flood of reports cannot fill the store for the others.
+/// Deletes raw reports older than the retention, and each app's past its quota (the heaviest
+/// network's first, see ``ReportStore/prune(keepingPerApp:)``), at start and then every
+/// `interval`: one app's flood of reports cannot fill the store for the others, and one
+/// network's flood cannot push the other networks' evidence out of its app's quota.
 struct ReportRetentionService: Service {
     let store: any ReportStore
     let retention: Duration

@@ -192,8 +192,15 @@ public struct FeedSigner: Sendable {
     /// The response header `catalog serve` sends a feed's signature in.
     public static let httpHeader = "Catalog-Signature"
 
-    /// A signer for a signing key's file: the key must carry the root's certificate of itself.
+    /// A signer for a signing key's file: the key must carry the root's certificate of itself, and
+    /// `lifetime` must not pass ``FeedSignatureVerifier/maximumLifetime``, which clients refuse.
     public init(key: Ed25519PrivateKey, lifetime: TimeInterval = FeedSigner.defaultLifetime) throws(SignatureError) {
+        guard lifetime > 0, lifetime <= FeedSignatureVerifier.maximumLifetime else {
+            throw SignatureError(
+                .lifetimeTooLong,
+                "a signature lifetime of \(Int(lifetime)) s is not within 1 s to \(Int(FeedSignatureVerifier.maximumLifetime / 86_400)) days, "
+                    + "the longest clients trust one signature")
+        }
         guard let compact = key.certificate else {
             throw SignatureError(
                 .untrustedKey, "signing key '\(key.kid)' has no certificate: make it with `catalog keys create` or `catalog keys rotate`")
@@ -267,13 +274,25 @@ public struct FeedSignatureVerifier: Sendable {
     /// late refreshing.
     public var grace: TimeInterval
 
+    /// How far ahead of the verifier's clock a feed's `from` may lie: clocks drift, and a server
+    /// switches to a scheduled change by its own clock.
+    public var clockSkew: TimeInterval
+
     /// Signatures longer than this are refused before anything is decoded.
     public static let maximumLength = 32 * 1024
+    /// The longest one signature may be trusted, `exp - iat`: 31 days. Signatures are re-issued
+    /// (7 days by default), so that a feed frozen by a mirror is noticed; a longer one, even
+    /// within its key's certificate, would hide a frozen feed for that long, and only a leaked
+    /// signing key makes one.
+    public static let maximumLifetime: TimeInterval = 31 * 86_400
+    /// Five minutes: the default ``clockSkew``.
+    public static let defaultClockSkew: TimeInterval = 300
 
-    /// A verifier for `roots`, with a grace of a day by default.
-    public init(roots: [Ed25519PublicKey], grace: TimeInterval = 24 * 3600) {
+    /// A verifier for `roots`, with a grace of a day and a clock skew of five minutes by default.
+    public init(roots: [Ed25519PublicKey], grace: TimeInterval = 24 * 3600, clockSkew: TimeInterval = defaultClockSkew) {
         self.roots = roots
         self.grace = grace
+        self.clockSkew = clockSkew
     }
 
     /// What a signature says it binds, without checking anything: for a publisher deciding
@@ -311,6 +330,14 @@ public struct FeedSignatureVerifier: Sendable {
         guard claims.iat >= certificate.iat, claims.exp <= certificate.exp else {
             throw SignatureError(.untrustedKey, "signed outside the validity of signing key '\(key.kid)'s certificate")
         }
+        // Overflow-checked: the dates are the signer's, and this runs before the signature is.
+        let (lifetime, overflow) = claims.exp.subtractingReportingOverflow(claims.iat)
+        guard !overflow, lifetime >= 0, TimeInterval(lifetime) <= Self.maximumLifetime else {
+            throw SignatureError(
+                .lifetimeTooLong,
+                "the signature claims a lifetime (exp - iat) of \(overflow ? "more than any" : "\(lifetime) s"), "
+                    + "not within the \(Int(Self.maximumLifetime / 86_400)) days a signature may be trusted")
+        }
         let statement = try header.revocations.map { (compact: String) throws(SignatureError) in
             try KeyRevocations.verify(compact, roots: roots)
         }
@@ -325,6 +352,14 @@ public struct FeedSignatureVerifier: Sendable {
 
         if now.timeIntervalSince1970 > TimeInterval(claims.exp) + grace {
             throw SignatureError(.expired, "the signature expired at \(claims.expiresAt) (grace \(Int(grace)) s): the feed may be frozen")
+        }
+        // A feed that takes effect later (a scheduled change served early) would raise the
+        // client's highest (rev, from) and make the feed in force now look like a rollback.
+        if TimeInterval(claims.from) > now.timeIntervalSince1970 + clockSkew {
+            throw SignatureError(
+                .notYetValid,
+                "the feed takes effect at \(Date(timeIntervalSince1970: TimeInterval(claims.from))), later than now "
+                    + "(\(now)) by more than the clock skew of \(Int(clockSkew)) s")
         }
         return VerifiedFeedSignature(claims: claims, kid: key.kid, revocations: statement)
     }

@@ -18,6 +18,12 @@ public struct SignatureError: Error, Sendable, Hashable, CustomStringConvertible
         public static let badSignature = Code(name: "badSignature")
         /// The signature expired longer ago than the grace allows: a frozen feed.
         public static let expired = Code(name: "expired")
+        /// The feed takes effect (`from`) later than the verifier's clock allows: a scheduled
+        /// change served before its moment, or a clock far off.
+        public static let notYetValid = Code(name: "notYetValid")
+        /// The signature claims to be trusted (`exp - iat`) for longer than
+        /// ``FeedSignatureVerifier/maximumLifetime``, or its dates are out of order.
+        public static let lifetimeTooLong = Code(name: "lifetimeTooLong")
         /// The signature was made for another app, feed kind or variant.
         public static let wrongBinding = Code(name: "wrongBinding")
         /// An older revision than one already accepted: a replay.

@@ -6,6 +6,15 @@ import PropertyList
 /// `SQLiteReportStore`'s. Writes commit like reports do: `transaction` returns once durable.
 extension PostgresReportStore: EditorStore {
     public func createToken(_ token: EditorToken) async throws {
+        try await insertToken(token, audit: nil)
+    }
+
+    public func createToken(_ token: EditorToken, audit: AuditEntry) async throws {
+        try await insertToken(token, audit: audit)
+    }
+
+    /// The token and, when given, its audit entry, in one transaction.
+    private func insertToken(_ token: EditorToken, audit: AuditEntry?) async throws {
         // The partial unique index holds one active token per name, also against another replica
         // creating the same name at the same moment; its conflict is the answer, not an error.
         let created = try await transaction("cannot create a token") { connection, logger in
@@ -16,7 +25,9 @@ extension PostgresReportStore: EditorStore {
                 ON CONFLICT (name) WHERE revoked_at IS NULL DO NOTHING
                 RETURNING 1
                 """, logger: logger)
-            return try await rows.collect().count == 1
+            let inserted = try await rows.collect().count == 1
+            if inserted, let audit { try await Self.insertAudit(audit, connection, logger) }
+            return inserted
         }
         guard created else { throw TokenNameTaken(name: token.name) }
     }
@@ -61,11 +72,23 @@ extension PostgresReportStore: EditorStore {
     }
 
     public func revokeToken(named name: String, at moment: Timestamp) async throws -> Bool {
+        try await revokeToken(named: name, at: moment, audit: nil)
+    }
+
+    public func revokeToken(named name: String, at moment: Timestamp, audit: AuditEntry) async throws -> Bool {
+        try await revokeToken(named: name, at: moment, audit: .some(audit))
+    }
+
+    /// The revocation and, when there was a token to revoke and an entry is given, its audit
+    /// entry, in one transaction.
+    private func revokeToken(named name: String, at moment: Timestamp, audit: AuditEntry?) async throws -> Bool {
         try await transaction("cannot revoke a token") { connection, logger in
             let rows = try await connection.query(
                 "UPDATE editor_tokens SET revoked_at = \(moment.secondsSince1970) WHERE name = \(name) AND revoked_at IS NULL RETURNING 1",
                 logger: logger)
-            return try await !rows.collect().isEmpty
+            let revoked = try await !rows.collect().isEmpty
+            if revoked, let audit { try await Self.insertAudit(audit, connection, logger) }
+            return revoked
         }
     }
 

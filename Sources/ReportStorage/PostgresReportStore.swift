@@ -216,14 +216,22 @@ public final class PostgresReportStore: ReportStore {
     public func prune(keepingPerApp quota: Int) async throws -> [String: Int] {
         let keep = max(quota, 1)
         return try await transaction("cannot prune reports to the quota") { connection, logger in
-            // The oldest received first, then the first stored.
+            // The heaviest network first, as in SQLite: a report's depth is its place among its
+            // network's reports, newest first; the deepest go first (the oldest among equals),
+            // until the app is back to its quota.
             let rows = try await connection.query(
                 """
-                WITH ranked AS (
-                    SELECT id, app, row_number() OVER (PARTITION BY app ORDER BY received_at DESC, id DESC) AS newer
-                    FROM reports WHERE app IN (SELECT app FROM reports GROUP BY app HAVING count(*) > \(keep))
+                WITH over AS (
+                    SELECT app, count(*) - \(keep) AS excess FROM reports GROUP BY app HAVING count(*) > \(keep)
+                ), deep AS (
+                    SELECT r.id, r.app, r.received_at,
+                        row_number() OVER (PARTITION BY r.app, r.network ORDER BY r.received_at DESC, r.id DESC) AS depth
+                    FROM reports r JOIN over USING (app)
+                ), ranked AS (
+                    SELECT id, app, row_number() OVER (PARTITION BY app ORDER BY depth DESC, received_at, id) AS victim FROM deep
                 ), pruned AS (
-                    DELETE FROM reports r USING ranked WHERE r.id = ranked.id AND ranked.newer > \(keep) RETURNING r.app
+                    DELETE FROM reports r USING ranked, over
+                    WHERE r.id = ranked.id AND ranked.app = over.app AND ranked.victim <= over.excess RETURNING r.app
                 )
                 SELECT app, count(*)::bigint FROM pruned GROUP BY app
                 """, logger: logger)

@@ -4,6 +4,15 @@ import PropertyList
 /// Tokens and the audit log in the same SQLite file as the reports.
 extension SQLiteReportStore: EditorStore {
     public func createToken(_ token: EditorToken) async throws {
+        try await insertToken(token, audit: nil)
+    }
+
+    public func createToken(_ token: EditorToken, audit: AuditEntry) async throws {
+        try await insertToken(token, audit: audit)
+    }
+
+    /// The token and, when given, its audit entry, in one transaction.
+    private func insertToken(_ token: EditorToken, audit: AuditEntry?) async throws {
         try await writer.run { writer in
             try writer.connection.transaction {
                 let taken = try writer.connection.rows(
@@ -13,6 +22,7 @@ extension SQLiteReportStore: EditorStore {
                 try writer.connection.run(
                     "INSERT INTO editor_tokens (name, role, secret_hash, created_at) VALUES (?1, ?2, ?3, ?4)",
                     [.text(token.name), .text(token.role.rawValue), .text(token.secretHash), .integer(token.createdAt.secondsSince1970)])
+                if let audit { try Self.insertAudit(audit, writer.connection) }
             }
         }
     }
@@ -43,22 +53,40 @@ extension SQLiteReportStore: EditorStore {
     }
 
     public func revokeToken(named name: String, at moment: Timestamp) async throws -> Bool {
+        try await revokeToken(named: name, at: moment, audit: nil)
+    }
+
+    public func revokeToken(named name: String, at moment: Timestamp, audit: AuditEntry) async throws -> Bool {
+        try await revokeToken(named: name, at: moment, audit: .some(audit))
+    }
+
+    /// The revocation and, when there was a token to revoke and an entry is given, its audit
+    /// entry, in one transaction.
+    private func revokeToken(named name: String, at moment: Timestamp, audit: AuditEntry?) async throws -> Bool {
         try await writer.run { writer in
-            try writer.connection.run(
-                "UPDATE editor_tokens SET revoked_at = ?2 WHERE name = ?1 AND revoked_at IS NULL",
-                [.text(name), .integer(moment.secondsSince1970)]) > 0
+            try writer.connection.transaction {
+                let revoked =
+                    try writer.connection.run(
+                        "UPDATE editor_tokens SET revoked_at = ?2 WHERE name = ?1 AND revoked_at IS NULL",
+                        [.text(name), .integer(moment.secondsSince1970)]) > 0
+                if revoked, let audit { try Self.insertAudit(audit, writer.connection) }
+                return revoked
+            }
         }
     }
 
     public func appendAudit(_ entry: AuditEntry) async throws {
-        try await writer.run { writer in
-            try writer.connection.run(
-                "INSERT INTO audit_log (at, actor, action, app, summary, before_hash, after_hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
-                [
-                    .integer(entry.at.secondsSince1970), .text(entry.actor), .text(entry.action.rawValue), .init(entry.app),
-                    .text(entry.summary), .init(entry.beforeHash), .init(entry.afterHash),
-                ])
-        }
+        try await writer.run { writer in try Self.insertAudit(entry, writer.connection) }
+    }
+
+    /// The audit entry's row, in the caller's transaction if any.
+    static func insertAudit(_ entry: AuditEntry, _ connection: SQLiteConnection) throws {
+        try connection.run(
+            "INSERT INTO audit_log (at, actor, action, app, summary, before_hash, after_hash) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            [
+                .integer(entry.at.secondsSince1970), .text(entry.actor), .text(entry.action.rawValue), .init(entry.app),
+                .text(entry.summary), .init(entry.beforeHash), .init(entry.afterHash),
+            ])
     }
 
     public func auditLog(app: String?, limit: Int) async throws -> [AuditEntry] {

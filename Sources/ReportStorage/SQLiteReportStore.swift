@@ -175,32 +175,33 @@ public final class SQLiteReportStore: ReportStore {
     public func prune(keepingPerApp quota: Int) async throws -> [String: Int] {
         let quota = max(quota, 1)
         let apps = try await writer.run { writer in
-            try writer.connection.rows("SELECT app FROM reports GROUP BY app HAVING COUNT(*) > ?1", [.integer(Int64(quota))]) { row in
-                row.text(0) ?? ""
+            try writer.connection.rows("SELECT app, COUNT(*) FROM reports GROUP BY app HAVING COUNT(*) > ?1", [.integer(Int64(quota))]) {
+                row in (row.text(0) ?? "", Int(row.integer(1)))
             }
         }
         var pruned: [String: Int] = [:]
-        for app in apps {
-            // The newest report that is kept, through the index on (app, received_at): everything
-            // received before it (then stored before it) goes, oldest first, in batches.
-            let cut = try await writer.run { writer in
+        for (app, count) in apps {
+            // The heaviest network first (docs/feedback.md): a report's depth is its place among
+            // its network's reports, newest first, and the deepest go first (the oldest among
+            // equals). A flood is cut down to the genuine networks' level before any of theirs goes.
+            // Chosen in one pass, then deleted in batches.
+            let doomed = try await writer.run { writer in
                 try writer.connection.rows(
-                    "SELECT received_at, id FROM reports WHERE app = ?1 ORDER BY received_at DESC, id DESC LIMIT 1 OFFSET ?2",
-                    [.text(app), .integer(Int64(quota - 1))]
-                ) { row in (row.integer(0), row.integer(1)) }.first
+                    """
+                    SELECT id FROM (
+                        SELECT id, received_at, row_number() OVER (PARTITION BY network ORDER BY received_at DESC, id DESC) AS depth
+                        FROM reports WHERE app = ?1)
+                    ORDER BY depth DESC, received_at, id LIMIT ?2
+                    """, [.text(app), .integer(Int64(count - quota))]
+                ) { row in row.integer(0) }
             }
-            guard let (receivedAt, id) = cut else { continue }
             var total = 0
-            while true {
-                let deleted = try await writer.run { writer in
-                    try writer.connection.run(
-                        """
-                        DELETE FROM reports WHERE id IN (
-                            SELECT id FROM reports WHERE app = ?1 AND (received_at < ?2 OR (received_at = ?2 AND id < ?3)) LIMIT ?4)
-                        """, [.text(app), .integer(receivedAt), .integer(id), .integer(Int64(Self.pruneBatch))])
+            for start in stride(from: 0, to: doomed.count, by: Self.pruneBatch) {
+                let batch = doomed[start..<min(start + Self.pruneBatch, doomed.count)]
+                let ids = "[" + batch.map(String.init).joined(separator: ",") + "]"
+                total += try await writer.run { writer in
+                    try writer.connection.run("DELETE FROM reports WHERE id IN (SELECT value FROM json_each(?1))", [.text(ids)])
                 }
-                total += deleted
-                if deleted < Self.pruneBatch { break }
             }
             pruned[app] = total
         }

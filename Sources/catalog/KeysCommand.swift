@@ -167,18 +167,17 @@ struct KeysCommand: ParsableCommand {
         try writeNew(data, to: url, mode: 0o600, replacing: replacing)
     }
 
-    static func writeNew(_ data: Data, to url: URL, mode: Int, replacing: Bool = false) throws {
-        if !replacing && FileManager.default.fileExists(atPath: url.path) {
-            throw ValidationError("\(url.path) exists; keys are never overwritten")
-        }
-        let temporary = url.deletingLastPathComponent().appendingPathComponent(".\(url.lastPathComponent).\(UUID().uuidString).tmp")
-        guard FileManager.default.createFile(atPath: temporary.path, contents: data, attributes: [.posixPermissions: mode]) else {
-            throw ValidationError("cannot write \(url.path)")
-        }
-        // rename(2): atomic, and it replaces; Foundation's replaceItemAt lost the file on Linux.
-        guard rename(temporary.path, url.path) == 0 else {
-            try? FileManager.default.removeItem(at: temporary)
-            throw ValidationError("cannot write \(url.path): \(String(cString: strerror(errno)))")
+    /// A key file through ``KeyFile``: its mode from the first byte, fsynced, and linked into
+    /// place only if nothing is there (renamed over the old file when `replacing`).
+    static func writeNew(_ data: Data, to url: URL, mode: mode_t, replacing: Bool = false) throws {
+        do {
+            if replacing {
+                try KeyFile.replace(data, at: url, mode: mode)
+            } else {
+                try KeyFile.create(data, at: url, mode: mode)
+            }
+        } catch {
+            throw ValidationError(error.description)
         }
     }
 }

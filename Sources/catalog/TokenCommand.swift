@@ -30,14 +30,16 @@ struct TokenCommand: AsyncParsableCommand {
             let secret = TokenSecret.generate()
             let now = Timestamp.now
             try await storeOptions.withStore(logger: Logger(label: "catalog.token")) { store in
+                // One transaction: a token is never stored without its audit entry.
                 do {
-                    try await store.createToken(EditorToken(name: name, role: role, secretHash: TokenSecret.hash(secret), createdAt: now))
+                    try await store.createToken(
+                        EditorToken(name: name, role: role, secretHash: TokenSecret.hash(secret), createdAt: now),
+                        audit: AuditEntry(
+                            at: now, actor: LocalUser.name, action: .tokenCreate, summary: "created \(role.rawValue) token '\(name)'"))
                 } catch let error as TokenNameTaken {
                     printError(error.description)
                     throw ExitCode(1)
                 }
-                try await store.appendAudit(
-                    AuditEntry(at: now, actor: LocalUser.name, action: .tokenCreate, summary: "created \(role.rawValue) token '\(name)'"))
             }
             print(secret)
         }
@@ -68,12 +70,11 @@ struct TokenCommand: AsyncParsableCommand {
         func run() async throws {
             let now = Timestamp.now
             try await storeOptions.withStore(logger: Logger(label: "catalog.token")) { store in
-                guard try await store.revokeToken(named: name, at: now) else {
+                let entry = AuditEntry(at: now, actor: LocalUser.name, action: .tokenRevoke, summary: "revoked token '\(name)'")
+                guard try await store.revokeToken(named: name, at: now, audit: entry) else {
                     printError("no active token named '\(name)'")
                     throw ExitCode(1)
                 }
-                try await store.appendAudit(
-                    AuditEntry(at: now, actor: LocalUser.name, action: .tokenRevoke, summary: "revoked token '\(name)'"))
             }
             print("revoked '\(name)'")
         }

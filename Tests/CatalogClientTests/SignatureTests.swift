@@ -357,6 +357,66 @@ import Testing
         #expect(tampered.identifiers == ["com.example.client.bundled"])
     }
 
+    /// The attack: a feed signed for a scheduled change (its `from` a day ahead) served before its
+    /// moment. Accepted, it would raise the client's highest `(rev, from)`, so that the feed in
+    /// force now looked like a rollback until the day came.
+    @Test func aSignatureWhoseFromLiesInTheFutureIsRefused() async throws {
+        let keys = Keys()
+        let signer = try keys.signer()
+        let body = Self.feed(["early"])
+        let ahead = Int64(Date().timeIntervalSince1970) + 86_400
+        let claims = FeedClaims(
+            app: Self.app, feed: "products.json", variants: Self.variants, platforms: ["ios", "macos"], bands: [], rev: 1, from: ahead)
+        let early = Served(body: body, signature: try signer.sign([UInt8](body), claims: claims, now: Date()))
+        try await Self.withHost(early) { server, serve, directory in
+            let list = await Self.fetch(Self.client(server, directory, keys.policy(.enforce)))
+            #expect(list.source == .fallback)
+            #expect(Self.failure(list).contains("notYetValid"), "\(Self.failure(list))")
+            // Within the allowed clock skew, it is the feed in force.
+            var near = claims
+            near.from = Int64(Date().timeIntervalSince1970) + 60
+            serve(Served(body: body, signature: try signer.sign([UInt8](body), claims: near, now: Date())))
+            let accepted = await Self.fetch(Self.client(server, directory, keys.policy(.enforce)))
+            #expect(accepted.source == .network, "\(Self.failure(accepted))")
+        }
+    }
+
+    /// The attack: whoever holds a signing key signs a feed that stays trusted for a year (within
+    /// the key's certificate), so that a frozen mirror is never noticed. `exp - iat` past the
+    /// documented maximum is refused, whatever the certificate allows.
+    @Test func aSignatureLongerThanTheMaximumLifetimeIsRefused() async throws {
+        let keys = Keys()
+        let signer = try keys.signer(certifiedFor: 800 * 86_400)
+        let genuine = try Self.signed(["frozen"], revision: 1, by: signer)
+        let forged = try Self.stretched(try #require(genuine.signature), over: genuine.body, to: 365 * 86_400, by: signer)
+        try await Self.withHost(Served(body: genuine.body, signature: forged)) { server, _, directory in
+            let list = await Self.fetch(Self.client(server, directory, keys.policy(.enforce)))
+            #expect(list.source == .fallback)
+            #expect(Self.failure(list).contains("lifetime"), "\(Self.failure(list))")
+        }
+    }
+
+    /// `signature` re-signed by `signer`'s key with `exp = iat + lifetime`: what a holder of the
+    /// key can make, whatever `FeedSigner` allows.
+    static func stretched(_ signature: String, over body: Data, to lifetime: Int64, by signer: FeedSigner) throws -> String {
+        let parts = signature.split(separator: ".", omittingEmptySubsequences: false)
+        let headerBytes = try #require(Base64URL.decode(parts[0]))
+        var header = try #require(try JSONSerialization.jsonObject(with: headerBytes) as? [String: Any])
+        let issued = try #require((header["iat"] as? NSNumber)?.int64Value)
+        header["exp"] = issued + lifetime
+        let encoded = Base64URL.encode(try JSONSerialization.data(withJSONObject: header, options: [.sortedKeys]))
+        let hex = ContentHash.sha256Hex([UInt8](body))
+        var digest: [UInt8] = []
+        var index = hex.startIndex
+        while index < hex.endIndex {
+            let next = hex.index(index, offsetBy: 2)
+            digest.append(try #require(UInt8(hex[index..<next], radix: 16)))
+            index = next
+        }
+        let input = Data("\(encoded).\(Base64URL.encode(digest))".utf8)
+        return "\(encoded)..\(Base64URL.encode(signer.key.signature(for: input)))"
+    }
+
     // MARK: - Through catalog build and catalog serve
 
     /// Item 4 of signing: a rollback publishes the old content as a new, higher revision, which an

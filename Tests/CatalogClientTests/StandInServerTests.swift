@@ -1,4 +1,5 @@
 import CatalogClient
+import CatalogKit
 import Foundation
 import Hummingbird
 import HummingbirdTesting
@@ -125,6 +126,93 @@ import Testing
             let next = await client.products(platform: .iOS, appVersion: nil)
             #expect(next.source == .freshCache)
             #expect(requests() == 2)
+        }
+    }
+
+    /// A JSON array of one identifier of `count` bytes: a feed the client would take, as big as asked.
+    private static func hugeFeed(_ count: Int) -> [UInt8] {
+        Array(#"[""#.utf8) + [UInt8](repeating: UInt8(ascii: "a"), count: count) + Array(#""]"#.utf8)
+    }
+
+    /// The attack: a hostile mirror's gzip bomb, 100 MB of feed in about 100 KB on the wire. The
+    /// client used to take whatever URLSession decompressed, whole, into memory. Now the decoded
+    /// body stops at ``CatalogClient/Configuration/maximumResponseBytes``: the fetch fails with a
+    /// clear error and the fallback answers.
+    @Test func aGzipBombIsCutOffAtTheCap() async throws {
+        let fixture = try ServedCatalog(ids: [])
+        defer { fixture.remove() }
+        let bomb = try Gzip.compress(Self.hugeFeed(100_000_000))
+        #expect(bomb.count < 1_000_000)
+        try await withStandIn({ _ in
+            Response(
+                status: .ok, headers: [.contentType: "application/json", .contentEncoding: "gzip"],
+                body: .init(byteBuffer: .init(bytes: bomb)))
+        }) { server, _ in
+            let list = await fixture.client(server: server) { $0.fetchAttempts = 1 }.products(platform: .iOS, appVersion: nil)
+            #expect(list.source == .fallback)
+            #expect(list.identifiers == ["com.example.client.bundled"])
+            #expect(list.error?.message.contains("larger than") == true, "\(String(describing: list.error))")
+        }
+    }
+
+    /// The same with a cache: the bomb fails the refresh, and the last good list answers (stale).
+    @Test func aGzipBombLeavesTheCachedListInPlace() async throws {
+        let fixture = try ServedCatalog(ids: [])
+        defer { fixture.remove() }
+        let bomb = try Gzip.compress(Self.hugeFeed(8 << 20))
+        try await withStandIn({ number in
+            if number == 1 { return Self.feed(#"["com.example.client.coins"]"#) }
+            return Response(
+                status: .ok, headers: [.contentType: "application/json", .contentEncoding: "gzip"],
+                body: .init(byteBuffer: .init(bytes: bomb)))
+        }) { server, _ in
+            let client = fixture.client(server: server) {
+                $0.fetchAttempts = 1
+                $0.maximumResponseBytes = 1 << 20
+            }
+            #expect(await client.products(platform: .iOS, appVersion: nil).source == .network)
+            let refreshed = await client.refresh(platform: .iOS, appVersion: nil)
+            #expect(refreshed.source == .staleCache)
+            #expect(refreshed.identifiers == ["com.example.client.coins"])
+            #expect(refreshed.error?.code == .responseTooLarge, "\(String(describing: refreshed.error))")
+        }
+    }
+
+    /// A `Content-Length` over the cap is refused from the headers, before the body: the stand-in
+    /// declares 64 MiB, sends 64 KiB and holds the rest back until the client has answered. A
+    /// client that waited for the body would wait for its timeout instead.
+    @Test func aContentLengthOverTheCapIsRefusedBeforeTheBody() async throws {
+        let fixture = try ServedCatalog(ids: [])
+        defer { fixture.remove() }
+        let total = 64 << 20
+        let first = 65_536
+        let written = Mutex(0)
+        let released = Mutex(false)
+        try await withStandIn({ _ in
+            let feed = Self.hugeFeed(total - 4)
+            return Response(
+                status: .ok, headers: [.contentType: "application/json"],
+                body: ResponseBody(contentLength: feed.count) { writer in
+                    try await writer.write(ByteBuffer(bytes: feed[0..<first]))
+                    written.withLock { $0 = first }
+                    // Held until the client has answered (at most 30 s, should it never).
+                    for _ in 0..<3_000 where !released.withLock({ $0 }) { try await Task.sleep(for: .milliseconds(10)) }
+                    try await writer.write(ByteBuffer(bytes: feed[first...]))
+                    written.withLock { $0 = feed.count }
+                    try await writer.finish(nil)
+                })
+        }) { server, _ in
+            defer { released.withLock { $0 = true } }
+            let client = fixture.client(server: server) {
+                $0.fetchAttempts = 1
+                $0.requestTimeout = 20
+                $0.maximumResponseBytes = 1 << 20
+            }
+            let list = await client.products(platform: .iOS, appVersion: nil)
+            #expect(written.withLock { $0 } == first, "answered with the body still held back")
+            #expect(list.source == .fallback)
+            #expect(list.error?.code == .responseTooLarge, "\(String(describing: list.error))")
+            #expect(list.error?.message.contains("Content-Length") == true, "\(String(describing: list.error))")
         }
     }
 }

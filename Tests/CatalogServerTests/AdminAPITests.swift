@@ -9,6 +9,7 @@ import Logging
 import NIOCore
 import PropertyList
 import ReportStorage
+import Synchronization
 import Testing
 
 /// The editor API through real HTTP on loopback, on a real catalog directory and SQLite store.
@@ -590,6 +591,160 @@ import Testing
                     uri: "\(Self.appPath)/reports?\(query)", method: .get, headers: server.headers(server.viewer))
                 #expect(bad.status == .badRequest, "\(query)")
             }
+        }
+    }
+}
+
+/// A real SQLite store whose audit log can be made to fail: for what a change does when its
+/// audit entry cannot be written.
+final class AuditFailingStore: CatalogStore {
+    let base: SQLiteReportStore
+    let failing = Mutex(false)
+
+    init(_ base: SQLiteReportStore) { self.base = base }
+
+    struct AuditDown: Error, CustomStringConvertible {
+        var description: String { "the audit log is down (test)" }
+    }
+
+    func appendAudit(_ entry: AuditEntry) async throws {
+        if failing.withLock({ $0 }) { throw AuditDown() }
+        try await base.appendAudit(entry)
+    }
+
+    func createToken(_ token: EditorToken) async throws { try await base.createToken(token) }
+    func createToken(_ token: EditorToken, audit: AuditEntry) async throws {
+        if failing.withLock({ $0 }) { throw AuditDown() }
+        try await base.createToken(token, audit: audit)
+    }
+    func revokeToken(named name: String, at moment: Timestamp, audit: AuditEntry) async throws -> Bool {
+        if failing.withLock({ $0 }) { throw AuditDown() }
+        return try await base.revokeToken(named: name, at: moment, audit: audit)
+    }
+    func tokens() async throws -> [EditorToken] { try await base.tokens() }
+    func activeToken(secretHash: String) async throws -> EditorToken? { try await base.activeToken(secretHash: secretHash) }
+    func revokeToken(named name: String, at moment: Timestamp) async throws -> Bool {
+        try await base.revokeToken(named: name, at: moment)
+    }
+    func auditLog(app: String?, limit: Int) async throws -> [AuditEntry] { try await base.auditLog(app: app, limit: limit) }
+    func store(_ reports: [InvalidIdentifierReport]) async throws -> [StoreOutcome] { try await base.store(reports) }
+    func store(
+        _ reports: [InvalidIdentifierReport], completion: @escaping @Sendable (Result<[StoreOutcome], any Error>) -> Void
+    ) { base.store(reports, completion: completion) }
+    func aggregate(_ query: AggregateQuery) async throws -> [ReportAggregate] { try await base.aggregate(query) }
+    func dailyCounts(app: String, identifier: String, since: Timestamp) async throws -> [DailyReportCount] {
+        try await base.dailyCounts(app: app, identifier: identifier, since: since)
+    }
+    func networkEvidence(_ query: AggregateQuery) async throws -> [NetworkEvidence] { try await base.networkEvidence(query) }
+    func storeWideEvidence(_ query: AggregateQuery) async throws -> NetworkEvidence? { try await base.storeWideEvidence(query) }
+    func prune(receivedBefore moment: Timestamp) async throws -> Int { try await base.prune(receivedBefore: moment) }
+    func prune(keepingPerApp quota: Int) async throws -> [String: Int] { try await base.prune(keepingPerApp: quota) }
+    func ping() async throws { try await base.ping() }
+    func close() async throws { try await base.close() }
+}
+
+/// Every change through the editor API and its audit entry: no change stays without its entry.
+@Suite struct AdminAuditAtomicityTests {
+    static let app = CatalogServerTests.app
+    static let appPath = "/v1/admin/apps/\(app)"
+
+    /// Everything a change could touch: the sources, the feedback file, and the published tree
+    /// (public and records), as path → bytes.
+    static func files(_ fixture: CatalogServerTests.Fixture) -> [String: Data] {
+        var found: [String: Data] = [:]
+        let trees = [fixture.catalog, fixture.publicTree.root, fixture.publicTree.records]
+        for tree in trees {
+            let walker = FileManager.default.enumerator(at: tree, includingPropertiesForKeys: [.isRegularFileKey])
+            while let url = walker?.nextObject() as? URL {
+                guard (try? url.resourceValues(forKeys: [.isRegularFileKey]).isRegularFile) == true,
+                    !url.lastPathComponent.hasPrefix("."), let data = try? Data(contentsOf: url)
+                else { continue }
+                found[url.standardizedFileURL.path] = data
+            }
+        }
+        return found
+    }
+
+    /// The attack (or the accident): the audit store fails after the change was made. Each of
+    /// edit, publish, rollback, release and quarantine must answer 5xx and leave every file as it
+    /// was; with the audit log back, the same requests succeed and are audited.
+    @Test func aChangeWhoseAuditEntryFailsIsUndoneAndAnswers5xx() async throws {
+        let fixture = try CatalogServerTests.Fixture(ids: ["com.example.served.coins"])
+        defer { fixture.remove() }
+        let base = try await SQLiteReportStore.open(path: fixture.root.appendingPathComponent("var/catalog.sqlite").path)
+        let store = AuditFailingStore(base)
+        let secret = TokenSecret.generate()
+        try await base.createToken(EditorToken(name: "ada", role: .editor, secretHash: TokenSecret.hash(secret), createdAt: .now))
+        let workflow = CatalogWorkflow(
+            catalogDirectory: fixture.catalog, catalogDisplayPath: "catalog", publicDirectory: fixture.publicTree.root)
+        @Sendable func headers(ifMatch: String? = nil, json: Bool = false) -> HTTPFields {
+            var fields: HTTPFields = [.authorization: "Bearer \(secret)"]
+            if let ifMatch { fields[.ifMatch] = ifMatch }
+            if json { fields[.contentType] = "application/json" }
+            return fields
+        }
+        // Something to publish, and a quarantine to release.
+        _ = try FeedbackFile(verdicts: [
+            "com.example.served.mac": Verdict(status: .quarantined, reason: "20 installs", since: Timestamp(secondsSince1970: 1_000))
+        ]).write(to: workflow.feedbackURL(Self.app))
+        let app = buildApplication(
+            publicDirectory: fixture.publicTree, port: 0, reloadInterval: .milliseconds(50), reportStore: store, workflow: workflow,
+            logger: Logger(label: "test"))
+        try await app.test(.live) { client in
+            func etag() async throws -> String {
+                try #require(try await client.execute(uri: Self.appPath, method: .get, headers: headers()).headers[.eTag])
+            }
+            let created = try await client.execute(
+                uri: "\(Self.appPath)/products", method: .post, headers: headers(ifMatch: try await etag(), json: true),
+                body: ByteBuffer(string: #"{"id":"com.example.served.gems"}"#))
+            #expect(created.status == .created)
+            // Revision 2, so that a rollback to 1 changes something, then a change left to publish.
+            let first = try await client.execute(uri: "\(Self.appPath)/publish", method: .post, headers: headers(ifMatch: try await etag()))
+            #expect(first.status == .ok)
+            let pending = try await client.execute(
+                uri: "\(Self.appPath)/products", method: .post, headers: headers(ifMatch: try await etag(), json: true),
+                body: ByteBuffer(string: #"{"id":"com.example.served.pearls"}"#))
+            #expect(pending.status == .created)
+
+            store.failing.withLock { $0 = true }
+            let before = Self.files(fixture)
+            let feedBefore = try await client.execute(uri: CatalogServerTests.feedPath, method: .get)
+            let changes: [(String, HTTPRequest.Method, String?)] = [
+                ("\(Self.appPath)/products/com.example.served.coins", .put, #"{"type":"consumable","status":"draft"}"#),
+                ("\(Self.appPath)/products", .post, #"{"id":"com.example.served.rubies"}"#),
+                ("\(Self.appPath)/products/com.example.served.mac/retire", .post, nil),
+                ("\(Self.appPath)/publish", .post, nil),
+                ("\(Self.appPath)/revisions/1/rollback", .post, nil),
+                ("\(Self.appPath)/feedback/com.example.served.mac/release", .post, nil),
+                ("\(Self.appPath)/feedback/com.example.served.coins/quarantine", .post, nil),
+            ]
+            for (path, method, body) in changes {
+                let response = try await client.execute(
+                    uri: path, method: method, headers: headers(ifMatch: try await etag(), json: body != nil),
+                    body: body.map { ByteBuffer(string: $0) })
+                #expect(response.status.code >= 500, "\(method) \(path): \(response.status)")
+                #expect(String(buffer: response.body).contains("audit"), "\(method) \(path): \(String(buffer: response.body))")
+                let after = Self.files(fixture)
+                #expect(after.keys.sorted() == before.keys.sorted(), "\(method) \(path) left files behind or removed some")
+                for (file, bytes) in before where after[file] != bytes {
+                    Issue.record("\(method) \(path) changed \(file) without an audit entry")
+                }
+            }
+            // What is served did not move either.
+            try await Task.sleep(for: .milliseconds(200))
+            let feedAfter = try await client.execute(uri: CatalogServerTests.feedPath, method: .get)
+            #expect(feedAfter.headers[.eTag] == feedBefore.headers[.eTag])
+            #expect(try await base.auditLog(app: Self.app, limit: 10).map(\.action) == [.edit, .publish, .edit])
+
+            // The audit log is back: the same changes go through and are audited.
+            store.failing.withLock { $0 = false }
+            let published = try await client.execute(
+                uri: "\(Self.appPath)/publish", method: .post, headers: headers(ifMatch: try await etag()))
+            #expect(published.status == .ok)
+            let released = try await client.execute(
+                uri: "\(Self.appPath)/feedback/com.example.served.mac/release", method: .post, headers: headers())
+            #expect(released.status == .ok)
+            #expect(try await base.auditLog(app: Self.app, limit: 10).map(\.action) == [.release, .publish, .edit, .publish, .edit])
         }
     }
 }

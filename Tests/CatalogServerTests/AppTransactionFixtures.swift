@@ -190,6 +190,34 @@ struct AppStoreTestPKI {
         return payload
     }
 
+    /// The payload of a StoreKit 2 purchase transaction (`JWSTransaction`) as the App Store signs it, with the same
+    /// leaf that signs AppTransactions: it has a bundle id, an `environment` and an `originalTransactionId`, but also
+    /// `transactionId` and `productId`, and no `receiptType`.
+    static func purchaseTransactionPayload(
+        bundleID: String = "com.example.catalog", originalTransactionID: String = "2000000123456789",
+        signedDate: Date = defaultSignedDate
+    ) -> [String: any Sendable] {
+        let milliseconds = Int64((signedDate.timeIntervalSince1970 * 1000).rounded())
+        return [
+            "transactionId": originalTransactionID,
+            "originalTransactionId": originalTransactionID,
+            "bundleId": bundleID,
+            "productId": "com.example.catalog.coins100",
+            "purchaseDate": milliseconds,
+            "originalPurchaseDate": milliseconds,
+            "quantity": 1,
+            "type": "Consumable",
+            "inAppOwnershipType": "PURCHASED",
+            "signedDate": milliseconds,
+            "environment": "Production",
+            "transactionReason": "PURCHASE",
+            "storefront": "USA",
+            "storefrontId": "143441",
+            "price": 990,
+            "currency": "USD",
+        ]
+    }
+
     /// An AppTransaction JWS signed by this PKI's leaf, which the verifier accepts for `bundleID` (given a known
     /// environment and an id).
     func appTransactionJWS(

@@ -54,14 +54,6 @@ struct AppTransactionVerifierTests {
         #expect(try result.get().environment == expected)
     }
 
-    @Test func environmentFieldIsUsedWithoutReceiptType() async throws {
-        let pki = try AppStoreTestPKI.make()
-        var payload = AppStoreTestPKI.appTransactionPayload(environment: nil)
-        payload["environment"] = "Sandbox"
-        let result = try await verify(try pki.jws(payload: payload), with: pki)
-        #expect(try result.get().environment == "sandbox")
-    }
-
     @Test func installKeyFallsBackToOriginalTransactionId() async throws {
         let pki = try AppStoreTestPKI.make()
         let jws = try pki.appTransactionJWS(appTransactionID: nil, originalTransactionID: "2000000123456789")
@@ -356,6 +348,36 @@ struct AppTransactionVerifierTests {
     @Test func missingEnvironmentIsRejected() async throws {
         let pki = try AppStoreTestPKI.make()
         #expect(kind(try await verify(try pki.appTransactionJWS(environment: nil), with: pki)) == .unknownEnvironment)
+    }
+
+    /// The attack: a purchase transaction is signed by the same App Store leaf, and an app holds one per purchase, each
+    /// with its own `originalTransactionId`; presented as an AppTransaction, each counted as another install.
+    @Test func signedPurchaseTransactionIsNotAnInstall() async throws {
+        let pki = try AppStoreTestPKI.make()
+        let result = try await verify(try pki.jws(payload: AppStoreTestPKI.purchaseTransactionPayload()), with: pki)
+        #expect(kind(result) == .notAnAppTransaction)
+    }
+
+    @Test func appTransactionWithATransactionsFieldIsRejected() async throws {
+        let pki = try AppStoreTestPKI.make()
+        for (key, value) in [("transactionId", "2000000123456789"), ("productId", "com.example.catalog.coins100")] {
+            var payload = AppStoreTestPKI.appTransactionPayload()
+            payload[key] = value
+            #expect(kind(try await verify(try pki.jws(payload: payload), with: pki)) == .notAnAppTransaction, "\(key)")
+        }
+        // A number counts as present too: the check is on the field, not its type.
+        var payload = AppStoreTestPKI.appTransactionPayload()
+        payload["transactionId"] = 2_000_000_123_456_789
+        #expect(kind(try await verify(try pki.jws(payload: payload), with: pki)) == .notAnAppTransaction)
+    }
+
+    /// `environment` is a transaction's field; an AppTransaction names its store in `receiptType`, so without it the
+    /// payload is refused (this used to be read as a fallback, which let transactions through).
+    @Test func environmentFieldWithoutReceiptTypeIsRejected() async throws {
+        let pki = try AppStoreTestPKI.make()
+        var payload = AppStoreTestPKI.appTransactionPayload(environment: nil)
+        payload["environment"] = "Sandbox"
+        #expect(kind(try await verify(try pki.jws(payload: payload), with: pki)) == .unknownEnvironment)
     }
 
     @Test func missingTransactionIdIsRejected() async throws {

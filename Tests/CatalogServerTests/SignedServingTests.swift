@@ -78,6 +78,42 @@ import Testing
         }
     }
 
+    /// The attack: a `.jws` file (written by whoever can write the tree, or restored from a
+    /// store row) holding CR LF and a header of its own. Sent as it is, it would add `Set-Cookie`
+    /// to every feed response. A signature that is not a compact JWS's characters is refused at
+    /// load: the feed is served without it (an enforcing client keeps its last verified list).
+    @Test func aSignatureFileCannotInjectAHeader() async throws {
+        let (fixture, _) = try Self.signedFixture()
+        defer { fixture.remove() }
+        var doctored = 0
+        let files = FileManager.default.enumerator(at: fixture.publicTree.root, includingPropertiesForKeys: nil)
+        while let url = files?.nextObject() as? URL {
+            guard url.pathExtension == "jws" else { continue }
+            let genuine = try String(contentsOf: url, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+            try FileManager.default.removeItem(at: url)
+            try Data((genuine + "\r\nSet-Cookie: session=stolen\r\nX-Injected: \u{0}yes").utf8).write(to: url)
+            doctored += 1
+        }
+        #expect(doctored > 0)
+        try await fixture.application().test(.live) { client in
+            let port = try #require(client.port)
+            for path in [CatalogServerTests.feedPath, CatalogServerTests.feedPath + "?platform=ios"] {
+                for headers in [[("Accept-Encoding", "gzip")], []] {
+                    let answer = try await LoopbackClient.send(from: "127.0.0.1", port: port, method: "GET", path: path, headers: headers)
+                    #expect(answer.status == 200)
+                    let head = answer.text.components(separatedBy: "\r\n\r\n")[0].lowercased()
+                    #expect(!head.contains("set-cookie"), "\(head)")
+                    #expect(!head.contains("x-injected"), "\(head)")
+                    #expect(!head.contains(FeedSigner.httpHeader.lowercased()), "served without the refused signature")
+                }
+            }
+            let snapshot = try await client.execute(uri: "/v1/apps/\(CatalogServerTests.app)/revisions/1/products.json", method: .get)
+            #expect(snapshot.status == .ok)
+            #expect(snapshot.headers[.setCookie] == nil)
+            #expect(snapshot.headers[Self.signatureName] == nil)
+        }
+    }
+
     @Test func aRefreshIsServedWithinASecondWithTheSameValidators() async throws {
         let (fixture, workflow) = try Self.signedFixture()
         defer { fixture.remove() }

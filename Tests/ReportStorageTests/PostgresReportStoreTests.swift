@@ -42,9 +42,27 @@ struct PostgresReportStoreTests {
     @Test func prunes() async throws { try await withStore(StoreConformance.prunes) }
     @Test func countsNetworks() async throws { try await withStore(StoreConformance.countsNetworks) }
     @Test func prunesToTheQuota() async throws { try await withStore(StoreConformance.prunesToTheQuota) }
+    @Test func quotaPrunesTheHeaviestNetworkFirst() async throws {
+        try await withStore(StoreConformance.quotaPrunesTheHeaviestNetworkFirst)
+    }
     @Test func keepsOrRefusesNULs() async throws { try await withStore(StoreConformance.keepsOrRefusesNULs) }
     @Test func groupCommits() async throws { try await withStore(StoreConformance.groupCommits) }
     @Test func keepsTokensAndTheAuditLog() async throws { try await withStore(StoreConformance.keepsTokensAndTheAuditLog) }
+    @Test func keepsTokenChangesAndTheirEntriesTogether() async throws {
+        let server = try runningServer()
+        let url = try await server.createDatabase()
+        let database = try address(url).database
+        try await withStore(database: url) { store in
+            try await StoreConformance.keepsTokenChangesAndTheirEntriesTogether(store) {
+                // Every audit insert fails from now on.
+                _ = try await server.psql(
+                    """
+                    CREATE FUNCTION audit_down() RETURNS trigger LANGUAGE plpgsql AS $$ BEGIN RAISE EXCEPTION 'audit log down'; END $$;
+                    CREATE TRIGGER audit_down BEFORE INSERT ON audit_log FOR EACH ROW EXECUTE FUNCTION audit_down();
+                    """, database: database)
+            }
+        }
+    }
 
     /// Replicas starting together: both open, the schema is migrated once, and reopening
     /// migrates nothing.

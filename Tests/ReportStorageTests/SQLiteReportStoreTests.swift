@@ -89,9 +89,29 @@ import Testing
     @Test func prunes() async throws { try await conformance(StoreConformance.prunes) }
     @Test func countsNetworks() async throws { try await conformance(StoreConformance.countsNetworks) }
     @Test func prunesToTheQuota() async throws { try await conformance(StoreConformance.prunesToTheQuota) }
+    @Test func quotaPrunesTheHeaviestNetworkFirst() async throws {
+        try await conformance(StoreConformance.quotaPrunesTheHeaviestNetworkFirst)
+    }
     @Test func keepsOrRefusesNULs() async throws { try await conformance(StoreConformance.keepsOrRefusesNULs) }
     @Test func groupCommits() async throws { try await conformance(StoreConformance.groupCommits) }
     @Test func keepsTokensAndTheAuditLog() async throws { try await conformance(StoreConformance.keepsTokensAndTheAuditLog) }
+    @Test func keepsTokenChangesAndTheirEntriesTogether() async throws {
+        let path = folder.appendingPathComponent("var/catalog.sqlite").path
+        try await conformance { store in
+            try await StoreConformance.keepsTokenChangesAndTheirEntriesTogether(store) {
+                // Another connection, as an operator's sqlite3 would be: every audit insert fails from now on.
+                let sqlite = Process()
+                sqlite.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+                sqlite.arguments = [
+                    "sqlite3", path,
+                    "CREATE TRIGGER audit_down BEFORE INSERT ON audit_log BEGIN SELECT RAISE(ABORT, 'audit log down'); END;",
+                ]
+                try sqlite.run()
+                sqlite.waitUntilExit()
+                #expect(sqlite.terminationStatus == 0)
+            }
+        }
+    }
 
     /// WAL with synchronous FULL, read back from the connection that commits: a library that
     /// resets it after setup (GRDB's DatabasePool does) would fail here.

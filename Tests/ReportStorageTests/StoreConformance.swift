@@ -105,6 +105,40 @@ enum StoreConformance {
         #expect(again == [:])
     }
 
+    /// The attack on the quota: 25 genuine networks report an identifier, then one network floods
+    /// the app past its quota. Pruning the oldest first deleted the genuine evidence and kept the
+    /// flood; pruning the heaviest network first leaves every genuine report and cuts the flood.
+    static func quotaPrunesTheHeaviestNetworkFirst(_ store: any ReportStore) async throws {
+        var reports: [InvalidIdentifierReport] = []
+        for network in 0..<25 {
+            for copy in 0..<2 {
+                reports.append(
+                    report(
+                        ["com.example.genuine"], at: Timestamp(secondsSince1970: noon.secondsSince1970 + Int64(network * 2 + copy)),
+                        requested: ["com.example.genuine", "com.example.ok"], install: "g\(network)-\(copy)", network: "n\(network)"))
+            }
+        }
+        for index in 0..<100 {
+            reports.append(
+                report(
+                    ["com.example.flood"], at: Timestamp(secondsSince1970: noon.secondsSince1970 + 1_000 + Int64(index)),
+                    install: "f\(index)", network: "n-flood"))
+        }
+        _ = try await store.store(reports)
+        let pruned = try await store.prune(keepingPerApp: 60)
+        #expect(pruned == ["com.example.app": 90])
+        let left = try await store.aggregate(AggregateQuery(app: "com.example.app"))
+        #expect(left.map { "\($0.identifier) \($0.reports)" }.sorted() == ["com.example.flood 10", "com.example.genuine 50"])
+        // Evidence still counts every genuine network.
+        let evidence = try await store.networkEvidence(AggregateQuery(app: "com.example.app"))
+        #expect(evidence.first { $0.identifier == "com.example.genuine" }?.networks == 25)
+        // Level with the others, the flood and the genuine networks lose alike: down to one each.
+        let level = try await store.prune(keepingPerApp: 26)
+        #expect(level == ["com.example.app": 34])
+        let after = try await store.aggregate(AggregateQuery(app: "com.example.app"))
+        #expect(after.map { "\($0.identifier) \($0.reports)" }.sorted() == ["com.example.flood 1", "com.example.genuine 25"])
+    }
+
     /// A retried report (same app and reportId) is stored once, also within one batch; the same
     /// reportId in another app is another report.
     static func deduplicates(_ store: any ReportStore) async throws {
@@ -233,6 +267,27 @@ enum StoreConformance {
     }
 
     /// Tokens: only hashes kept, one active token per name, revocation, and the audit log in order.
+    /// A token and its audit entry are written together or not at all. `breakAudit` makes every
+    /// later audit insert fail (a trigger). The CLI used to create (or revoke) and then append the
+    /// entry in two steps: with the audit log down, the token was created anyway, unaudited.
+    static func keepsTokenChangesAndTheirEntriesTogether(_ store: any CatalogStore, breakAudit: () async throws -> Void) async throws {
+        let alice = EditorToken(name: "alice", role: .editor, secretHash: TokenSecret.hash("secret-a"), createdAt: noon)
+        try await store.createToken(alice, audit: AuditEntry(at: noon, actor: "ops", action: .tokenCreate, summary: "created alice"))
+        #expect(try await store.auditLog(app: nil, limit: 10).map(\.summary) == ["created alice"])
+        try await breakAudit()
+        let bob = EditorToken(name: "bob", role: .editor, secretHash: TokenSecret.hash("secret-b"), createdAt: noon)
+        await #expect(throws: (any Error).self) {
+            try await store.createToken(bob, audit: AuditEntry(at: noon, actor: "ops", action: .tokenCreate, summary: "created bob"))
+        }
+        #expect(try await store.tokens().map(\.name) == ["alice"], "no token without its entry")
+        await #expect(throws: (any Error).self) {
+            try await store.revokeToken(
+                named: "alice", at: noon, audit: AuditEntry(at: noon, actor: "ops", action: .tokenRevoke, summary: "revoked alice"))
+        }
+        #expect(try await store.activeToken(secretHash: alice.secretHash) != nil, "no revocation without its entry")
+        #expect(try await store.auditLog(app: nil, limit: 10).map(\.summary) == ["created alice"])
+    }
+
     static func keepsTokensAndTheAuditLog(_ store: any CatalogStore) async throws {
         let alice = EditorToken(name: "alice", role: .editor, secretHash: TokenSecret.hash("secret-a"), createdAt: noon)
         try await store.createToken(alice)

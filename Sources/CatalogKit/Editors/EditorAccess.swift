@@ -138,6 +138,12 @@ public protocol EditorStore: Sendable {
     func activeToken(secretHash: String) async throws -> EditorToken?
     /// Revokes the active token `name`; false if there is none.
     func revokeToken(named name: String, at moment: Timestamp) async throws -> Bool
+    /// Stores a new token and its audit entry in one transaction: neither is kept without the
+    /// other. Fails like ``createToken(_:)`` when an active token already has the name.
+    func createToken(_ token: EditorToken, audit: AuditEntry) async throws
+    /// Revokes the active token `name` and appends its audit entry in one transaction; false, and
+    /// no entry, if there is none.
+    func revokeToken(named name: String, at moment: Timestamp, audit: AuditEntry) async throws -> Bool
     /// Appends to the audit log, durably.
     func appendAudit(_ entry: AuditEntry) async throws
     /// Newest first, at most `limit`, only `app`'s when given.

@@ -262,8 +262,10 @@ public protocol ReportStore: Sendable {
     func storeWideEvidence(_ query: AggregateQuery) async throws -> NetworkEvidence?
     /// Deletes raw reports received before `moment`; returns how many.
     func prune(receivedBefore moment: Timestamp) async throws -> Int
-    /// Deletes each app's oldest raw reports past its newest `quota`; returns how many, by app
-    /// (apps with none pruned are left out).
+    /// Deletes each app's raw reports past its `quota`, the heaviest network's first: a report's
+    /// depth is its place among its network's reports, newest first, and the deepest go first
+    /// (the oldest among equals), so that one network's flood cannot push out the others'
+    /// evidence. Returns how many, by app (apps with none pruned are left out).
     func prune(keepingPerApp quota: Int) async throws -> [String: Int]
     /// Whether the store answers: a trivial query.
     func ping() async throws

@@ -103,9 +103,45 @@ public struct FeedIndex: Sendable {
         guard let manifest = try? tree.manifest(app, revision: revision), let record = manifest.record(for: .all) else {
             return nil
         }
+        var refused: [String] = []
         return try? feed(
             app, revision, "", kind, kind == .products ? record.products : record.catalog, tree,
-            signature: RevisionSignatures.read(tree, app: app, revision: revision, state: 0, directory: "", kind: kind))
+            signature: headerSafe(
+                RevisionSignatures.read(tree, app: app, revision: revision, state: 0, directory: "", kind: kind), app: app,
+                revision: revision, kind: kind, refused: &refused))
+    }
+
+    /// `signature` when it can go into a response header as it is; nil (with the reason in
+    /// `refused`) when it cannot.
+    ///
+    /// A `.jws` file is read from the tree, which a replica fills from store rows, and its text is
+    /// written as the `Catalog-Signature` header value, on the lean path byte for byte. A compact
+    /// JWS is base64url and dots only, so anything else (CR, LF and NUL above all, which would end
+    /// the header and start another, such as `Set-Cookie`) means the file is not a signature:
+    /// the feed is served without it, and an enforcing client keeps its last verified list.
+    static func headerSafe(_ signature: String?, app: String, revision: Int, kind: FeedKind, refused: inout [String]) -> String? {
+        guard let signature else { return nil }
+        guard isHeaderSafeSignature(signature) else {
+            refused.append(
+                "\(app): the signature of revision \(revision)'s \(kind.rawValue) is not a compact JWS (it holds characters a header "
+                    + "cannot carry, such as CR, LF or NUL); the feed is served without it")
+            return nil
+        }
+        return signature
+    }
+
+    /// Whether `signature` is made of a compact JWS's characters only (base64url and dots) and
+    /// not empty: what a header value can carry as it is.
+    public static func isHeaderSafeSignature(_ signature: String) -> Bool {
+        !signature.isEmpty
+            && signature.utf8.allSatisfy { byte in
+                switch byte {
+                case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
+                    UInt8(ascii: "-"), UInt8(ascii: "_"), UInt8(ascii: "."):
+                    true
+                default: false
+                }
+            }
     }
 
     /// Why a feed request has no feed.
@@ -133,13 +169,14 @@ public struct FeedIndex: Sendable {
     }
 
     /// Loads every published app; an app whose files do not match its manifest is left out and
-    /// reported, so one damaged app does not take the others down.
+    /// reported, so one damaged app does not take the others down. A signature that cannot be
+    /// sent as a header (``isHeaderSafeSignature(_:)``) is reported too, and its feed served without it.
     public static func load(_ tree: PublicTree) -> (index: FeedIndex, problems: [String]) {
         var apps: [String: App] = [:]
         var problems: [String] = []
         for app in tree.publishedApps() {
             do {
-                apps[app] = try loadApp(app, from: tree)
+                apps[app] = try loadApp(app, from: tree, refused: &problems)
             } catch {
                 problems.append("\(app): \(error)")
             }
@@ -147,7 +184,7 @@ public struct FeedIndex: Sendable {
         return (FeedIndex(apps: apps), problems)
     }
 
-    static func loadApp(_ app: String, from tree: PublicTree) throws -> App {
+    static func loadApp(_ app: String, from tree: PublicTree, refused: inout [String]) throws -> App {
         guard let manifest = try tree.currentManifest(app) else {
             throw CatalogError.corruptPublication(path: tree.currentManifestURL(app).path, message: "missing")
         }
@@ -157,8 +194,11 @@ public struct FeedIndex: Sendable {
             var signatures: [String: (products: String?, catalog: String?)] = [:]
             func signed(_ directory: String) -> (products: String?, catalog: String?) {
                 if let known = signatures[directory] { return known }
-                let read = { (kind: FeedKind) in
-                    RevisionSignatures.read(tree, app: app, revision: manifest.revision, state: state, directory: directory, kind: kind)
+                func read(_ kind: FeedKind) -> String? {
+                    headerSafe(
+                        RevisionSignatures.read(
+                            tree, app: app, revision: manifest.revision, state: state, directory: directory, kind: kind),
+                        app: app, revision: manifest.revision, kind: kind, refused: &refused)
                 }
                 let found = (read(.products), read(.catalog))
                 signatures[directory] = found

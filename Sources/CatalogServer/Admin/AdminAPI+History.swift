@@ -69,19 +69,23 @@ extension AdminAPI {
         let workflow = self.workflow
         let now = clock()
         let tree = PublicTree(root: workflow.publicDirectory)
-        let (rollback, manifestBefore, after) = try await changes.run {
-            guard let before = try workflow.sourceRevision(app) else { throw EditError(.notFound, "unknown app '\(app)'") }
-            guard IfMatch.evaluate(ifMatch, current: Self.entityTag(before)) == .matches else {
-                throw EditError(.stale, "'\(app)' changed since you read it: edited, released or published meanwhile")
+        let store = self.store
+        let (rollback, _, after) = try await changes.run {
+            try await audited(ChangeUndo.publication(of: app, in: workflow)) {
+                guard let before = try workflow.sourceRevision(app) else { throw EditError(.notFound, "unknown app '\(app)'") }
+                guard IfMatch.evaluate(ifMatch, current: Self.entityTag(before)) == .matches else {
+                    throw EditError(.stale, "'\(app)' changed since you read it: edited, released or published meanwhile")
+                }
+                let manifestBefore = tree.currentManifestHash(app)
+                let rollback = try workflow.rollback(app: app, to: revision, at: now, author: actor, message: message)
+                return (rollback, manifestBefore, try workflow.sourceRevision(app) ?? before)
+            } audit: { (rollback, manifestBefore, _) in
+                try await store.recordPublication(
+                    .publication(rollback.plan, rolledBackTo: revision, actor: actor, at: now, manifestBefore: manifestBefore, tree: tree),
+                    app: app, tree: tree)
             }
-            let manifestBefore = tree.currentManifestHash(app)
-            let rollback = try workflow.rollback(app: app, to: revision, at: now, author: actor, message: message)
-            return (rollback, manifestBefore, try workflow.sourceRevision(app) ?? before)
         }
         let plan = rollback.plan
-        try await store.recordPublication(
-            .publication(plan, rolledBackTo: revision, actor: actor, at: now, manifestBefore: manifestBefore, tree: tree), app: app,
-            tree: tree)
         var json = JSONWriter()
         json.beginObject()
         json.key("app")

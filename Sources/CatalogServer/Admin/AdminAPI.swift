@@ -69,6 +69,9 @@ struct AdminAPI: Sendable {
             }
         } catch let refusal as Refusal {
             return refusal.response
+        } catch let failure as AuditFailure {
+            // Undone: the store is unavailable, try again later. Not undone: a server error.
+            return JSONError.response(failure.undoFailure == nil ? .serviceUnavailable : .internalServerError, "\(failure)")
         } catch let error as EditError {
             return response(for: error, app: route.app)
         } catch let error as HistoryError {
@@ -209,7 +212,19 @@ extension AdminRoute {
 /// that at most one task blocks on that lock, so concurrent requests never tie up every thread
 /// of the cooperative pool waiting for it.
 actor ChangeQueue {
-    func run<T: Sendable>(_ body: @Sendable () throws -> T) throws -> T {
-        try body()
+    private var busy = false
+    private var waiting: [CheckedContinuation<Void, Never>] = []
+
+    /// Runs `body` when no other change is running, waiting for its turn otherwise. A change and
+    /// its audit entry (an `await` on the store) run inside one turn: an actor alone would let the
+    /// next change in at that `await`.
+    func run<T: Sendable>(_ body: @Sendable () async throws -> T) async throws -> T {
+        while busy { await withCheckedContinuation { waiting.append($0) } }
+        busy = true
+        defer {
+            busy = false
+            if !waiting.isEmpty { waiting.removeFirst().resume() }
+        }
+        return try await body()
     }
 }
