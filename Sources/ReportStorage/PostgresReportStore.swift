@@ -90,7 +90,10 @@ public final class PostgresReportStore: ReportStore {
         configuration.options.maximumConnections = address.poolSize
         configuration.options.additionalStartupParameters = startup
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
-        let running = Task { await client.run() }
+        // Started immediately, on this thread, so that `run()` has marked the client running
+        // before anything leases a connection: with a plain `Task` the first query could come
+        // first, and PostgresNIO warned on every command that run() had not been called.
+        let running = Task.immediate { await client.run() }
         logger.info("report store opened", metadata: ["store.url": "\(location)"])
         return PostgresReportStore(client: client, running: running, logger: logger, location: location, connectedAtOpen: connected)
     }
@@ -493,6 +496,14 @@ public struct PostgresStoreError: Error, CustomStringConvertible {
             return causes.isEmpty ? "\(error)" : causes.joined(separator: "; ")
         case let error as IOError:
             return String(cString: strerror(error.errnoCode))
+        case let error as NIOSSLError:
+            // BoringSSL's messages end with the path of its source file on the build machine.
+            let text = "\(error)".replacing(#/\sat\s/[^\])]*/#, with: "")
+            guard text.contains("CERTIFICATE_VERIFY_FAILED") else { return "the TLS handshake failed: \(text)" }
+            return "the server's certificate is not signed by an authority this node trusts (CERTIFICATE_VERIFY_FAILED): "
+                + "name the authority's PEM file with sslrootcert=FILE in the store URL, or lower sslmode (docs/operations.md)"
+        case let error as NIOSSLExtraError where error == .failedToValidateHostname:
+            return "the server's certificate does not name the host of the store URL: connect by a name it holds, or use sslmode=verify-ca"
         default:
             return "\(error)"
         }

@@ -100,6 +100,7 @@ public enum StoreRoles {
 
 /// A role name `StoreRoles` cannot print.
 public struct StoreRoleError: Error, CustomStringConvertible {
+    /// What is wrong with the names, for the operator.
     public let description: String
     init(_ description: String) { self.description = description }
 }

@@ -196,3 +196,25 @@ struct PostgresHardeningTests {
         try await second.close()
     }
 }
+
+/// A server whose certificate cannot be checked, as `verify-full` (now the default for another
+/// machine) meets it without `sslrootcert`: the message says what to do, without the TLS
+/// library's source paths.
+@Suite(.postgres(tls: true))
+struct PostgresCertificateMessageTests {
+    @Test func anUncheckableCertificateIsAClearError() async throws {
+        let server = try TestPostgres.current
+        let url = "postgres://\(TestPostgres.user):\(TestPostgres.password)@localhost:\(server.port)/catalog?sslmode=verify-full"
+        guard case .postgres(let address) = try StoreURL(parsing: url) else { return }
+        do {
+            let store = try await PostgresReportStore.open(address, logger: Logger(label: "test"), connectTimeout: .seconds(5))
+            try await store.close()
+            Issue.record("a certificate signed by an unknown authority was accepted")
+        } catch {
+            let message = "\(error)"
+            #expect(message.contains("sslrootcert"), "\(message)")
+            #expect(!message.contains(".build/") && !message.contains(".cc:"), "\(message)")
+            #expect(!message.contains(TestPostgres.password), "\(message)")
+        }
+    }
+}

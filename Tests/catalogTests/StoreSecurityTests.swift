@@ -75,4 +75,40 @@ struct StoreSecurityTests {
         #expect(replica.logText.contains("store.role.excess-rights"), "\(replica.logText)")
         #expect(!editor.logText.contains("store.role.excess-rights"), "only a replica checks")
     }
+
+    /// A node told to use a secret file that is not the store's secret refuses to start, and
+    /// says why, rather than count networks under names no other node uses.
+    @Test func aNamedSecretFileThatDisagreesWithTheStoreIsRefused() async throws {
+        let store = try await TestPostgres.current.createDatabase()
+        try await CommandTests.withWorkspace { workspace in
+            try CommandTests.writeDemo(workspace)
+            #expect(try await workspace.run("build", "--store", store).status == 0)
+            let first = try ServeProcess(in: workspace, ["--store", store])  // writes the store's secret
+            #expect(try await first.body(of: "/healthz", within: 30) != nil, "\(first.logText)")
+            #expect(try await first.stop() == 0)
+            try workspace.write("other.secret", String(repeating: "ab", count: 32) + "\n")
+            let refused = try ServeProcess(
+                in: workspace, ["--feeds", "store", "--store", store, "--report-network-secret-file", "other.secret"])
+            for _ in 0..<300 where refused.process.isRunning { try await Task.sleep(for: .milliseconds(100)) }
+            #expect(!refused.process.isRunning, "a node with another secret started")
+            if refused.process.isRunning { refused.process.terminate() }
+            refused.process.waitUntilExit()
+            #expect(refused.process.terminationStatus == 1)
+            #expect(refused.logText.contains("is not the one the store"), "\(refused.logText)")
+        }
+    }
+
+    /// Commands against PostgreSQL print nothing of PostgresNIO's: its pool is running before
+    /// the first connection is leased (it warned, now and then, that it was not).
+    @Test func commandsPrintNoPostgresNIOWarning() async throws {
+        let store = try await TestPostgres.current.createDatabase()
+        try await CommandTests.withWorkspace { workspace in
+            try CommandTests.writeDemo(workspace)
+            for _ in 0..<5 {
+                let run = try await workspace.run("reports", "--store", store)
+                #expect(run.status == 0, "\(run.stderr)")
+                #expect(!run.stderr.contains("PostgresNIO"), "\(run.stderr)")
+            }
+        }
+    }
 }
