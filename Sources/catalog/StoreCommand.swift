@@ -33,7 +33,8 @@ struct StoreRolesCommand: ParsableCommand {
         do {
             print(try StoreRoles.sql(replicaRole: replicaRole, editorRole: editorRole), terminator: "")
         } catch {
-            throw ValidationError(error.description)
+            printError("\(error)")
+            throw ExitCode.validationFailure
         }
     }
 }

@@ -111,4 +111,47 @@ struct StoreSecurityTests {
             }
         }
     }
+
+    /// The roles as an operator makes them, from `catalog store roles`: the editor node builds
+    /// as the editor role, and a replica connected as the replica role serves the feeds, stores
+    /// a report (writing the store's network secret, as the first node to start) and finds
+    /// nothing to warn of.
+    @Test func aReplicaServesAndStoresReportsAsTheReplicaRole() async throws {
+        let server = try TestPostgres.current
+        let store = try await server.createDatabase()
+        let database = String(store.split(separator: "/").last ?? "")
+        let suffix = UUID().uuidString.filter(\.isHexDigit).prefix(8).lowercased()
+        let (editorRole, replicaRole) = ("editor_\(suffix)", "replica_\(suffix)")
+        let editorFolder = try CommandTests.Workspace()
+        let replicaFolder = try CommandTests.Workspace()
+        defer {
+            editorFolder.remove()
+            replicaFolder.remove()
+        }
+        let roles = try await editorFolder.run("store", "roles", "--replica-role", replicaRole, "--editor-role", editorRole)
+        #expect(roles.status == 0, "\(roles.stderr)")
+        try await server.psql(roles.stdout, database: database)
+        try await server.psql("ALTER ROLE \(editorRole) PASSWORD 'editor-pw'; ALTER ROLE \(replicaRole) PASSWORD 'replica-pw'")
+        try CommandTests.writeDemo(editorFolder)
+        let build = try await editorFolder.run(
+            "build", "--store", "postgres://\(editorRole):editor-pw@127.0.0.1:\(server.port)/\(database)")
+        #expect(build.status == 0, "\(build.stderr)")
+        try await server.psql(roles.stdout, database: database)  // the tables exist now
+
+        let replica = try ServeProcess(
+            in: replicaFolder,
+            ["--feeds", "store", "--store", "postgres://\(replicaRole):replica-pw@127.0.0.1:\(server.port)/\(database)"])
+        defer { _ = try? replica.process.terminate() }
+        #expect(try await replica.body(of: "/v1/apps/com.example.app/products.json", within: 30) != nil, "\(replica.logText)")
+        var request = URLRequest(url: replica.url("/v1/apps/com.example.app/invalid-identifiers"))
+        request.httpMethod = "POST"
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        request.httpBody = Data(#"{"invalidProductIdentifiers":["com.example.level1"],"installId":"replica-role"}"#.utf8)
+        let (_, response) = try await URLSession.shared.data(for: request)
+        #expect((response as? HTTPURLResponse)?.statusCode == 202, "\(replica.logText)")
+        #expect(try await server.psql("SELECT count(*) FROM reports", database: database) == "1")
+        #expect(try await server.psql("SELECT count(*) FROM network_secret", database: database) == "1")
+        #expect(!replica.logText.contains("excess-rights"), "\(replica.logText)")
+        #expect(!replica.logText.contains("error"), "\(replica.logText)")
+    }
 }
