@@ -31,17 +31,34 @@ public struct PublicationFollowerService: Service {
     }
 
     /// Writes every change the tree lacks; the number of files written.
+    ///
+    /// A file whose bytes do not hash to the SHA-256 recorded with them is refused before it is
+    /// written (`CatalogError.corruptPublication`), and the catch-up stops there: the tree keeps
+    /// the publications it holds, whole (each app's manifest comes last), and serves them.
     @discardableResult
     public static func catchUp(store: any PublicationStore, tree: PublicTree) async throws -> Int {
         var written = 0
         let held = tree.storeChange
         let last = try await store.publishedChanges(after: held) { file in
+            try verify(file)
             // Disk writes (each fsynced) on NIO's blocking pool, not on the threads that run tasks.
             try await NIOThreadPool.singleton.runIfActive { try tree.apply(file) }
             written += 1
         }
         if last != held { try tree.setStoreChange(last) }
         return written
+    }
+
+    /// Refuses a file whose bytes are not those the store recorded the hash of: a row changed
+    /// in the database, by hand or by an attacker with its write rights, is never served.
+    static func verify(_ file: PublishedFile) throws {
+        guard let bytes = file.bytes else { return }
+        let actual = ContentHash.sha256Hex(bytes)
+        guard let recorded = file.sha256, recorded.lowercased() == actual else {
+            throw CatalogError.corruptPublication(
+                path: file.path,
+                message: "its bytes hash to \(actual), not to the SHA-256 recorded with them (\(file.sha256 ?? "none")); not written")
+        }
     }
 
     public func run() async throws {
@@ -82,6 +99,7 @@ public struct PublicationFollowerService: Service {
                         break
                     } catch {
                         // The tree keeps what it has and is served; the next wake-up tries again.
+                        if case CatalogError.corruptPublication = error { metrics.recordStoreFileRefused() }
                         metrics.recordStoreCatchUp(change: nil)
                         logger.error("publications.catch-up.failed", metadata: ["error": "\(error)"])
                     }

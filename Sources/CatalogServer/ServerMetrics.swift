@@ -33,6 +33,7 @@ public final class ServerMetrics: Sendable {
     private let storeListening: CoreMetrics.Gauge
     private let storeChange: CoreMetrics.Gauge
     private let storeCatchUpFailures: CoreMetrics.Counter
+    private let storeFilesRefused: CoreMetrics.Counter
 
     private struct RequestKey: Hashable {
         var route: MetricsRoute
@@ -56,6 +57,7 @@ public final class ServerMetrics: Sendable {
         storeListening = CoreMetrics.Gauge(label: "catalog_feeds_store_listening", factory: factory)
         storeChange = CoreMetrics.Gauge(label: "catalog_feeds_store_change", factory: factory)
         storeCatchUpFailures = CoreMetrics.Counter(label: "catalog_feeds_store_catch_up_failures_total", factory: factory)
+        storeFilesRefused = CoreMetrics.Counter(label: "catalog_feeds_store_files_refused_total", factory: factory)
     }
 
     /// One answered request; the share of 304s follows from the `status` label.
@@ -127,6 +129,12 @@ public final class ServerMetrics: Sendable {
     /// A replica's catch-up with the store: the last change its tree holds, or a failure.
     public func recordStoreCatchUp(change: Int64?) {
         if let change { storeChange.record(change) } else { storeCatchUpFailures.increment() }
+    }
+
+    /// A file the store holds that a replica refused to write: its bytes are not those its
+    /// recorded SHA-256 names, or its path lies outside the tree.
+    public func recordStoreFileRefused() {
+        storeFilesRefused.increment()
     }
 
     func recordOpenConnections(_ count: Int) {

@@ -55,8 +55,12 @@ extension PostgresReportStore: PublicationStore {
                     """, logger: logger)
                 var last = change
                 for try await (path, app, content, sha256, change) in rows.decode((String, String, ByteBuffer?, String?, Int64).self) {
-                    try await receive(
-                        PublishedFile(path: path, app: app, bytes: content.map { Array($0.readableBytesView) }, sha256: sha256))
+                    do {
+                        try await receive(
+                            PublishedFile(path: path, app: app, bytes: content.map { Array($0.readableBytesView) }, sha256: sha256))
+                    } catch {
+                        throw CallerError(error: error)
+                    }
                     last = max(last, change)
                 }
                 return last

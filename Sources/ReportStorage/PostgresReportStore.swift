@@ -18,6 +18,9 @@ public final class PostgresReportStore: ReportStore {
     private let closed = Atomic(false)
     /// The URL without its password, for messages.
     public let location: String
+    /// Whether the server answered when the store was opened; false only for a store opened
+    /// `evenIfUnreachable` while the server could not be reached.
+    public let connectedAtOpen: Bool
 
     /// Connects, checks that commits are durable and migrates, then starts the connection pool.
     ///
@@ -54,6 +57,7 @@ public final class PostgresReportStore: ReportStore {
             database: address.database, tls: setupTLS)
         setup.options.connectTimeout = .nanoseconds(Int64(connectTimeout / .nanoseconds(1)))
         setup.options.additionalStartupParameters = startup
+        var connected = true
         do {
             let connection = try await PostgresConnection.connect(configuration: setup, id: 0, logger: logger)
             do {
@@ -69,6 +73,7 @@ public final class PostgresReportStore: ReportStore {
         } catch {
             let failure = PostgresStoreError(location: location, doing: "cannot connect", error)
             guard evenIfUnreachable else { throw failure }
+            connected = false
             logger.warning("store.unreachable", metadata: ["error": "\(failure)"])
         }
 
@@ -85,16 +90,20 @@ public final class PostgresReportStore: ReportStore {
         configuration.options.maximumConnections = address.poolSize
         configuration.options.additionalStartupParameters = startup
         let client = PostgresClient(configuration: configuration, backgroundLogger: logger)
-        let running = Task { await client.run() }
+        // Started immediately, on this thread, so that `run()` has marked the client running
+        // before anything leases a connection: with a plain `Task` the first query could come
+        // first, and PostgresNIO warned on every command that run() had not been called.
+        let running = Task.immediate { await client.run() }
         logger.info("report store opened", metadata: ["store.url": "\(location)"])
-        return PostgresReportStore(client: client, running: running, logger: logger, location: location)
+        return PostgresReportStore(client: client, running: running, logger: logger, location: location, connectedAtOpen: connected)
     }
 
-    private init(client: PostgresClient, running: Task<Void, Never>, logger: Logger, location: String) {
+    private init(client: PostgresClient, running: Task<Void, Never>, logger: Logger, location: String, connectedAtOpen: Bool) {
         self.client = client
         self.running = running
         self.logger = logger
         self.location = location
+        self.connectedAtOpen = connectedAtOpen
     }
 
     public func store(_ reports: [InvalidIdentifierReport]) async throws -> [StoreOutcome] {
@@ -306,6 +315,8 @@ public final class PostgresReportStore: ReportStore {
         guard !closed.load(ordering: .relaxed) else { throw PostgresStoreError(location: location, doing: failure, StoreClosed()) }
         do {
             return try await body()
+        } catch let error as CallerError {
+            throw error.error
         } catch {
             throw PostgresStoreError(location: location, doing: failure, error)
         }
@@ -396,6 +407,28 @@ public final class PostgresReportStore: ReportStore {
 
     /// Applies the migrations this store lacks, in one transaction.
     private static func migrate(_ connection: PostgresConnection, logger: Logger) async throws {
+        // A store already up to date is only read: a replica's role has no right to create
+        // tables (docs/storage.md, "Roles"), and CREATE TABLE IF NOT EXISTS checks that right,
+        // and sends a notice, even when the table exists.
+        let known = Schema.postgres.last?.version ?? 0
+        var exists = false
+        for try await found in try await connection.query("SELECT to_regclass('schema_migrations') IS NOT NULL", logger: logger)
+            .decode(Bool.self)
+        {
+            exists = found
+        }
+        var applied = 0
+        if exists {
+            for try await version in try await connection.query(
+                "SELECT COALESCE(MAX(version), 0)::bigint FROM schema_migrations", logger: logger
+            ).decode(Int.self) {
+                applied = version
+            }
+        }
+        if exists && applied >= known {
+            try Schema.check(storeVersion: applied, known: Schema.postgres)
+            return
+        }
         try await connection.withTransaction(logger: logger) { connection in
             // Replicas that start together queue here: the first migrates, the others then find
             // the work done. The lock is this database's and ends with the transaction.
@@ -471,10 +504,24 @@ public struct PostgresStoreError: Error, CustomStringConvertible {
             return causes.isEmpty ? "\(error)" : causes.joined(separator: "; ")
         case let error as IOError:
             return String(cString: strerror(error.errnoCode))
+        case let error as NIOSSLError:
+            // BoringSSL's messages end with the path of its source file on the build machine.
+            let text = "\(error)".replacing(#/\sat\s/[^\])]*/#, with: "")
+            guard text.contains("CERTIFICATE_VERIFY_FAILED") else { return "the TLS handshake failed: \(text)" }
+            return "the server's certificate is not signed by an authority this node trusts (CERTIFICATE_VERIFY_FAILED): "
+                + "name the authority's PEM file with sslrootcert=FILE in the store URL, or lower sslmode (docs/operations.md)"
+        case let error as NIOSSLExtraError where error == .failedToValidateHostname:
+            return "the server's certificate does not name the host of the store URL: connect by a name it holds, or use sslmode=verify-ca"
         default:
             return "\(error)"
         }
     }
+}
+
+/// An error of the caller's own code that a store method ran (a receiver of rows): thrown as it
+/// is, for the caller to recognize, rather than as a failure of the store.
+struct CallerError: Error {
+    var error: any Error
 }
 
 private struct StoreClosed: Error, CustomStringConvertible {

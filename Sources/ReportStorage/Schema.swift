@@ -70,6 +70,16 @@ enum Schema {
                     WHERE q.value NOT IN (SELECT i.value FROM json_each(reports.invalid) i))
                 WHERE requested IS NOT NULL AND json_array_length(requested) > 0;
                 """),
+        // The audit log only grows: whoever holds the file, the catalog's own statements included,
+        // cannot rewrite or remove an entry without first dropping these triggers.
+        Migration(
+            version: 4,
+            sql: """
+                CREATE TRIGGER audit_log_no_update BEFORE UPDATE ON audit_log
+                BEGIN SELECT RAISE(ABORT, 'audit_log entries are never changed or deleted'); END;
+                CREATE TRIGGER audit_log_no_delete BEFORE DELETE ON audit_log
+                BEGIN SELECT RAISE(ABORT, 'audit_log entries are never changed or deleted'); END;
+                """),
     ]
 
     static let postgres: [Migration] = [
@@ -141,6 +151,33 @@ enum Schema {
                 );
                 CREATE INDEX published_files_by_change ON published_files (change);
                 CREATE INDEX published_files_by_app ON published_files (app);
+                """),
+        // The audit log only grows, for the editor role (which owns the table) as for any other:
+        // UPDATE, DELETE and TRUNCATE raise. Revoked rights alone would not hold the owner.
+        Migration(
+            version: 5,
+            sql: """
+                CREATE FUNCTION audit_log_append_only() RETURNS trigger LANGUAGE plpgsql AS $function$
+                BEGIN
+                    RAISE EXCEPTION 'audit_log entries are never changed or deleted (%)', TG_OP
+                        USING ERRCODE = 'insufficient_privilege';
+                END
+                $function$;
+                CREATE TRIGGER audit_log_append_only BEFORE UPDATE OR DELETE ON audit_log
+                    FOR EACH ROW EXECUTE FUNCTION audit_log_append_only();
+                CREATE TRIGGER audit_log_no_truncate BEFORE TRUNCATE ON audit_log
+                    FOR EACH STATEMENT EXECUTE FUNCTION audit_log_append_only();
+                """),
+        // The secret report networks are hashed with, one row written once: every node on the
+        // store hashes a client's network alike (docs/feedback.md).
+        Migration(
+            version: 6,
+            sql: """
+                CREATE TABLE network_secret (
+                    id INTEGER PRIMARY KEY CHECK (id = 1),
+                    secret TEXT NOT NULL,
+                    created_at BIGINT NOT NULL
+                );
                 """),
     ]
 

@@ -3,10 +3,13 @@ import Foundation
 /// Where reports are stored, as given by `--store`: `sqlite:PATH` (the default,
 /// `sqlite:var/catalog.sqlite`) or `postgres://user[:password]@host[:port]/database[?parameters]`.
 ///
-/// PostgreSQL parameters, as libpq spells them where it has them: `sslmode` (`disable`, `prefer`
-/// (the default), `require`, `verify-ca`, `verify-full`), `sslrootcert` (a PEM file of the
-/// certificates to trust; the system's by default), `passfile` (a `.pgpass` file), and of this
-/// tool's own `pool_size` (connections, default 20) and `statement_timeout` (milliseconds).
+/// PostgreSQL parameters, as libpq spells them where it has them: `sslmode` (`disable`, `prefer`,
+/// `require`, `verify-ca`, `verify-full`; the default is `verify-full` for a host on another
+/// machine and `prefer` for a loopback one, see ``SSLMode/default(for:)``), `sslrootcert` (a PEM
+/// file of the certificates to trust; the system's by default), `passfile` (a `.pgpass` file), and
+/// of this tool's own `pool_size` (connections, default 20) and `statement_timeout` (milliseconds).
+///
+/// No message shows a password: errors quote the URL as ``redacted(_:)`` leaves it.
 public enum StoreURL: Sendable, Hashable, CustomStringConvertible {
     case sqlite(path: String)
     case postgres(PostgresAddress)
@@ -36,6 +39,39 @@ public enum StoreURL: Sendable, Hashable, CustomStringConvertible {
         case verifyCA = "verify-ca"
         /// TLS with a trusted certificate for the host connected to.
         case verifyFull = "verify-full"
+
+        /// The mode when the URL names none. A server on another machine is reached over a
+        /// network where an impostor can answer, so its certificate is checked for its name; on
+        /// the loopback interface (`localhost`, 127.0.0.0/8, `::1`) or a Unix socket nobody sits
+        /// in between, and libpq's `prefer` is kept. `sslmode=` in the URL lowers or raises it.
+        public static func `default`(for host: String) -> SSLMode {
+            StoreURL.isLoopback(host) ? .prefer : .verifyFull
+        }
+    }
+
+    /// Whether `host` is this machine: `localhost`, an address of 127.0.0.0/8, `::1`, or a Unix
+    /// socket's folder (a path).
+    static func isLoopback(_ host: String) -> Bool {
+        let bare = host.hasPrefix("[") && host.hasSuffix("]") ? String(host.dropFirst().dropLast()) : host
+        if bare.hasPrefix("/") || bare.lowercased() == "localhost" || bare.lowercased().hasSuffix(".localhost") { return true }
+        var v4 = in_addr()
+        if inet_pton(AF_INET, bare, &v4) == 1 { return UInt32(bigEndian: v4.s_addr) >> 24 == 127 }
+        var v6 = in6_addr()
+        if inet_pton(AF_INET6, bare, &v6) == 1 {
+            return withUnsafeBytes(of: &v6) { $0.prefix(15).allSatisfy { $0 == 0 } && $0[15] == 1 }
+        }
+        return false
+    }
+
+    /// `text` with the password of its user part, if any, replaced by `<redacted>`: for messages
+    /// about a store URL, even one too broken to parse. It errs on the side of hiding too much
+    /// (up to the last `@`).
+    public static func redacted(_ text: String) -> String {
+        guard let scheme = text.range(of: "://"), let at = text.range(of: "@", options: .backwards),
+            scheme.upperBound <= at.lowerBound,
+            let colon = text[scheme.upperBound..<at.lowerBound].firstIndex(of: ":")
+        else { return text }
+        return String(text[..<text.index(after: colon)]) + "<redacted>" + String(text[at.lowerBound...])
     }
 
     public static let `default` = StoreURL.sqlite(path: "var/catalog.sqlite")
@@ -51,25 +87,27 @@ public enum StoreURL: Sendable, Hashable, CustomStringConvertible {
             return
         }
         if text.hasPrefix("postgres://") || text.hasPrefix("postgresql://") {
+            let shown = Self.redacted(text)
             guard let components = URLComponents(string: text), let host = components.host, !host.isEmpty else {
-                throw StoreURLError("'\(text)' is not a valid PostgreSQL URL; use postgres://user@host:port/database")
+                throw StoreURLError("'\(shown)' is not a valid PostgreSQL URL; use postgres://user@host:port/database")
             }
             let database = String(components.path.drop(while: { $0 == "/" }))
-            guard !database.isEmpty else { throw StoreURLError("'\(text)' names no database; use postgres://user@host:port/database") }
+            guard !database.isEmpty else { throw StoreURLError("'\(shown)' names no database; use postgres://user@host:port/database") }
             guard let user = components.user, !user.isEmpty else {
-                throw StoreURLError("'\(text)' names no user; use postgres://user@host:port/database")
+                throw StoreURLError("'\(shown)' names no user; use postgres://user@host:port/database")
             }
             var address = PostgresAddress(
                 host: host, port: components.port ?? 5432, user: user, password: components.password, database: database)
+            var mode: SSLMode?
             for item in components.queryItems ?? [] {
                 let value = item.value ?? ""
                 switch item.name {
                 case "sslmode":
-                    guard let mode = SSLMode(rawValue: value) else {
+                    guard let chosen = SSLMode(rawValue: value) else {
                         throw StoreURLError(
                             "sslmode '\(value)' is not one of \(SSLMode.allCases.map(\.rawValue).joined(separator: ", "))")
                     }
-                    address.sslMode = mode
+                    mode = chosen
                 case "sslrootcert": address.rootCertificate = value
                 case "passfile": address.passfile = value
                 case "pool_size":
@@ -88,14 +126,17 @@ public enum StoreURL: Sendable, Hashable, CustomStringConvertible {
                     )
                 }
             }
+            address.sslMode = mode ?? .default(for: host)
             self = .postgres(address)
             return
         }
-        throw StoreURLError("unknown store '\(text)'; use sqlite:PATH or postgres://user@host:port/database")
+        throw StoreURLError("unknown store '\(Self.redacted(text))'; use sqlite:PATH or postgres://user@host:port/database")
     }
 
     /// Where the secret that report networks are hashed with is kept unless configured: beside a
-    /// SQLite file, never inside the store, so that the store alone holds no addresses.
+    /// SQLite file, never inside it, so that the file alone cannot be matched to addresses. A
+    /// PostgreSQL store keeps its own (`PostgresReportStore.networkSecret(proposing:)`), since every
+    /// node on it must use one; a file at this path is only proposed to a store that has none.
     public var defaultNetworkSecretPath: String {
         switch self {
         case .sqlite(let path): URL(fileURLWithPath: path).deletingLastPathComponent().appendingPathComponent("report-network.secret").path
@@ -115,7 +156,7 @@ public enum StoreURL: Sendable, Hashable, CustomStringConvertible {
         case .sqlite(let path): "sqlite:\(path)"
         case .postgres(let address):
             "postgres://\(address.user)@\(address.host):\(address.port)/\(address.database)"
-                + (address.sslMode == .prefer ? "" : "?sslmode=\(address.sslMode.rawValue)")
+                + (address.sslMode == .default(for: address.host) ? "" : "?sslmode=\(address.sslMode.rawValue)")
         }
     }
 }

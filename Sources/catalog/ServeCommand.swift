@@ -476,7 +476,6 @@ struct ServeCommand: AsyncParsableCommand {
         reports.networkPrefixes = resolved.networkPrefixes
         reports.perAppQuota = resolved.reportQuota
         do {
-            reports.networkSecret = try NetworkSecret.loadOrCreate(at: URL(fileURLWithPath: resolved.reportNetworkSecretFile))
             if !resolved.appleRootCertificates.isEmpty {
                 reports.appTransactions = try AppTransactionVerifier(rootCertificateFiles: resolved.appleRootCertificates)
             }
@@ -507,6 +506,19 @@ struct ServeCommand: AsyncParsableCommand {
         let serveWithoutStore = isReplica && !tree.publishedApps().isEmpty
         try await StoreOptions.withStore(resolved.store, logger: logger, evenIfUnreachable: serveWithoutStore) { store in
             logger.info("reports.store", metadata: ["store": "\(resolved.store)"])
+            // With PostgreSQL the secret is the store's (docs/feedback.md); a replica says when its
+            // role can do more than a replica needs (docs/storage.md, "Roles").
+            var reports = reports
+            do {
+                reports.networkSecret = try await StoreOptions.networkSecret(
+                    store: store, file: resolved.reportNetworkSecretFile,
+                    explicit: resolved.reportNetworkSecretFile != resolved.store.defaultNetworkSecretPath, cache: resolved.feedsCache,
+                    logger: logger)
+            } catch {
+                printError("\(error)")
+                throw ExitCode(1)
+            }
+            if isReplica, let shared = store as? PostgresReportStore { await shared.warnOfRightsBeyondAReplica() }
             let publications = try await publicationServices(resolved, store: store, tree: tree, metrics: metrics, logger: logger)
             let app = buildApplication(
                 publicDirectory: tree, host: resolved.host, port: resolved.port, configuration: configuration, reportStore: store,

@@ -1,7 +1,12 @@
 import ArgumentParser
 import CatalogKit
+import Foundation
 import Logging
 import ReportStorage
+
+#if canImport(Glibc)
+    import Glibc
+#endif
 
 /// `--store URL`, shared by every command that reads or writes reports.
 struct StoreOptions: ParsableArguments {
@@ -50,4 +55,74 @@ struct StoreOptions: ParsableArguments {
             throw error
         }
     }
+}
+
+extension StoreOptions {
+    /// The secret `catalog serve` hashes report networks with (docs/feedback.md).
+    ///
+    /// SQLite: the file `file`, made on first start. PostgreSQL: the store's, so that every node
+    /// on it hashes a client's network alike. A node proposes the secret of `file` if it has one
+    /// (a store used before the store kept it: the file all nodes shared then), else a new one;
+    /// the first proposal written is every node's. A file that disagrees with the store's is
+    /// refused when named (`explicit`), and only warned of at the default path.
+    ///
+    /// A replica that starts while the database cannot be reached uses the copy of the store's
+    /// secret it keeps in its feeds cache (`cache`), else `file`; with neither it cannot start.
+    static func networkSecret(store: any CatalogStore, file: String, explicit: Bool, cache: String?, logger: Logger) async throws
+        -> [UInt8]
+    {
+        let fileURL = URL(fileURLWithPath: file)
+        guard let shared = store as? PostgresReportStore else { return try NetworkSecret.loadOrCreate(at: fileURL) }
+        let kept = try NetworkSecret.read(fileURL)
+        let copy = cache.map { URL(fileURLWithPath: $0, isDirectory: true).appendingPathComponent("report-network.secret") }
+        guard shared.connectedAtOpen else {
+            if let copy, let secret = try NetworkSecret.read(copy) { return secret }
+            if let kept {
+                logger.warning(
+                    "report-network.secret.unconfirmed",
+                    metadata: ["file": "\(file)", "reason": "the store cannot be reached to confirm it is the store's"])
+                return kept
+            }
+            throw NetworkSecretError(
+                description:
+                    "the store \(shared.location) cannot be reached and this node has no copy of its report network secret "
+                    + "(none in --feeds-cache, none at \(file)); start it once the store answers")
+        }
+        let agreed = try await shared.networkSecret(
+            proposing: kept ?? (0..<NetworkSecret.byteCount).map { _ in UInt8.random(in: .min ... .max) })
+        if let kept, kept != agreed {
+            guard !explicit else {
+                throw NetworkSecretError(
+                    description:
+                        "the report network secret in \(file) is not the one the store \(shared.location) holds; every node on one store "
+                        + "must hash networks with the same secret. Leave --report-network-secret-file out to use the store's")
+            }
+            logger.warning(
+                "report-network.secret.ignored",
+                metadata: ["file": "\(file)", "reason": "it is not the secret the store holds, which every node on the store uses"])
+        }
+        if let copy, (try? NetworkSecret.read(copy)) != agreed { try keepCopy(agreed, at: copy) }
+        return agreed
+    }
+
+    /// Writes `secret` as `NetworkSecret` reads it, readable by this user only from its first byte.
+    private static func keepCopy(_ secret: [UInt8], at url: URL) throws {
+        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+        let text = Array((ContentHash.hex(secret) + "\n").utf8)
+        let descriptor = open(url.path, O_WRONLY | O_CREAT | O_TRUNC, 0o600)
+        guard descriptor >= 0 else {
+            throw NetworkSecretError(
+                description: "cannot keep a copy of the report network secret at \(url.path): \(String(cString: strerror(errno)))")
+        }
+        defer { close(descriptor) }
+        let written = text.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+        guard written == text.count, fchmod(descriptor, 0o600) == 0 else {
+            throw NetworkSecretError(description: "cannot keep a copy of the report network secret at \(url.path)")
+        }
+    }
+}
+
+/// Why `catalog serve` cannot settle on the report-network secret.
+struct NetworkSecretError: Error, CustomStringConvertible {
+    var description: String
 }

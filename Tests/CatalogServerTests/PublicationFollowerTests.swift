@@ -93,6 +93,50 @@ struct PublicationFollowerTests {
         }
     }
 
+    /// A row changed in the database, its bytes replaced and its recorded hash left as it was:
+    /// the replica refuses it before writing it, keeps serving what it had, and counts it.
+    @Test func aTamperedRowIsNeverWrittenNorServed() async throws {
+        try await withEditorAndReplica { store, fixture, tree in
+            try await store.recordPublication(nil, app: CatalogServerTests.app, tree: fixture.publicTree)
+            #expect(try await PublicationFollowerService.catchUp(store: store, tree: tree) > 0)
+            let served = files(tree.root)["v1/apps/\(CatalogServerTests.app)/products.json"]
+            #expect(served != nil)
+
+            try fixture.publish(["com.example.served.coins", "com.example.served.gems"])
+            try await store.recordPublication(nil, app: CatalogServerTests.app, tree: fixture.publicTree)
+            let server = try TestPostgres.current
+            let database = String(store.location.split(separator: "/").last ?? "")
+            // Revision 2's products feed, and its current copy, now say something else; hashes untouched.
+            try await server.psql(
+                """
+                UPDATE published_files SET content = convert_to('{"products":[{"id":"com.attacker.free"}]}', 'UTF8')
+                WHERE path LIKE '%/products.json' AND (revision = 2 OR revision IS NULL)
+                """, database: database)
+            await #expect(throws: CatalogError.self) { try await PublicationFollowerService.catchUp(store: store, tree: tree) }
+            let after = files(tree.root)
+            #expect(
+                !after.values.contains { String(decoding: $0, as: UTF8.self).contains("com.attacker.free") }, "a tampered row was written")
+            #expect(after["v1/apps/\(CatalogServerTests.app)/products.json"] == served, "the replica no longer serves what it had")
+            #expect(try tree.currentManifest(CatalogServerTests.app)?.revision == 1)
+
+            // The follower logs and counts the refusal on each try.
+            let metrics = ServerMetrics()
+            let follower = PublicationFollowerService(
+                store: DeafStore(store: store), tree: tree, pollInterval: .milliseconds(200), metrics: metrics, logger: logger)
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { try await follower.run() }
+                var counted = false
+                for _ in 0..<100 where !counted {
+                    try await Task.sleep(for: .milliseconds(100))
+                    counted = String(decoding: metrics.render(), as: UTF8.self).contains("catalog_feeds_store_files_refused_total 1")
+                }
+                #expect(counted, "\(String(decoding: metrics.render(), as: UTF8.self))")
+                group.cancelAll()
+            }
+            #expect(try tree.currentManifest(CatalogServerTests.app)?.revision == 1)
+        }
+    }
+
     /// A store's paths are written only inside the replica's folders.
     @Test(arguments: [
         "public/v1/apps/com.example.served/../../../../escape", "public/v1/apps/com.example.served/.hidden",
