@@ -149,7 +149,7 @@ struct ServeCommand: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "The file of the secret that report networks are hashed with, made on first start. Default: report-network.secret beside a SQLite store, var/report-network.secret with PostgreSQL (replicas must share it).",
+            "The file of the secret that report networks are hashed with, made on first start. With PostgreSQL the store keeps the secret every node uses, and this file is only proposed to a store that has none (one that disagrees with the store is refused). Default: report-network.secret beside a SQLite store, var/report-network.secret with PostgreSQL.",
             valueName: "path"))
     var reportNetworkSecretFile: String?
 

@@ -155,7 +155,8 @@ extension IPAddress {
 /// distinct networks without holding a single address.
 ///
 /// Keyed: a plain hash of an IPv4 /24 could be reversed by hashing all 16 million of them. The key
-/// is a server secret kept beside the store (``NetworkSecret``), never inside it.
+/// is a server secret: a file beside a SQLite store (``NetworkSecret``), or a row that every node
+/// of a PostgreSQL store reads, so that nodes on one store never disagree.
 public struct NetworkHasher: Sendable {
     /// Bytes rather than a `SymmetricKey`, which is not `Sendable`; making one per hash is cheap.
     private let secret: [UInt8]
