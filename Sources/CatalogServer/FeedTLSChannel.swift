@@ -42,17 +42,17 @@ struct FeedTLSChannel: HTTPChannelHandler {
         self.http1 = http1
         readDeadline = configuration.readDeadline
         idleTimeout = configuration.idleTimeout
-        let readDeadline = configuration.readDeadline
+        let streamDeadline = configuration.readDeadline
         http2 = HTTP2Channel(
             responder: http1.responder,
             configuration: HTTP2ChannelConfiguration(
                 // Hummingbird's own: at the idle timeout a GOAWAY, and a connection closed once the
                 // client acknowledges it; ``HTTP2ConnectionDeadline`` closes those that do not.
                 idleTimeout: .nanoseconds(configuration.idleTimeout.nanoseconds),
-                gracefulCloseTimeout: .nanoseconds(readDeadline.nanoseconds),
-                streamConfiguration: HTTP1Channel.Configuration(additionalChannelHandlers: [HTTP2StreamDeadline(readDeadline: readDeadline)]
-                )
-            ))
+                gracefulCloseTimeout: .nanoseconds(configuration.readDeadline.nanoseconds),
+                // A handler of its own for each stream.
+                streamConfiguration: HTTP1Channel.Configuration(
+                    additionalChannelHandlers: [HTTP2StreamDeadline(readDeadline: streamDeadline)])))
     }
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
