@@ -152,6 +152,22 @@ import Testing
         }
     }
 
+    /// HTTP/2: a client that asks for a feed of a few hundred kilobytes and reads nothing. Its
+    /// stream's flow-control window (64 KiB) fills and stays shut: the stream is reset at the read
+    /// deadline, and the connection, with no stream left, closed after the idle timeout.
+    @Test func anHTTP2ClientThatNeverReadsIsClosed() async throws {
+        let fixture = try CatalogServerTests.Fixture(ids: (0..<3000).map { "com.example.served.product\($0)" })
+        defer { fixture.remove() }
+        let (app, files) = try Self.application(fixture)
+        try await app.test(.live) { client in
+            let probe = try await TLSProbe.connect(port: try #require(client.port), ca: files.ca, alpn: ["h2"])
+            defer { probe.close() }
+            try await probe.stopReading()
+            probe.send(HTTP2Bytes.preface + HTTP2Bytes.get(Self.feed))
+            #expect(await probe.awaitClose(within: .seconds(15)), "an HTTP/2 client that reads nothing was still connected")
+        }
+    }
+
     /// A client that pipelines feed requests over TLS and never reads the answers: once its
     /// answers back up, the server reads nothing more from it and closes it after the read deadline.
     @Test func aClientThatNeverReadsOverTLSIsClosed() async throws {
@@ -187,6 +203,13 @@ enum HTTP2Bytes {
         let block: [UInt8] = [0x83, 0x87, 0x84, 0x01, 0x09] + Array("localhost".utf8)
         return [0, 0, UInt8(block.count), 0x01, 0x04, 0, 0, 0, 1] + block
     }()
+
+    /// HEADERS on stream 1 that end the request (END_HEADERS, END_STREAM): `GET path`.
+    static func get(_ path: String) -> [UInt8] {
+        let block: [UInt8] =
+            [0x82, 0x87, 0x04, UInt8(path.utf8.count)] + Array(path.utf8) + [0x01, 0x09] + Array("localhost".utf8)
+        return [0, 0, UInt8(block.count), 0x01, 0x05, 0, 0, 0, 1] + block
+    }
 
     /// One byte of body on stream 1.
     static let dataByte: [UInt8] = [0, 0, 1, 0x00, 0x00, 0, 0, 0, 1, UInt8(ascii: "a")]
