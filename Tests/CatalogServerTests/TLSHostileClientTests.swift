@@ -244,8 +244,12 @@ final class TLSProbe: Sendable {
                 }
             }
             .connect(host: "127.0.0.1", port: port).get()
-        let negotiated = try await recorder.handshake()
-        return TLSProbe(channel: channel, recorder: recorder, negotiated: negotiated)
+        do {
+            return TLSProbe(channel: channel, recorder: recorder, negotiated: try await recorder.handshake())
+        } catch {
+            channel.close(promise: nil)
+            throw error
+        }
     }
 
     var isActive: Bool { channel.isActive }
