@@ -28,22 +28,21 @@ public func buildApplication(
     // One intake for both paths that receive reports: one committer, one set of rate limits.
     let intake = reportStore.map { ReportIntake(store: $0, configuration: reportsConfiguration, metrics: metrics) }
     let connectionLimit = ConnectionLimit(maximum: configuration.maxConnections, metrics: metrics)
-    // With TLS, Hummingbird's own HTTP/2 and HTTP/1.1 channels: the lean paths and their
-    // protections are for plain HTTP (a TLS proxy in front keeps them; see docs/operations.md).
-    let server =
-        tls?.server()
-        ?? HTTPServerBuilder { responder in
-            FeedHTTP1Channel(
-                responder: responder, connectionLimit: connectionLimit,
-                connectionHandler: { FeedConnectionHandler(store: store, metrics: metrics, configuration: configuration) },
-                reportHandler: { connection in
-                    intake.map {
-                        ReportConnectionHandler(
-                            intake: $0, feeds: store, connection: connection, metrics: metrics, clock: configuration.clock,
-                            accessLog: configuration.accessLog)
-                    }
-                })
-        }
+    let server = HTTPServerBuilder { responder in
+        let http1 = FeedHTTP1Channel(
+            responder: responder, connectionLimit: connectionLimit,
+            connectionHandler: { FeedConnectionHandler(store: store, metrics: metrics, configuration: configuration) },
+            reportHandler: { connection in
+                intake.map {
+                    ReportConnectionHandler(
+                        intake: $0, feeds: store, connection: connection, metrics: metrics, clock: configuration.clock,
+                        accessLog: configuration.accessLog)
+                }
+            })
+        // With TLS, the same channel and protections behind it (``FeedTLSChannel``).
+        guard let tls else { return http1 }
+        return try FeedTLSChannel(certificate: tls, http1: http1, configuration: configuration)
+    }
     var services: [any Service] = [FeedReloadService(store: store, interval: reloadInterval, metrics: metrics, logger: logger)]
     if let reportStore {
         services.append(

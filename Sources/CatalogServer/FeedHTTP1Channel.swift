@@ -22,26 +22,34 @@ struct FeedHTTP1Channel: HTTPChannelHandler {
             channel.close(promise: nil)
             return channel.eventLoop.makeFailedFuture(ChannelError.inputClosed)
         }
-        return channel.eventLoop.makeCompletedFuture {
-            var limits = NIOHTTPDecoderLimitConfiguration()
-            // Feed requests carry a handful of short headers.
-            limits.maxHeaderFieldSize = 8 * 1024
-            limits.maxHeaderListSize = 16 * 1024
-            limits.maxHeaderFieldCount = 100
-            try channel.pipeline.syncOperations.configureHTTPServerPipeline(
-                withPipeliningAssistance: false, withErrorHandling: false, withOutboundHeaderValidation: false,
-                withEncoderConfiguration: .init(), withDecoderLimitConfiguration: limits)
-            let connection = connectionHandler()
-            try channel.pipeline.syncOperations.addHandler(connection, position: .first)
-            try channel.pipeline.syncOperations.addHandler(ForwardedRequestTracker(connection: connection))
-            // Behind the tracker: to the feed path, a report is a forwarded request like any other.
-            if let reportHandler = reportHandler(connection) { try channel.pipeline.syncOperations.addHandler(reportHandler) }
-            try channel.pipeline.syncOperations.addHandler(HTTP1ToHTTPServerCodec(secure: false))
-            // No idle timeout behind this point: requests answered by the connection handler never
-            // reach it, so the connection handler keeps time for the whole connection.
-            try channel.pipeline.syncOperations.addHandler(HTTPConnectionStateHandler(idleTimeout: nil, logger: logger))
-            return try NIOAsyncChannel(wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true))
-        }
+        return channel.eventLoop.makeCompletedFuture { try configure(channel, secure: false, logger: logger) }
+    }
+
+    /// Sets up HTTP/1.1 on `channel`, already admitted by the connection limit: on the socket's own
+    /// bytes, or (`secure`) on those that a TLS handler in front of this pipeline decrypts.
+    func configure(_ channel: any Channel, secure: Bool, logger: Logger) throws -> Value {
+        var limits = NIOHTTPDecoderLimitConfiguration()
+        // Feed requests carry a handful of short headers.
+        limits.maxHeaderFieldSize = 8 * 1024
+        limits.maxHeaderListSize = 16 * 1024
+        limits.maxHeaderFieldCount = 100
+        let connection = connectionHandler()
+        // The connection handler must see every byte before the decoder. Over TLS it goes behind
+        // the TLS and ALPN handlers, appended before the decoder: bytes the ALPN handler held
+        // back during the negotiation are passed on from where it stands, so through it too.
+        if secure { try channel.pipeline.syncOperations.addHandler(connection) }
+        try channel.pipeline.syncOperations.configureHTTPServerPipeline(
+            withPipeliningAssistance: false, withErrorHandling: false, withOutboundHeaderValidation: false,
+            withEncoderConfiguration: .init(), withDecoderLimitConfiguration: limits)
+        if !secure { try channel.pipeline.syncOperations.addHandler(connection, position: .first) }
+        try channel.pipeline.syncOperations.addHandler(ForwardedRequestTracker(connection: connection))
+        // Behind the tracker: to the feed path, a report is a forwarded request like any other.
+        if let reportHandler = reportHandler(connection) { try channel.pipeline.syncOperations.addHandler(reportHandler) }
+        try channel.pipeline.syncOperations.addHandler(HTTP1ToHTTPServerCodec(secure: secure))
+        // No idle timeout behind this point: requests answered by the connection handler never
+        // reach it, so the connection handler keeps time for the whole connection.
+        try channel.pipeline.syncOperations.addHandler(HTTPConnectionStateHandler(idleTimeout: nil, logger: logger))
+        return try NIOAsyncChannel(wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true))
     }
 
     func handle(value asyncChannel: Value, logger: Logger) async {

@@ -1,6 +1,4 @@
 import Foundation
-import HummingbirdCore
-import HummingbirdHTTP2
 import Logging
 import NIOSSL
 import Synchronization
@@ -84,13 +82,6 @@ public final class ReloadingCertificate: Sendable {
             promise.succeed(override)
         }
         return configuration
-    }
-
-    /// The listener: TLS, then HTTP/2 or HTTP/1.1 by ALPN, through Hummingbird.
-    func server() -> HTTPServerBuilder {
-        HTTPServerBuilder { responder in
-            try HTTP2UpgradeChannel(tlsConfiguration: self.tlsConfiguration(), configuration: .init(), responder: responder)
-        }
     }
 }
 

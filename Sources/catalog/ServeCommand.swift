@@ -100,7 +100,7 @@ struct ServeCommand: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "Seconds within which each request must arrive whole, from its first byte; a client that reads none of its answers for as long is closed too. Default: 10.",
+            "Seconds within which each request must arrive whole, from its first byte, and with TLS a handshake, from the accept; a client that reads none of its answers for as long is closed too. Default: 10.",
             valueName: "seconds"))
     var readDeadline: Int?
 

@@ -82,4 +82,28 @@ import Testing
             #expect(status == 200, "the renewed certificate was not served")
         }
     }
+
+    /// HTTP/1.1 over TLS goes through the same lean feed path as plain HTTP: its answer is
+    /// counted by `catalog_feed_answer_seconds`, which only that path records.
+    @Test func http1OverTLSTakesTheLeanFeedPath() async throws {
+        let fixture = try CatalogServerTests.Fixture(ids: ["com.example.served.coins"])
+        defer { fixture.remove() }
+        let files = try TestCertificates.make(in: fixture.root)
+        let tls = try ReloadingCertificate(certificate: files.certificate.path, key: files.key.path, logger: Logger(label: "test"))
+        let app = buildApplication(publicDirectory: fixture.publicTree, port: 0, tls: tls, logger: Logger(label: "test"))
+        try await app.test(.live) { client in
+            let port = try #require(client.port)
+            let feed = try await TLSProbe.connect(port: port, ca: files.ca, alpn: ["http/1.1"])
+            defer { feed.close() }
+            // Kept alive: the lean path leaves `Connection: close` to the application.
+            feed.send(Array("GET /v1/apps/\(CatalogServerTests.app)/products.json HTTP/1.1\r\nHost: x\r\n\r\n".utf8))
+            #expect(await feed.awaitReceived(within: .seconds(10)).hasPrefix("HTTP/1.1 200 OK"))
+            let metrics = try await TLSProbe.connect(port: port, ca: files.ca, alpn: ["http/1.1"])
+            defer { metrics.close() }
+            metrics.send(Array("GET /metrics HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n".utf8))
+            #expect(await metrics.awaitClose(within: .seconds(10)))
+            let text = String(decoding: metrics.received, as: UTF8.self)
+            #expect(text.contains(/catalog_feed_answer_seconds_count [1-9]/), "\(text)")
+        }
+    }
 }
