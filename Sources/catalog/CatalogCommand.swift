@@ -31,7 +31,7 @@ struct CatalogCommand: AsyncParsableCommand {
         subcommands: [
             ValidateCommand.self, BuildCommand.self, HistoryCommand.self, DiffCommand.self, RollbackCommand.self, ServeCommand.self,
             ReportsCommand.self, FeedbackCommand.self, FetchCommand.self, TokenCommand.self, AuditCommand.self, ImportCommand.self,
-            ExportCommand.self, BackupCommand.self, KeysCommand.self, SignCommand.self, VerifyCommand.self,
+            ExportCommand.self, BackupCommand.self, KeysCommand.self, SignCommand.self, VerifyCommand.self, PurchasesCommand.self,
         ]
     )
 }
