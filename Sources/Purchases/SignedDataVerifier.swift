@@ -36,7 +36,7 @@ public final class SignedDataVerifier: Sendable {
     let receiptRootStore: CertificateStore
     let chains: VerifiedChainCache
 
-    /// Makes a verifier for one app. `cacheCapacity` bounds the verified-chain cache.
+    /// Makes a verifier for one app. `cacheCapacity` bounds the verified-chain cache; 0 turns it off.
     public init(trust: PurchaseTrust, app: AppStoreApp, cacheCapacity: Int = 32) {
         self.trust = trust
         self.app = app

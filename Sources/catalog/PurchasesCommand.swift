@@ -55,6 +55,14 @@ struct PurchasesVerifyCommand: AsyncParsableCommand {
             valueName: "id"))
     var deviceId: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "Verify the files this many times and print the rate to standard error (scripts/bench-purchases).", visibility: .hidden))
+    var `repeat`: Int = 1
+
+    @Option(help: ArgumentHelp("How many verified chains to keep; 0 validates every chain (scripts/bench-purchases).", visibility: .hidden))
+    var chainCacheSize: Int = 32
+
     @Argument(help: "The evidence files.")
     var files: [String]
 
@@ -63,6 +71,7 @@ struct PurchasesVerifyCommand: AsyncParsableCommand {
         for name in environment where !["Production", "Sandbox"].contains(name) {
             throw ValidationError("--environment is Production or Sandbox, not \(name)")
         }
+        guard `repeat` >= 1, chainCacheSize >= 0 else { throw ValidationError("--repeat is at least 1, --chain-cache-size at least 0") }
         if let deviceId, Self.bytes(hex: deviceId) == nil {
             throw ValidationError("--device-id must be hex (e.g. a UUID or a MAC address), not \(deviceId)")
         }
@@ -80,25 +89,36 @@ struct PurchasesVerifyCommand: AsyncParsableCommand {
             let environments = environment.isEmpty ? [.production, .sandbox] : Set(environment.map(AppStoreEnvironment.init(rawValue:)))
             verifier = SignedDataVerifier(
                 trust: trust,
-                app: AppStoreApp(bundleId: app, appAppleId: appAppleId, environments: environments, xcodeCertificate: xcode?.first))
+                app: AppStoreApp(bundleId: app, appAppleId: appAppleId, environments: environments, xcodeCertificate: xcode?.first),
+                cacheCapacity: chainCacheSize)
         } catch let error as PurchaseConfigurationError {
             printError("error: \(error)")
             throw ExitCode(64)
         }
         let device = deviceId.flatMap(Self.bytes(hex:))
-        var allValid = true
-        for file in files {
-            let line: VerdictLine
-            if let data = FileManager.default.contents(atPath: file) {
-                let (kind, result) = await verifier.verifyAny([UInt8](data), deviceIdentifier: device)
-                line = VerdictLine(file: file, kind: kind, result: result)
-            } else {
-                line = VerdictLine(file: file, kind: nil, result: .failure(PurchaseRefusal(.malformed, "cannot read the file")))
+        let contents = files.map { FileManager.default.contents(atPath: $0).map { [UInt8]($0) } }
+        var lines: [VerdictLine] = []
+        let clock = ContinuousClock()
+        let elapsed = await clock.measure {
+            for _ in 0..<`repeat` {
+                lines = []
+                for (file, bytes) in zip(files, contents) {
+                    guard let bytes else {
+                        lines.append(
+                            VerdictLine(file: file, kind: nil, result: .failure(PurchaseRefusal(.malformed, "cannot read the file"))))
+                        continue
+                    }
+                    let (kind, result) = await verifier.verifyAny(bytes, deviceIdentifier: device)
+                    lines.append(VerdictLine(file: file, kind: kind, result: result))
+                }
             }
-            allValid = allValid && line.verdict == "valid"
-            print(line.json)
         }
-        if !allValid { throw ExitCode(1) }
+        for line in lines { print(line.json) }
+        if `repeat` > 1 {
+            let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
+            printError("verified \(files.count * `repeat`) in \(seconds) s")
+        }
+        if lines.contains(where: { $0.verdict != "valid" }) { throw ExitCode(1) }
     }
 
     /// Hex to bytes, ignoring the dashes of a UUID and the colons of a MAC address.
