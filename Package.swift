@@ -112,7 +112,6 @@ let package = Package(
         .target(
             name: "Purchases",
             dependencies: [
-                "FeedSigning",
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "Crypto", package: "swift-crypto"),

@@ -1,4 +1,3 @@
-import FeedSigning
 import Foundation
 
 /// A compact JWS split into its parts, nothing in it believed yet.
@@ -15,44 +14,44 @@ struct CompactJWS {
     }
 
     var header: Header
-    var payload: Data
-    var signature: Data
+    var payload: [UInt8]
+    var signature: [UInt8]
     /// `header.payload` as sent: what the signature covers (RFC 7515 §5.2).
-    var signingInput: Substring.UTF8View
+    var signingInput: ArraySlice<UInt8>
 
     init(_ text: String) throws(PurchaseRefusal) {
-        let utf8 = text.utf8
-        guard utf8.count <= Self.maximumBytes else {
-            throw PurchaseRefusal(.malformed, "JWS is \(utf8.count) bytes, over the \(Self.maximumBytes)-byte limit")
+        let bytes = Array(text.utf8)
+        guard bytes.count <= Self.maximumBytes else {
+            throw PurchaseRefusal(.malformed, "JWS is \(bytes.count) bytes, over the \(Self.maximumBytes)-byte limit")
         }
-        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3 else {
-            throw PurchaseRefusal(.malformed, "not a compact JWS: \(parts.count) dot-separated parts, not 3")
+        let dots = bytes.indices.filter { bytes[$0] == UInt8(ascii: ".") }
+        guard dots.count == 2 else {
+            throw PurchaseRefusal(.malformed, "not a compact JWS: \(dots.count + 1) dot-separated parts, not 3")
         }
-        guard let headerBytes = Base64URL.decode(parts[0]) else {
+        guard let headerBytes = Base64URLBytes.decode(bytes[..<dots[0]]) else {
             throw PurchaseRefusal(.malformed, "JWS header is not base64url")
         }
         do {
-            header = try JSONDecoder().decode(Header.self, from: headerBytes)
+            header = try JSONDecoder().decode(Header.self, from: Data(headerBytes))
         } catch {
             throw PurchaseRefusal(.malformed, "JWS header is not a JSON object of the expected shape")
         }
-        guard let payloadBytes = Base64URL.decode(parts[1]) else {
+        guard let payloadBytes = Base64URLBytes.decode(bytes[(dots[0] + 1)..<dots[1]]) else {
             throw PurchaseRefusal(.malformed, "JWS payload is not base64url")
         }
         payload = payloadBytes
         // An empty signature (alg none) decodes to no bytes; the algorithm check refuses it.
-        guard let signatureBytes = Base64URL.decode(parts[2]) else {
+        guard let signatureBytes = Base64URLBytes.decode(bytes[(dots[1] + 1)...]) else {
             throw PurchaseRefusal(.malformed, "JWS signature is not base64url")
         }
         signature = signatureBytes
-        signingInput = text[text.startIndex..<parts[1].endIndex].utf8
+        signingInput = bytes[..<dots[1]]
     }
 
     /// The payload decoded as `T`, with Apple's dates (milliseconds since 1970, sometimes fractional).
     func decodePayload<T: Decodable>(_ type: T.Type) throws(PurchaseRefusal) -> T {
         do {
-            return try AppStoreJSON.decoder().decode(T.self, from: payload)
+            return try AppStoreJSON.decoder().decode(T.self, from: Data(payload))
         } catch {
             throw PurchaseRefusal(.malformed, "JWS payload is not a JSON object of the expected shape: \(AppStoreJSON.describe(error))")
         }

@@ -1,4 +1,3 @@
-import FeedSigning
 import Foundation
 
 /// What a piece of evidence is, told from its shape before anything in it is believed.
@@ -18,18 +17,22 @@ public enum EvidenceKind: String, Sendable, Hashable, Codable {
     /// whose payload's fields tell which kind of token it is, anything else is taken for a receipt.
     /// The guess only picks the check to run; every check then holds the evidence to its kind's rules.
     public static func of(_ bytes: [UInt8]) -> EvidenceKind {
-        guard let text = String(bytes: bytes, encoding: .utf8)?.trimmingCharacters(in: .whitespacesAndNewlines) else { return .receipt }
-        if text.hasPrefix("{") { return .notification }
-        let parts = text.split(separator: ".", omittingEmptySubsequences: false)
-        guard parts.count == 3, let payload = Base64URL.decode(parts[1]),
-            let object = try? JSONSerialization.jsonObject(with: payload) as? [String: Any]
-        else { return .receipt }
-        if object["notificationType"] != nil { return .notification }
-        if object["transactionId"] != nil { return .transaction }
-        if object["receiptType"] != nil || object["receiptCreationDate"] != nil { return .appTransaction }
-        if object["autoRenewStatus"] != nil || object["autoRenewProductId"] != nil || object["renewalDate"] != nil {
-            return .renewalInfo
+        let text = trimmingASCIIWhitespace(bytes)
+        if text.first == UInt8(ascii: "{") { return .notification }
+        let parts = text.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
+        guard parts.count == 3, let payload = Base64URLBytes.decode(parts[1]), payload.first == UInt8(ascii: "{") else {
+            return .receipt
         }
+        // A key's presence tells the kind; a byte search is enough, since it only picks the check.
+        func has(_ key: String) -> Bool {
+            let needle = Array("\"\(key)\"".utf8)
+            return payload.count >= needle.count
+                && (0...(payload.count - needle.count)).contains { payload[$0..<$0 + needle.count].elementsEqual(needle) }
+        }
+        if has("notificationType") { return .notification }
+        if has("transactionId") { return .transaction }
+        if has("receiptType") || has("receiptCreationDate") { return .appTransaction }
+        if has("autoRenewStatus") || has("autoRenewProductId") || has("renewalDate") { return .renewalInfo }
         return .transaction
     }
 }
@@ -73,7 +76,7 @@ extension SignedDataVerifier {
 
     private func summary(of bytes: [UInt8], kind: EvidenceKind, deviceIdentifier: [UInt8]?) async throws(PurchaseRefusal) -> EvidenceSummary
     {
-        let text = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let text = String(decoding: trimmingASCIIWhitespace(bytes), as: UTF8.self)
         switch kind {
         case .transaction:
             let t = try await verifyAndDecodeTransaction(text)

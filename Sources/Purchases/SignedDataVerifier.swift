@@ -141,11 +141,11 @@ public final class SignedDataVerifier: Sendable {
 
     /// The JWS inside a notification body: `{"signedPayload": "…"}`, or the body itself when it is a bare JWS.
     static func signedPayload(of body: String) throws(PurchaseRefusal) -> String {
-        let trimmed = body.trimmingCharacters(in: .whitespacesAndNewlines)
-        guard trimmed.hasPrefix("{") else { return trimmed }
+        let trimmed = trimmingASCIIWhitespace(Array(body.utf8))
+        guard trimmed.first == UInt8(ascii: "{") else { return String(decoding: trimmed, as: UTF8.self) }
         struct Body: Decodable { var signedPayload: String }
         do {
-            return try JSONDecoder().decode(Body.self, from: Data(trimmed.utf8)).signedPayload
+            return try JSONDecoder().decode(Body.self, from: Data(trimmed)).signedPayload
         } catch {
             throw PurchaseRefusal(.malformed, "notification body is not {\"signedPayload\": \"…\"}")
         }
@@ -208,7 +208,7 @@ public final class SignedDataVerifier: Sendable {
         guard jws.signature.count == 64, let signature = try? P256.Signing.ECDSASignature(rawRepresentation: jws.signature) else {
             throw PurchaseRefusal(.notAuthenticated, "ES256 signature is \(jws.signature.count) bytes, not a 64-byte r||s pair")
         }
-        guard key.isValidSignature(signature, for: Data(jws.signingInput)) else {
+        guard key.isValidSignature(signature, for: jws.signingInput) else {
             throw PurchaseRefusal(.notAuthenticated, "ES256 signature does not verify with the leaf certificate's key")
         }
         return (payload, signer)

@@ -58,7 +58,7 @@ struct PurchasesVerifyCommand: AsyncParsableCommand {
     @Option(
         help: ArgumentHelp(
             "Verify the files this many times and print the rate to standard error (scripts/bench-purchases).", visibility: .hidden))
-    var `repeat`: Int = 1
+    var `repeat`: Int?
 
     @Option(help: ArgumentHelp("How many verified chains to keep; 0 validates every chain (scripts/bench-purchases).", visibility: .hidden))
     var chainCacheSize: Int = 32
@@ -71,7 +71,9 @@ struct PurchasesVerifyCommand: AsyncParsableCommand {
         for name in environment where !["Production", "Sandbox"].contains(name) {
             throw ValidationError("--environment is Production or Sandbox, not \(name)")
         }
-        guard `repeat` >= 1, chainCacheSize >= 0 else { throw ValidationError("--repeat is at least 1, --chain-cache-size at least 0") }
+        guard (`repeat` ?? 1) >= 1, chainCacheSize >= 0 else {
+            throw ValidationError("--repeat is at least 1, --chain-cache-size at least 0")
+        }
         if let deviceId, Self.bytes(hex: deviceId) == nil {
             throw ValidationError("--device-id must be hex (e.g. a UUID or a MAC address), not \(deviceId)")
         }
@@ -100,7 +102,7 @@ struct PurchasesVerifyCommand: AsyncParsableCommand {
         var lines: [VerdictLine] = []
         let clock = ContinuousClock()
         let elapsed = await clock.measure {
-            for _ in 0..<`repeat` {
+            for _ in 0..<(`repeat` ?? 1) {
                 lines = []
                 for (file, bytes) in zip(files, contents) {
                     guard let bytes else {
@@ -114,9 +116,9 @@ struct PurchasesVerifyCommand: AsyncParsableCommand {
             }
         }
         for line in lines { print(line.json) }
-        if `repeat` > 1 {
+        if let rounds = `repeat` {
             let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
-            printError("verified \(files.count * `repeat`) in \(seconds) s")
+            FileHandle.standardError.write(Array("verified \(files.count * rounds) in \(seconds) s\n".utf8))
         }
         if lines.contains(where: { $0.verdict != "valid" }) { throw ExitCode(1) }
     }
