@@ -21,19 +21,24 @@ enum Base64URLBytes {
         var output: [UInt8] = []
         output.reserveCapacity(text.count * 3 / 4)
         var accumulator: UInt32 = 0
-        var bits = 0
+        var bits: UInt32 = 0
         var last: UInt8 = 0
-        for character in text {
-            let value = values[Int(character)]
-            guard value != 0xFF else { return nil }
-            accumulator = (accumulator << 6) | UInt32(value)
-            bits += 6
-            if bits >= 8 {
-                bits -= 8
-                output.append(UInt8(truncatingIfNeeded: accumulator >> UInt32(bits)))
+        // One table lookup per character, without bounds checks: the index is a byte, the table 256 long.
+        let valid = values.withUnsafeBufferPointer { table in
+            for character in text {
+                let value = table[Int(character)]
+                guard value != 0xFF else { return false }
+                accumulator = (accumulator << 6) | UInt32(value)
+                bits += 6
+                if bits >= 8 {
+                    bits -= 8
+                    output.append(UInt8(truncatingIfNeeded: accumulator >> bits))
+                }
+                last = value
             }
-            last = value
+            return true
         }
+        guard valid else { return nil }
         // Bits left over must be zero: "AB" and "AC" must not both decode to the same byte.
         if remainder == 2, last & 0x0F != 0 { return nil }
         if remainder == 3, last & 0x03 != 0 { return nil }
