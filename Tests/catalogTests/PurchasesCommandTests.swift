@@ -79,3 +79,65 @@ import Testing
         }
     }
 }
+
+/// `scripts/check-real-purchases` on a folder laid out like the real corpus, with evidence the test's
+/// own CA signed: verdicts that agree pass, one that does not is printed and fails the run.
+@Suite struct CheckRealPurchasesScriptTests {
+    typealias PKI = AppStoreTestPKI
+
+    static func runScript(_ folder: URL, roots: URL) throws -> (status: Int32, output: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", ScriptTests.repository.appendingPathComponent("scripts/check-real-purchases").path, folder.path]
+        var environment = ProcessInfo.processInfo.environment
+        environment["CATALOG_BIN"] = try CommandTests.executable().path
+        environment["CHECK_EXTRA_ROOTS"] = roots.path
+        process.environment = environment
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        try process.run()
+        let output = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: output, as: UTF8.self))
+    }
+
+    @Test func verdictsAreComparedWithTheIndex() async throws {
+        let jws = try PKI.ecdsa()
+        let impostor = try PKI.ecdsa()
+        let receipts = try PKI.rsa()
+        try await CommandTests.withWorkspace { workspace in
+            try workspace.write("roots.pem", PKI.pem(jws.root) + "\n" + PKI.pem(receipts.root) + "\n")
+            try workspace.write("corpus/jws/good.jws", try jws.jws(payload: PKI.transaction(["environment": "Sandbox"])))
+            try workspace.write("corpus/jws/forged.jws", try impostor.jws(payload: PKI.transaction(["environment": "Sandbox"])))
+            let receipt = try TestReceipts.signed(TestReceipts.payload(environment: "ProductionSandbox", appItemId: 0), by: receipts)
+            try FileManager.default.createDirectory(
+                at: workspace.root.appendingPathComponent("corpus/receipts"), withIntermediateDirectories: true)
+            for name in ["good.der", "other-device.der"] {
+                try Data(receipt).write(to: workspace.root.appendingPathComponent("corpus/receipts/\(name)"), options: [])
+            }
+            func index(forgedExpected: String) throws {
+                try workspace.write(
+                    "corpus/jws/index.tsv",
+                    "file\tkind\tenvironment\tbundleId\tappAppleId\texpected\n"
+                        + "good.jws\ttransaction\tSandbox\tcom.example.app\t\tvalid\n"
+                        + "forged.jws\ttransaction\tSandbox\tcom.example.app\t\t\(forgedExpected)\n")
+                try workspace.write(
+                    "corpus/receipts/index.tsv",
+                    "file\tbundleId\tdeviceId\texpected\n" + "good.der\tcom.example.app\t\(String(repeating: "07", count: 16))\tvalid\n"
+                        + "other-device.der\tcom.example.app\t\(String(repeating: "08", count: 16))\tinvalid\n")
+            }
+            let corpus = workspace.root.appendingPathComponent("corpus")
+            let roots = workspace.root.appendingPathComponent("roots.pem")
+            try index(forgedExpected: "invalid")
+            let agreeing = try Self.runScript(corpus, roots: roots)
+            #expect(agreeing.status == 0, "\(agreeing.output)")
+            #expect(agreeing.output.contains("8 of 8 verdicts agree, 0 disagree"))
+            try index(forgedExpected: "valid")
+            let disagreeing = try Self.runScript(corpus, roots: roots)
+            #expect(disagreeing.status == 1)
+            #expect(disagreeing.output.contains("jws/forged.jws unbound: expected valid, got invalid (not-authenticated"))
+            #expect(disagreeing.output.contains("6 of 8 verdicts agree, 2 disagree"))
+        }
+    }
+}
