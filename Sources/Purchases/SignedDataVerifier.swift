@@ -84,6 +84,8 @@ public final class SignedDataVerifier: Sendable {
         public var transaction: JWSTransactionDecodedPayload?
         /// `data.signedRenewalInfo`, verified and bound to the notification's environment and transaction.
         public var renewalInfo: JWSRenewalInfoDecodedPayload?
+        /// `appData.signedAppTransactionInfo`, verified and bound to the notification's app and environment.
+        public var appTransaction: AppTransaction?
     }
 
     /// Verifies an App Store Server Notification V2: a request body `{"signedPayload": "…"}`, or the
@@ -135,6 +137,18 @@ public final class SignedDataVerifier: Sendable {
                 )
             }
             verified.renewalInfo = renewal
+        }
+        if let nested = payload.appData?.signedAppTransactionInfo {
+            let appTransaction = try await nestedRefusal("signedAppTransactionInfo") { () async throws(PurchaseRefusal) in
+                try await verifyAndDecodeAppTransaction(nested)
+            }
+            guard appTransaction.bundleId == named.bundleId, appTransaction.receiptType == named.environment else {
+                throw PurchaseRefusal(
+                    .wrongApp,
+                    "the nested AppTransaction names \(Self.quote(appTransaction.bundleId)) in \(Self.quote(appTransaction.receiptType?.rawValue)), the notification \(Self.quote(named.bundleId)) in \(Self.quote(named.environment?.rawValue))"
+                )
+            }
+            verified.appTransaction = appTransaction
         }
         return verified
     }

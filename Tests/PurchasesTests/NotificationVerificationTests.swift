@@ -110,3 +110,28 @@ import Testing
         }
     }
 }
+
+extension NotificationVerificationTests {
+    @Test func aNestedAppTransactionIsVerifiedAndBound() async throws {
+        let pki = try PKI.ecdsa()
+        let verifier = SignedDataVerifier(trust: pki.trust, app: Self.app)
+        func notification(_ appTransaction: [String: any Sendable]) throws -> String {
+            try pki.jws(
+                payload: PKI.notification(
+                    type: "RESCIND_CONSENT",
+                    [
+                        "data": NSNull(),
+                        "appData": [
+                            "environment": "Production", "bundleId": "com.example.app", "appAppleId": 1_234_567_890,
+                            "signedAppTransactionInfo": try pki.jws(payload: appTransaction),
+                        ] as [String: any Sendable],
+                    ]))
+        }
+        let verified = try await verifier.verifyAndDecodeNotification(try notification(PKI.appTransaction()))
+        #expect(verified.appTransaction?.appTransactionId == "704289572")
+        let sandbox = await SignedDataVerifierTests.refusal {
+            _ = try await verifier.verifyAndDecodeNotification(try notification(PKI.appTransaction(["receiptType": "Sandbox"])))
+        }
+        #expect(sandbox?.code == .wrongApp)
+    }
+}

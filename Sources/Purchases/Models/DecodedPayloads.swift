@@ -194,6 +194,19 @@ public struct ExternalPurchaseToken: Codable, Sendable, Hashable {
     public var bundleId: String?
 }
 
+/// A notification's `appData`: the app, and its signed AppTransaction (notifications about the app
+/// rather than a purchase, e.g. RESCIND_CONSENT).
+public struct NotificationAppData: Codable, Sendable, Hashable {
+    /// The environment.
+    public var environment: AppStoreEnvironment?
+    /// The app's Apple id.
+    public var appAppleId: Int64?
+    /// The app's bundle identifier.
+    public var bundleId: String?
+    /// The AppTransaction, a JWS of its own.
+    public var signedAppTransactionInfo: String?
+}
+
 /// An App Store Server Notification V2, decoded: `ResponseBodyV2DecodedPayload`.
 public struct ResponseBodyV2DecodedPayload: Codable, Sendable, Hashable {
     /// What happened.
@@ -212,6 +225,8 @@ public struct ResponseBodyV2DecodedPayload: Codable, Sendable, Hashable {
     public var summary: NotificationSummary?
     /// The external purchase token (EXTERNAL_PURCHASE_TOKEN).
     public var externalPurchaseToken: ExternalPurchaseToken?
+    /// The app data (notifications about the app itself).
+    public var appData: NotificationAppData?
 
     /// The environment, bundle id and Apple id the notification names, from whichever part it carries.
     public var app: (environment: AppStoreEnvironment?, bundleId: String?, appAppleId: Int64?) {
@@ -223,6 +238,7 @@ public struct ResponseBodyV2DecodedPayload: Codable, Sendable, Hashable {
                 token.externalPurchaseId.map { $0.hasPrefix("SANDBOX") ? .sandbox : .production }
             return (environment, token.bundleId, token.appAppleId)
         }
+        if let appData { return (appData.environment, appData.bundleId, appData.appAppleId) }
         return (nil, nil, nil)
     }
 }
