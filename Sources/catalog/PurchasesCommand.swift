@@ -32,7 +32,10 @@ struct PurchasesVerifyCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The bundle id the evidence must name. Default: any.", valueName: "bundle"))
     var app: String?
 
-    @Option(help: ArgumentHelp("The app's Apple id, which production evidence must name. Default: not checked.", valueName: "n"))
+    @Option(
+        help: ArgumentHelp(
+            "The app's Apple id, which production evidence that names one must match. Default: none; then, with --app, such evidence is refused.",
+            valueName: "n"))
     var appAppleId: Int64?
 
     @Option(
