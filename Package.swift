@@ -107,13 +107,24 @@ let package = Package(
             // The dashboard is copied as a folder: Bundle.module finds its files under editor/.
             resources: [.copy("Resources/openapi.yaml"), .copy("Resources/editor")]
         ),
+        // App Store evidence verified offline: StoreKit 2 JWS, notifications and legacy receipts. No NIO,
+        // no HTTP, no database (docs/purchases.md).
+        .target(
+            name: "Purchases",
+            dependencies: [
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ]
+        ),
         // What an app links: Foundation and FeedSigning only (CryptoKit, or swift-crypto off Apple
         // platforms), so that it builds for every Apple platform and Linux.
         .target(name: "CatalogClient", dependencies: ["FeedSigning"]),
         .executableTarget(
             name: "catalog",
             dependencies: [
-                "CatalogKit", "CatalogServer", "ReportStorage", "CatalogClient", "FeedSigning", "CMallocTuning",
+                "CatalogKit", "CatalogServer", "ReportStorage", "CatalogClient", "FeedSigning", "CMallocTuning", "Purchases",
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
@@ -155,9 +166,30 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // A stand-in for Apple's PKI and signers of JWS and PKCS#7 receipts, shared by the Purchases and command tests.
+        .target(
+            name: "PurchasesTestSupport",
+            dependencies: [
+                "Purchases",
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ],
+            path: "Tests/PurchasesTestSupport"
+        ),
+        .testTarget(
+            name: "PurchasesTests",
+            dependencies: [
+                "Purchases", "PurchasesTestSupport",
+                .product(name: "X509", package: "swift-certificates"),
+                .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
         .testTarget(
             name: "catalogTests",
-            dependencies: ["catalog", "CatalogKit", "CatalogTestSupport", "ReportStorage"]
+            dependencies: ["catalog", "CatalogKit", "CatalogTestSupport", "ReportStorage", "PurchasesTestSupport"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -1,0 +1,143 @@
+import Foundation
+import PurchasesTestSupport
+import Testing
+
+/// `catalog purchases verify` as support staff run it: one JSON line per file, exit 0 only when all are valid.
+@Suite struct PurchasesCommandTests {
+    typealias PKI = AppStoreTestPKI
+
+    static func lines(_ stdout: String) throws -> [[String: Any]] {
+        try stdout.split(separator: "\n").map {
+            try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any])
+        }
+    }
+
+    @Test func everyKindOfEvidenceIsVerifiedAndSummarised() async throws {
+        let jws = try PKI.ecdsa()
+        let receipts = try PKI.rsa()
+        try await CommandTests.withWorkspace { workspace in
+            try workspace.write("roots.pem", PKI.pem(jws.root) + "\n" + PKI.pem(receipts.root) + "\n")
+            try workspace.write("transaction.jws", try jws.jws(payload: PKI.transaction()))
+            let notification = try jws.jws(
+                payload: PKI.notification(
+                    type: "SUBSCRIBED", subtype: "INITIAL_BUY", data: ["signedTransactionInfo": try jws.jws(payload: PKI.transaction())]))
+            try workspace.write("notification.json", "{\"signedPayload\":\"\(notification)\"}")
+            try workspace.write("renewal.jws", try jws.jws(payload: PKI.renewalInfo()))
+            try workspace.write("app.jws", try jws.jws(payload: PKI.appTransaction()))
+            try workspace.write("receipt.b64", Data(try TestReceipts.signed(TestReceipts.payload(), by: receipts)).base64EncodedString())
+            let run = try await workspace.run(
+                "purchases", "verify", "--root-certificate", "roots.pem", "--device-id", "07070707-0707-0707-0707-070707070707",
+                "transaction.jws", "notification.json", "renewal.jws", "app.jws", "receipt.b64")
+            #expect(run.status == 0, "\(run.stdout)\(run.stderr)")
+            let lines = try Self.lines(run.stdout)
+            #expect(lines.map { $0["kind"] as? String } == ["transaction", "notification", "renewalInfo", "appTransaction", "receipt"])
+            #expect(lines.allSatisfy { $0["verdict"] as? String == "valid" })
+            #expect(lines[0]["transactionId"] as? String == "2000000000000001")
+            #expect(lines[0]["signedDate"] as? String == "2025-01-01T00:00:00.000Z")
+            #expect(lines[1]["notificationType"] as? String == "SUBSCRIBED")
+            #expect(lines[1]["productId"] as? String == "com.example.app.pro.monthly")
+            #expect(lines[4]["bundleId"] as? String == "com.example.app")
+            #expect(lines[4]["productId"] as? String == "com.example.app.pro.monthly")
+        }
+    }
+
+    @Test func aRefusalIsALineWithItsCodeAndTheExitStatusIsOne() async throws {
+        let jws = try PKI.ecdsa()
+        let impostor = try PKI.ecdsa()
+        try await CommandTests.withWorkspace { workspace in
+            try workspace.write("root.pem", PKI.pem(jws.root) + "\n")
+            try workspace.write("genuine.jws", try jws.jws(payload: PKI.transaction()))
+            try workspace.write("forged.jws", try impostor.jws(payload: PKI.transaction()))
+            try workspace.write("sandbox.jws", try jws.jws(payload: PKI.transaction(["environment": "Sandbox"])))
+            let run = try await workspace.run(
+                "purchases", "verify", "--root-certificate", "root.pem", "--app", "com.example.app", "--environment", "Production",
+                "genuine.jws", "forged.jws", "sandbox.jws", "missing.jws")
+            #expect(run.status == 1)
+            let lines = try Self.lines(run.stdout)
+            #expect(lines.map { $0["verdict"] as? String } == ["valid", "invalid", "invalid", "invalid"])
+            #expect(lines[1]["code"] as? String == "not-authenticated")
+            #expect(lines[1]["status"] as? Int == 21003)
+            #expect(lines[2]["code"] as? String == "sandbox-evidence")
+            #expect(lines[2]["status"] as? Int == 21007)
+            #expect(lines[3]["code"] as? String == "malformed")
+            let otherApp = try await workspace.run(
+                "purchases", "verify", "--root-certificate", "root.pem", "--app", "com.other.app", "genuine.jws")
+            #expect(otherApp.status == 1)
+            #expect(try Self.lines(otherApp.stdout).first?["code"] as? String == "wrong-app")
+        }
+    }
+
+    @Test func applesOwnRootsDoNotTrustATestCA() async throws {
+        let jws = try PKI.ecdsa()
+        try await CommandTests.withWorkspace { workspace in
+            try workspace.write("transaction.jws", try jws.jws(payload: PKI.transaction()))
+            let run = try await workspace.run("purchases", "verify", "transaction.jws")
+            #expect(run.status == 1)
+            #expect(try Self.lines(run.stdout).first?["code"] as? String == "not-authenticated")
+            let misuse = try await workspace.run("purchases", "verify", "--device-id", "xyz", "transaction.jws")
+            #expect(misuse.status == 64)
+        }
+    }
+}
+
+/// `scripts/check-real-purchases` on a folder laid out like the real corpus, with evidence the test's
+/// own CA signed: verdicts that agree pass, one that does not is printed and fails the run.
+@Suite struct CheckRealPurchasesScriptTests {
+    typealias PKI = AppStoreTestPKI
+
+    static func runScript(_ folder: URL, roots: URL) throws -> (status: Int32, output: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", ScriptTests.repository.appendingPathComponent("scripts/check-real-purchases").path, folder.path]
+        var environment = ProcessInfo.processInfo.environment
+        environment["CATALOG_BIN"] = try CommandTests.executable().path
+        environment["CHECK_EXTRA_ROOTS"] = roots.path
+        process.environment = environment
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        try process.run()
+        let output = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: output, as: UTF8.self))
+    }
+
+    @Test func verdictsAreComparedWithTheIndex() async throws {
+        let jws = try PKI.ecdsa()
+        let impostor = try PKI.ecdsa()
+        let receipts = try PKI.rsa()
+        try await CommandTests.withWorkspace { workspace in
+            try workspace.write("roots.pem", PKI.pem(jws.root) + "\n" + PKI.pem(receipts.root) + "\n")
+            try workspace.write("corpus/jws/good.jws", try jws.jws(payload: PKI.transaction(["environment": "Sandbox"])))
+            try workspace.write("corpus/jws/forged.jws", try impostor.jws(payload: PKI.transaction(["environment": "Sandbox"])))
+            let receipt = try TestReceipts.signed(TestReceipts.payload(environment: "ProductionSandbox", appItemId: 0), by: receipts)
+            try FileManager.default.createDirectory(
+                at: workspace.root.appendingPathComponent("corpus/receipts"), withIntermediateDirectories: true)
+            for name in ["good.der", "other-device.der"] {
+                try Data(receipt).write(to: workspace.root.appendingPathComponent("corpus/receipts/\(name)"), options: [])
+            }
+            func index(forgedExpected: String) throws {
+                try workspace.write(
+                    "corpus/jws/index.tsv",
+                    "file\tkind\tenvironment\tbundleId\tappAppleId\texpected\n"
+                        + "good.jws\ttransaction\tSandbox\tcom.example.app\t\tvalid\n"
+                        + "forged.jws\ttransaction\tSandbox\tcom.example.app\t\t\(forgedExpected)\n")
+                try workspace.write(
+                    "corpus/receipts/index.tsv",
+                    "file\tbundleId\tdeviceId\texpected\n" + "good.der\tcom.example.app\t\(String(repeating: "07", count: 16))\tvalid\n"
+                        + "other-device.der\tcom.example.app\t\(String(repeating: "08", count: 16))\tinvalid\n")
+            }
+            let corpus = workspace.root.appendingPathComponent("corpus")
+            let roots = workspace.root.appendingPathComponent("roots.pem")
+            try index(forgedExpected: "invalid")
+            let agreeing = try Self.runScript(corpus, roots: roots)
+            #expect(agreeing.status == 0, "\(agreeing.output)")
+            #expect(agreeing.output.contains("8 of 8 verdicts agree, 0 disagree"))
+            try index(forgedExpected: "valid")
+            let disagreeing = try Self.runScript(corpus, roots: roots)
+            #expect(disagreeing.status == 1)
+            #expect(disagreeing.output.contains("jws/forged.jws unbound: expected valid, got invalid (not-authenticated"))
+            #expect(disagreeing.output.contains("6 of 8 verdicts agree, 2 disagree"))
+        }
+    }
+}
