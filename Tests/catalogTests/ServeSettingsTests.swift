@@ -63,6 +63,12 @@ import Testing
         (["CATALOG_TRUSTED_PROXY": "10.0.0.0/8,nowhere"], "", "--trusted-proxy 'nowhere' is not an address or CIDR block"),
     ])
     func aBadValueIsRefusedWhereverItComesFrom(environment: [String: String], file: String, message: String) async throws {
+        try await Self.expectRefusal(environment: environment, file: file, message: message)
+    }
+
+    /// `serve --print-config` with `environment` and, unless empty, `file` as `--config`: exits
+    /// 64 and says `message`.
+    private static func expectRefusal(environment: [String: String], file: String, message: String) async throws {
         try await CommandTests.withWorkspace { workspace in
             var arguments = ["serve", "--print-config"]
             if !file.isEmpty {
@@ -70,7 +76,7 @@ import Testing
                 arguments += ["--config", "serve.json"]
             }
             let run = try await CommandTests.run(arguments, in: workspace.root, environment: environment)
-            #expect(run.status == 64)
+            #expect(run.status == 64, "\(run.stdout)")
             #expect(run.stderr.contains(message), "\(run.stderr)")
         }
     }
@@ -92,16 +98,7 @@ import Testing
         (["CATALOG_PROT": "8080"], "", "the environment's CATALOG_PROT is no setting"),
     ])
     func aMistakeInTheSettingsIsAnErrorThatNamesIt(environment: [String: String], file: String, message: String) async throws {
-        try await CommandTests.withWorkspace { workspace in
-            var arguments = ["serve", "--print-config"]
-            if !file.isEmpty {
-                try workspace.write("serve.json", file)
-                arguments += ["--config", "serve.json"]
-            }
-            let run = try await CommandTests.run(arguments, in: workspace.root, environment: environment)
-            #expect(run.status == 64, "\(run.stdout)")
-            #expect(run.stderr.contains(message), "\(run.stderr)")
-        }
+        try await Self.expectRefusal(environment: environment, file: file, message: message)
     }
 
     /// The scripts' own variables are no settings and are left alone.
