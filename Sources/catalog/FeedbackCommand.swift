@@ -12,8 +12,9 @@ struct FeedbackCommand: AsyncParsableCommand {
         commandName: "feedback",
         abstract: "Judge the invalid-identifier reports by each app's policy and write the verdicts into the catalog.",
         discussion: """
-            'catalog feedback' alone runs 'catalog feedback run'; see 'catalog feedback run --help' \
-            for its options. Exit status: 0 on success, 1 on errors, 64 on misuse.
+            'catalog feedback' alone runs 'catalog feedback run', which takes --catalog, --public \
+            and --store (see 'catalog feedback run --help'). Exit status: 0 on success, 1 on \
+            errors, 64 on misuse.
             """,
         subcommands: [RunCommand.self, ReleaseCommand.self, QuarantineCommand.self],
         defaultSubcommand: RunCommand.self
@@ -22,7 +23,7 @@ struct FeedbackCommand: AsyncParsableCommand {
     struct RunCommand: AsyncParsableCommand {
         static let configuration = CommandConfiguration(
             commandName: "run",
-            abstract: "Judge the reports by each app's policy and write the verdicts into the catalog (the default).",
+            abstract: "Judge the reports by each app's policy and write the verdicts into the catalog.",
             discussion: """
                 Writes catalog/<app>.feedback.plist for each app whose verdicts changed, and prints \
                 every verdict change. Run 'catalog build' afterwards to publish quarantines. Exit \
