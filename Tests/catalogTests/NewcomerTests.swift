@@ -74,6 +74,19 @@ import Testing
 
             let again = try await workspace.run("convert", "com.example.app")
             #expect(again.status == 0 && again.stdout == "com.example.app: already in the full form; nothing to convert\n")
+            // A folder app's array file is converted in place, its settings left to the other files.
+            try workspace.write("catalog/com.example.folder/a.plist", array(["com.example.folder.one"]))
+            try workspace.write("catalog/com.example.folder/b.plist", array(["com.example.folder.two"]))
+            let folder = try await workspace.run("convert", "com.example.folder")
+            #expect(
+                folder.stdout == """
+                    com.example.folder: converted catalog/com.example.folder/a.plist to the full form; every identifier kept
+                    com.example.folder: converted catalog/com.example.folder/b.plist to the full form; every identifier kept
+
+                    """)
+            #expect(workspace.read("catalog/com.example.folder/a.plist")?.contains("<key>app</key>") == false)
+            #expect(try await workspace.run("validate").status == 0)
+
             let unknown = try await workspace.run("convert", "com.example.nothing")
             #expect(unknown.status == 1 && unknown.stderr.contains("unknown app 'com.example.nothing'"))
         }

@@ -270,17 +270,17 @@ extension CatalogWorkflow {
     /// build lock, as an edit does.
     ///
     /// - Returns: the files rewritten, as diagnostics name them; empty when none was an array.
-    /// - Throws: ``EditError`` when the app has no sources, is catalog XML, or a file cannot be
-    ///   read; then nothing is written.
+    /// - Throws: ``EditError`` when the app has no sources or a file cannot be read; then nothing
+    ///   is written. Catalog XML is left as it is: it can give a product a status.
     public func convertIdentifierArrays(app: String) throws -> [String] {
         if let problem = AppName.problem(app) { throw EditError(.notFound, problem) }
         let lock = try BuildLock(publicDirectory: publicDirectory)
         defer { withExtendedLifetime(lock) {} }
         let files = sourceFiles(of: app)
         guard !files.isEmpty else { throw unknownApp(app) }
-        if let reason = Self.notEditable(files) { throw EditError(.notEditable, reason) }
         var rewritten: [(url: URL, bytes: [UInt8])] = []
-        for file in files {
+        // Catalog XML gives a product a status already: only property lists can be the array.
+        for file in files where file.pathExtension.lowercased() == "plist" {
             let read = PropertyListReader(limits: limits).read(
                 (try? SourceFile.read(file, displayPath: displayPath(file), limits: limits).get())
                     ?? SourceFile(path: displayPath(file), bytes: []))
