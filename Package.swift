@@ -125,7 +125,7 @@ let package = Package(
             name: "catalog",
             dependencies: [
                 "CatalogKit", "CatalogServer", "ReportStorage", "CatalogClient", "FeedSigning", "CMallocTuning", "Purchases",
-                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),

@@ -28,7 +28,7 @@ extension CatalogClient {
         /// How long past its expiry a signature is still accepted.
         public var grace: TimeInterval
         /// How far ahead of ``clock`` a feed's `from` may lie before it is refused as not yet
-        /// valid (``FeedSignatureVerifier/defaultClockSkew``, five minutes, by default).
+        /// valid (`FeedSignatureVerifier.defaultClockSkew`, five minutes, by default).
         public var clockSkew: TimeInterval = FeedSignatureVerifier.defaultClockSkew
         /// Signing keys known to be revoked, besides those the root's revocation statements name.
         public var revokedKeys: Set<String>

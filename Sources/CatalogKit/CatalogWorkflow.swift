@@ -58,7 +58,9 @@ public struct CatalogWorkflow: Sendable {
             do {
                 if let manifest = try tree.currentManifest(catalog.app) {
                     let history = try tree.history(catalog.app, revision: manifest.revision)
-                    let problems = HistoryRules.check(catalog, against: history, origin: sources.origin)
+                    let problems = HistoryRules.check(
+                        catalog, against: history, origin: sources.origin,
+                        identifierArray: sources.definitions.contains { $0.isIdentifierArray })
                     diagnostics += problems
                     if problems.containsErrors { continue }
                 }

@@ -5,31 +5,47 @@ import Logging
 import PropertyList
 
 struct FeedbackCommand: AsyncParsableCommand {
+    // The judging run is a default subcommand rather than the parent's own run: options on the
+    // parent are validated before a subcommand is reached, so outside a catalog folder
+    // `catalog feedback release --help` answered with the parent's usage.
     static let configuration = CommandConfiguration(
         commandName: "feedback",
         abstract: "Judge the invalid-identifier reports by each app's policy and write the verdicts into the catalog.",
         discussion: """
-            Writes catalog/<app>.feedback.plist for each app whose verdicts changed, and prints \
-            every verdict change. Run 'catalog build' afterwards to publish quarantines. Exit \
-            status: 0 on success, 1 on errors, 64 on misuse.
+            'catalog feedback' alone runs 'catalog feedback run', which takes --catalog, --public \
+            and --store (see 'catalog feedback run --help'). Exit status: 0 on success, 1 on \
+            errors, 64 on misuse.
             """,
-        subcommands: [ReleaseCommand.self, QuarantineCommand.self]
+        subcommands: [RunCommand.self, ReleaseCommand.self, QuarantineCommand.self],
+        defaultSubcommand: RunCommand.self
     )
 
-    @OptionGroup var options: CatalogOptions
-    @OptionGroup var storeOptions: StoreOptions
+    struct RunCommand: AsyncParsableCommand {
+        static let configuration = CommandConfiguration(
+            commandName: "run",
+            abstract: "Judge the reports by each app's policy and write the verdicts into the catalog.",
+            discussion: """
+                Writes catalog/<app>.feedback.plist for each app whose verdicts changed, and prints \
+                every verdict change. Run 'catalog build' afterwards to publish quarantines. Exit \
+                status: 0 on success, 1 on errors, 64 on misuse.
+                """
+        )
 
-    func run() async throws {
-        let now = Timestamp.now
-        let run = try await storeOptions.withStore(logger: Logger(label: "catalog.feedback")) { store in
-            let run = try await exitOnFailure { try await options.workflow.runFeedback(store: store, at: now) }
-            for entry in AuditEntry.feedback(run.changes, actor: LocalUser.name, at: now) { try await store.appendAudit(entry) }
-            return run
+        @OptionGroup var options: CatalogOptions
+        @OptionGroup var storeOptions: StoreOptions
+
+        func run() async throws {
+            let now = Timestamp.now
+            let run = try await storeOptions.withStore(logger: Logger(label: "catalog.feedback")) { store in
+                let run = try await exitOnFailure { try await options.workflow.runFeedback(store: store, at: now) }
+                for entry in AuditEntry.feedback(run.changes, actor: LocalUser.name, at: now) { try await store.appendAudit(entry) }
+                return run
+            }
+            report(run.diagnostics)
+            for change in run.changes { print(change) }
+            for (app, alert) in run.alerts.sorted(by: { $0.key < $1.key }) { print("\(app): alert: \(alert.message)") }
+            if run.hasErrors { throw ExitCode(1) }
         }
-        report(run.diagnostics)
-        for change in run.changes { print(change) }
-        for (app, alert) in run.alerts.sorted(by: { $0.key < $1.key }) { print("\(app): alert: \(alert.message)") }
-        if run.hasErrors { throw ExitCode(1) }
     }
 
     struct QuarantineCommand: AsyncParsableCommand {

@@ -10,7 +10,10 @@ struct ReportsCommand: AsyncParsableCommand {
         abstract: "Show invalid-identifier reports, aggregated per app, identifier, platform and environment.",
         discussion: """
             Most affected first: distinct installs, then reports. The verdict column is what \
-            'catalog feedback' would decide now under each app's policy in the catalog sources.
+            'catalog feedback' would decide now under each app's policy in the catalog sources; \
+            a quarantine not yet in force says what is still to run: 'quarantined (next feedback \
+            run)' before 'catalog feedback' has recorded it, 'quarantined (next build)' before \
+            'catalog build' has taken it off sale.
             """
     )
 
@@ -58,9 +61,12 @@ struct ReportsCommand: AsyncParsableCommand {
                 "VERSIONS", "PROBABLE CAUSE",
             ]
         ]
+        let states = Dictionary(
+            uniqueKeysWithValues: Set(found.map(\.aggregate.app)).map { ($0, QuarantineState(app: $0, options.workflow)) })
         for (aggregate, verdict) in found.map({ ($0.aggregate, $0.verdict) }) {
             rows.append([
-                aggregate.app, aggregate.identifier, verdict?.status.rawValue ?? "-",
+                aggregate.app, aggregate.identifier,
+                verdict.map { verdictCell($0, identifier: aggregate.identifier, in: states[aggregate.app]) } ?? "-",
                 aggregate.platform?.name ?? "-", aggregate.environment?.rawValue ?? "-",
                 String(aggregate.installs), String(aggregate.reports),
                 aggregate.invalidRate.map { String(format: "%.2f", $0) } ?? "-",
@@ -71,6 +77,26 @@ struct ReportsCommand: AsyncParsableCommand {
         // One app asked for: its name on every row says nothing.
         if app != nil { rows = rows.map { Array($0.dropFirst()) } }
         return formatTable(rows)
+    }
+
+    /// The verdict as it stands: a quarantine is only in force once a feedback run has written
+    /// it and a build has published it, so the cell says which of the two is still to run.
+    private func verdictCell(_ verdict: Verdict, identifier: String, in state: QuarantineState?) -> String {
+        guard verdict.status == .quarantined, let state else { return verdict.status.rawValue }
+        if state.published.contains(identifier) { return "quarantined" }
+        return state.recorded.contains(identifier) ? "quarantined (next build)" : "quarantined (next feedback run)"
+    }
+
+    /// An app's quarantines where they are in force: the published revision, and the feedback file.
+    private struct QuarantineState {
+        var published: Set<String>
+        var recorded: Set<String>
+
+        init(app: String, _ workflow: CatalogWorkflow) {
+            published = Set((try? PublicTree(root: workflow.publicDirectory).currentManifest(app))??.quarantined ?? [])
+            let file = FeedbackFile.read(workflow.feedbackURL(app), displayPath: FeedbackFile.name(for: app)).file
+            recorded = Set(file?.quarantined.keys.map { $0 } ?? [])
+        }
     }
 }
 

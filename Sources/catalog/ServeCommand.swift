@@ -5,6 +5,7 @@ import FeedSigning
 import Foundation
 import Hummingbird
 import Logging
+import NIOCore
 import NIOPosix
 import ReportStorage
 import ServiceLifecycle
@@ -529,7 +530,15 @@ struct ServeCommand: AsyncParsableCommand {
                     + (resolved.signer.map { [SignatureRefreshService(workflow: workflow, lifetime: $0.lifetime, logger: logger)] } ?? [])
                     + publications,
                 eventLoopGroup: .shared(group), logger: logger)
-            try await app.runService()
+            do {
+                try await app.runService()
+            } catch let error as IOError where error.errnoCode == EADDRINUSE {
+                // NIO's error names neither the address nor the cause in words.
+                let addresses = [(resolved.host, resolved.port)] + (resolved.admin.map { [$0] } ?? [])
+                let named = addresses.map { $0.0.contains(":") ? "[\($0.0)]:\($0.1)" : "\($0.0):\($0.1)" }
+                printError("\(named.joined(separator: " or ")) is already in use (another catalog serve?)")
+                throw ExitCode(1)
+            }
         }
     }
 }

@@ -599,7 +599,7 @@ import Testing
                     </array>
                     """))
             let expected = [
-                "catalog/com.example.app.plist:1:1: error: product 'com.example.rocket_car' was published in revision 1 and can never be removed or reused; keep its definition with status 'retired'"
+                "catalog/com.example.app.plist:1:1: error: product 'com.example.rocket_car' was published in revision 1 and can never be removed or reused; keep its definition with status 'retired' (a plain array of identifiers cannot say that: run 'catalog convert com.example.app' to rewrite it in the full form, then add the product back with status 'retired')"
             ]
             #expect(catalog.diagnostics() == expected)
             let build = try catalog.build(at: buildMoment.adding(60))
@@ -617,8 +617,8 @@ import Testing
             try catalog.write("com.example.app/a.plist", plist("<array>\n\t<string>com.example.level1</string>\n</array>"))
             #expect(
                 catalog.diagnostics() == [
-                    "catalog/com.example.app:1:1: error: product 'com.example.level2' was published in revision 1 and can never be removed or reused; keep its definition with status 'retired'",
-                    "catalog/com.example.app:1:1: error: product 'com.example.rocket_car' was published in revision 1 and can never be removed or reused; keep its definition with status 'retired'",
+                    "catalog/com.example.app:1:1: error: product 'com.example.level2' was published in revision 1 and can never be removed or reused; keep its definition with status 'retired' (a plain array of identifiers cannot say that: run 'catalog convert com.example.app' to rewrite it in the full form, then add the product back with status 'retired')",
+                    "catalog/com.example.app:1:1: error: product 'com.example.rocket_car' was published in revision 1 and can never be removed or reused; keep its definition with status 'retired' (a plain array of identifiers cannot say that: run 'catalog convert com.example.app' to rewrite it in the full form, then add the product back with status 'retired')",
                 ])
         }
     }

@@ -70,7 +70,8 @@ import Testing
             let file = try #require(workspace.read("catalog/com.example.app.feedback.plist"))
             #expect(file.contains("<string>\(reason)</string>"))
 
-            // `catalog reports` shows the same verdict beside the aggregate, most affected first.
+            // `catalog reports` shows the same verdict beside the aggregate, most affected first,
+            // and that the build that takes it off sale is still to run.
             let table = try await workspace.run("reports", "--app", Self.app)
             #expect(table.status == 0)
             let rows = table.stdout.split(separator: "\n").map {
@@ -79,7 +80,7 @@ import Testing
             #expect(
                 rows == [
                     "IDENTIFIER VERDICT PLATFORM ENVIRONMENT INSTALLS REPORTS",
-                    "com.example.level2 quarantined iOS production 20 20",
+                    "com.example.level2 quarantined (next build) iOS production",
                     "com.example.level1 - iOS sandbox 2 2",
                 ])
             let json = try await workspace.run("reports", "--json", "--since", "1h")

@@ -262,6 +262,45 @@ extension CatalogWorkflow {
 
     // MARK: - Helpers
 
+    /// Rewrites each of `app`'s property-list sources that is Apple's plain array of identifiers
+    /// (`product_ids.plist`) into the full form: a dict whose `products` holds one `id` dict per
+    /// identifier, in the same order, every identifier kept. Only the full form can give a
+    /// product a status, which retiring a published identifier needs (`catalog convert`,
+    /// docs/catalog-format.md). Files already in the full form are left as they are. Holds the
+    /// build lock, as an edit does.
+    ///
+    /// - Returns: the files rewritten, as diagnostics name them; empty when none was an array.
+    /// - Throws: ``EditError`` when the app has no sources or a file cannot be read; then nothing
+    ///   is written. Catalog XML is left as it is: it can give a product a status.
+    public func convertIdentifierArrays(app: String) throws -> [String] {
+        if let problem = AppName.problem(app) { throw EditError(.notFound, problem) }
+        let lock = try BuildLock(publicDirectory: publicDirectory)
+        defer { withExtendedLifetime(lock) {} }
+        let files = sourceFiles(of: app)
+        guard !files.isEmpty else { throw unknownApp(app) }
+        var rewritten: [(url: URL, bytes: [UInt8])] = []
+        // Catalog XML gives a product a status already: only property lists can be the array.
+        for file in files where file.pathExtension.lowercased() == "plist" {
+            let read = PropertyListReader(limits: limits).read(
+                (try? SourceFile.read(file, displayPath: displayPath(file), limits: limits).get())
+                    ?? SourceFile(path: displayPath(file), bytes: []))
+            guard let root = read.root, !read.diagnostics.containsErrors else {
+                throw EditError(.invalid, "\(displayPath(file)) cannot be read; fix it first", diagnostics: read.diagnostics)
+            }
+            guard case .array = root.value else { continue }
+            var full = try Self.fullForm(root, file: displayPath(file))
+            // A file of its own names its app, as `catalog import` writes it; in a folder the
+            // settings may sit in another file.
+            if file.deletingLastPathComponent().standardizedFileURL == catalogDirectory.standardizedFileURL {
+                full.entries.insert(
+                    .init(key: "app", keyPosition: .startOfFile, value: PropertyListNode(.string(app), at: .startOfFile)), at: 0)
+            }
+            rewritten.append((file, SourcePlist.encode(full)))
+        }
+        for file in rewritten { try AtomicFile.write(file.bytes, to: file.url) }
+        return rewritten.map { displayPath($0.url) }
+    }
+
     private func unknownApp(_ app: String) -> EditError {
         EditError(.notFound, "unknown app '\(app)': no \(app).plist, \(app).xml or \(app)/ in \(catalogDisplayPath)")
     }

@@ -239,8 +239,12 @@ public enum HistoryRules {
     ///   - catalog: the app's validated catalog.
     ///   - history: the identifiers of the app's current revision.
     ///   - origin: the file or folder that defines the app, where an identifier missing from it is reported.
+    ///   - identifierArray: whether the app's sources are Apple's plain array of identifiers, which
+    ///     cannot say 'retired': the error then names the command that converts them.
     /// - Returns: one error per problem; empty when the catalog keeps every rule.
-    public static func check(_ catalog: AppCatalog, against history: IdentifierHistory, origin: String) -> [Diagnostic] {
+    public static func check(
+        _ catalog: AppCatalog, against history: IdentifierHistory, origin: String, identifierArray: Bool = false
+    ) -> [Diagnostic] {
         var diagnostics: [Diagnostic] = []
         var byID: [String: Product] = [:]
         for product in catalog.products { byID[product.id] = product }
@@ -248,7 +252,10 @@ public enum HistoryRules {
             guard let product = byID[id] else {
                 diagnostics.append(
                     .error(
-                        "product '\(id)' was published in revision \(entry.firstRevision) and can never be removed or reused; keep its definition with status 'retired'",
+                        "product '\(id)' was published in revision \(entry.firstRevision) and can never be removed or reused; keep its definition with status 'retired'"
+                            + (identifierArray
+                                ? " (a plain array of identifiers cannot say that: run 'catalog convert \(catalog.app)' to rewrite it in the full form, then add the product back with status 'retired')"
+                                : ""),
                         file: origin, at: .startOfFile))
                 continue
             }

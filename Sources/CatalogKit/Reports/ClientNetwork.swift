@@ -84,7 +84,7 @@ public struct AddressRange: Hashable, Sendable, CustomStringConvertible {
         "fe80::/10",
     ].compactMap { AddressRange(cidr: $0) }
 
-    /// Whether every address of the block is in one of ``nonPublic``'s: a proxy's own
+    /// Whether every address of the block is in one of `nonPublic`'s: a proxy's own
     /// addresses are; a block with public addresses in it could hold clients.
     public var isNonPublic: Bool {
         Self.nonPublic.contains { $0.prefixLength <= prefixLength && $0.contains(network) }

@@ -93,6 +93,9 @@ public struct SourceDefinition: Sendable {
     public var settings: AppSettingsDefinition
     /// The file's products, each checked on its own.
     public var products: CheckedProducts
+    /// Whether the file is Apple's plain array of identifiers, which cannot give a product a
+    /// status: the history rules then name `catalog convert`.
+    public var isIdentifierArray = false
 }
 
 /// A source file's products after the rules that concern each product alone. Decoders check

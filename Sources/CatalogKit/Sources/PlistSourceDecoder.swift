@@ -85,7 +85,9 @@ struct PlistSourceDecoder {
                     file: file, at: root.position))
             return nil
         }
-        return SourceDefinition(settings: settings, products: products)
+        var definition = SourceDefinition(settings: settings, products: products)
+        if case .array = root.value { definition.isIdentifierArray = true }
+        return definition
     }
 
     /// The keys of the full form's root dict.
