@@ -229,13 +229,12 @@ public struct CatalogResponder: HTTPResponder {
     /// `variants.json`, with its entity tag; it has no Last-Modified of its own (its bytes change
     /// only when the app's platforms or bands do), so If-None-Match alone revalidates it.
     private func variantIndex(_ index: FeedRepresentation, to request: Request) -> Response {
-        var headers: HTTPFields = [.contentType: "application/json", .cacheControl: configuration.cacheControl, .eTag: index.entityTag]
+        let headers: HTTPFields = [.contentType: "application/json", .cacheControl: configuration.cacheControl, .eTag: index.entityTag]
         let matches = request.headers[values: .ifNoneMatch].flatMap { $0.split(separator: ",") }.contains {
             let tag = $0.trimmingCharacters(in: .whitespaces)
             return tag == "*" || tag == index.entityTag || tag == "W/" + index.entityTag
         }
         if matches { return Response(status: .notModified, headers: headers) }
-        headers[.contentLength] = String(index.bytes.count)
         let body = request.method == .head ? ResponseBody() : ResponseBody(byteBuffer: ByteBuffer(bytes: index.bytes))
         return Response(status: .ok, headers: headers, body: body)
     }
