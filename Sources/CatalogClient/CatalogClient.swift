@@ -120,7 +120,9 @@ public actor CatalogClient {
     /// host or a CDN), cached and revalidated like ``products(platform:appVersion:)``.
     ///
     /// - Parameters:
-    ///   - feedURL: The feed's URL, query included: its platform and appVersion choose the variant.
+    ///   - feedURL: The feed's URL, query included: its platform and appVersion choose the variant,
+    ///     or a variant's own path (`…/variants/ios/2.0/products.json`), which names it; the
+    ///     signature must cover that variant.
     ///   - revalidate: Ask the server even while the cached feed is fresh.
     public func products(from feedURL: URL, revalidate: Bool) async -> ProductList {
         await products(from: feedURL, variant: nil, revalidate: revalidate)

@@ -494,7 +494,14 @@ public struct Publisher: Sendable {
     /// build lock, so no other build is writing them.
     private func removeLeftovers(of app: String) throws {
         let fileManager = FileManager.default
-        for directory in [tree.revisionsDirectory(app), tree.appDirectory(app), tree.recordsRevisionsDirectory(app)] {
+        // The static copies of variants are linked in place inside their own folders too.
+        let variants = tree.appDirectory(app).appendingPathComponent("variants", isDirectory: true)
+        let variantDirectories = ((try? fileManager.contentsOfDirectory(atPath: variants.path)) ?? []).flatMap { platform in
+            ((try? fileManager.contentsOfDirectory(atPath: variants.appendingPathComponent(platform).path)) ?? []).map {
+                variants.appendingPathComponent(platform).appendingPathComponent($0, isDirectory: true)
+            }
+        }
+        for directory in [tree.revisionsDirectory(app), tree.appDirectory(app), tree.recordsRevisionsDirectory(app)] + variantDirectories {
             for name in (try? fileManager.contentsOfDirectory(atPath: directory.path)) ?? []
             where name.hasPrefix(".") && (name.hasSuffix(".staging") || name.hasSuffix(".tmp")) {
                 try fileManager.removeItem(at: directory.appendingPathComponent(name))
