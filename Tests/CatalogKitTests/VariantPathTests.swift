@@ -146,4 +146,30 @@ import Testing
         #expect(build.plans.map(\.isUnchanged) == [true])
         #expect(catalog.publicSnapshot() == complete)
     }
+
+    /// `catalog serve` switches a variant's own path on time, like the query form: at each moment
+    /// both answer the same feed (the static tree keeps the state at build time).
+    @Test func variantPathsFollowTheScheduleOnTheServedSide() throws {
+        let scheduled = SigningTests.source.replacingOccurrences(
+            of: "<key>minimumAppVersion</key><string>2.0</string>",
+            with: "<key>minimumAppVersion</key><string>2.0</string><key>availableFrom</key><date>2026-04-01T00:00:00Z</date>")
+        #expect(scheduled != SigningTests.source)
+        let catalog = try signedCatalog(scheduled)
+        defer { catalog.cleanUp() }
+        let (index, problems) = FeedIndex.load(catalog.tree)
+        #expect(problems == [])
+        let switchAt = try #require(Timestamp(iso8601: "2026-04-01T00:00:00Z"))
+        var seen: [[UInt8]] = []
+        for moment in [buildMoment, switchAt] {
+            let byQuery = try index.feed(app: Self.app, kind: .products, platform: "ios", appVersion: "2.3.1", at: moment).get()
+            let byPath = try index.feed(app: Self.app, kind: .products, platformKey: "ios", bandKey: "2.0", at: moment).get()
+            #expect(byPath === byQuery || byPath.identity.bytes == byQuery.identity.bytes, "\(moment.iso8601)")
+            #expect(byPath.identity.entityTag == byQuery.identity.entityTag)
+            #expect(byPath.lastModifiedHeader == byQuery.lastModifiedHeader)
+            #expect(byPath.signature == byQuery.signature)
+            seen.append(byPath.identity.bytes)
+        }
+        #expect(text(seen[0])?.contains("com.example.signed.new") == false, "not on sale before its moment")
+        #expect(text(seen[1])?.contains("com.example.signed.new") == true, "on sale from its moment")
+    }
 }
