@@ -31,8 +31,8 @@ import Foundation
 public actor CatalogClient {
     /// How this client was set up.
     public nonisolated let configuration: Configuration
-    private let transport: HTTPTransport
-    private let cache: FeedCache
+    let transport: HTTPTransport
+    let cache: FeedCache
     let outbox: ReportOutbox
     /// Parsed feeds by URL, so that a fresh-cache answer costs neither a read nor a parse.
     private var memory: [URL: MemoryEntry] = [:]
@@ -42,6 +42,8 @@ public actor CatalogClient {
     private var lastRevision: Int?
     /// Signature checks and what they have accepted so far.
     private var trust: FeedTrust
+    /// What the client knows of the server's `variants.json` (see ``VariantIndexState``).
+    var variantIndexState = VariantIndexState.unknown
 
     /// A feed as kept in memory: its cached form, parsed, and its verified signature when
     /// signatures are checked.
@@ -79,7 +81,7 @@ public actor CatalogClient {
     public func products(
         platform: Platform? = Platform.current, appVersion: String? = Configuration.bundleAppVersion
     ) async -> ProductList {
-        await products(from: configuration.feedURL(platform: platform, appVersion: appVersion), revalidate: false)
+        await products(platform: platform, appVersion: appVersion, revalidate: false)
     }
 
     /// Like ``products(platform:appVersion:)``, but asks the server even while the cache is fresh:
@@ -87,25 +89,63 @@ public actor CatalogClient {
     public func refresh(
         platform: Platform? = Platform.current, appVersion: String? = Configuration.bundleAppVersion
     ) async -> ProductList {
-        await products(from: configuration.feedURL(platform: platform, appVersion: appVersion), revalidate: true)
+        await products(platform: platform, appVersion: appVersion, revalidate: true)
+    }
+
+    /// The feed of a platform and version from its variant's own path, which any static host
+    /// serves: the path comes from the server's `variants.json`, kept with its validators. With an
+    /// index kept from before, the feed is asked for at once while the index is revalidated beside
+    /// it, so a launch waits for one request, not two; if that answer fails and the index moved
+    /// the variant, the new path is asked once. A server without `variants.json` (one that
+    /// predates variant paths) gets the query form.
+    private func products(platform: Platform?, appVersion: String?, revalidate: Bool) async -> ProductList {
+        let variant = RequestedVariant(platform: platform?.rawValue.lowercased(), appVersion: WireRules.appVersion(appVersion))
+        let queryForm = configuration.feedURL(platform: platform, appVersion: appVersion)
+        guard let kept = keptVariantIndex() else {
+            let index = await currentVariantIndex()
+            return await products(from: configuration.feedURL(variant, index: index) ?? queryForm, variant: variant, revalidate: revalidate)
+        }
+        let url = configuration.feedURL(variant, index: kept) ?? queryForm
+        if !revalidate, freshEntry(url, variant: variant) != nil {
+            return await products(from: url, variant: variant, revalidate: false)
+        }
+        async let refreshed = currentVariantIndex()
+        let answer = await products(from: url, variant: variant, revalidate: revalidate)
+        let moved = configuration.feedURL(variant, index: await refreshed) ?? queryForm
+        guard answer.error != nil, moved != url else { return answer }
+        return await products(from: moved, variant: variant, revalidate: true)
     }
 
     /// The list at any feed URL (`products.json` or `catalog.json`, from `catalog serve`, a static
     /// host or a CDN), cached and revalidated like ``products(platform:appVersion:)``.
     ///
     /// - Parameters:
-    ///   - feedURL: The feed's URL, query included: its platform and appVersion choose the variant.
+    ///   - feedURL: The feed's URL, query included: its platform and appVersion choose the variant,
+    ///     or a variant's own path (`…/variants/ios/2.0/products.json`), which names it; the
+    ///     signature must cover that variant.
     ///   - revalidate: Ask the server even while the cached feed is fresh.
     public func products(from feedURL: URL, revalidate: Bool) async -> ProductList {
-        let cached = cachedFeed(feedURL)
+        await products(from: feedURL, variant: nil, revalidate: revalidate)
+    }
+
+    /// The cached feed at `url` while it may be used without a request.
+    private func freshEntry(_ url: URL, variant: RequestedVariant?) -> MemoryEntry? {
+        guard let cached = cachedFeed(url, variant: variant) else { return nil }
         // A signature past its expiry makes a cached feed stale, whatever max-age said: the
         // server (or the static host's .jws) must vouch for it again.
-        let signatureCurrent = cached?.signature.map { !isExpired($0) } ?? true
-        if let cached, !revalidate, signatureCurrent, cached.feed.isFresh(at: Date()) {
-            return list(cached, source: .freshCache, status: nil)
+        let signatureCurrent = cached.signature.map { !isExpired($0) } ?? true
+        return signatureCurrent && cached.feed.isFresh(at: Date()) ? cached : nil
+    }
+
+    /// - Parameter variant: the platform and version the feed must be signed for; nil: the
+    ///   ones the URL names (its query, or its variant path).
+    private func products(from feedURL: URL, variant: RequestedVariant?, revalidate: Bool) async -> ProductList {
+        if !revalidate, let fresh = freshEntry(feedURL, variant: variant) {
+            return list(fresh, source: .freshCache, status: nil)
         }
+        let cached = cachedFeed(feedURL, variant: variant)
         if let running = inFlight[feedURL] { return await running.value }
-        let request = Task { await self.revalidate(feedURL, cached: cached?.feed) }
+        let request = Task { await self.revalidate(feedURL, cached: cached?.feed, variant: variant) }
         inFlight[feedURL] = request
         let answer = await request.value
         inFlight[feedURL] = nil
@@ -116,7 +156,7 @@ public actor CatalogClient {
         trust.policy.clock().timeIntervalSince1970 > TimeInterval(signature.claims.exp)
     }
 
-    private func cachedFeed(_ url: URL) -> MemoryEntry? {
+    private func cachedFeed(_ url: URL, variant: RequestedVariant?) -> MemoryEntry? {
         if let entry = memory[url] { return entry }
         guard let feed = cache.load(url) else { return nil }
         var signature: VerifiedFeedSignature?
@@ -126,7 +166,8 @@ public actor CatalogClient {
         if trust.isEnabled {
             do {
                 signature = try trust.check(
-                    feed.header.signature, body: feed.body, url: url, now: trust.policy.clock(), ignoringExpiry: true)
+                    feed.header.signature, body: feed.body, url: url, variant: variant, now: trust.policy.clock(),
+                    ignoringExpiry: true)
             } catch {
                 if trust.policy.mode == .enforce {
                     configuration.log("cached feed \(url.absoluteString) dropped: \(error)")
@@ -145,7 +186,7 @@ public actor CatalogClient {
     }
 
     /// One request (with retries) and what its answer means for the list.
-    private func revalidate(_ url: URL, cached: CachedFeed?) async -> ProductList {
+    private func revalidate(_ url: URL, cached: CachedFeed?, variant: RequestedVariant?) async -> ProductList {
         var request = URLRequest(url: url)
         if let tag = cached?.header.entityTag { request.setValue(tag, forHTTPHeaderField: "If-None-Match") }
         if let date = cached?.header.lastModified { request.setValue(date, forHTTPHeaderField: "If-Modified-Since") }
@@ -174,7 +215,7 @@ public actor CatalogClient {
                 if answer.header(FeedSigner.httpHeader) == nil, let kept = entry.signature, isExpired(kept) {
                     signature = await detachedSignature(for: url) ?? signature
                 }
-                judgement = judge(feed.body, signature: signature, url: url)
+                judgement = judge(feed.body, signature: signature, url: url, variant: variant)
                 if let refusal = judgement.refusal { return fallback(url, error: refusal) }
                 feed.header.signature = signature
             }
@@ -183,7 +224,7 @@ public actor CatalogClient {
             if trust.isEnabled {
                 signature = answer.header(FeedSigner.httpHeader)
                 if signature == nil { signature = await detachedSignature(for: url) }
-                judgement = judge(answer.body, signature: signature, url: url)
+                judgement = judge(answer.body, signature: signature, url: url, variant: variant)
                 if let refusal = judgement.refusal { return fallback(url, error: refusal) }
                 // The version already accepted: a no-op, the list stays the one the cache holds.
                 if let checked = judgement.verified, trust.isCurrent(checked), let entry = memory[url],
@@ -235,9 +276,9 @@ public actor CatalogClient {
         var issue: CatalogClientError?
     }
 
-    private func judge(_ body: Data, signature: String?, url: URL) -> Judgement {
+    private func judge(_ body: Data, signature: String?, url: URL, variant: RequestedVariant?) -> Judgement {
         do {
-            return Judgement(verified: try trust.check(signature, body: body, url: url, now: trust.policy.clock()))
+            return Judgement(verified: try trust.check(signature, body: body, url: url, variant: variant, now: trust.policy.clock()))
         } catch {
             let problem = CatalogClientError(code: .signature, message: "\(url.absoluteString): \(error)")
             if trust.policy.mode == .enforce { return Judgement(refusal: problem) }
@@ -333,6 +374,14 @@ public actor CatalogClient {
             code: retryable ? .server : .rejected, message: "HTTP \(answer.status): \(serverMessage(answer))", status: answer.status)
         error.retryAfter = retryable ? retryAfterDelay(answer.header("Retry-After"), now: Date()) : nil
         return error
+    }
+
+    /// Whether an answer carries `catalog serve`'s error body, `{"error":{"message":…}}`: a 404 with
+    /// it is the service refusing (an app it does not publish), one without it is a host that has
+    /// no such route at all.
+    static func isServiceError(_ answer: HTTPAnswer) -> Bool {
+        let object = try? JSONSerialization.jsonObject(with: answer.body) as? [String: Any]
+        return (object?["error"] as? [String: Any])?["message"] is String
     }
 
     /// The server's `{"error":{"message":…}}`, or the start of whatever else it sent.

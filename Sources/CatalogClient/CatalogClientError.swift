@@ -7,7 +7,7 @@ public struct CatalogClientError: Error, Sendable, Hashable, CustomStringConvert
     /// What kind of failure it was.
     public struct Code: Sendable, Hashable, CustomStringConvertible {
         private enum Value: Sendable, Hashable {
-            case transport, server, rejected, malformedResponse, storage, signature, responseTooLarge
+            case transport, server, rejected, malformedResponse, storage, signature, responseTooLarge, noReportEndpoint
         }
         private let value: Value
 
@@ -27,6 +27,12 @@ public struct CatalogClientError: Error, Sendable, Hashable, CustomStringConvert
         /// The answer was larger than ``CatalogClient/Configuration/maximumResponseBytes``, by its
         /// `Content-Length` or once decompressed: the client stopped reading it.
         public static let responseTooLarge = Code(value: .responseTooLarge)
+        /// Reports have nowhere to go: the report URL answered 404 or 405 without the error body
+        /// `catalog serve` sends, as a static host or CDN does. Reports stay queued (within
+        /// ``CatalogClient/Configuration/maximumQueuedReports`` and
+        /// ``CatalogClient/Configuration/maximumReportAge``) and are tried again after a back-off;
+        /// point ``CatalogClient/Configuration/reportServer`` at a `catalog serve`.
+        public static let noReportEndpoint = Code(value: .noReportEndpoint)
 
         /// The code's name, such as `transport`.
         public var description: String {
@@ -38,6 +44,7 @@ public struct CatalogClientError: Error, Sendable, Hashable, CustomStringConvert
             case .storage: "storage"
             case .signature: "signature"
             case .responseTooLarge: "responseTooLarge"
+            case .noReportEndpoint: "noReportEndpoint"
             }
         }
     }

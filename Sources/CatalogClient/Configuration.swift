@@ -8,8 +8,13 @@ extension CatalogClient {
     /// Where the catalog is, what to fall back on, where to keep files, and how patient to be.
     public struct Configuration: Sendable {
         /// The server's base URL: feeds are under `v1/apps/<app>/` below it, as `catalog serve`
-        /// serves them and as the published `public/` tree lays them out on a static host or CDN.
+        /// serves them and as the published `public/` tree lays them out on a static host or CDN
+        /// (each platform and app-version band at a path of its own, listed by `variants.json`).
         public var server: URL
+        /// Where reports go, when not to ``server``: the base URL of a `catalog serve` (reports are
+        /// posted to `v1/apps/<app>/invalid-identifiers` below it). Set it when feeds come from a
+        /// static host or CDN, which cannot take reports; nil (the default) sends them to ``server``.
+        public var reportServer: URL?
         /// The app's bundle identifier, as the catalog names it.
         public var app: String
         /// The identifiers the app ships (Apple's `product_ids.plist`, say), returned when there
@@ -104,7 +109,19 @@ extension CatalogClient {
             return components.url ?? path
         }
 
-        var reportURL: URL { server.appendingPathComponent("v1/apps/\(app)/invalid-identifiers") }
+        /// The feed URL of a variant at its own path (`v1/apps/<app>/variants/ios/2.0/products.json`,
+        /// the app's own feed path for the default), as the server's variant index places it; nil
+        /// without an index.
+        func feedURL(_ variant: RequestedVariant, index: FeedVariants?) -> URL? {
+            guard let index else { return nil }
+            let key = index.key(platform: variant.platform, appVersion: variant.appVersion)
+            return server.appendingPathComponent("v1/apps/\(app)/" + FeedVariants.directory(key: key) + feed.rawValue)
+        }
+
+        /// `v1/apps/<app>/variants.json`: the platforms and bands, which give each variant's path.
+        var variantIndexURL: URL { server.appendingPathComponent("v1/apps/\(app)/\(FeedVariants.indexName)") }
+
+        var reportURL: URL { (reportServer ?? server).appendingPathComponent("v1/apps/\(app)/invalid-identifiers") }
     }
 
     /// The identifiers in a file the app ships: a JSON array of strings, or a property list whose

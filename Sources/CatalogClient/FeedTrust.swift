@@ -73,6 +73,30 @@ extension CatalogClient {
     }
 }
 
+/// The platform and app version a feed must serve: what its signature's binding is checked against.
+struct RequestedVariant: Sendable, Hashable {
+    var platform: String?
+    var appVersion: String?
+
+    init(platform: String?, appVersion: String?) {
+        self.platform = platform
+        self.appVersion = appVersion
+    }
+
+    /// Those a URL names: its `platform` and `appVersion` query, or its variant path
+    /// (`variants/ios/2.0/`: the band's lower bound selects that band; `any` names none).
+    init(url: URL) {
+        let query = URLComponents(url: url, resolvingAgainstBaseURL: true)?.queryItems ?? []
+        platform = query.first { $0.name == "platform" }?.value
+        appVersion = query.first { $0.name == "appVersion" }?.value
+        if let named = FeedLocation(path: url.path)?.variant {
+            let parts = named.split(separator: "/").map(String.init)
+            platform = parts.first.flatMap { $0 == "any" ? nil : $0 }
+            appVersion = parts.last.flatMap { $0 == "any" ? nil : $0 }
+        }
+    }
+}
+
 /// What the client has trusted so far, kept in the data directory (the cache may be purged; this
 /// must not be, or a replay of an old feed would be accepted again).
 struct TrustState: Codable, Sendable, Hashable {
@@ -105,8 +129,10 @@ struct FeedTrust: Sendable {
     /// - Parameters:
     ///   - bundled: a feed the app ships: expiry, variant and revision are not checked.
     ///   - ignoringExpiry: for the cached copy of a feed, the last verified list even once expired.
+    ///   - variant: the platform and app version the feed must serve; nil: those the URL names.
     func check(
-        _ signature: String?, body: Data, url: URL, now: Date, bundled: Bool = false, ignoringExpiry: Bool = false
+        _ signature: String?, body: Data, url: URL, variant: RequestedVariant? = nil, now: Date, bundled: Bool = false,
+        ignoringExpiry: Bool = false
     ) throws(SignatureError) -> VerifiedFeedSignature {
         guard let signature else { throw SignatureError(.missing, "\(url.absoluteString) came without a signature") }
         // A bundled feed and the cached copy were judged on time already (or are a floor): their
@@ -119,11 +145,10 @@ struct FeedTrust: Sendable {
         let verified = try verifier.verify(signature, over: body, now: now, revoked: revoked)
         let claims = verified.claims
         let kind = FeedKind(url: url).rawValue
-        let query = URLComponents(url: url, resolvingAgainstBaseURL: true)?.queryItems ?? []
-        let platform = query.first { $0.name == "platform" }?.value
-        let appVersion = query.first { $0.name == "appVersion" }?.value
+        let requested = variant ?? RequestedVariant(url: url)
         if bundled
-            ? (claims.app != app || claims.feed != kind) : !claims.covers(app: app, feed: kind, platform: platform, appVersion: appVersion)
+            ? (claims.app != app || claims.feed != kind)
+            : !claims.covers(app: app, feed: kind, platform: requested.platform, appVersion: requested.appVersion)
         {
             throw SignatureError(
                 .wrongBinding,

@@ -33,6 +33,8 @@ actor ReportOutbox {
     private var installID: String?
     /// Failed rounds in a row, for the exponential back-off.
     private var failures = 0
+    /// Whether the log already says that reports have nowhere to go: once per process, not per round.
+    private var saidNoEndpoint = false
     private var round: Task<ReportDelivery, Never>?
     private var background: Task<Void, Never>?
 
@@ -233,12 +235,23 @@ actor ReportOutbox {
                     // server keeps one copy, but the device pays each time): back off instead.
                     error = CatalogClientError(code: .storage, message: "cannot remove \(file.lastPathComponent): \(removal)")
                 }
+            case .success(let answer) where [404, 405].contains(answer.status) && !CatalogClient.isServiceError(answer):
+                error = CatalogClientError(
+                    code: .noReportEndpoint,
+                    message:
+                        "\(configuration.reportURL.absoluteString) answered \(answer.status) without catalog serve's error: a static host or CDN cannot take reports; set Configuration.reportServer to a catalog serve (reports stay queued)",
+                    status: answer.status)
+                if !saidNoEndpoint {
+                    saidNoEndpoint = true
+                    configuration.log(error.message)
+                }
             case .success(let answer):
                 error = CatalogClient.unexpected(answer)
             case .failure(let failure):
                 error = failure
             }
-            if error.isRetryable || error.code == .storage {
+            // Nowhere to send to is no reason to lose reports: they wait, like during an outage.
+            if error.isRetryable || error.code == .storage || error.code == .noReportEndpoint {
                 // Stop the round: the next report would meet the same limit or outage.
                 let wait = min(error.retryAfter ?? configuration.reportBackoff.delay(retry: failures), 24 * 3600)
                 failures += 1

@@ -1,4 +1,5 @@
 import CatalogKit
+import FeedSigning
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -180,6 +181,17 @@ public struct CatalogResponder: HTTPResponder {
                 return respond(
                     with: feed, bodies: store.bodies(of: feed), to: request, now: now, cacheControl: configuration.cacheControl)
             }
+        case .variantFeed(let app, let platform, let band, let kind):
+            switch store.index.feed(app: app, kind: kind, platformKey: platform, bandKey: band, at: now) {
+            case .failure(let error):
+                return JSONError.response(HTTPResponse.Status(code: error.status), error.description)
+            case .success(let feed):
+                return respond(
+                    with: feed, bodies: store.bodies(of: feed), to: request, now: now, cacheControl: configuration.cacheControl)
+            }
+        case .variantIndex(let app):
+            guard let published = store.index.apps[app] else { return JSONError.response(.notFound, "no published app '\(app)'") }
+            return variantIndex(published.variantIndex, to: request)
         case .revisions(let app):
             guard let json = await store.revisionList(app) else { return JSONError.response(.notFound, "no published app '\(app)'") }
             return JSONResponse.ok(String(decoding: json, as: UTF8.self))
@@ -214,6 +226,19 @@ public struct CatalogResponder: HTTPResponder {
         return Response(status: HTTPResponse.Status(code: decided.status), headers: headers, body: body)
     }
 
+    /// `variants.json`, with its entity tag; it has no Last-Modified of its own (its bytes change
+    /// only when the app's platforms or bands do), so If-None-Match alone revalidates it.
+    private func variantIndex(_ index: FeedRepresentation, to request: Request) -> Response {
+        let headers: HTTPFields = [.contentType: "application/json", .cacheControl: configuration.cacheControl, .eTag: index.entityTag]
+        let matches = request.headers[values: .ifNoneMatch].flatMap { $0.split(separator: ",") }.contains {
+            let tag = $0.trimmingCharacters(in: .whitespaces)
+            return tag == "*" || tag == index.entityTag || tag == "W/" + index.entityTag
+        }
+        if matches { return Response(status: .notModified, headers: headers) }
+        let body = request.method == .head ? ResponseBody() : ResponseBody(byteBuffer: ByteBuffer(bytes: index.bytes))
+        return Response(status: .ok, headers: headers, body: body)
+    }
+
     private func appsIndex() -> String {
         var json = JSONWriter()
         json.beginObject()
@@ -240,6 +265,10 @@ public struct CatalogResponder: HTTPResponder {
 enum Route: Equatable {
     case health, readiness, metrics, apps, openAPI
     case feed(app: String, kind: FeedKind)
+    /// `v1/apps/<app>/variants/<platform>/<band>/<feed>`: one variant at a path of its own.
+    case variantFeed(app: String, platform: String, band: String, kind: FeedKind)
+    /// `v1/apps/<app>/variants.json`: the platforms and bands, for clients to find their variant's path.
+    case variantIndex(app: String)
     case revisions(app: String)
     case reports(app: String)
     case snapshot(app: String, revision: Int, kind: FeedKind)
@@ -252,6 +281,8 @@ enum Route: Equatable {
     /// Every path, as `docs`' OpenAPI document spells it: a test holds the two together.
     static let templates = [
         "/healthz", "/readyz", "/metrics", "/openapi.yaml", "/v1/apps", "/v1/apps/{app}/products.json", "/v1/apps/{app}/catalog.json",
+        "/v1/apps/{app}/variants.json", "/v1/apps/{app}/variants/{platform}/{band}/products.json",
+        "/v1/apps/{app}/variants/{platform}/{band}/catalog.json",
         "/v1/apps/{app}/revisions", "/v1/apps/{app}/invalid-identifiers", "/v1/apps/{app}/revisions/{revision}/products.json",
         "/v1/apps/{app}/revisions/{revision}/catalog.json", "/v1/admin/apps", "/v1/admin/apps/{app}", "/v1/admin/apps/{app}/products",
         "/v1/admin/apps/{app}/products/{id}", "/v1/admin/apps/{app}/products/{id}/retire", "/v1/admin/apps/{app}/publish",
@@ -281,6 +312,8 @@ enum Route: Equatable {
             guard AppName.problem(segments[2]) == nil else { return nil }
             if let kind = FeedKind(rawValue: segments[3]) {
                 self = .feed(app: segments[2], kind: kind)
+            } else if segments[3] == FeedVariants.indexName {
+                self = .variantIndex(app: segments[2])
             } else if segments[3] == "revisions" {
                 self = .revisions(app: segments[2])
             } else if segments[3] == "invalid-identifiers" {
@@ -293,6 +326,15 @@ enum Route: Equatable {
                 let revision = Int(segments[4]), revision > 0, let kind = FeedKind(rawValue: segments[5])
             else { return nil }
             self = .snapshot(app: segments[2], revision: revision, kind: kind)
+        case 7 where segments[0] == "v1" && segments[1] == "apps" && segments[3] == "variants":
+            // Only the names a published variant can have; FeedIndex says which exist.
+            guard AppName.problem(segments[2]) == nil, let kind = FeedKind(rawValue: segments[6]),
+                !segments[4].isEmpty, segments[4].count <= 16, segments[4].allSatisfy({ $0.isASCII && $0.isLowercase }),
+                segments[5] == "any"
+                    || (!segments[5].isEmpty && segments[5].count <= 40
+                        && segments[5].allSatisfy { $0.isASCII && ($0.isNumber || $0 == ".") })
+            else { return nil }
+            self = .variantFeed(app: segments[2], platform: segments[4], band: segments[5], kind: kind)
         default:
             return nil
         }
@@ -334,7 +376,8 @@ extension Route {
         case .readiness: .readyz
         case .metrics: .metrics
         case .apps: .apps
-        case .feed(_, let kind): MetricsRoute(kind)
+        case .feed(_, let kind), .variantFeed(_, _, _, let kind): MetricsRoute(kind)
+        case .variantIndex: .variants
         case .revisions: .revisions
         case .reports: .reports
         case .snapshot(_, _, let kind): kind == .products ? .revisionProducts : .revisionCatalog

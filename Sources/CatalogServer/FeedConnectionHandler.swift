@@ -295,10 +295,7 @@ final class FeedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     private func answer(_ request: FeedRequest, context: ChannelHandlerContext) -> Bool {
         let target = request.target
         let now = clock()
-        guard
-            case .success(let feed) = store.index.feed(
-                app: target.app, kind: target.kind, platform: target.platform, appVersion: target.appVersion, at: now)
-        else { return false }
+        guard case .success(let feed) = target.lookup(in: store.index, at: now) else { return false }
 
         let choice = FeedResponse.choose(feed: feed, conditions: request.conditions, acceptEncoding: request.acceptEncoding, now: now)
         let response = cache.response(for: feed, choice, head: request.isHead, now: now) {
@@ -326,7 +323,7 @@ final class FeedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
             if unlogged >= accessLog.feedSampling {
                 unlogged = 0
                 accessLog.record(
-                    method: request.isHead ? "HEAD" : "GET", path: "/v1/apps/\(target.app)/\(target.kind.rawValue)", status: choice.status,
+                    method: request.isHead ? "HEAD" : "GET", path: target.path, status: choice.status,
                     bytes: response.body?.readableBytes ?? 0, started: .now,
                     client: context.channel.remoteAddress?.ipAddress.flatMap { IPAddress($0) }.map(ClientAddress.init(peer:)))
             }

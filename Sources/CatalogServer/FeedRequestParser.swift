@@ -1,4 +1,5 @@
 import CatalogKit
+import PropertyList
 
 /// What the lean path needs of a feed request, read straight from the bytes the client sent.
 struct FeedRequest {
@@ -204,7 +205,8 @@ extension Slice<UnsafeRawBufferPointer> {
     }
 }
 
-/// A feed URI read byte by byte: `/v1/apps/<app>/<products|catalog>.json[?platform=…&appVersion=…]`.
+/// A feed URI read byte by byte: `/v1/apps/<app>/<products|catalog>.json[?platform=…&appVersion=…]`,
+/// or a variant's own path, `/v1/apps/<app>/variants/<platform>/<band>/<products|catalog>.json`.
 ///
 /// Only the plain form is read: a target with `%` or `+` (which the general path decodes) or a
 /// query member without `=` is left to the general path. The app name is not checked here: it
@@ -215,6 +217,21 @@ struct FeedTarget {
     var kind: FeedKind
     var platform: String?
     var appVersion: String?
+    /// The platform and band a variant path names; nil for the query form.
+    var variant: (platform: String, band: String)?
+
+    /// The path as the access log writes it.
+    var path: String {
+        "/v1/apps/\(app)/" + (variant.map { "variants/\($0.platform)/\($0.band)/" } ?? "") + kind.rawValue
+    }
+
+    /// The feed this request asks for, as in effect at `moment`.
+    func lookup(in index: FeedIndex, at moment: Timestamp) -> Result<ServedFeed, FeedIndex.LookupError> {
+        if let variant {
+            return index.feed(app: app, kind: kind, platformKey: variant.platform, bandKey: variant.band, at: moment)
+        }
+        return index.feed(app: app, kind: kind, platform: platform, appVersion: appVersion, at: moment)
+    }
 
     init?(_ uri: UnsafeRawBufferPointer) {
         let prefix: StaticString = "/v1/apps/"
@@ -223,7 +240,17 @@ struct FeedTarget {
         let query = rest.firstIndex(of: UInt8(ascii: "?"))
         let path = rest[..<(query ?? rest.endIndex)]
         guard let slash = path.firstIndex(of: UInt8(ascii: "/")) else { return nil }
-        let name = UnsafeRawBufferPointer(rebasing: path[(slash + 1)...])
+        var name = UnsafeRawBufferPointer(rebasing: path[(slash + 1)...])
+        // `variants/<platform>/<band>/<feed>`: a variant at a path of its own (any query ignored,
+        // as a static host ignores it).
+        let parts = name.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
+        if parts.count == 4, UnsafeRawBufferPointer(rebasing: parts[0]).equals("variants"), !parts[1].isEmpty, !parts[2].isEmpty {
+            variant = (
+                String(decoding: UnsafeRawBufferPointer(rebasing: parts[1]), as: UTF8.self),
+                String(decoding: UnsafeRawBufferPointer(rebasing: parts[2]), as: UTF8.self)
+            )
+            name = UnsafeRawBufferPointer(rebasing: parts[3])
+        }
         if name.equals("products.json") {
             kind = .products
         } else if name.equals("catalog.json") {
@@ -232,7 +259,7 @@ struct FeedTarget {
             return nil
         }
         app = String(decoding: UnsafeRawBufferPointer(rebasing: path[..<slash]), as: UTF8.self)
-        guard let query else { return }
+        guard let query, variant == nil else { return }
         for pair in rest[(query + 1)...].split(separator: UInt8(ascii: "&")) {
             guard let equals = pair.firstIndex(of: UInt8(ascii: "=")) else { return nil }
             let key = UnsafeRawBufferPointer(rebasing: pair[..<equals])

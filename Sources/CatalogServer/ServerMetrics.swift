@@ -8,7 +8,7 @@ enum MetricsRoute: String, Sendable {
     case products, catalog
     case revisionProducts = "revision_products"
     case revisionCatalog = "revision_catalog"
-    case apps, revisions, reports, healthz, readyz, metrics, admin, openapi, editor, unknown
+    case apps, variants, revisions, reports, healthz, readyz, metrics, admin, openapi, editor, unknown
 
     init(_ kind: FeedKind) {
         self = kind == .products ? .products : .catalog

@@ -68,12 +68,7 @@ public struct FeedClaims: Codable, Sendable, Hashable {
     /// The variant a request gets: a platform the app does not distinguish gets the unnarrowed
     /// feed; a version gets the highest band at or below it.
     func variantKey(platform: String?, appVersion: String?) -> String {
-        let chosenPlatform = platform.map { $0.lowercased() }.flatMap { platforms.contains($0) ? $0 : nil } ?? "any"
-        var chosenBand = "any"
-        if let version = appVersion.flatMap(VersionNumber.init) {
-            chosenBand = bands.last { VersionNumber($0).map { $0 <= version } ?? false } ?? "any"
-        }
-        return "\(chosenPlatform)/\(chosenBand)"
+        FeedVariants(platforms: platforms, bands: bands).key(platform: platform, appVersion: appVersion)
     }
 }
 

@@ -49,7 +49,20 @@ struct FetchCommand: AsyncParsableCommand {
         configuration.dataDirectory = directory
         configuration.sendsReportsAutomatically = false
         configuration.log = { FileHandle.standardError.write(Array("catalog fetch: \($0)\n".utf8)) }
-        let list = await CatalogClient(configuration: configuration).products(from: feedURL, revalidate: refresh)
+        let list: ProductList
+        if let app = Self.appFeed(feedURL) {
+            // An app's feed URL, fetched as an app does: its platform and appVersion pick the
+            // variant, asked for at the variant's own path when the server lists them.
+            configuration.server = app.server
+            configuration.feed = app.kind
+            let client = CatalogClient(configuration: configuration)
+            list =
+                refresh
+                ? await client.refresh(platform: app.platform, appVersion: app.appVersion)
+                : await client.products(platform: app.platform, appVersion: app.appVersion)
+        } else {
+            list = await CatalogClient(configuration: configuration).products(from: feedURL, revalidate: refresh)
+        }
         var lines = list.identifiers
         lines.append("")
         lines.append("status: \(list.status.map(String.init) ?? "none")")
@@ -69,6 +82,24 @@ struct FetchCommand: AsyncParsableCommand {
         }
         print(lines.joined(separator: "\n"))
         if list.source == .fallback { throw ExitCode(1) }
+    }
+
+    /// The server, feed kind, platform and app version of an app's feed URL
+    /// (`<server>/v1/apps/<app>/<feed>[?platform=…&appVersion=…]`), nil for any other URL.
+    static func appFeed(_ url: URL) -> (server: URL, kind: FeedKind, platform: Platform?, appVersion: String?)? {
+        guard var components = URLComponents(url: url, resolvingAgainstBaseURL: true),
+            let location = FeedLocation(path: components.path), location.variant == nil,
+            let kind = FeedKind(rawValue: location.feed)
+        else { return nil }
+        let query = components.queryItems ?? []
+        let platformName = query.first { $0.name == "platform" }?.value
+        let platform = platformName.flatMap { name in Platform.allCases.first { $0.rawValue.lowercased() == name.lowercased() } }
+        // A platform this client does not know is left to the URL as it is.
+        if platformName != nil && platform == nil { return nil }
+        components.query = nil
+        components.path = String(components.path.dropLast("v1/apps/\(location.app)/\(location.feed)".count))
+        guard let server = components.url else { return nil }
+        return (server, kind, platform, query.first { $0.name == "appVersion" }?.value)
     }
 
     private static func explain(_ list: ProductList) -> String {

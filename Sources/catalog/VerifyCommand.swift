@@ -45,7 +45,15 @@ struct VerifyCommand: AsyncParsableCommand {
             let verified = try FeedSignatureVerifier(roots: roots, grace: TimeInterval(grace)).verify(detached, over: body, now: Date())
             let claims = verified.claims
             if let location {
-                let query = URLComponents(string: feed)?.queryItems ?? []
+                var query = URLComponents(string: feed)?.queryItems ?? []
+                // A variant's own path names its platform and band (the band's lower bound selects it).
+                if let variant = FeedLocation(path: URLComponents(string: feed)?.path ?? feed)?.variant {
+                    let parts = variant.split(separator: "/").map(String.init)
+                    query = [
+                        URLQueryItem(name: "platform", value: parts[0] == "any" ? nil : parts[0]),
+                        URLQueryItem(name: "appVersion", value: parts[1] == "any" ? nil : parts[1]),
+                    ]
+                }
                 guard
                     claims.covers(
                         app: location.app, feed: location.kind, platform: query.first { $0.name == "platform" }?.value,
@@ -109,12 +117,9 @@ struct VerifyCommand: AsyncParsableCommand {
         return (data, detached, Self.location(URL(fileURLWithPath: path).path))
     }
 
-    /// `(app, feed kind)` from a path ending in `v1/apps/<app>/<feed>` (not a revision snapshot's).
+    /// `(app, feed kind, variant)` from a path ending in `v1/apps/<app>/<feed>` or in a variant's
+    /// own path, `v1/apps/<app>/variants/<platform>/<band>/<feed>` (not a revision snapshot's).
     static func location(_ path: String) -> (app: String, kind: String)? {
-        let parts = path.split(separator: "/").map(String.init)
-        guard parts.count >= 4, let kind = parts.last, ["products.json", "catalog.json"].contains(kind),
-            parts[parts.count - 4] == "v1", parts[parts.count - 3] == "apps"
-        else { return nil }
-        return (parts[parts.count - 2], kind)
+        FeedLocation(path: path).map { ($0.app, $0.feed) }
     }
 }

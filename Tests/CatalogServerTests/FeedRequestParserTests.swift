@@ -46,6 +46,21 @@ import Testing
         #expect(request.acceptEncoding == ["gzip"])
     }
 
+    /// A variant's own path is a feed request for the lean path, its query ignored as a static host ignores it.
+    @Test func readsAVariantPath() throws {
+        let request = try #require(
+            feedRequest("GET /v1/apps/com.example.app/variants/ios/2.0/catalog.json?platform=macos HTTP/1.1\r\nHost: localhost\r\n\r\n"))
+        #expect(request.target.app == "com.example.app")
+        #expect(request.target.kind == .catalog)
+        #expect(request.target.variant?.platform == "ios")
+        #expect(request.target.variant?.band == "2.0")
+        #expect(request.target.platform == nil)
+        #expect(request.target.path == "/v1/apps/com.example.app/variants/ios/2.0/catalog.json")
+        for other in ["variants/ios/catalog.json", "variants//2.0/catalog.json", "variants/ios/2.0/x/catalog.json", "variants.json"] {
+            #expect(feedRequest("GET /v1/apps/com.example.app/\(other) HTTP/1.1\r\nHost: localhost\r\n\r\n") == nil, "\(other)")
+        }
+    }
+
     @Test(arguments: ["if-none-match", "IF-NONE-MATCH", "If-None-Match", "iF-nOnE-mAtCh"])
     func headerNamesAreCaseInsensitive(_ name: String) throws {
         let request = try #require(feedRequest("GET /v1/apps/com.example.app/products.json HTTP/1.1\r\n\(name): \"x\"\r\n\r\n"))

@@ -74,7 +74,8 @@ import Yams
     /// A template with sample values that exist in the fixture.
     static func sample(_ template: String) -> String {
         template.replacingOccurrences(of: "{app}", with: CatalogServerTests.app).replacingOccurrences(of: "{revision}", with: "1")
-            .replacingOccurrences(of: "{id}", with: "com.example.served.coins")
+            .replacingOccurrences(of: "{id}", with: "com.example.served.coins").replacingOccurrences(of: "{platform}", with: "ios")
+            .replacingOccurrences(of: "{band}", with: "any")
     }
 
     static func body(_ template: String) -> String {

@@ -31,7 +31,8 @@ import Testing
 
     /// Signed feeds through nginx serving `public/`: `catalog fetch` in enforce mode accepts them,
     /// joserfc (an independent JOSE implementation) verifies them, and a tampered feed or gzip
-    /// copy on the host is refused with the cached list served.
+    /// copy on the host is refused with the cached list served; an app with platforms and
+    /// app-version bands gets each variant's own list, verified, from its own path.
     @Test func signedFeedsVerifyThroughAStaticHost() async throws {
         try await Self.run("signed-static-host")
     }

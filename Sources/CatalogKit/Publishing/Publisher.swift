@@ -314,7 +314,11 @@ public struct Publisher: Sendable {
     /// records split out of `public/`.
     public func publish(_ plan: PublicationPlan) throws {
         try tree.moveRecordsOutOfPublic(plan.app)
-        guard !plan.isUnchanged else { return }
+        guard !plan.isUnchanged else {
+            // A tree published before variants had paths of their own gets them from any build.
+            if let current = plan.previous { try linkStaticCopies(plan.app, manifest: current) }
+            return
+        }
         let app = plan.app
         let fileManager = FileManager.default
         let revisions = tree.revisionsDirectory(app)
@@ -415,27 +419,66 @@ public struct Publisher: Sendable {
         try AtomicFile.renameDurably(staging, to: final)
         try beforeStep("revision in place")
 
-        // The static tree: the default variant at the app's URL, as hard links to the revision's
-        // immutable files, each swapped in by one atomic rename; skipped when already current,
-        // so that a static host's own validators stay put.
-        let appDirectory = tree.appDirectory(app)
-        let suffix = RevisionSignatures.fileExtension
-        for name in [
-            "products.json", "products.json.gz", "catalog.json", "catalog.json.gz", "products.json" + suffix, "catalog.json" + suffix,
-        ] {
-            let source = final.appendingPathComponent(name)
-            let target = appDirectory.appendingPathComponent(name)
-            // An unsigned revision leaves no signature of an older one beside its feeds.
-            if name.hasSuffix(suffix) && !fileManager.fileExists(atPath: source.path) {
-                if fileManager.fileExists(atPath: target.path) { try fileManager.removeItem(at: target) }
-                continue
-            }
-            if try sameContent(source, target) { continue }
-            try AtomicFile.link(source, to: target)
-            try beforeStep("static \(name)")
-        }
+        try linkStaticCopies(app, manifest: manifest)
         try AtomicFile.write(manifestBytes, to: tree.currentManifestURL(app))
         try beforeStep("manifest")
+    }
+
+    /// The static tree of the revision `manifest` describes, in place: every variant at a path of
+    /// its own (the default at the app's URL, the others under `variants/<platform>/<band>/`), as
+    /// hard links to the revision's immutable files, each swapped in by one atomic rename and
+    /// skipped when already current, so that a static host's own validators stay put; then the
+    /// variants no longer published are removed, and `variants.json` says which there are. All of
+    /// it before the manifest, which is written last.
+    func linkStaticCopies(_ app: String, manifest: RevisionManifest) throws {
+        let fileManager = FileManager.default
+        let appDirectory = tree.appDirectory(app)
+        let revision = tree.revisionDirectory(app, manifest.revision)
+        let suffix = RevisionSignatures.fileExtension
+        let names = [
+            "products.json", "products.json.gz", "catalog.json", "catalog.json.gz", "products.json" + suffix, "catalog.json" + suffix,
+        ]
+        for record in manifest.variants {
+            let directory = FeedVariants.directory(key: "\(record.platform)/\(record.band)")
+            let target = appDirectory.appendingPathComponent(directory, isDirectory: true)
+            if !directory.isEmpty { try fileManager.createDirectory(at: target, withIntermediateDirectories: true) }
+            for name in names {
+                let source = revision.appendingPathComponent(record.directory + name)
+                let copy = target.appendingPathComponent(name)
+                // An unsigned revision leaves no signature of an older one beside its feeds.
+                if name.hasSuffix(suffix) && !fileManager.fileExists(atPath: source.path) {
+                    if fileManager.fileExists(atPath: copy.path) { try fileManager.removeItem(at: copy) }
+                    continue
+                }
+                if try sameContent(source, copy) { continue }
+                try AtomicFile.link(source, to: copy)
+                try beforeStep("static \(directory)\(name)")
+            }
+        }
+        try removeStaleVariants(app, keeping: Set(manifest.variants.map { "\($0.platform)/\($0.band)" }))
+        let index = FeedVariants(platforms: manifest.platforms.map(\.rawValue), bands: manifest.bands).encoded()
+        let indexURL = appDirectory.appendingPathComponent(FeedVariants.indexName)
+        if FileManager.default.contents(atPath: indexURL.path).map({ [UInt8]($0) }) != index {
+            try AtomicFile.write(index, to: indexURL)
+            try beforeStep("static \(FeedVariants.indexName)")
+        }
+    }
+
+    /// Removes the static copies of variants the current revision no longer has (a platform or
+    /// band dropped from the definitions): a static host must answer them 404, as `catalog serve` does.
+    private func removeStaleVariants(_ app: String, keeping current: Set<String>) throws {
+        let fileManager = FileManager.default
+        let variants = tree.appDirectory(app).appendingPathComponent("variants", isDirectory: true)
+        for platform in (try? fileManager.contentsOfDirectory(atPath: variants.path)) ?? [] {
+            let platformDirectory = variants.appendingPathComponent(platform, isDirectory: true)
+            for band in (try? fileManager.contentsOfDirectory(atPath: platformDirectory.path)) ?? []
+            where !current.contains("\(platform)/\(band)") {
+                try fileManager.removeItem(at: platformDirectory.appendingPathComponent(band, isDirectory: true))
+            }
+            if ((try? fileManager.contentsOfDirectory(atPath: platformDirectory.path)) ?? []).isEmpty {
+                try fileManager.removeItem(at: platformDirectory)
+            }
+        }
     }
 
     /// Whether two files hold the same bytes (sizes first, so that changed feeds cost no read).
@@ -451,7 +494,14 @@ public struct Publisher: Sendable {
     /// build lock, so no other build is writing them.
     private func removeLeftovers(of app: String) throws {
         let fileManager = FileManager.default
-        for directory in [tree.revisionsDirectory(app), tree.appDirectory(app), tree.recordsRevisionsDirectory(app)] {
+        // The static copies of variants are linked in place inside their own folders too.
+        let variants = tree.appDirectory(app).appendingPathComponent("variants", isDirectory: true)
+        let variantDirectories = ((try? fileManager.contentsOfDirectory(atPath: variants.path)) ?? []).flatMap { platform in
+            ((try? fileManager.contentsOfDirectory(atPath: variants.appendingPathComponent(platform).path)) ?? []).map {
+                variants.appendingPathComponent(platform).appendingPathComponent($0, isDirectory: true)
+            }
+        }
+        for directory in [tree.revisionsDirectory(app), tree.appDirectory(app), tree.recordsRevisionsDirectory(app)] + variantDirectories {
             for name in (try? fileManager.contentsOfDirectory(atPath: directory.path)) ?? []
             where name.hasPrefix(".") && (name.hasSuffix(".staging") || name.hasSuffix(".tmp")) {
                 try fileManager.removeItem(at: directory.appendingPathComponent(name))

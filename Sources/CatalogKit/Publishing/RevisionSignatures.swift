@@ -74,8 +74,8 @@ public enum RevisionSignatures {
 
     /// Re-issues the signatures of an app's current revision that expire within `window` (all of
     /// them when `window` is nil), over the same bytes (the digests its manifest records), so that
-    /// the feed and its validators stay as they are. The static copies of the default feeds'
-    /// signatures are replaced too.
+    /// the feed and its validators stay as they are. The static copies of the signatures (the
+    /// default's and every variant path's) are replaced too.
     /// - Returns: how many signatures were written.
     @discardableResult
     public static func refresh(
@@ -99,8 +99,13 @@ public enum RevisionSignatures {
                     let url = tree.revisionFileURL(app, revision, relativePath(state: state, directory: directory, kind: kind))
                     try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
                     try AtomicFile.write(Array(signature.utf8), to: url)
-                    if state == 0 && directory.isEmpty {
-                        try AtomicFile.link(url, to: tree.appDirectory(app).appendingPathComponent(kind.rawValue + fileExtension))
+                    // The static copies of every variant these bytes serve now (a new file: the
+                    // hard links still name the old one).
+                    for record in records where state == 0 && record.directory == directory {
+                        let copies = tree.appDirectory(app).appendingPathComponent(
+                            FeedVariants.directory(key: "\(record.platform)/\(record.band)"), isDirectory: true)
+                        guard FileManager.default.fileExists(atPath: copies.path) else { continue }
+                        try AtomicFile.link(url, to: copies.appendingPathComponent(kind.rawValue + fileExtension))
                     }
                     written += 1
                 }

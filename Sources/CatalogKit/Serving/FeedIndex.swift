@@ -1,3 +1,4 @@
+import FeedSigning
 import Foundation
 import PropertyList
 
@@ -72,6 +73,9 @@ public struct FeedIndex: Sendable {
         public let states: [(from: Timestamp?, variants: [Variant: ServedVariant])]
         /// Every identifier the app ever published: the only ones a report is stored for.
         public let history: IdentifierHistory
+        /// `variants.json`: the platforms and bands the app distinguishes, the bytes `catalog build`
+        /// writes beside the static copies, with their entity tag.
+        public let variantIndex: FeedRepresentation
 
         init(
             manifest: RevisionManifest, selector: VariantSelector, states: [(from: Timestamp?, variants: [Variant: ServedVariant])],
@@ -81,6 +85,8 @@ public struct FeedIndex: Sendable {
             self.selector = selector
             self.states = states
             self.history = history
+            let index = FeedVariants(platforms: manifest.platforms.map(\.rawValue), bands: manifest.bands).encoded()
+            variantIndex = FeedRepresentation(bytes: index, entityTag: ContentHash.entityTag(sha256: ContentHash.sha256Hex(index)))
         }
 
         /// The variants in effect at `moment`: the last state that has begun.
@@ -152,11 +158,16 @@ public struct FeedIndex: Sendable {
         case unknownPlatform(String)
         /// The `appVersion` parameter is not a version.
         case malformedAppVersion(String)
+        /// A variant path (`variants/<platform>/<band>/`) that the app's current feeds do not
+        /// have, as on a static host: 404.
+        case unknownVariant(app: String, variant: String)
 
-        /// 404 for an app that is not published, 400 for parameters that are not valid.
+        /// 404 for an app or a variant path that is not published, 400 for parameters that are not valid.
         public var status: Int {
-            if case .unknownApp = self { return 404 }
-            return 400
+            switch self {
+            case .unknownApp, .unknownVariant: 404
+            case .unknownPlatform, .malformedAppVersion: 400
+            }
         }
 
         public var description: String {
@@ -164,6 +175,8 @@ public struct FeedIndex: Sendable {
             case .unknownApp(let app): "no published app '\(app)'"
             case .unknownPlatform(let platform): "unknown platform '\(platform)'; expected ios, macos, tvos, watchos or visionos"
             case .malformedAppVersion(let version): "appVersion '\(version)' is not a version such as 2.3.1"
+            case .unknownVariant(let app, let variant):
+                "app '\(app)' publishes no variant '\(variant)'; its variants are listed at /v1/apps/\(app)/\(FeedVariants.indexName)"
             }
         }
     }
@@ -276,6 +289,23 @@ public struct FeedIndex: Sendable {
         let variant = published.selector.variant(platform: chosenPlatform, appVersion: version)
         let variants = published.variants(at: moment)
         guard let served = variants[variant] ?? variants[.all] else { return .failure(.unknownApp(app)) }
+        return .success(kind == .products ? served.products : served.catalog)
+    }
+}
+
+extension FeedIndex {
+    /// The feed at a variant path, `v1/apps/<app>/variants/<platform>/<band>/<feed>`, as in effect
+    /// at `moment`: the very feed (bytes, validators, signature) the query form answers for a
+    /// request that selects this variant, and a 404 for a variant the app does not have, as a static
+    /// host answers. The default variant's path is the app's own (`v1/apps/<app>/<feed>`).
+    public func feed(app: String, kind: FeedKind, platformKey: String, bandKey: String, at moment: Timestamp) -> Result<
+        ServedFeed, LookupError
+    > {
+        guard let published = apps[app] else { return .failure(.unknownApp(app)) }
+        guard let variant = Variant(platformKey: platformKey, bandKey: bandKey), variant != .all,
+            variant.platformKey == platformKey, variant.bandKey == bandKey,
+            let served = published.variants(at: moment)[variant]
+        else { return .failure(.unknownVariant(app: app, variant: "\(platformKey)/\(bandKey)")) }
         return .success(kind == .products ? served.products : served.catalog)
     }
 }

@@ -27,7 +27,8 @@ struct ChangeUndo: Sendable {
     }
 
     /// What a publication or a rollback may write besides the sources: the app's current manifest
-    /// and static feeds, and new revision folders (public and records).
+    /// and static feeds (the variants' under `variants/` included), and new revision folders
+    /// (public and records).
     static func publication(of app: String, in workflow: CatalogWorkflow) -> ChangeUndo {
         var undo = sources(of: app, in: workflow)
         let tree = PublicTree(root: workflow.publicDirectory)
@@ -38,6 +39,8 @@ struct ChangeUndo: Sendable {
             let url = appDirectory.appendingPathComponent(name)
             if !Self.isFolder(url) { undo.keep(file: url) }
         }
+        // The static copies of every other variant, replaced and removed by a publication too.
+        undo.keep(tree: appDirectory.appendingPathComponent("variants", isDirectory: true))
         undo.keep(entries: tree.revisionsDirectory(app))
         undo.keep(entries: tree.recordsRevisionsDirectory(app))
         return undo
