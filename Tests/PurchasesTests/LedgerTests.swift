@@ -44,7 +44,11 @@ import Testing
         let decoder = JSONDecoder()
         decoder.dateDecodingStrategy = .millisecondsSince1970
         // The fixtures are the test's own: a failure here is a broken test, not a refusal to test.
-        return try! decoder.decode(T.self, from: JSONSerialization.data(withJSONObject: json))
+        do {
+            return try decoder.decode(T.self, from: JSONSerialization.data(withJSONObject: json))
+        } catch {
+            preconditionFailure("a fixture does not decode: \(error)")
+        }
     }
 
     static func ledger(_ transactions: [JWSTransactionDecodedPayload], _ infos: [JWSRenewalInfoDecodedPayload] = []) -> Ledger {
@@ -53,7 +57,8 @@ import Testing
 
     @Test func upgradeEndsThePeriodItLeavesAtItsStart() {
         let ledger = Self.ledger([
-            Self.transaction("1", product: "basic.monthly", purchased: Self.day(0), expires: Self.day(30), signed: Self.day(10), ["isUpgraded": true]),
+            Self.transaction(
+                "1", product: "basic.monthly", purchased: Self.day(0), expires: Self.day(30), signed: Self.day(10), ["isUpgraded": true]),
             Self.transaction("2", original: "1", product: "premium.monthly", purchased: Self.day(10), expires: Self.day(40)),
         ])
         #expect(ledger.periods.map(\.transactionId) == ["1", "2"])
@@ -68,7 +73,9 @@ import Testing
     @Test func downgradeTakesEffectAtTheRenewal() {
         let ledger = Self.ledger([
             Self.transaction("1", product: "premium.monthly", purchased: Self.day(0), expires: Self.day(30)),
-            Self.transaction("2", original: "1", product: "basic.monthly", purchased: Self.day(30), expires: Self.day(60), ["transactionReason": "RENEWAL"]),
+            Self.transaction(
+                "2", original: "1", product: "basic.monthly", purchased: Self.day(30), expires: Self.day(60),
+                ["transactionReason": "RENEWAL"]),
         ])
         #expect(ledger.periods.map(\.end) == [Self.day(30), Self.day(60)])
         #expect(ledger.activeEntitlements(at: Self.day(29)) == ["basic", "premium"])
@@ -204,7 +211,8 @@ import Testing
     @Test(arguments: permutations(Array(0..<5)))
     func everyOrderGivesOneLedger(order: [Int]) {
         let reference = Self.ledger(Self.evidence, Self.infos)
-        let shuffled = Self.ledger(order.map { Self.evidence[$0] }, order.first.map { $0 % 2 == 0 } == true ? Self.infos : Self.infos.reversed())
+        let shuffled = Self.ledger(
+            order.map { Self.evidence[$0] }, order.first.map { $0 % 2 == 0 } == true ? Self.infos : Self.infos.reversed())
         #expect(shuffled == reference)
         // Twice over is the same as once.
         #expect(Self.ledger(Self.evidence + order.map { Self.evidence[$0] }, Self.infos + Self.infos) == reference)

@@ -20,7 +20,9 @@ struct PurchaseSettingsRules {
             guard let value else { return }
             if let earlier = slot {
                 diagnostics.append(
-                    .error("\(key) is already set at \(SourceLocation(file: earlier.file, position: earlier.0.position))", file: file, at: value.position))
+                    .error(
+                        "\(key) is already set at \(SourceLocation(file: earlier.file, position: earlier.0.position))", file: file,
+                        at: value.position))
             } else {
                 slot = (value, file)
             }
@@ -36,14 +38,17 @@ struct PurchaseSettingsRules {
         var result = PurchaseSettings()
         if let (id, file) = appAppleId {
             if id.value < 1 {
-                diagnostics.append(.error("appAppleId must be 1 or more (the app's Apple id in App Store Connect)", file: file, at: id.position))
+                diagnostics.append(
+                    .error("appAppleId must be 1 or more (the app's Apple id in App Store Connect)", file: file, at: id.position))
             } else {
                 result.appAppleId = id.value
             }
         }
         if let (path, file) = xcodeCertificate {
             if path.value.allSatisfy(\.isWhitespace) {
-                diagnostics.append(.error("xcodeCertificate is empty; give the path of the certificate exported from Xcode", file: file, at: path.position))
+                diagnostics.append(
+                    .error("xcodeCertificate is empty; give the path of the certificate exported from Xcode", file: file, at: path.position)
+                )
             } else {
                 result.xcodeCertificate = path.value
             }
@@ -53,7 +58,9 @@ struct PurchaseSettingsRules {
             for name in list.value {
                 guard let environment = PurchaseEnvironment(rawValue: name.value) else {
                     diagnostics.append(
-                        .error("unknown environment '\(name.value)'; expected \(PurchaseEnvironment.expectedList)", file: file, at: name.position))
+                        .error(
+                            "unknown environment '\(name.value)'; expected \(PurchaseEnvironment.expectedList)", file: file,
+                            at: name.position))
                     continue
                 }
                 if accepted.contains(environment) {
@@ -85,7 +92,8 @@ struct PurchaseSettingsRules {
                 result.transferPolicy = policy
             } else {
                 diagnostics.append(
-                    .error("unknown transferPolicy '\(text.value)'; expected \(TransferPolicy.expectedList)", file: file, at: text.position))
+                    .error("unknown transferPolicy '\(text.value)'; expected \(TransferPolicy.expectedList)", file: file, at: text.position)
+                )
             }
         }
         return result

@@ -208,10 +208,15 @@ public struct Ledger: Sendable, Hashable, Codable {
                 periods[$0].originalTransactionId == original && periods[$0].type == .autoRenewableSubscription
                     && periods[$0].start <= signed
             }
-            guard let target = candidates.max(by: { (periods[$0].start, periods[$0].transactionId) < (periods[$1].start, periods[$1].transactionId) })
+            guard
+                let target = candidates.max(by: {
+                    (periods[$0].start, periods[$0].transactionId) < (periods[$1].start, periods[$1].transactionId)
+                })
             else { continue }
             let order = Self.canonical(info)
-            if let current = stateOf[target], !Self.isLater(info.signedDate, order, than: current.info.signedDate, current.order) { continue }
+            if let current = stateOf[target], !Self.isLater(info.signedDate, order, than: current.info.signedDate, current.order) {
+                continue
+            }
             stateOf[target] = (info, order)
         }
         for (target, state) in stateOf {

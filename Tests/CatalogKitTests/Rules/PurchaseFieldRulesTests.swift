@@ -196,13 +196,14 @@ import Testing
                 """)
         ])
         #expect(
-            lines.sorted() == [
-                "\(RuleFixtures.game):6:2: error: appAppleId must be 1 or more (the app's Apple id in App Store Connect)",
-                "\(RuleFixtures.game):10:3: error: unknown environment 'testflight'; expected production, sandbox or xcode",
-                "\(RuleFixtures.game):12:3: warning: environment 'production' is listed twice",
-                "\(RuleFixtures.game):8:2: error: environment 'xcode' needs xcodeCertificate, the certificate exported from Xcode that signs its evidence",
-                "\(RuleFixtures.game):15:2: error: unknown transferPolicy 'share'; expected transfer or keep",
-            ].sorted())
+            lines.sorted()
+                == [
+                    "\(RuleFixtures.game):6:2: error: appAppleId must be 1 or more (the app's Apple id in App Store Connect)",
+                    "\(RuleFixtures.game):10:3: error: unknown environment 'testflight'; expected production, sandbox or xcode",
+                    "\(RuleFixtures.game):12:3: warning: environment 'production' is listed twice",
+                    "\(RuleFixtures.game):8:2: error: environment 'xcode' needs xcodeCertificate, the certificate exported from Xcode that signs its evidence",
+                    "\(RuleFixtures.game):15:2: error: unknown transferPolicy 'share'; expected transfer or keep",
+                ].sorted())
         #expect(
             try validate([
                 "com.example.game.plist": plist(
@@ -221,7 +222,8 @@ import Testing
     }
 
     @Test func purchaseSettingsInTwoFilesOfAFolder() throws {
-        let file = plist("<dict>\n\t<key>transferPolicy</key>\n\t<string>keep</string>\n\t<key>appAppleId</key>\n\t<integer>7</integer>\n</dict>")
+        let file = plist(
+            "<dict>\n\t<key>transferPolicy</key>\n\t<string>keep</string>\n\t<key>appAppleId</key>\n\t<integer>7</integer>\n</dict>")
         #expect(
             try validate(["com.example.game/a.plist": file, "com.example.game/b.plist": file]).sorted() == [
                 "catalog/com.example.game/b.plist:6:2: error: transferPolicy is already set at catalog/com.example.game/a.plist:6:2",
@@ -276,7 +278,8 @@ import Testing
             let app = try #require(validation.catalogs.first)
             #expect(
                 app.purchaseSettings
-                    == PurchaseSettings(appAppleId: 42, environments: [.sandbox, .xcode], transferPolicy: .transfer, xcodeCertificate: "x.cer"))
+                    == PurchaseSettings(
+                        appAppleId: 42, environments: [.sandbox, .xcode], transferPolicy: .transfer, xcodeCertificate: "x.cer"))
             #expect(app.products.map(\.unlocks) == [["pro"]])
             #expect(app.products.map(\.duration) == ["P1Y"])
         }
