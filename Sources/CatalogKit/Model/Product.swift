@@ -54,6 +54,14 @@ public struct Product: Sendable {
     public var location: SourceLocation
     /// Why the feedback loop quarantined it (from `<app>.feedback.plist`); nil when it did not.
     public var quarantineReason: String?
+    /// The entitlements a purchase of it unlocks, as written; nil when the source names none.
+    public var entitlements: [String]? = nil
+    /// A non-renewing subscription's period, an ISO 8601 duration such as `P1M`: the App Store keeps
+    /// none for that type, so the ledger takes it from here. Set on a non-renewing product only.
+    public var duration: String? = nil
+
+    /// What a purchase of it unlocks: its `entitlements`, or its own identifier when it names none.
+    public var unlocks: [String] { entitlements ?? [id] }
 
     /// Whether feedback takes the product off sale: only a cleared product is on sale to begin
     /// with, and a retired or removed one keeps its own status in the known list.
@@ -110,4 +118,6 @@ public struct AppCatalog: Sendable {
     public var products: [Product]
     /// The source files, in the order they were merged.
     public var files: [String]
+    /// What the purchases endpoints bind the App Store's evidence to (docs/catalog-format.md).
+    public var purchaseSettings = PurchaseSettings()
 }

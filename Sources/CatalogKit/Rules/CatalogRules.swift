@@ -31,6 +31,18 @@ public enum CatalogRules {
                 }
             }
         }
+        if settings.takesPurchases {
+            // Only an app that takes purchases needs a duration on its non-renewing products: the
+            // feeds need none, and StoreKit configuration files (imported and exported) have none.
+            for definition in sources.definitions {
+                for product in definition.products.products where product.type == .nonRenewing && product.duration == nil {
+                    diagnostics.append(
+                        .error(
+                            "non-renewing product '\(product.id)' needs a duration, such as P1M: the app has purchase settings, and the App Store keeps no period for this type",
+                            file: product.location.file, at: product.location.position))
+                }
+            }
+        }
         guard !diagnostics.containsErrors, sources.definitions.allSatisfy({ $0.products.rejectedCount == 0 }) else {
             return (nil, diagnostics)
         }
@@ -39,7 +51,7 @@ public enum CatalogRules {
             sources.definitions.count == 1 ? sources.definitions[0].products.products : sources.definitions.flatMap(\.products.products)
         let catalog = AppCatalog(
             app: sources.app, platforms: platforms.sorted(), feedbackPolicy: settings.policy, products: products,
-            files: sources.definitions.map(\.settings.file))
+            files: sources.definitions.map(\.settings.file), purchaseSettings: settings.purchases)
         return (catalog, diagnostics)
     }
 
@@ -68,6 +80,9 @@ public enum CatalogRules {
     private struct MergedSettings {
         var platforms: [Platform] = []
         var policy = FeedbackPolicy()
+        var purchases = PurchaseSettings()
+        /// Whether any file sets a purchase setting: the app takes purchases.
+        var takesPurchases = false
     }
 
     /// App settings may sit in any one file of a folder; two files setting the same one is an error.
@@ -75,6 +90,7 @@ public enum CatalogRules {
         var merged = MergedSettings()
         var platformsSetIn: SourceLocation?
         var policySetIn: SourceLocation?
+        var purchaseSettings = PurchaseSettingsRules()
         for definition in sources.definitions {
             let settings = definition.settings
             let file = settings.file
@@ -104,7 +120,10 @@ public enum CatalogRules {
                     merged.policy = FeedbackPolicyRules.check(policy, file: file, into: &diagnostics)
                 }
             }
+            purchaseSettings.read(settings, into: &diagnostics)
         }
+        merged.purchases = purchaseSettings.check(into: &diagnostics)
+        merged.takesPurchases = purchaseSettings.isSet
         return merged
     }
 
@@ -218,14 +237,31 @@ public enum CatalogRules {
             error("auto-renewable product '\(id.value)' needs a subscription with a group and a period", at: definition.position)
         }
 
+        let entitlements = definition.entitlements.map { PurchaseSettingsRules.checkEntitlements($0, file: file, into: &diagnostics) }
+        if let entitlements, entitlements.valid == false { valid = false }
+        if let duration = definition.duration {
+            if let type, type != .nonRenewing {
+                error("only non-renewing subscriptions have a duration; this one is \(type.rawValue)", at: duration.position)
+            } else if typeIsMissing {
+                error("a product with a duration needs type 'non-renewing'", at: duration.position)
+            }
+            if !SubscriptionPeriod.isValid(duration.value) {
+                error(
+                    "'\(duration.value)' is not a duration; expected an ISO 8601 duration such as P1W, P1M, P3M, P6M or P1Y",
+                    at: duration.position)
+            }
+        }
+
         guard valid else { return (nil, platforms) }
-        let product = Product(
+        var product = Product(
             id: id.value, type: type, referenceName: definition.referenceName?.value, status: status,
             platforms: platforms, minimumAppVersion: minimumAppVersion,
             availableFrom: definition.availableFrom?.value, availableUntil: definition.availableUntil?.value,
             subscription: subscription, displayOrder: definition.displayOrder?.value,
             metadataJSON: definition.metadataJSON,
             location: SourceLocation(file: file, position: id.position))
+        product.entitlements = entitlements?.names
+        product.duration = definition.duration?.value
         return (product, platforms)
     }
 }

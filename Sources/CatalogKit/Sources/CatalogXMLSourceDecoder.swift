@@ -30,11 +30,15 @@ struct CatalogXMLSourceDecoder {
         }
         var settings = AppSettingsDefinition(file: file)
         settings.app = root.located("app")
+        settings.appAppleId = integer(root, "appAppleId", file: file, into: &diagnostics)
+        settings.transferPolicy = root.located("transferPolicy")
+        settings.xcodeCertificate = root.located("xcodeCertificate")
         var products = CheckedProducts()
         for child in root.children {
             switch child.name {
-            case "platforms": settings.platforms = platforms(child)
+            case "platforms": settings.platforms = list(child)
             case "feedbackPolicy": settings.feedbackPolicy = feedbackPolicy(child, file: file, into: &diagnostics)
+            case "environments": settings.environments = list(child)
             case "product":
                 let definition = product(child, file: file, into: &diagnostics)
                 products.append(definition, into: &diagnostics)
@@ -54,7 +58,9 @@ struct CatalogXMLSourceDecoder {
         product.availableFrom = date(element, "availableFrom", file: file, into: &diagnostics)
         product.availableUntil = date(element, "availableUntil", file: file, into: &diagnostics)
         product.displayOrder = integer(element, "displayOrder", file: file, into: &diagnostics)
-        if let platforms = element.child("platforms") { product.platforms = self.platforms(platforms) }
+        product.duration = element.located("duration")
+        if let platforms = element.child("platforms") { product.platforms = self.list(platforms) }
+        if let entitlements = element.child("entitlements") { product.entitlements = self.list(entitlements) }
         if let subscription = element.child("subscription") {
             product.subscription = SubscriptionDefinition(
                 position: subscription.position, group: subscription.located("group"),
@@ -114,7 +120,8 @@ struct CatalogXMLSourceDecoder {
         return product
     }
 
-    private func platforms(_ element: XMLElement) -> Located<[Located<String>]> {
+    /// A list element's children's texts (`platforms`, `entitlements`, `environments`).
+    private func list(_ element: XMLElement) -> Located<[Located<String>]> {
         Located(
             element.children.map { Located($0.text.trimmingCharacters(in: .whitespacesAndNewlines), at: $0.position) },
             at: element.position)

@@ -43,6 +43,10 @@ public struct ProductDefinition: Sendable {
     public var displayOrder: Located<Int64>?
     /// The free-form `metadata`, already encoded as a JSON object for the rich feed.
     public var metadataJSON: [UInt8]?
+    /// The `entitlements` list, each name as written.
+    public var entitlements: Located<[Located<String>]>?
+    /// A non-renewing subscription's `duration` as written, such as `P1M`.
+    public var duration: Located<String>?
     /// Keys present in the source with a value the decoder already reported as malformed:
     /// rules must not report them again as missing.
     public var malformedKeys: Set<String> = []
@@ -76,6 +80,14 @@ public struct AppSettingsDefinition: Sendable {
     public var platforms: Located<[Located<String>]>?
     /// The `feedbackPolicy` dict or element, at its position.
     public var feedbackPolicy: Located<FeedbackPolicyDefinition>?
+    /// The `appAppleId` setting.
+    public var appAppleId: Located<Int64>?
+    /// The `environments` list, each name as written.
+    public var environments: Located<[Located<String>]>?
+    /// The `transferPolicy` setting as written.
+    public var transferPolicy: Located<String>?
+    /// The `xcodeCertificate` setting: a path.
+    public var xcodeCertificate: Located<String>?
 }
 
 /// A `feedbackPolicy` as a source spells it, before the rules check its bounds.

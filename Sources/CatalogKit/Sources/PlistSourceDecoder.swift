@@ -65,6 +65,13 @@ struct PlistSourceDecoder {
                 case "app": settings.app = entry.value.string(key: "app", file: file, into: &diagnostics)
                 case "platforms": settings.platforms = entry.value.stringArray(key: "platforms", file: file, into: &diagnostics)
                 case "feedbackPolicy": settings.feedbackPolicy = feedbackPolicy(entry.value, file: file, into: &diagnostics)
+                case "appAppleId": settings.appAppleId = entry.value.integer(key: "appAppleId", file: file, into: &diagnostics)
+                case "environments":
+                    settings.environments = entry.value.stringArray(key: "environments", file: file, into: &diagnostics)
+                case "transferPolicy":
+                    settings.transferPolicy = entry.value.string(key: "transferPolicy", file: file, into: &diagnostics)
+                case "xcodeCertificate":
+                    settings.xcodeCertificate = entry.value.string(key: "xcodeCertificate", file: file, into: &diagnostics)
                 case "products":
                     // Its elements were streamed to decodeProduct as they were read; only its kind is left to check.
                     guard case .array = entry.value.value else {
@@ -91,7 +98,9 @@ struct PlistSourceDecoder {
     }
 
     /// The keys of the full form's root dict.
-    static let settingKeys: Set<String> = ["app", "platforms", "feedbackPolicy", "products"]
+    static let settingKeys: Set<String> = [
+        "app", "platforms", "feedbackPolicy", "appAppleId", "environments", "transferPolicy", "xcodeCertificate", "products",
+    ]
 
     /// The error for a file that would publish no products because it is a product list of
     /// another shape: it names the command that converts it.
@@ -126,6 +135,8 @@ struct PlistSourceDecoder {
             case .availableUntil: product.availableUntil = value.date(key: name, file: file, into: &diagnostics)
             case .displayOrder: product.displayOrder = value.integer(key: name, file: file, into: &diagnostics)
             case .subscription: product.subscription = subscription(value, file: file, into: &diagnostics)
+            case .entitlements: product.entitlements = value.stringArray(key: name, file: file, into: &diagnostics)
+            case .duration: product.duration = value.string(key: name, file: file, into: &diagnostics)
             case .metadata:
                 guard case .dictionary = value.value else {
                     diagnostics.append(.error("'metadata' must be a <dict>, found \(value.value.kindName)", file: file, at: value.position))
@@ -241,6 +252,8 @@ struct PlainProductReader {
             case .availableUntil: product.availableUntil = try date(&cursor)
             case .displayOrder: product.displayOrder = try integer(&cursor)
             case .subscription: product.subscription = try subscription(&cursor)
+            case .entitlements: product.entitlements = try stringArray(&cursor)
+            case .duration: product.duration = try string(&cursor)
             case .metadata:
                 guard case .startDictionary = try cursor.next() else { throw NotPlain() }
                 var writer = JSONWriter()
@@ -355,7 +368,7 @@ struct PlainProductReader {
 /// The keys of a product dict, for both ways of decoding one.
 private enum ProductKey: String, SpelledKey {
     case id, type, referenceName, status, platforms, minimumAppVersion, availableFrom, availableUntil, displayOrder
-    case subscription, metadata
+    case subscription, metadata, entitlements, duration
 }
 
 /// The keys of a product's `subscription` dict.

@@ -7,10 +7,12 @@ import PropertyList
 /// Every tool that writes sources (such as `catalog import storekit`) goes through here, so that
 /// a file rewritten twice is byte-identical and diffs show only what changed.
 public enum SourcePlist {
-    static let settingsOrder = ["app", "platforms", "feedbackPolicy", "products"]
+    static let settingsOrder = [
+        "app", "platforms", "feedbackPolicy", "appAppleId", "environments", "transferPolicy", "xcodeCertificate", "products",
+    ]
     static let productOrder = [
         "id", "type", "referenceName", "status", "platforms", "minimumAppVersion", "availableFrom", "availableUntil", "subscription",
-        "displayOrder", "metadata",
+        "duration", "entitlements", "displayOrder", "metadata",
     ]
     static let subscriptionOrder = ["group", "period", "rank"]
 

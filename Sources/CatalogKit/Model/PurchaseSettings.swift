@@ -1,0 +1,46 @@
+/// The environments the App Store signs evidence in, as an app's `environments` setting names them.
+public enum PurchaseEnvironment: String, CaseIterable, Sendable, Hashable, Codable {
+    /// Real purchases.
+    case production
+    /// The App Store sandbox: App Review, TestFlight and sandbox accounts.
+    case sandbox
+    /// StoreKit testing in Xcode; accepted only with `xcodeCertificate` set.
+    case xcode
+
+    static let expectedList = "production, sandbox or xcode"
+}
+
+/// What happens when a purchase already bound to one customer is presented by another.
+public enum TransferPolicy: String, CaseIterable, Sendable, Hashable, Codable {
+    /// The purchase moves to the customer who presented it last.
+    case transfer
+    /// The purchase stays with its first customer; the other is refused.
+    case keep
+
+    static let expectedList = "transfer or keep"
+}
+
+/// An app's settings for the App Store's evidence: what it is bound to, and who owns a purchase.
+public struct PurchaseSettings: Sendable, Hashable {
+    /// The app's Apple id (`appAppleId`), which production evidence must name; nil when not set.
+    public var appAppleId: Int64?
+    /// The environments whose evidence is accepted; production and sandbox by default, because App
+    /// Review and TestFlight buy in the sandbox against the production server.
+    public var environments: [PurchaseEnvironment]
+    /// Whether a purchase follows the customer who presents it last, or stays with the first.
+    public var transferPolicy: TransferPolicy
+    /// The path of the certificate exported from Xcode that signs StoreKit testing evidence, as
+    /// written (relative paths are resolved by the server against its working directory).
+    public var xcodeCertificate: String?
+
+    /// The defaults: no Apple id, production and sandbox, `keep`, no Xcode certificate.
+    public init(
+        appAppleId: Int64? = nil, environments: [PurchaseEnvironment] = [.production, .sandbox], transferPolicy: TransferPolicy = .keep,
+        xcodeCertificate: String? = nil
+    ) {
+        self.appAppleId = appAppleId
+        self.environments = environments
+        self.transferPolicy = transferPolicy
+        self.xcodeCertificate = xcodeCertificate
+    }
+}

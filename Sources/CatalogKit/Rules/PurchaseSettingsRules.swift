@@ -1,0 +1,132 @@
+import Foundation
+import PropertyList
+
+/// The rules of the purchase fields (docs/catalog-format.md): a product's `entitlements`, and the app
+/// settings `appAppleId`, `environments`, `transferPolicy` and `xcodeCertificate`, which may sit in any
+/// one file of a folder app, like the other settings.
+struct PurchaseSettingsRules {
+    private var appAppleId: (Located<Int64>, file: String)?
+    private var environments: (Located<[Located<String>]>, file: String)?
+    private var transferPolicy: (Located<String>, file: String)?
+    private var xcodeCertificate: (Located<String>, file: String)?
+
+    /// Whether any purchase setting is written: the app takes purchases.
+    var isSet: Bool { appAppleId != nil || environments != nil || transferPolicy != nil || xcodeCertificate != nil }
+
+    /// Notes one file's settings; a setting already set by an earlier file is an error there.
+    mutating func read(_ settings: AppSettingsDefinition, into diagnostics: inout [Diagnostic]) {
+        let file = settings.file
+        func note<Value>(_ value: Located<Value>?, _ key: String, _ slot: inout (Located<Value>, file: String)?) {
+            guard let value else { return }
+            if let earlier = slot {
+                diagnostics.append(
+                    .error(
+                        "\(key) is already set at \(SourceLocation(file: earlier.file, position: earlier.0.position))", file: file,
+                        at: value.position))
+            } else {
+                slot = (value, file)
+            }
+        }
+        note(settings.appAppleId, "appAppleId", &appAppleId)
+        note(settings.environments, "environments", &environments)
+        note(settings.transferPolicy, "transferPolicy", &transferPolicy)
+        note(settings.xcodeCertificate, "xcodeCertificate", &xcodeCertificate)
+    }
+
+    /// Checks the settings read, and fills in the defaults.
+    func check(into diagnostics: inout [Diagnostic]) -> PurchaseSettings {
+        var result = PurchaseSettings()
+        if let (id, file) = appAppleId {
+            if id.value < 1 {
+                diagnostics.append(
+                    .error("appAppleId must be 1 or more (the app's Apple id in App Store Connect)", file: file, at: id.position))
+            } else {
+                result.appAppleId = id.value
+            }
+        }
+        if let (path, file) = xcodeCertificate {
+            if path.value.allSatisfy(\.isWhitespace) {
+                diagnostics.append(
+                    .error("xcodeCertificate is empty; give the path of the certificate exported from Xcode", file: file, at: path.position)
+                )
+            } else {
+                result.xcodeCertificate = path.value
+            }
+        }
+        if let (list, file) = environments {
+            var accepted: [PurchaseEnvironment] = []
+            for name in list.value {
+                guard let environment = PurchaseEnvironment(rawValue: name.value) else {
+                    diagnostics.append(
+                        .error(
+                            "unknown environment '\(name.value)'; expected \(PurchaseEnvironment.expectedList)", file: file,
+                            at: name.position))
+                    continue
+                }
+                if accepted.contains(environment) {
+                    diagnostics.append(.warning("environment '\(name.value)' is listed twice", file: file, at: name.position))
+                    continue
+                }
+                accepted.append(environment)
+            }
+            if list.value.isEmpty {
+                diagnostics.append(
+                    .error("environments list is empty; leave it out to accept production and sandbox", file: file, at: list.position))
+            }
+            // Xcode's evidence is signed by the developer's own certificate: without it named, the
+            // only way to accept it would be to skip the signature check, which is never done.
+            if accepted.contains(.xcode), xcodeCertificate == nil {
+                diagnostics.append(
+                    .error(
+                        "environment 'xcode' needs xcodeCertificate, the certificate exported from Xcode that signs its evidence",
+                        file: file, at: list.position))
+            }
+            result.environments = accepted
+        }
+        if let (path, file) = xcodeCertificate, !result.environments.contains(.xcode) {
+            diagnostics.append(
+                .warning("xcodeCertificate is set but environments does not list 'xcode'; it is not used", file: file, at: path.position))
+        }
+        if let (text, file) = transferPolicy {
+            if let policy = TransferPolicy(rawValue: text.value) {
+                result.transferPolicy = policy
+            } else {
+                diagnostics.append(
+                    .error("unknown transferPolicy '\(text.value)'; expected \(TransferPolicy.expectedList)", file: file, at: text.position)
+                )
+            }
+        }
+        return result
+    }
+
+    /// A product's `entitlements` list: each name like a product id (it is matched and shown beside
+    /// them), none empty, none twice (a warning), the list not empty.
+    static func checkEntitlements(_ list: Located<[Located<String>]>, file: String, into diagnostics: inout [Diagnostic]) -> (
+        names: [String], valid: Bool
+    ) {
+        var names: [String] = []
+        var valid = true
+        for name in list.value {
+            if name.value.isEmpty {
+                diagnostics.append(.error("entitlement name is empty", file: file, at: name.position))
+                valid = false
+            } else if let problem = IdentifierRules.problem(name.value) {
+                // The identifier rule's words, said of an entitlement.
+                let message = problem.replacingOccurrences(of: "product id", with: "entitlement")
+                diagnostics.append(.error(message, file: file, at: name.position))
+                valid = false
+            } else if names.contains(name.value) {
+                diagnostics.append(.warning("entitlement '\(name.value)' is listed twice", file: file, at: name.position))
+            } else {
+                names.append(name.value)
+            }
+        }
+        if list.value.isEmpty {
+            diagnostics.append(
+                .error(
+                    "entitlements list is empty; leave it out to unlock the product's own id", file: file, at: list.position))
+            valid = false
+        }
+        return (names, valid)
+    }
+}

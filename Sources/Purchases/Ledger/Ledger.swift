@@ -1,0 +1,314 @@
+import Foundation
+
+/// What the ledger knows of a catalog product: what it unlocks and, for a non-renewing
+/// subscription, how long a purchase of it lasts (the App Store keeps no period for that type).
+public struct LedgerProduct: Sendable, Hashable {
+    /// The entitlements a purchase unlocks (the catalog's default is the product's own id).
+    public var entitlements: [String]
+    /// A non-renewing subscription's period; nil for the other types.
+    public var duration: ISO8601Period?
+
+    /// A product that unlocks `entitlements`, lasting `duration` when it is a non-renewing subscription.
+    public init(entitlements: [String], duration: ISO8601Period? = nil) {
+        self.entitlements = entitlements
+        self.duration = duration
+    }
+}
+
+/// The catalog as the ledger sees it: products by id. A product it does not know unlocks its own id
+/// and, when non-renewing, no period.
+public struct LedgerCatalog: Sendable, Hashable {
+    /// The products by identifier.
+    public var products: [String: LedgerProduct]
+
+    /// A catalog of `products`.
+    public init(products: [String: LedgerProduct] = [:]) { self.products = products }
+
+    /// What a purchase of `productId` unlocks.
+    public func entitlements(of productId: String) -> [String] { products[productId]?.entitlements ?? [productId] }
+}
+
+/// One purchase: one transaction id, in the version the App Store signed last.
+public struct LedgerPurchase: Sendable, Hashable, Codable {
+    /// The transaction.
+    public var transactionId: String
+    /// The original transaction (a subscription's: the same for every renewal).
+    public var originalTransactionId: String?
+    /// The product.
+    public var productId: String
+    /// The product type, as Apple names it.
+    public var type: ProductType?
+    /// When the App Store charged the account.
+    public var purchaseDate: Date
+    /// How many were bought (a consumable's credit).
+    public var quantity: Int
+    /// Bought, or shared by Family Sharing.
+    public var inAppOwnershipType: InAppOwnershipType?
+    /// When Apple refunded or revoked it, if it did.
+    public var revocationDate: Date?
+    /// Why.
+    public var revocationReason: RevocationReason?
+    /// The environment.
+    public var environment: AppStoreEnvironment?
+    /// When the App Store signed the version kept.
+    public var signedDate: Date?
+
+    /// Whether it counts at `instant`: bought by then and not revoked by then.
+    public func isHeld(at instant: Date) -> Bool {
+        purchaseDate <= instant && (revocationDate.map { instant < $0 } ?? true)
+    }
+}
+
+/// One period of a subscription: an auto-renewable transaction (a purchase or a renewal), or a
+/// non-renewing purchase with the catalog's `duration`.
+public struct SubscriptionPeriod: Sendable, Hashable, Codable {
+    /// The transaction that paid for the period.
+    public var transactionId: String
+    /// The subscription (the same for every renewal, and across upgrades within a group).
+    public var originalTransactionId: String?
+    /// The product.
+    public var productId: String
+    /// The subscription group (auto-renewable only).
+    public var subscriptionGroupIdentifier: String?
+    /// The product type, as Apple names it.
+    public var type: ProductType?
+    /// When the period began: the transaction's `purchaseDate`.
+    public var start: Date
+    /// When it ended or ends: the earliest of expiry, revocation and an upgrade's start; nil when
+    /// nothing says (a non-renewing product the catalog gives no duration: it unlocks nothing).
+    public var end: Date?
+    /// When it expires, as the App Store signed (for a non-renewing one, start plus `duration`).
+    public var expiresDate: Date?
+    /// The offer's kind, if one applied.
+    public var offerType: OfferType?
+    /// The offer's identifier.
+    public var offerIdentifier: String?
+    /// The offer's discount type.
+    public var offerDiscountType: OfferDiscountType?
+    /// Bought, or shared by Family Sharing.
+    public var inAppOwnershipType: InAppOwnershipType?
+    /// When Apple refunded or revoked it.
+    public var revocationDate: Date?
+    /// Why.
+    public var revocationReason: RevocationReason?
+    /// Whether the customer upgraded out of it (it then ends at the upgrade's start).
+    public var isUpgraded: Bool
+    /// When the billing grace period after it ends, if the App Store granted one: access lasts until then.
+    public var gracePeriodExpiresDate: Date?
+    /// Whether the App Store was still trying to bill its renewal when it last said so.
+    public var isInBillingRetryPeriod: Bool
+    /// The environment.
+    public var environment: AppStoreEnvironment?
+
+    /// Whether it grants access at `instant`: inside [start, end), or in the grace period after an
+    /// expiry (never after a revocation or an upgrade, which end it for good).
+    public func isActive(at instant: Date) -> Bool {
+        guard start <= instant, let end else { return false }
+        if instant < end { return true }
+        guard let grace = gracePeriodExpiresDate, end == expiresDate, revocationDate == nil, !isUpgraded else { return false }
+        return instant < grace
+    }
+}
+
+/// An entitlement active at an instant, and what grants it.
+public struct EntitlementGrant: Sendable, Hashable, Codable {
+    /// The entitlement.
+    public var entitlement: String
+    /// The product that grants it.
+    public var productId: String
+    /// The transaction that grants it.
+    public var transactionId: String
+    /// Until when, as far as the ledger knows (nil: a non-consumable, for good unless revoked).
+    public var expiresDate: Date?
+    /// Whether the grant is a billing grace period's.
+    public var inGracePeriod: Bool
+}
+
+/// One customer's ledger in one environment: every purchase and every subscription period, derived
+/// from the signed evidence alone (docs/purchases.md, "The ledger").
+///
+/// It is a pure function of the *set* of payloads: of two versions of one transaction (or one
+/// subscription's renewal info), the one the App Store signed last wins, and equal dates are broken
+/// by the content, so that evidence that arrives late, twice or shuffled gives the same ledger.
+public struct Ledger: Sendable, Hashable, Codable {
+    /// The environment the ledger is about; evidence of another is left out (the sandbox's purchases
+    /// never unlock anything in production).
+    public var environment: AppStoreEnvironment
+    /// Every purchase, by purchase date then transaction id.
+    public var purchases: [LedgerPurchase]
+    /// Every subscription period, by start then transaction id.
+    public var periods: [SubscriptionPeriod]
+    /// The entitlements of each product bought, from the catalog, so the ledger answers alone.
+    public var entitlementsByProduct: [String: [String]]
+
+    /// Derives the ledger of the evidence of `environment` in `transactions` and `renewalInfos`.
+    public init(
+        transactions: [JWSTransactionDecodedPayload], renewalInfos: [JWSRenewalInfoDecodedPayload] = [],
+        environment: AppStoreEnvironment, catalog: LedgerCatalog
+    ) {
+        self.environment = environment
+        let latest = Self.latestVersions(transactions.filter { $0.environment == environment }, key: \.transactionId)
+
+        purchases = latest.compactMap { transaction in
+            guard let id = transaction.transactionId, let product = transaction.productId, let date = transaction.purchaseDate else {
+                return nil
+            }
+            return LedgerPurchase(
+                transactionId: id, originalTransactionId: transaction.originalTransactionId, productId: product,
+                type: transaction.type, purchaseDate: date, quantity: transaction.quantity ?? 1,
+                inAppOwnershipType: transaction.inAppOwnershipType, revocationDate: transaction.revocationDate,
+                revocationReason: transaction.revocationReason, environment: transaction.environment, signedDate: transaction.signedDate)
+        }.sorted { ($0.purchaseDate, $0.transactionId) < ($1.purchaseDate, $1.transactionId) }
+
+        var periods: [SubscriptionPeriod] = latest.compactMap { transaction in
+            guard let id = transaction.transactionId, let product = transaction.productId, let start = transaction.purchaseDate else {
+                return nil
+            }
+            let expires: Date?
+            switch transaction.type {
+            case .autoRenewableSubscription?: expires = transaction.expiresDate
+            case .nonRenewingSubscription?: expires = catalog.products[product]?.duration?.added(to: start)
+            default: return nil
+            }
+            return SubscriptionPeriod(
+                transactionId: id, originalTransactionId: transaction.originalTransactionId, productId: product,
+                subscriptionGroupIdentifier: transaction.subscriptionGroupIdentifier, type: transaction.type, start: start, end: nil,
+                expiresDate: expires, offerType: transaction.offerType, offerIdentifier: transaction.offerIdentifier,
+                offerDiscountType: transaction.offerDiscountType, inAppOwnershipType: transaction.inAppOwnershipType,
+                revocationDate: transaction.revocationDate, revocationReason: transaction.revocationReason,
+                isUpgraded: transaction.isUpgraded ?? false, gracePeriodExpiresDate: nil, isInBillingRetryPeriod: false,
+                environment: transaction.environment)
+        }
+        periods.sort { ($0.start, $0.transactionId) < ($1.start, $1.transactionId) }
+
+        for index in periods.indices {
+            var period = periods[index]
+            // An upgrade ends the period it upgrades from at its own start: the next period of the
+            // same subscription (or group) that starts inside this one.
+            var upgradeStart: Date?
+            if period.isUpgraded, let expires = period.expiresDate {
+                upgradeStart =
+                    periods.filter { other in
+                        other.transactionId != period.transactionId && other.type == .autoRenewableSubscription
+                            && Self.sameSubscription(period, other) && other.start >= period.start && other.start < expires
+                    }.map(\.start).min()
+            }
+            period.end = [period.expiresDate, period.revocationDate, upgradeStart].compactMap { $0 }.min()
+            if period.expiresDate == nil { period.end = nil }
+            periods[index] = period
+        }
+
+        // A renewal info speaks of the subscription's latest period that had begun when it was signed:
+        // a billing retry or a grace period signed before a renewal belongs to the period before it,
+        // which keeps that history. Of the infos about one period, the one signed last is its state.
+        var stateOf: [Int: (info: JWSRenewalInfoDecodedPayload, order: [UInt8])] = [:]
+        for info in renewalInfos where info.environment == environment {
+            guard let original = info.originalTransactionId, let signed = info.signedDate else { continue }
+            let candidates = periods.indices.filter {
+                periods[$0].originalTransactionId == original && periods[$0].type == .autoRenewableSubscription
+                    && periods[$0].start <= signed
+            }
+            guard
+                let target = candidates.max(by: {
+                    (periods[$0].start, periods[$0].transactionId) < (periods[$1].start, periods[$1].transactionId)
+                })
+            else { continue }
+            let order = Self.canonical(info)
+            if let current = stateOf[target], !Self.isLater(info.signedDate, order, than: current.info.signedDate, current.order) {
+                continue
+            }
+            stateOf[target] = (info, order)
+        }
+        for (target, state) in stateOf {
+            periods[target].isInBillingRetryPeriod = state.info.isInBillingRetryPeriod ?? false
+            if let grace = state.info.gracePeriodExpiresDate, let expires = periods[target].expiresDate, grace > expires {
+                periods[target].gracePeriodExpiresDate = grace
+            }
+        }
+        self.periods = periods
+
+        var unlocks: [String: [String]] = [:]
+        for purchase in purchases { unlocks[purchase.productId] = catalog.entitlements(of: purchase.productId) }
+        entitlementsByProduct = unlocks
+    }
+
+    /// The entitlements active at `instant`, by entitlement then product then transaction: non-consumables
+    /// held then, and subscription periods active then (their grace periods included). Consumables
+    /// unlock nothing: they are credits (``credits(at:)``).
+    public func entitlements(at instant: Date) -> [EntitlementGrant] {
+        var grants: [EntitlementGrant] = []
+        for purchase in purchases where purchase.type == .nonConsumable && purchase.isHeld(at: instant) {
+            for entitlement in entitlementsByProduct[purchase.productId] ?? [purchase.productId] {
+                grants.append(
+                    EntitlementGrant(
+                        entitlement: entitlement, productId: purchase.productId, transactionId: purchase.transactionId,
+                        expiresDate: nil, inGracePeriod: false))
+            }
+        }
+        for period in periods where period.isActive(at: instant) {
+            let inGrace = period.end.map { instant >= $0 } ?? false
+            for entitlement in entitlementsByProduct[period.productId] ?? [period.productId] {
+                grants.append(
+                    EntitlementGrant(
+                        entitlement: entitlement, productId: period.productId, transactionId: period.transactionId,
+                        expiresDate: inGrace ? period.gracePeriodExpiresDate : period.end, inGracePeriod: inGrace))
+            }
+        }
+        return grants.sorted { ($0.entitlement, $0.productId, $0.transactionId) < ($1.entitlement, $1.productId, $1.transactionId) }
+    }
+
+    /// The names of the entitlements active at `instant`, sorted, each once.
+    public func activeEntitlements(at instant: Date) -> [String] {
+        Array(Set(entitlements(at: instant).map(\.entitlement))).sorted()
+    }
+
+    /// Each consumable's credit at `instant`: the quantities of its purchases made by then and not
+    /// revoked by then, each transaction id counted once however often it was presented.
+    public func credits(at instant: Date) -> [String: Int] {
+        var credits: [String: Int] = [:]
+        for purchase in purchases where purchase.type == .consumable && purchase.isHeld(at: instant) {
+            credits[purchase.productId, default: 0] += purchase.quantity
+        }
+        return credits
+    }
+
+    private static func sameSubscription(_ a: SubscriptionPeriod, _ b: SubscriptionPeriod) -> Bool {
+        if let group = a.subscriptionGroupIdentifier, group == b.subscriptionGroupIdentifier { return true }
+        return a.originalTransactionId != nil && a.originalTransactionId == b.originalTransactionId
+    }
+
+    /// Of the payloads with the same key, the one signed last; equal dates are broken by the payload's
+    /// canonical JSON, so that the choice never depends on the order of arrival.
+    static func latestVersions<Payload: Encodable & SignedPayload>(_ payloads: [Payload], key: KeyPath<Payload, String?>) -> [Payload] {
+        var chosen: [String: (payload: Payload, order: [UInt8])] = [:]
+        for payload in payloads {
+            guard let id = payload[keyPath: key] else { continue }
+            let order = canonical(payload)
+            if let current = chosen[id], !isLater(payload.signedDate, order, than: current.payload.signedDate, current.order) { continue }
+            chosen[id] = (payload, order)
+        }
+        return chosen.keys.sorted().compactMap { chosen[$0]?.payload }
+    }
+
+    /// Whether a payload signed at `date` with canonical bytes `order` comes after another.
+    private static func isLater(_ date: Date?, _ order: [UInt8], than otherDate: Date?, _ otherOrder: [UInt8]) -> Bool {
+        let (a, b) = (date ?? .distantPast, otherDate ?? .distantPast)
+        return a > b || (a == b && otherOrder.lexicographicallyPrecedes(order))
+    }
+
+    /// The payload's JSON with sorted keys: a total order on payloads that arrival cannot change.
+    private static func canonical<Payload: Encodable>(_ payload: Payload) -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        encoder.dateEncodingStrategy = .millisecondsSince1970
+        return (try? encoder.encode(payload)).map { [UInt8]($0) } ?? []
+    }
+}
+
+/// A payload the App Store dates with `signedDate`.
+protocol SignedPayload {
+    var signedDate: Date? { get }
+}
+
+extension JWSTransactionDecodedPayload: SignedPayload {}
+extension JWSRenewalInfoDecodedPayload: SignedPayload {}
