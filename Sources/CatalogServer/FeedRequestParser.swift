@@ -242,9 +242,9 @@ struct FeedTarget {
         guard let slash = path.firstIndex(of: UInt8(ascii: "/")) else { return nil }
         var name = UnsafeRawBufferPointer(rebasing: path[(slash + 1)...])
         // `variants/<platform>/<band>/<feed>`: a variant at a path of its own (any query ignored,
-        // as a static host ignores it).
-        let parts = name.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false)
-        if parts.count == 4, UnsafeRawBufferPointer(rebasing: parts[0]).equals("variants"), !parts[1].isEmpty, !parts[2].isEmpty {
+        // as a static host ignores it). Split only then: the common form allocates nothing here.
+        let parts = name.hasPrefix("variants/") ? name.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false) : []
+        if parts.count == 4, !parts[1].isEmpty, !parts[2].isEmpty {
             variant = (
                 String(decoding: UnsafeRawBufferPointer(rebasing: parts[1]), as: UTF8.self),
                 String(decoding: UnsafeRawBufferPointer(rebasing: parts[2]), as: UTF8.self)
