@@ -9,7 +9,11 @@ import _CryptoExtras
 /// receipt-signing-like leaf, with Apple's marker extensions where Apple puts them. `ecdsa` makes
 /// P-256 ones for JWS; `rsa` makes RSA ones for receipts. Every PKI uses the same names, so a second
 /// one is an impostor whose certificates look like the first's by name but are signed by other keys.
-public struct AppStoreTestPKI {
+///
+/// `@unchecked Sendable`: every stored property is a `let`; the one that is not `Sendable`,
+/// swift-crypto's P-256 private key, is an immutable value whose signing only reads it, which
+/// BoringSSL allows from any thread.
+public struct AppStoreTestPKI: @unchecked Sendable {
     /// Apple's marker on the WWDR intermediate.
     public static let intermediateMarkerOID: ASN1ObjectIdentifier = [1, 2, 840, 113635, 100, 6, 2, 1]
     /// Apple's marker on the receipt-signing leaf.
@@ -52,9 +56,20 @@ public struct AppStoreTestPKI {
     }
 
     /// Makes an RSA-2048 PKI, for receipts; certificates signed with SHA-256 or SHA-1 as Apple's older ones are.
+    ///
+    /// Three RSA keys take a noticeable while to make: that happens on a thread of its own
+    /// (``offTheTestPool(_:)``), never on the few that run every test's tasks.
     public static func rsa(
         leafValidity: ClosedRange<Date> = defaultLeafValidity, leafMarker: Bool = true, intermediateMarker: Bool = true,
         sha1: Bool = false
+    ) async throws -> AppStoreTestPKI {
+        try await offTheTestPool {
+            try rsaNow(leafValidity: leafValidity, leafMarker: leafMarker, intermediateMarker: intermediateMarker, sha1: sha1)
+        }
+    }
+
+    private static func rsaNow(
+        leafValidity: ClosedRange<Date>, leafMarker: Bool, intermediateMarker: Bool, sha1: Bool
     ) throws -> AppStoreTestPKI {
         let keys = try (
             _RSA.Signing.PrivateKey(keySize: .bits2048), _RSA.Signing.PrivateKey(keySize: .bits2048),

@@ -68,6 +68,13 @@ public enum TestReceipts {
     /// `chain` as the envelope's certificates. `ber` streams it with indefinite lengths, as Xcode does.
     public static func sign(
         _ payload: [UInt8], certificate: Certificate, keyPEM: String, chain: [Certificate], sha1: Bool = false, ber: Bool = false
+    ) async throws -> [UInt8] {
+        // openssl runs, and is waited for, on a thread of its own, never on the test pool's.
+        try await offTheTestPool { try signNow(payload, certificate: certificate, keyPEM: keyPEM, chain: chain, sha1: sha1, ber: ber) }
+    }
+
+    private static func signNow(
+        _ payload: [UInt8], certificate: Certificate, keyPEM: String, chain: [Certificate], sha1: Bool, ber: Bool
     ) throws -> [UInt8] {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("receipt-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
@@ -104,8 +111,8 @@ public enum TestReceipts {
     }
 
     /// A receipt signed by `pki`'s leaf, carrying its leaf, intermediate and root like Apple's.
-    public static func signed(_ payload: [UInt8], by pki: AppStoreTestPKI, sha1: Bool = false, ber: Bool = false) throws -> [UInt8] {
-        try sign(payload, certificate: pki.leaf, keyPEM: pki.leafKeyPEM, chain: [pki.intermediate, pki.root], sha1: sha1, ber: ber)
+    public static func signed(_ payload: [UInt8], by pki: AppStoreTestPKI, sha1: Bool = false, ber: Bool = false) async throws -> [UInt8] {
+        try await sign(payload, certificate: pki.leaf, keyPEM: pki.leafKeyPEM, chain: [pki.intermediate, pki.root], sha1: sha1, ber: ber)
     }
 
     // MARK: - DER
@@ -143,4 +150,13 @@ public enum TestReceipts {
 
     static func utf8String(_ text: String) -> [UInt8] { tlv(0x0C, Array(text.utf8)) }
     static func ia5String(_ text: String) -> [UInt8] { tlv(0x16, Array(text.utf8)) }
+}
+
+/// Runs blocking work (making RSA keys, running openssl) on a thread of its own: on the few
+/// threads that run every test's tasks it would stall the servers and clients of other tests into
+/// timeouts.
+public func offTheTestPool<Value: Sendable>(_ work: @escaping @Sendable () throws -> Value) async throws -> Value {
+    try await withCheckedThrowingContinuation { continuation in
+        DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }
+    }
 }

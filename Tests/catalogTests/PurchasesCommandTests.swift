@@ -14,7 +14,7 @@ import Testing
 
     @Test func everyKindOfEvidenceIsVerifiedAndSummarised() async throws {
         let jws = try PKI.ecdsa()
-        let receipts = try PKI.rsa()
+        let receipts = try await PKI.rsa()
         try await CommandTests.withWorkspace { workspace in
             try workspace.write("roots.pem", PKI.pem(jws.root) + "\n" + PKI.pem(receipts.root) + "\n")
             try workspace.write("transaction.jws", try jws.jws(payload: PKI.transaction()))
@@ -24,7 +24,8 @@ import Testing
             try workspace.write("notification.json", "{\"signedPayload\":\"\(notification)\"}")
             try workspace.write("renewal.jws", try jws.jws(payload: PKI.renewalInfo()))
             try workspace.write("app.jws", try jws.jws(payload: PKI.appTransaction()))
-            try workspace.write("receipt.b64", Data(try TestReceipts.signed(TestReceipts.payload(), by: receipts)).base64EncodedString())
+            try workspace.write(
+                "receipt.b64", Data(try await TestReceipts.signed(TestReceipts.payload(), by: receipts)).base64EncodedString())
             let run = try await workspace.run(
                 "purchases", "verify", "--root-certificate", "roots.pem", "--device-id", "07070707-0707-0707-0707-070707070707",
                 "transaction.jws", "notification.json", "renewal.jws", "app.jws", "receipt.b64")
@@ -105,12 +106,12 @@ import Testing
     @Test func verdictsAreComparedWithTheIndex() async throws {
         let jws = try PKI.ecdsa()
         let impostor = try PKI.ecdsa()
-        let receipts = try PKI.rsa()
+        let receipts = try await PKI.rsa()
         try await CommandTests.withWorkspace { workspace in
             try workspace.write("roots.pem", PKI.pem(jws.root) + "\n" + PKI.pem(receipts.root) + "\n")
             try workspace.write("corpus/jws/good.jws", try jws.jws(payload: PKI.transaction(["environment": "Sandbox"])))
             try workspace.write("corpus/jws/forged.jws", try impostor.jws(payload: PKI.transaction(["environment": "Sandbox"])))
-            let receipt = try TestReceipts.signed(TestReceipts.payload(environment: "ProductionSandbox", appItemId: 0), by: receipts)
+            let receipt = try await TestReceipts.signed(TestReceipts.payload(environment: "ProductionSandbox", appItemId: 0), by: receipts)
             try FileManager.default.createDirectory(
                 at: workspace.root.appendingPathComponent("corpus/receipts"), withIntermediateDirectories: true)
             for name in ["good.der", "other-device.der"] {
