@@ -699,6 +699,7 @@ final class AuditFailingStore: CatalogStore {
                 body: ByteBuffer(string: #"{"id":"com.example.served.gems"}"#))
             #expect(created.status == .created)
             // Revision 2, so that a rollback to 1 changes something, then a change left to publish.
+            let revisionOne = try await client.execute(uri: CatalogServerTests.feedPath, method: .get)
             let first = try await client.execute(uri: "\(Self.appPath)/publish", method: .post, headers: headers(ifMatch: try await etag()))
             #expect(first.status == .ok)
             let pending = try await client.execute(
@@ -708,7 +709,13 @@ final class AuditFailingStore: CatalogStore {
 
             store.failing.withLock { $0 = true }
             let before = Self.files(fixture)
-            let feedBefore = try await client.execute(uri: CatalogServerTests.feedPath, method: .get)
+            // What is served before the failing changes: revision 2, once the server has reloaded it
+            // (every 50 ms here); read too early, it was revision 1's, which no undo brings back.
+            var feedBefore = try await client.execute(uri: CatalogServerTests.feedPath, method: .get)
+            for _ in 0..<100 where feedBefore.headers[.eTag] == revisionOne.headers[.eTag] {
+                try await Task.sleep(for: .milliseconds(100))
+                feedBefore = try await client.execute(uri: CatalogServerTests.feedPath, method: .get)
+            }
             let changes: [(String, HTTPRequest.Method, String?)] = [
                 ("\(Self.appPath)/products/com.example.served.coins", .put, #"{"type":"consumable","status":"draft"}"#),
                 ("\(Self.appPath)/products", .post, #"{"id":"com.example.served.rubies"}"#),
@@ -730,9 +737,14 @@ final class AuditFailingStore: CatalogStore {
                     Issue.record("\(method) \(path) changed \(file) without an audit entry")
                 }
             }
-            // What is served did not move either.
-            try await Task.sleep(for: .milliseconds(200))
-            let feedAfter = try await client.execute(uri: CatalogServerTests.feedPath, method: .get)
+            // What is served did not move either: once the reload that follows an undo has run (the
+            // server may have picked the change up in the moment before its undo), the feed is the
+            // one from before. Polled, with a bound: a reload runs every 250 ms.
+            var feedAfter = try await client.execute(uri: CatalogServerTests.feedPath, method: .get)
+            for _ in 0..<100 where feedAfter.headers[.eTag] != feedBefore.headers[.eTag] {
+                try await Task.sleep(for: .milliseconds(100))
+                feedAfter = try await client.execute(uri: CatalogServerTests.feedPath, method: .get)
+            }
             #expect(feedAfter.headers[.eTag] == feedBefore.headers[.eTag])
             #expect(try await base.auditLog(app: Self.app, limit: 10).map(\.action) == [.edit, .publish, .edit])
 
