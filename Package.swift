@@ -170,7 +170,7 @@ let package = Package(
         .target(
             name: "PurchasesTestSupport",
             dependencies: [
-                "Purchases",
+                "Purchases", "CatalogTestSupport",
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "Crypto", package: "swift-crypto"),

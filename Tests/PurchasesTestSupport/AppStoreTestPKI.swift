@@ -1,3 +1,4 @@
+import CatalogTestSupport
 import Crypto
 import Foundation
 import Purchases
@@ -58,12 +59,12 @@ public struct AppStoreTestPKI: @unchecked Sendable {
     /// Makes an RSA-2048 PKI, for receipts; certificates signed with SHA-256 or SHA-1 as Apple's older ones are.
     ///
     /// Three RSA keys take a noticeable while to make: that happens on a thread of its own
-    /// (``offTheTestPool(_:)``), never on the few that run every test's tasks.
+    /// (`offThePool`), never on the few that run every test's tasks.
     public static func rsa(
         leafValidity: ClosedRange<Date> = defaultLeafValidity, leafMarker: Bool = true, intermediateMarker: Bool = true,
         sha1: Bool = false
     ) async throws -> AppStoreTestPKI {
-        try await offTheTestPool {
+        try await offThePool {
             try rsaNow(leafValidity: leafValidity, leafMarker: leafMarker, intermediateMarker: intermediateMarker, sha1: sha1)
         }
     }

@@ -1,3 +1,4 @@
+import CatalogTestSupport
 import Crypto
 import Foundation
 import X509
@@ -70,7 +71,7 @@ public enum TestReceipts {
         _ payload: [UInt8], certificate: Certificate, keyPEM: String, chain: [Certificate], sha1: Bool = false, ber: Bool = false
     ) async throws -> [UInt8] {
         // openssl runs, and is waited for, on a thread of its own, never on the test pool's.
-        try await offTheTestPool { try signNow(payload, certificate: certificate, keyPEM: keyPEM, chain: chain, sha1: sha1, ber: ber) }
+        try await offThePool { try signNow(payload, certificate: certificate, keyPEM: keyPEM, chain: chain, sha1: sha1, ber: ber) }
     }
 
     private static func signNow(
@@ -150,13 +151,4 @@ public enum TestReceipts {
 
     static func utf8String(_ text: String) -> [UInt8] { tlv(0x0C, Array(text.utf8)) }
     static func ia5String(_ text: String) -> [UInt8] { tlv(0x16, Array(text.utf8)) }
-}
-
-/// Runs blocking work (making RSA keys, running openssl) on a thread of its own: on the few
-/// threads that run every test's tasks it would stall the servers and clients of other tests into
-/// timeouts.
-public func offTheTestPool<Value: Sendable>(_ work: @escaping @Sendable () throws -> Value) async throws -> Value {
-    try await withCheckedThrowingContinuation { continuation in
-        DispatchQueue.global().async { continuation.resume(with: Result { try work() }) }
-    }
 }
