@@ -52,7 +52,7 @@ public struct JSONLogHandler: LogHandler {
 /// on the lean path are many and alike: they are logged one in `feedSampling` (0: none), so that
 /// the log costs the serving path nothing unless asked.
 public struct AccessLog: Sendable {
-    /// Off unless asked (`--access-log on`): a line costs 25-50 µs of CPU (docs/operations.md).
+    /// Off unless asked (`--access-log on`): a line costs 25-50 µs of CPU (docs/benchmarks.md, `scripts/bench-ingest`).
     public var enabled = false
     public var feedSampling = 0
     public var fullAddresses = false
