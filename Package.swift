@@ -57,7 +57,10 @@ let package = Package(
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]
         ),
-        .target(name: "PropertyList", dependencies: ["CLibXML2"]),
+        // Moments in UTC to the second (plist and HTTP dates, manifests, stores): a leaf, so that a
+        // module needing a date does not import the plist parser for it.
+        .target(name: "Time"),
+        .target(name: "PropertyList", dependencies: ["CLibXML2", "Time"]),
         // Feed signatures (detached JWS, EdDSA): made by CatalogKit, checked by CatalogClient. Apple
         // platforms have CryptoKit; elsewhere swift-crypto provides the same API.
         .target(
@@ -69,7 +72,7 @@ let package = Package(
         .target(
             name: "CatalogKit",
             dependencies: [
-                "PropertyList", "FeedSigning", "CLibDeflate", "CISAL", "CDirectIO",
+                "Time", "PropertyList", "FeedSigning", "CLibDeflate", "CISAL", "CDirectIO",
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             resources: [.copy("Resources/catalog.xsd")]
@@ -78,7 +81,7 @@ let package = Package(
         .target(
             name: "ReportStorage",
             dependencies: [
-                "CatalogKit", "CSQLite",
+                "CatalogKit", "Time", "CSQLite",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ]
@@ -86,7 +89,7 @@ let package = Package(
         .target(
             name: "CatalogServer",
             dependencies: [
-                "CatalogKit", "ReportStorage",
+                "CatalogKit", "Time", "ReportStorage",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdHTTP2", package: "hummingbird"),
@@ -124,7 +127,7 @@ let package = Package(
         .executableTarget(
             name: "catalog",
             dependencies: [
-                "CatalogKit", "CatalogServer", "ReportStorage", "CatalogClient", "FeedSigning", "CMallocTuning", "Purchases",
+                "CatalogKit", "CatalogServer", "ReportStorage", "CatalogClient", "FeedSigning", "CMallocTuning", "Purchases", "Time",
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
@@ -132,19 +135,20 @@ let package = Package(
                 .product(name: "Configuration", package: "swift-configuration"),
             ]
         ),
+        .testTarget(name: "TimeTests", dependencies: ["Time"]),
         .testTarget(name: "PropertyListTests", dependencies: ["PropertyList"]),
         // Tables shared by the domain tests and the tests that send them through HTTP.
-        .target(name: "CatalogTestSupport", dependencies: ["CatalogKit"], path: "Tests/CatalogTestSupport"),
+        .target(name: "CatalogTestSupport", dependencies: ["CatalogKit", "Time"], path: "Tests/CatalogTestSupport"),
         .testTarget(
             name: "CatalogKitTests",
             dependencies: [
-                "CatalogKit", "FeedSigning", "CatalogTestSupport", "ReportStorage", .product(name: "Logging", package: "swift-log"),
+                "CatalogKit", "FeedSigning", "CatalogTestSupport", "ReportStorage", "Time", .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(
             name: "CatalogServerTests",
             dependencies: [
-                "CatalogServer", "CatalogKit", "FeedSigning", "CatalogTestSupport", "ReportStorage",
+                "CatalogServer", "CatalogKit", "FeedSigning", "CatalogTestSupport", "ReportStorage", "Time",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Yams", package: "Yams"),
@@ -155,12 +159,12 @@ let package = Package(
         ),
         .testTarget(
             name: "ReportStorageTests",
-            dependencies: ["ReportStorage", "CatalogKit", "CatalogTestSupport", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["ReportStorage", "CatalogKit", "CatalogTestSupport", "Time", .product(name: "Logging", package: "swift-log")]
         ),
         .testTarget(
             name: "CatalogClientTests",
             dependencies: [
-                "CatalogClient", "CatalogServer", "CatalogKit", "CatalogTestSupport", "ReportStorage",
+                "CatalogClient", "CatalogServer", "CatalogKit", "CatalogTestSupport", "ReportStorage", "Time",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
@@ -189,7 +193,7 @@ let package = Package(
         ),
         .testTarget(
             name: "catalogTests",
-            dependencies: ["catalog", "CatalogKit", "CatalogTestSupport", "ReportStorage", "PurchasesTestSupport"]
+            dependencies: ["catalog", "CatalogKit", "CatalogTestSupport", "ReportStorage", "PurchasesTestSupport", "Time"]
         ),
     ],
     swiftLanguageModes: [.v6]

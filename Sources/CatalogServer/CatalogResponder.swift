@@ -5,8 +5,8 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
-import PropertyList
 import ServiceLifecycle
+import Time
 
 /// What `catalog serve` answers with, and how.
 public struct ServeConfiguration: Sendable {

@@ -2,8 +2,8 @@ import CatalogKit
 import Foundation
 import Logging
 import PostgresNIO
-import PropertyList
 import Synchronization
+import Time
 
 /// Reports in PostgreSQL: one store that several `catalog serve` replicas share, with the
 /// schema and semantics of `SQLiteReportStore` (docs/storage.md).

@@ -1,7 +1,7 @@
 import CatalogKit
 import Foundation
-import PropertyList
 import Testing
+import Time
 
 /// The pure parts of editing: If-Match and product bodies.
 @Suite struct EditingTests {

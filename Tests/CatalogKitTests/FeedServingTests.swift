@@ -1,7 +1,6 @@
 import CatalogKit
 import CatalogTestSupport
 import Foundation
-import PropertyList
 import Testing
 
 /// The serving core without a server: a published tree loaded into a ``FeedIndex``, and the

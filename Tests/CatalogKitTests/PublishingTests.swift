@@ -1,8 +1,8 @@
 import CatalogKit
 import CatalogTestSupport
 import Foundation
-import PropertyList
 import Testing
+import Time
 
 /// Publishing (docs/contract.md section 2): exact feed bytes, manifests, validators from content,
 /// byte stability, history rules, dry runs and atomicity.

@@ -1,8 +1,8 @@
 import CatalogKit
 import CatalogTestSupport
 import Foundation
-import PropertyList
 import Testing
+import Time
 
 /// Scheduled availability (docs/contract.md section 2): a build publishes what the feeds become at each
 /// moment ahead, and the feed index switches on time, with Last-Modified equal to the moment.

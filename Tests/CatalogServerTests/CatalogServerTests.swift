@@ -5,8 +5,8 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import Logging
-import PropertyList
 import Testing
+import Time
 
 /// `catalog serve` through real HTTP on loopback.
 @Suite struct CatalogServerTests {

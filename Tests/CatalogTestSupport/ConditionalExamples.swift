@@ -1,6 +1,6 @@
 import CatalogKit
-import PropertyList
 import Testing
+import Time
 
 /// The RFC 9110 conditional-request table, shared by the pure tests (CatalogKitTests) and the
 /// tests that send each row through real HTTP (CatalogServerTests).

@@ -1,8 +1,8 @@
 import CatalogKit
 import CatalogTestSupport
 import Foundation
-import PropertyList
 import Testing
+import Time
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking

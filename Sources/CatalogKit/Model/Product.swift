@@ -1,4 +1,5 @@
 import PropertyList
+import Time
 
 /// Where a definition was written: the file and the position of its start tag.
 public struct SourceLocation: Sendable, Hashable, CustomStringConvertible {

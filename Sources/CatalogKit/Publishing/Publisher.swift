@@ -1,6 +1,6 @@
 import FeedSigning
 import Foundation
-import PropertyList
+import Time
 
 /// What `catalog build` will do for one app, computed before anything is written.
 public struct PublicationPlan: Sendable {
@@ -199,6 +199,10 @@ public struct Publisher: Sendable {
     public var beforeStep: @Sendable (String) throws -> Void = { _ in }
     /// Signs every feed published, when set: a `.jws` beside each (see ``RevisionSignatures``).
     public var signer: FeedSigner?
+    /// The wall clock that signatures are issued against (their `iat` and `exp`). It is not the
+    /// plan's moment, which may be a chosen one: a signature must be valid from when it is written.
+    /// Tests set it to sign at a known time.
+    public var clock: @Sendable () -> Date = { Date() }
 
     /// A publisher into `publicDirectory`, with its records beside it (``PublicTree/defaultRecords(for:)``).
     public init(publicDirectory: URL) {
@@ -347,7 +351,7 @@ public struct Publisher: Sendable {
         let snapshot = plan.snapshot
         let signer = signer
         let manifestToSign = plan.manifest
-        let signedAt = Date()
+        let signedAt = clock()
         let tasks = [nil] + plan.outputs.map(Optional.some)
         let results = parallelMap(tasks) { output -> Result<(EncodedRecord, EncodedRecord)?, any Error> in
             Result {

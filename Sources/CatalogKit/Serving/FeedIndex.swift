@@ -1,6 +1,6 @@
 import FeedSigning
 import Foundation
-import PropertyList
+import Time
 
 /// One encoding of one feed, ready to send: bytes and their strong entity tag.
 public struct FeedRepresentation: Sendable {

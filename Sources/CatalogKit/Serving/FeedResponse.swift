@@ -1,5 +1,5 @@
 import FeedSigning
-import PropertyList
+import Time
 
 /// A feed response decided from the request alone: status, headers in order, and body.
 ///

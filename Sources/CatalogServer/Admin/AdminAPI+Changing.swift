@@ -4,6 +4,7 @@ import HTTPTypes
 import Hummingbird
 import NIOCore
 import PropertyList
+import Time
 
 /// Changing: product edits and publishing, each guarded by If-Match and audited.
 extension AdminAPI {

@@ -3,7 +3,6 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import NIOCore
-import PropertyList
 
 /// History: revisions, diffs and rollback.
 extension AdminAPI {
