@@ -89,7 +89,8 @@ let package = Package(
         .target(
             name: "CatalogServer",
             dependencies: [
-                "CatalogKit", "Time", "ReportStorage",
+                // The domain's store protocols only: the executable opens the stores (ReportStorage).
+                "CatalogKit", "Time",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdHTTP2", package: "hummingbird"),
@@ -159,7 +160,12 @@ let package = Package(
         ),
         .testTarget(
             name: "ReportStorageTests",
-            dependencies: ["ReportStorage", "CatalogKit", "CatalogTestSupport", "Time", .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "ReportStorage", "CatalogKit", "CatalogTestSupport", "Time",
+                // The server's GroupCommitter, driven here against each store (a stalled one too).
+                "CatalogServer",
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .testTarget(
             name: "CatalogClientTests",

@@ -3,7 +3,6 @@ import Crypto
 import HTTPTypes
 import Hummingbird
 import NIOCore
-import ReportStorage
 import Time
 
 /// How the report endpoint protects the store, and how long raw reports are kept.
