@@ -61,6 +61,10 @@ let package = Package(
         // module needing a date does not import the plist parser for it.
         .target(name: "Time"),
         .target(name: "PropertyList", dependencies: ["CLibXML2", "Time"]),
+        // HTTP's own rules, with no NIO and no domain: dates (RFC 9110 §5.6.7), conditional requests
+        // and If-Match (§13), Accept-Encoding (§12.5.3). The server decides responses with them; the
+        // domain uses only the date format, to keep each feed's Last-Modified formatted once, at load.
+        .target(name: "HTTPSemantics", dependencies: ["Time"]),
         // Feed signatures (detached JWS, EdDSA): made by CatalogKit, checked by CatalogClient. Apple
         // platforms have CryptoKit; elsewhere swift-crypto provides the same API.
         .target(
@@ -72,7 +76,7 @@ let package = Package(
         .target(
             name: "CatalogKit",
             dependencies: [
-                "Time", "PropertyList", "FeedSigning", "CLibDeflate", "CISAL", "CDirectIO",
+                "Time", "HTTPSemantics", "PropertyList", "FeedSigning", "CLibDeflate", "CISAL", "CDirectIO",
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             resources: [.copy("Resources/catalog.xsd")]
@@ -90,7 +94,7 @@ let package = Package(
             name: "CatalogServer",
             dependencies: [
                 // The domain's store protocols only: the executable opens the stores (ReportStorage).
-                "CatalogKit", "Time",
+                "CatalogKit", "Time", "HTTPSemantics",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdHTTP2", package: "hummingbird"),
@@ -137,19 +141,21 @@ let package = Package(
             ]
         ),
         .testTarget(name: "TimeTests", dependencies: ["Time"]),
+        .testTarget(name: "HTTPSemanticsTests", dependencies: ["HTTPSemantics", "CatalogTestSupport", "Time"]),
         .testTarget(name: "PropertyListTests", dependencies: ["PropertyList"]),
         // Tables shared by the domain tests and the tests that send them through HTTP.
-        .target(name: "CatalogTestSupport", dependencies: ["CatalogKit", "Time"], path: "Tests/CatalogTestSupport"),
+        .target(name: "CatalogTestSupport", dependencies: ["CatalogKit", "Time", "HTTPSemantics"], path: "Tests/CatalogTestSupport"),
         .testTarget(
             name: "CatalogKitTests",
             dependencies: [
-                "CatalogKit", "FeedSigning", "CatalogTestSupport", "ReportStorage", "Time", .product(name: "Logging", package: "swift-log"),
+                "CatalogKit", "FeedSigning", "CatalogTestSupport", "ReportStorage", "Time", "HTTPSemantics",
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(
             name: "CatalogServerTests",
             dependencies: [
-                "CatalogServer", "CatalogKit", "FeedSigning", "CatalogTestSupport", "ReportStorage", "Time",
+                "CatalogServer", "CatalogKit", "FeedSigning", "CatalogTestSupport", "ReportStorage", "Time", "HTTPSemantics",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Yams", package: "Yams"),
@@ -199,7 +205,7 @@ let package = Package(
         ),
         .testTarget(
             name: "catalogTests",
-            dependencies: ["catalog", "CatalogKit", "CatalogTestSupport", "ReportStorage", "PurchasesTestSupport", "Time"]
+            dependencies: ["catalog", "CatalogKit", "CatalogTestSupport", "ReportStorage", "PurchasesTestSupport", "Time", "HTTPSemantics"]
         ),
     ],
     swiftLanguageModes: [.v6]

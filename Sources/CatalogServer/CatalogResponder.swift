@@ -1,6 +1,7 @@
 import CatalogKit
 import FeedSigning
 import Foundation
+import HTTPSemantics
 import HTTPTypes
 import Hummingbird
 import Logging

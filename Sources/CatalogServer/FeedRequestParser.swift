@@ -1,4 +1,5 @@
 import CatalogKit
+import HTTPSemantics
 import Time
 
 /// What the lean path needs of a feed request, read straight from the bytes the client sent.

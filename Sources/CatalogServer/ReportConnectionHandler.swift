@@ -1,4 +1,5 @@
 import CatalogKit
+import HTTPSemantics
 import HTTPTypes
 import NIOCore
 import NIOHTTP1

@@ -1,6 +1,7 @@
 import CatalogKit
 import CatalogTestSupport
 import Foundation
+import HTTPSemantics
 import Testing
 
 /// The serving core without a server: a published tree loaded into a ``FeedIndex``, and the

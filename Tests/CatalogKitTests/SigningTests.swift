@@ -2,6 +2,7 @@ import CatalogKit
 import CatalogTestSupport
 import FeedSigning
 import Foundation
+import HTTPSemantics
 import Testing
 import Time
 

@@ -1,6 +1,7 @@
 import CatalogKit
 import CatalogServer
 import Foundation
+import HTTPSemantics
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting

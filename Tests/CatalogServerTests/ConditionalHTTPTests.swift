@@ -2,6 +2,7 @@ import CatalogKit
 import CatalogServer
 import CatalogTestSupport
 import Foundation
+import HTTPSemantics
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting

@@ -1,6 +1,7 @@
 import CatalogKit
 import CatalogTestSupport
 import Foundation
+import HTTPSemantics
 import Testing
 import Time
 

@@ -1,5 +1,6 @@
 import FeedSigning
 import Foundation
+import HTTPSemantics
 import Time
 
 /// One encoding of one feed, ready to send: bytes and their strong entity tag.

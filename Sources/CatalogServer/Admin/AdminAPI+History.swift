@@ -1,5 +1,6 @@
 import CatalogKit
 import Foundation
+import HTTPSemantics
 import HTTPTypes
 import Hummingbird
 import NIOCore

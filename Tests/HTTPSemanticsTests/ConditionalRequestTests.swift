@@ -1,5 +1,5 @@
-import CatalogKit
 import CatalogTestSupport
+import HTTPSemantics
 import Testing
 import Time
 
