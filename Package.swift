@@ -150,7 +150,9 @@ let package = Package(
             dependencies: [
                 "CatalogKit", "FeedSigning", "CatalogTestSupport", "ReportStorage", "Time", "HTTPSemantics",
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            // Golden feeds and their source, read at run time from beside PublishingTests.swift.
+            exclude: ["Fixtures"]
         ),
         .testTarget(
             name: "CatalogServerTests",
