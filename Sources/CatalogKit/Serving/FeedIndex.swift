@@ -163,14 +163,6 @@ public struct FeedIndex: Sendable {
         /// have, as on a static host: 404.
         case unknownVariant(app: String, variant: String)
 
-        /// 404 for an app or a variant path that is not published, 400 for parameters that are not valid.
-        public var status: Int {
-            switch self {
-            case .unknownApp, .unknownVariant: 404
-            case .unknownPlatform, .malformedAppVersion: 400
-            }
-        }
-
         public var description: String {
             switch self {
             case .unknownApp(let app): "no published app '\(app)'"

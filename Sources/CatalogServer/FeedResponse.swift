@@ -1,3 +1,4 @@
+import CatalogKit
 import FeedSigning
 import HTTPSemantics
 import Time
@@ -102,5 +103,15 @@ public struct FeedResponse: Sendable {
         return FeedResponse(
             status: choice.status, headers: headers(feed: feed, choice: choice, now: now, cacheControl: cacheControl, dateLag: dateLag),
             body: body, choice: choice)
+    }
+}
+
+extension FeedIndex.LookupError {
+    /// 404 for an app or a variant path that is not published, 400 for parameters that are not valid.
+    public var status: Int {
+        switch self {
+        case .unknownApp, .unknownVariant: 404
+        case .unknownPlatform, .malformedAppVersion: 400
+        }
     }
 }
