@@ -1,7 +1,6 @@
 import CatalogKit
 import CatalogTestSupport
 import Foundation
-import HTTPSemantics
 import Testing
 
 /// The serving core without a server: a published tree loaded into a ``FeedIndex``. The responses

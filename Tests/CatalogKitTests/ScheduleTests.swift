@@ -1,7 +1,6 @@
 import CatalogKit
 import CatalogTestSupport
 import Foundation
-import HTTPSemantics
 import Testing
 import Time
 

@@ -2,7 +2,6 @@ import CatalogKit
 import CatalogTestSupport
 import FeedSigning
 import Foundation
-import HTTPSemantics
 import Testing
 import Time
 
