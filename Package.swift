@@ -57,7 +57,14 @@ let package = Package(
             pkgConfig: "sqlite3",
             providers: [.apt(["libsqlite3-dev"]), .brew(["sqlite"])]
         ),
-        .target(name: "PropertyList", dependencies: ["CLibXML2"]),
+        // Moments in UTC to the second (plist and HTTP dates, manifests, stores): a leaf, so that a
+        // module needing a date does not import the plist parser for it.
+        .target(name: "Time"),
+        .target(name: "PropertyList", dependencies: ["CLibXML2", "Time"]),
+        // HTTP's own rules, with no NIO and no domain: dates (RFC 9110 §5.6.7), conditional requests
+        // and If-Match (§13), Accept-Encoding (§12.5.3). The server decides responses with them; the
+        // domain uses only the date format, to keep each feed's Last-Modified formatted once, at load.
+        .target(name: "HTTPSemantics", dependencies: ["Time"]),
         // Feed signatures (detached JWS, EdDSA): made by CatalogKit, checked by CatalogClient. Apple
         // platforms have CryptoKit; elsewhere swift-crypto provides the same API.
         .target(
@@ -69,7 +76,7 @@ let package = Package(
         .target(
             name: "CatalogKit",
             dependencies: [
-                "PropertyList", "FeedSigning", "CLibDeflate", "CISAL", "CDirectIO",
+                "Time", "HTTPSemantics", "PropertyList", "FeedSigning", "CLibDeflate", "CISAL", "CDirectIO",
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             resources: [.copy("Resources/catalog.xsd")]
@@ -78,7 +85,7 @@ let package = Package(
         .target(
             name: "ReportStorage",
             dependencies: [
-                "CatalogKit", "CSQLite",
+                "CatalogKit", "Time", "CSQLite",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ]
@@ -86,7 +93,8 @@ let package = Package(
         .target(
             name: "CatalogServer",
             dependencies: [
-                "CatalogKit", "ReportStorage",
+                // The domain's store protocols only: the executable opens the stores (ReportStorage).
+                "CatalogKit", "Time", "HTTPSemantics",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdHTTP2", package: "hummingbird"),
@@ -124,7 +132,7 @@ let package = Package(
         .executableTarget(
             name: "catalog",
             dependencies: [
-                "CatalogKit", "CatalogServer", "ReportStorage", "CatalogClient", "FeedSigning", "CMallocTuning", "Purchases",
+                "CatalogKit", "CatalogServer", "ReportStorage", "CatalogClient", "FeedSigning", "CMallocTuning", "Purchases", "Time",
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
@@ -132,19 +140,24 @@ let package = Package(
                 .product(name: "Configuration", package: "swift-configuration"),
             ]
         ),
+        .testTarget(name: "TimeTests", dependencies: ["Time"]),
+        .testTarget(name: "HTTPSemanticsTests", dependencies: ["HTTPSemantics", "CatalogTestSupport", "Time"]),
         .testTarget(name: "PropertyListTests", dependencies: ["PropertyList"]),
         // Tables shared by the domain tests and the tests that send them through HTTP.
-        .target(name: "CatalogTestSupport", dependencies: ["CatalogKit"], path: "Tests/CatalogTestSupport"),
+        .target(name: "CatalogTestSupport", dependencies: ["CatalogKit", "Time", "HTTPSemantics"], path: "Tests/CatalogTestSupport"),
         .testTarget(
             name: "CatalogKitTests",
             dependencies: [
-                "CatalogKit", "FeedSigning", "CatalogTestSupport", "ReportStorage", .product(name: "Logging", package: "swift-log"),
-            ]
+                "CatalogKit", "FeedSigning", "CatalogTestSupport", "ReportStorage", "Time", "HTTPSemantics",
+                .product(name: "Logging", package: "swift-log"),
+            ],
+            // Golden feeds and their source, read at run time from beside PublishingTests.swift.
+            exclude: ["Fixtures"]
         ),
         .testTarget(
             name: "CatalogServerTests",
             dependencies: [
-                "CatalogServer", "CatalogKit", "FeedSigning", "CatalogTestSupport", "ReportStorage",
+                "CatalogServer", "CatalogKit", "FeedSigning", "CatalogTestSupport", "ReportStorage", "Time", "HTTPSemantics",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Yams", package: "Yams"),
@@ -155,12 +168,17 @@ let package = Package(
         ),
         .testTarget(
             name: "ReportStorageTests",
-            dependencies: ["ReportStorage", "CatalogKit", "CatalogTestSupport", .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "ReportStorage", "CatalogKit", "CatalogTestSupport", "Time",
+                // The server's GroupCommitter, driven here against each store (a stalled one too).
+                "CatalogServer",
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .testTarget(
             name: "CatalogClientTests",
             dependencies: [
-                "CatalogClient", "CatalogServer", "CatalogKit", "CatalogTestSupport", "ReportStorage",
+                "CatalogClient", "CatalogServer", "CatalogKit", "CatalogTestSupport", "ReportStorage", "Time",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
@@ -189,7 +207,7 @@ let package = Package(
         ),
         .testTarget(
             name: "catalogTests",
-            dependencies: ["catalog", "CatalogKit", "CatalogTestSupport", "ReportStorage", "PurchasesTestSupport"]
+            dependencies: ["catalog", "CatalogKit", "CatalogTestSupport", "ReportStorage", "PurchasesTestSupport", "Time", "HTTPSemantics"]
         ),
     ],
     swiftLanguageModes: [.v6]

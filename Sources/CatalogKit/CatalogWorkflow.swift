@@ -1,6 +1,7 @@
 import FeedSigning
 import Foundation
 import PropertyList
+import Time
 
 /// The editor's commands as functions: validate a catalog directory, build it into `public/`.
 /// The CLI only parses arguments and prints what these return.

@@ -1,12 +1,13 @@
 import CatalogKit
 import FeedSigning
 import Foundation
+import HTTPSemantics
 import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
-import PropertyList
 import ServiceLifecycle
+import Time
 
 /// What `catalog serve` answers with, and how.
 public struct ServeConfiguration: Sendable {

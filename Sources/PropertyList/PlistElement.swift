@@ -1,4 +1,5 @@
 internal import CLibXML2
+import Time
 
 #if canImport(Glibc)
     import Glibc

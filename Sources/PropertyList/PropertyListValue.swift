@@ -1,3 +1,5 @@
+import Time
+
 /// A property-list value with the place in the source it came from.
 public struct PropertyListNode: Sendable {
     public var value: PropertyListValue

@@ -1,3 +1,5 @@
+import Time
+
 /// Writes an Apple XML property list as Xcode and `plutil` do: the standard declaration and
 /// DOCTYPE, one element per line, nested content indented by a tab.
 ///

@@ -1,5 +1,5 @@
 import CatalogKit
-import PropertyList
+import Time
 
 /// The two halves of an aggregate as both engines' queries return them, and their assembly
 /// into `ReportAggregate`s: one place for what the columns mean and how results are ordered.

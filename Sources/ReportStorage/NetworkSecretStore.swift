@@ -1,6 +1,6 @@
 import CatalogKit
 import PostgresNIO
-import PropertyList
+import Time
 
 /// The report-network secret kept in a PostgreSQL store (docs/feedback.md): every node on one
 /// store hashes a client's network with the same key, so that one network counts once however

@@ -1,6 +1,6 @@
 import CatalogKit
 import PostgresNIO
-import PropertyList
+import Time
 
 /// Tokens and the audit log in the same PostgreSQL database as the reports, with the semantics of
 /// `SQLiteReportStore`'s. Writes commit like reports do: `transaction` returns once durable.

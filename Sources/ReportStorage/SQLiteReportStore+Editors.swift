@@ -1,5 +1,5 @@
 import CatalogKit
-import PropertyList
+import Time
 
 /// Tokens and the audit log in the same SQLite file as the reports.
 extension SQLiteReportStore: EditorStore {

@@ -1,7 +1,7 @@
 import CatalogKit
 import Dispatch
 import Foundation
-import PropertyList
+import Time
 
 /// Reports in one SQLite file, in WAL mode with `synchronous = FULL`: a commit is on disk when
 /// `store` returns, and readers (`catalog reports`, feedback) never block the writer.

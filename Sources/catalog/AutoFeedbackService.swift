@@ -1,8 +1,8 @@
 import CatalogKit
 import CatalogServer
 import Logging
-import PropertyList
 import ServiceLifecycle
+import Time
 
 /// `catalog serve --auto-feedback INTERVAL`: `catalog feedback` then `catalog build`, at start
 /// and then every interval, logging every verdict change and every revision it publishes. The

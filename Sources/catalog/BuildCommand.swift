@@ -2,7 +2,7 @@ import ArgumentParser
 import CatalogKit
 import Foundation
 import Logging
-import PropertyList
+import Time
 
 struct BuildCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

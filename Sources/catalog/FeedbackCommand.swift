@@ -2,7 +2,7 @@ import ArgumentParser
 import CatalogKit
 import Foundation
 import Logging
-import PropertyList
+import Time
 
 struct FeedbackCommand: AsyncParsableCommand {
     // The judging run is a default subcommand rather than the parent's own run: options on the

@@ -2,7 +2,7 @@ import ArgumentParser
 import CatalogKit
 import FeedSigning
 import Foundation
-import PropertyList
+import Time
 
 #if canImport(Glibc)
     import Glibc

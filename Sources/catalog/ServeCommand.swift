@@ -501,7 +501,8 @@ struct ServeCommand: AsyncParsableCommand {
                 throw ExitCode(1)
             }
         }
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: availableCPUCount())
+        // One loop per core the process may use: NIO counts the cgroup CPU quota (rounded up) and cpuset.
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)
         let metrics = ServerMetrics()
         // A replica with feeds of its own serves them while the store cannot be reached.
         let serveWithoutStore = isReplica && !tree.publishedApps().isEmpty

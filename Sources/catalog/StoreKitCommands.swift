@@ -1,7 +1,6 @@
 import ArgumentParser
 import CatalogKit
 import Foundation
-import PropertyList
 
 /// `catalog import …`: bring product definitions from elsewhere into the catalog.
 struct ImportCommand: ParsableCommand {

@@ -1,7 +1,7 @@
 import ArgumentParser
 import CatalogKit
 import Logging
-import PropertyList
+import Time
 
 struct TokenCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(

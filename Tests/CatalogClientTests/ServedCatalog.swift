@@ -5,9 +5,9 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import Logging
-import PropertyList
 import ReportStorage
 import Testing
+import Time
 
 /// A catalog published into a temporary directory and served by the real `catalog serve`
 /// application on a loopback port, with a client directory beside it.

@@ -4,9 +4,9 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
-import PropertyList
 import Synchronization
 import Testing
+import Time
 
 /// A client against a static host (docs/client.md, "Static hosting"): a stand-in on loopback that
 /// serves the published `public/` tree as files, ignoring queries and answering 404 for what it

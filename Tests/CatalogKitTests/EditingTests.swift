@@ -1,7 +1,8 @@
 import CatalogKit
 import Foundation
-import PropertyList
+import HTTPSemantics
 import Testing
+import Time
 
 /// The pure parts of editing: If-Match and product bodies.
 @Suite struct EditingTests {

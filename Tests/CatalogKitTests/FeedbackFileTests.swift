@@ -3,6 +3,7 @@ import CatalogTestSupport
 import Foundation
 import PropertyList
 import Testing
+import Time
 
 /// `catalog/<app>.feedback.plist`: canonical bytes, read back by the hardened reader.
 @Suite struct FeedbackFileTests {

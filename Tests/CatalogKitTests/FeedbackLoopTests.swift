@@ -1,7 +1,6 @@
 import CatalogKit
 import CatalogTestSupport
 import Foundation
-import PropertyList
 import Testing
 
 /// The feedback loop from reports to published feeds: `runFeedback` against a store, the

@@ -1,7 +1,7 @@
 import CatalogKit
 import CatalogTestSupport
-import PropertyList
 import Testing
+import Time
 
 /// The policy's rules, pure: aggregates in, verdict out (defaults: suspect at 3 installs,
 /// quarantine at 20 production installs from as many networks, a 24 h window, 48 h of grace, a

@@ -2,9 +2,9 @@ import CatalogKit
 import CatalogTestSupport
 import Foundation
 import Logging
-import PropertyList
 import ReportStorage
 import Testing
+import Time
 
 /// What one party can do to an app through the feedback loop (docs/feedback.md, "Trust"), on a
 /// real SQLite store: networks rather than installs, store-wide failures told apart, the

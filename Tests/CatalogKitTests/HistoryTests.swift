@@ -1,7 +1,6 @@
 import CatalogKit
 import CatalogTestSupport
 import Foundation
-import PropertyList
 import Testing
 
 /// History, diffs and rollback: authors and messages in manifests, field-by-field product diffs,

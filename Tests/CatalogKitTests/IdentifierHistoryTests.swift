@@ -1,5 +1,5 @@
-import PropertyList
 import Testing
+import Time
 
 @testable import CatalogKit
 

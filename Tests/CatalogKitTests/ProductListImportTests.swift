@@ -1,7 +1,6 @@
 import CatalogKit
 import CatalogTestSupport
 import Foundation
-import PropertyList
 import Testing
 
 /// `catalog import plist`: the product lists apps already ship, in the shapes found in public

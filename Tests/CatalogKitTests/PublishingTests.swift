@@ -1,8 +1,8 @@
 import CatalogKit
 import CatalogTestSupport
 import Foundation
-import PropertyList
 import Testing
+import Time
 
 /// Publishing (docs/contract.md section 2): exact feed bytes, manifests, validators from content,
 /// byte stability, history rules, dry runs and atomicity.
@@ -42,149 +42,25 @@ import Testing
 
     /// Two platforms, a minimum version, a retired, a removed and a draft product, display
     /// orders, nested metadata, and availability windows around `buildMoment` (2026-03-01T12:00:00Z).
-    static let goldenSource = plist(
-        """
-        <dict>
-        \t<key>platforms</key>
-        \t<array>
-        \t\t<string>iOS</string>
-        \t\t<string>macOS</string>
-        \t</array>
-        \t<key>products</key>
-        \t<array>
-        \t\t<dict>
-        \t\t\t<key>id</key>
-        \t\t\t<string>com.example.game.coins</string>
-        \t\t\t<key>type</key>
-        \t\t\t<string>consumable</string>
-        \t\t\t<key>referenceName</key>
-        \t\t\t<string>100 "Coins" – Pièces</string>
-        \t\t\t<key>metadata</key>
-        \t\t\t<dict>
-        \t\t\t\t<key>title</key>
-        \t\t\t\t<string>100 Coins</string>
-        \t\t\t\t<key>amount</key>
-        \t\t\t\t<integer>100</integer>
-        \t\t\t\t<key>price</key>
-        \t\t\t\t<real>0.99</real>
-        \t\t\t\t<key>tags</key>
-        \t\t\t\t<array>
-        \t\t\t\t\t<string>sale</string>
-        \t\t\t\t\t<string>new</string>
-        \t\t\t\t</array>
-        \t\t\t\t<key>art</key>
-        \t\t\t\t<dict>
-        \t\t\t\t\t<key>width</key>
-        \t\t\t\t\t<integer>512</integer>
-        \t\t\t\t\t<key>retina</key>
-        \t\t\t\t\t<true/>
-        \t\t\t\t\t<key>updated</key>
-        \t\t\t\t\t<date>2026-01-02T03:04:05Z</date>
-        \t\t\t\t</dict>
-        \t\t\t</dict>
-        \t\t</dict>
-        \t\t<dict>
-        \t\t\t<key>id</key>
-        \t\t\t<string>com.example.game.levels</string>
-        \t\t\t<key>type</key>
-        \t\t\t<string>non-consumable</string>
-        \t\t\t<key>displayOrder</key>
-        \t\t\t<integer>1</integer>
-        \t\t</dict>
-        \t\t<dict>
-        \t\t\t<key>id</key>
-        \t\t\t<string>com.example.game.pro</string>
-        \t\t\t<key>type</key>
-        \t\t\t<string>auto-renewable</string>
-        \t\t\t<key>platforms</key>
-        \t\t\t<array>
-        \t\t\t\t<string>iOS</string>
-        \t\t\t</array>
-        \t\t\t<key>minimumAppVersion</key>
-        \t\t\t<string>2.0</string>
-        \t\t\t<key>subscription</key>
-        \t\t\t<dict>
-        \t\t\t\t<key>group</key>
-        \t\t\t\t<string>premium</string>
-        \t\t\t\t<key>period</key>
-        \t\t\t\t<string>P1M</string>
-        \t\t\t\t<key>rank</key>
-        \t\t\t\t<integer>1</integer>
-        \t\t\t</dict>
-        \t\t</dict>
-        \t\t<dict>
-        \t\t\t<key>id</key>
-        \t\t\t<string>com.example.game.old</string>
-        \t\t\t<key>type</key>
-        \t\t\t<string>non-consumable</string>
-        \t\t\t<key>status</key>
-        \t\t\t<string>retired</string>
-        \t\t</dict>
-        \t\t<dict>
-        \t\t\t<key>id</key>
-        \t\t\t<string>com.example.game.next</string>
-        \t\t\t<key>status</key>
-        \t\t\t<string>draft</string>
-        \t\t</dict>
-        \t\t<dict>
-        \t\t\t<key>id</key>
-        \t\t\t<string>com.example.game.summer</string>
-        \t\t\t<key>availableFrom</key>
-        \t\t\t<date>2026-06-01T00:00:00Z</date>
-        \t\t</dict>
-        \t\t<dict>
-        \t\t\t<key>id</key>
-        \t\t\t<string>com.example.game.winter</string>
-        \t\t\t<key>availableFrom</key>
-        \t\t\t<date>2025-12-01T00:00:00Z</date>
-        \t\t\t<key>availableUntil</key>
-        \t\t\t<date>2026-02-01T00:00:00Z</date>
-        \t\t</dict>
-        \t\t<dict>
-        \t\t\t<key>id</key>
-        \t\t\t<string>com.example.game.spring</string>
-        \t\t\t<key>availableFrom</key>
-        \t\t\t<date>2026-02-01T00:00:00Z</date>
-        \t\t\t<key>availableUntil</key>
-        \t\t\t<date>2026-04-01T00:00:00Z</date>
-        \t\t\t<key>displayOrder</key>
-        \t\t\t<integer>5</integer>
-        \t\t</dict>
-        \t\t<dict>
-        \t\t\t<key>id</key>
-        \t\t\t<string>com.example.game.gone</string>
-        \t\t\t<key>type</key>
-        \t\t\t<string>consumable</string>
-        \t\t\t<key>status</key>
-        \t\t\t<string>removed</string>
-        \t\t</dict>
-        \t</array>
-        </dict>
-        """)
-
-    static let goldenDefaultProducts =
-        #"["com.example.game.levels","com.example.game.spring","com.example.game.coins","com.example.game.pro"]"#
-    static let goldenIOSBaseProducts = #"["com.example.game.levels","com.example.game.spring","com.example.game.coins"]"#
+    static let goldenSource = golden("com.example.game.plist")
 
     // The rich feed is lean: what apps need to offer and present a product. Reference name,
     // status, display order and the start of availability are for editors (the snapshot).
-    static let levelsJSON = #"{"id":"com.example.game.levels","type":"non-consumable"}"#
-    static let springJSON = #"{"id":"com.example.game.spring","availableUntil":"2026-04-01T00:00:00Z"}"#
-    static let coinsJSON =
-        #"{"id":"com.example.game.coins","type":"consumable","#
-        + #""metadata":{"title":"100 Coins","amount":100,"price":0.99,"tags":["sale","new"],"art":{"width":512,"retina":true,"updated":"2026-01-02T03:04:05Z"}}}"#
-    static let proJSON =
-        #"{"id":"com.example.game.pro","type":"auto-renewable","platforms":["iOS"],"minimumAppVersion":"2.0","#
-        + #""subscription":{"group":"premium","period":"P1M","rank":1}}"#
-    static let knownJSON =
-        #""known":[{"id":"com.example.game.old","type":"non-consumable","status":"retired"},{"id":"com.example.game.gone","type":"consumable","status":"removed"}]"#
+    static let goldenDefaultProducts = golden("default/products.json")
+    static let goldenIOSBaseProducts = golden("ios-base/products.json")
+    static let goldenDefaultCatalog = golden("default/catalog.json")
+    static let goldenIOSBaseCatalog = golden("ios-base/catalog.json")
 
-    static let goldenDefaultCatalog =
-        #"{"app":"com.example.game","revision":1,"publishedAt":"2026-03-01T12:00:00Z","#
-        + #""products":["# + [levelsJSON, springJSON, coinsJSON, proJSON].joined(separator: ",") + "]," + knownJSON + "}"
-    static let goldenIOSBaseCatalog =
-        #"{"app":"com.example.game","revision":1,"publishedAt":"2026-03-01T12:00:00Z","#
-        + #""products":["# + [levelsJSON, springJSON, coinsJSON].joined(separator: ",") + "]," + knownJSON + "}"
+    /// A file of `Fixtures/golden/`, read from beside this file as it is: the exact bytes a feed
+    /// must have (no newline at the end), or the source the feeds are built from.
+    static func golden(_ name: String) -> String {
+        let url = URL(fileURLWithPath: #filePath).deletingLastPathComponent().appendingPathComponent("Fixtures/golden/\(name)")
+        guard let bytes = FileManager.default.contents(atPath: url.path) else {
+            Issue.record("no fixture at \(url.path)")
+            return ""
+        }
+        return String(decoding: bytes, as: UTF8.self)
+    }
 
     /// Sellable means cleared and in its window; feed order is displayOrder, then source order.
     /// Retired and removed products are known; the draft, the future and the past are absent.

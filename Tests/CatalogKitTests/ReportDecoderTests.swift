@@ -1,7 +1,7 @@
 import CatalogKit
 import CatalogTestSupport
-import PropertyList
 import Testing
+import Time
 
 @Suite struct ReportDecoderTests {
     private let now = Timestamp(secondsSince1970: 1_800_000_000)

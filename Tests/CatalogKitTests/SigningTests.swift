@@ -2,8 +2,8 @@ import CatalogKit
 import CatalogTestSupport
 import FeedSigning
 import Foundation
-import PropertyList
 import Testing
+import Time
 
 /// Signed publications (docs/contract.md section 2, "Signing"): every feed a build writes carries a
 /// detached JWS over the SHA-256 of its exact bytes, bound to its app, kind, variants, revision and
@@ -43,6 +43,24 @@ import Testing
         let build = try workflow.build(at: buildMoment, dryRun: false)
         #expect(!build.hasErrors, "\(build.diagnostics)")
         return catalog
+    }
+
+    /// Publishing reads no wall clock of its own: signatures are issued at the publisher's clock.
+    @Test func signaturesAreIssuedAtTheInjectedClock() throws {
+        let app = "com.example.signed"
+        let catalog = try TemporaryCatalog()
+        defer { try? FileManager.default.removeItem(at: catalog.root) }
+        try catalog.write("\(app).plist", Self.source)
+        var workflow = catalog.workflow
+        workflow.signer = try Self.signer()
+        // Within the certificate's validity, and a whole second that no real clock would give now.
+        let signedAt = Date(timeIntervalSince1970: (Date().timeIntervalSince1970 - 30).rounded(.down))
+        let build = try workflow.build(at: buildMoment, dryRun: false, publisher: { $0.clock = { signedAt } })
+        #expect(!build.hasErrors, "\(build.diagnostics)")
+        let record = try #require(try catalog.tree.currentManifest(app)?.variants.first)
+        let signature = try #require(
+            RevisionSignatures.read(catalog.tree, app: app, revision: 1, state: 0, directory: record.directory, kind: .products))
+        #expect(try FeedSignatureVerifier.unverifiedClaims(signature).iat == Int64(signedAt.timeIntervalSince1970))
     }
 
     @Test func everyFeedOfEveryVariantIsSignedForWhatItServes() throws {
@@ -146,10 +164,8 @@ import Testing
         #expect(claims.rev == 1)
         // The server reads the new one with the same validators.
         let feed = try FeedIndex.load(catalog.tree).index.feed(app: app, kind: .products, platform: nil, appVersion: nil, at: .now).get()
+        // The server sends it as Catalog-Signature (FeedResponseTests.theSignatureTravelsOn200And304).
         #expect(feed.signature == String(decoding: signatureAfter, as: UTF8.self))
-        let response = FeedResponse.decide(
-            feed: feed, conditions: ConditionalRequest(), acceptEncoding: [], isHead: false, now: .now, cacheControl: "c")
-        #expect(response.header("Catalog-Signature") == feed.signature)
     }
 
     /// A signature in the first form published (over the bytes themselves, RFC 7797 `b64:false`)

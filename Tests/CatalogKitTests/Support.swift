@@ -1,9 +1,9 @@
 import CatalogKit
 import CatalogTestSupport
 import Foundation
-import PropertyList
 import ReportStorage
 import Testing
+import Time
 
 /// A real directory under the system's temporary directory, removed by ``remove()``.
 ///

@@ -1,6 +1,6 @@
 import CatalogKit
-import PropertyList
 import Testing
+import Time
 
 @Suite struct TokenSecretTests {
     @Test func secretsAreRandomAndOnlyTheirHashMatches() {

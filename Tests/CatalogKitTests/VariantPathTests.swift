@@ -2,8 +2,8 @@ import CatalogKit
 import CatalogTestSupport
 import FeedSigning
 import Foundation
-import PropertyList
 import Testing
+import Time
 
 /// Every variant at a path of its own in the static tree (docs/publishing.md): what a static host
 /// serves as it is, so that an app with platforms and app-version bands works from it with

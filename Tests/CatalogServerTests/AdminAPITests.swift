@@ -7,10 +7,10 @@ import Hummingbird
 import HummingbirdTesting
 import Logging
 import NIOCore
-import PropertyList
 import ReportStorage
 import Synchronization
 import Testing
+import Time
 
 /// The editor API through real HTTP on loopback, on a real catalog directory and SQLite store.
 @Suite struct AdminAPITests {

@@ -1,12 +1,13 @@
 import CatalogKit
 import CatalogServer
 import Foundation
+import HTTPSemantics
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import Logging
-import PropertyList
 import Testing
+import Time
 
 /// `catalog serve` through real HTTP on loopback.
 @Suite struct CatalogServerTests {

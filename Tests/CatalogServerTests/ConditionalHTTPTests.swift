@@ -2,13 +2,14 @@ import CatalogKit
 import CatalogServer
 import CatalogTestSupport
 import Foundation
+import HTTPSemantics
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import Logging
-import PropertyList
 import Synchronization
 import Testing
+import Time
 
 /// The conditional rules through the wire: header lines as clients send them reach the pure
 /// evaluation, and responses carry what RFC 9110 says.
@@ -26,6 +27,7 @@ import Testing
         let c = moment.components
         let days = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"]
         let months = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+        func pad(_ value: Int, _ width: Int) -> String { Timestamp.zeroPadded(value, width: width) }
         return
             "\(days[c.weekday]), \(pad(c.day, 2))-\(months[c.month - 1])-\(pad(c.year % 100, 2)) \(pad(c.hour, 2)):\(pad(c.minute, 2)):\(pad(c.second, 2)) GMT"
     }

@@ -5,8 +5,8 @@ import Foundation
 import HTTPTypes
 import HummingbirdTesting
 import NIOCore
-import PropertyList
 import Testing
+import Time
 
 /// `/editor/`: the dashboard's files as a browser must get them, and the per-day report counts its
 /// chart is drawn from. What the page does with them is the browser test's (catalogTests).

@@ -7,9 +7,9 @@ import Hummingbird
 import HummingbirdTesting
 import Logging
 import NIOCore
-import PropertyList
 import ReportStorage
 import Testing
+import Time
 
 /// `POST /v1/apps/{app}/invalid-identifiers` through real HTTP into a real SQLite file.
 @Suite struct ReportEndpointTests {

@@ -4,7 +4,6 @@ import CatalogTestSupport
 import Foundation
 import HummingbirdTesting
 import Logging
-import PropertyList
 import ReportStorage
 import Testing
 

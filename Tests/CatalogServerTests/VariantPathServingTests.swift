@@ -7,8 +7,8 @@ import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
 import Logging
-import PropertyList
 import Testing
+import Time
 
 /// `catalog serve` answers each variant's own path (docs/serving.md) with exactly what the query
 /// form answers for that variant: bytes, ETag, Last-Modified, signature, 304s; `variants.json`

@@ -1,8 +1,9 @@
 import CatalogKit
-import PropertyList
+import HTTPSemantics
 import Testing
+import Time
 
-/// The RFC 9110 conditional-request table, shared by the pure tests (CatalogKitTests) and the
+/// The RFC 9110 conditional-request table, shared by the pure tests (HTTPSemanticsTests) and the
 /// tests that send each row through real HTTP (CatalogServerTests).
 ///
 /// The representation has ETag `"abc"` and was last modified on Friday 2026-11-20 10:00:00 GMT;

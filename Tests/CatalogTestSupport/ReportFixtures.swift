@@ -1,5 +1,5 @@
 import CatalogKit
-import PropertyList
+import Time
 
 /// What fixture reports say they requested from the store.
 public enum RequestedIdentifiers: Sendable {

@@ -1,4 +1,5 @@
 import CatalogKit
+import CatalogServer
 import Foundation
 import Synchronization
 import Testing

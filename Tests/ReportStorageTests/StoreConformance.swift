@@ -1,8 +1,9 @@
 import CatalogKit
+import CatalogServer
 import Foundation
-import PropertyList
 import ReportStorage
 import Testing
+import Time
 
 /// What every `ReportStore` must do, the same on SQLite and PostgreSQL: each engine's test case
 /// runs these checks against a fresh, real store.

@@ -2,8 +2,8 @@ import CatalogKit
 import CatalogTestSupport
 import Foundation
 import Logging
-import PropertyList
 import Testing
+import Time
 
 @testable import ReportStorage
 

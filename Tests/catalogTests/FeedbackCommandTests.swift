@@ -1,9 +1,9 @@
 import CatalogKit
 import CatalogTestSupport
 import Foundation
-import PropertyList
 import ReportStorage
 import Testing
+import Time
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking

@@ -1,8 +1,9 @@
 import CatalogKit
 import CatalogTestSupport
 import Foundation
-import PropertyList
+import HTTPSemantics
 import Testing
+import Time
 
 #if canImport(FoundationNetworking)
     import FoundationNetworking

@@ -1,5 +1,6 @@
 import Foundation
 import PropertyList
+import Time
 
 /// Why an editor's change was not made. The code tells an API which status to answer with.
 public struct EditError: Error, CustomStringConvertible {

@@ -1,4 +1,5 @@
 import PropertyList
+import Time
 
 /// A product definition sent as JSON (the editor API's request bodies), read into the plist
 /// dict the sources hold: the same keys, each value as the plist value the source decoder reads.

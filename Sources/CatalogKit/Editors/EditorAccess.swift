@@ -1,5 +1,5 @@
 import Crypto
-import PropertyList
+import Time
 
 /// What a token lets its holder do: viewers read, editors change.
 public enum EditorRole: String, CaseIterable, Sendable, Hashable, Codable {

@@ -1,5 +1,6 @@
 import Foundation
 import PropertyList
+import Time
 
 /// `catalog feedback` and `catalog feedback release` as functions, for the CLI and for
 /// `catalog serve --auto-feedback`.

@@ -1,5 +1,6 @@
 import Foundation
 import PropertyList
+import Time
 
 /// `catalog/<app>.feedback.plist`: the verdicts of the feedback loop on an app's identifiers,
 /// and the identifiers editors released.

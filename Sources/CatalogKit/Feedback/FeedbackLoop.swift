@@ -1,4 +1,5 @@
 import PropertyList
+import Time
 
 /// Turns an app's reports into verdicts: the store's aggregates, judged by the app's policy,
 /// then the rules that protect the whole app (docs/feedback.md, "Trust").

@@ -1,4 +1,4 @@
-import PropertyList
+import Time
 
 /// The policy's rules (docs/contract.md section 4), pure: the same reports, moment and previous
 /// verdict always give the same verdict.

@@ -1,4 +1,4 @@
-import PropertyList
+import Time
 
 /// What the feedback policy concluded about one identifier, with the evidence behind it.
 public struct Verdict: Sendable, Hashable {

@@ -1,4 +1,4 @@
-import PropertyList
+import Time
 
 /// The revision details at the head of a rich feed.
 public struct CatalogStamp: Sendable {

@@ -1,5 +1,6 @@
 import Foundation
 import PropertyList
+import Time
 
 /// One revision as `catalog history` lists it.
 public struct RevisionSummary: Sendable, Codable, Hashable {

@@ -1,5 +1,5 @@
 import Foundation
-import PropertyList
+import Time
 
 /// `catalog rollback` as a function.
 ///

@@ -1,5 +1,4 @@
 import Foundation
-import PropertyList
 
 /// The layout of `public/`, of its private records beside it, and reading what is published.
 ///

@@ -1,4 +1,5 @@
 import PropertyList
+import Time
 
 /// What a revision publishes, written last: readers trust only files a manifest names.
 ///

@@ -1,6 +1,6 @@
 import FeedSigning
 import Foundation
-import PropertyList
+import Time
 
 /// Where a revision's feed signatures are and what each binds (see `FeedSigner` in FeedSigning).
 ///

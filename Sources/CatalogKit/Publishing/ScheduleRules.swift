@@ -1,4 +1,4 @@
-import PropertyList
+import Time
 
 /// Which future moments a build publishes feeds for, so that sale windows open and close on time
 /// without a rebuild (docs/contract.md section 2).

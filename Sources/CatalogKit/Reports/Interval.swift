@@ -1,4 +1,4 @@
-import PropertyList
+import Time
 
 /// A span of time as editors write it: a number and a unit, `90s`, `30m`, `24h`, `7d` or `2w`.
 /// The command line's `--since` and the editor API's `?since=` read it alike.

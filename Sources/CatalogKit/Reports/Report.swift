@@ -1,4 +1,4 @@
-import PropertyList
+import Time
 
 /// Where a report's app was running when the store answered (docs/contract.md section 4).
 public enum ReportEnvironment: String, CaseIterable, Sendable, Hashable, Codable {

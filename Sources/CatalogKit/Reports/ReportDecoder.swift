@@ -1,5 +1,5 @@
 import Foundation
-import PropertyList
+import Time
 
 /// Turns the body of `POST /v1/apps/{app}/invalid-identifiers` (docs/contract.md section 4) into a
 /// report, or says exactly what is wrong with it. Nothing is stored from a rejected body.

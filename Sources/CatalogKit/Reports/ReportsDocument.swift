@@ -1,4 +1,4 @@
-import PropertyList
+import Time
 
 /// The aggregates with their invalid rate spelled out and each identifier's verdict, and each
 /// app's alert: what `catalog reports --json` prints and the editor API's reports endpoint answers.

@@ -1,6 +1,7 @@
 import FeedSigning
 import Foundation
-import PropertyList
+import HTTPSemantics
+import Time
 
 /// One encoding of one feed, ready to send: bytes and their strong entity tag.
 public struct FeedRepresentation: Sendable {
@@ -161,14 +162,6 @@ public struct FeedIndex: Sendable {
         /// A variant path (`variants/<platform>/<band>/`) that the app's current feeds do not
         /// have, as on a static host: 404.
         case unknownVariant(app: String, variant: String)
-
-        /// 404 for an app or a variant path that is not published, 400 for parameters that are not valid.
-        public var status: Int {
-            switch self {
-            case .unknownApp, .unknownVariant: 404
-            case .unknownPlatform, .malformedAppVersion: 400
-            }
-        }
 
         public var description: String {
             switch self {

@@ -1,9 +1,11 @@
 import CatalogKit
 import Foundation
+import HTTPSemantics
 import HTTPTypes
 import Hummingbird
 import NIOCore
 import PropertyList
+import Time
 
 /// Changing: product edits and publishing, each guarded by If-Match and audited.
 extension AdminAPI {

@@ -1,9 +1,9 @@
 import CatalogKit
 import Foundation
+import HTTPSemantics
 import HTTPTypes
 import Hummingbird
 import NIOCore
-import PropertyList
 
 /// History: revisions, diffs and rollback.
 extension AdminAPI {

@@ -4,6 +4,7 @@ import HTTPTypes
 import Hummingbird
 import NIOCore
 import PropertyList
+import Time
 
 /// Reading: apps, an app's state, reports and their daily counts, the audit log.
 extension AdminAPI {

@@ -4,6 +4,7 @@ import HTTPTypes
 import Hummingbird
 import NIOCore
 import PropertyList
+import Time
 
 /// The editor API under `/v1/admin/`: bearer tokens, then the catalog workflow's editing and
 /// publishing functions, each change in the audit log.

@@ -1,7 +1,6 @@
 import CatalogKit
 import CatalogTestSupport
 import Foundation
-import PropertyList
 import Testing
 
 /// App settings beside `products`: the app's name, and settings spread over a folder's files. The rules of docs/contract.md section 1, one test per rule, with the exact lines an editor sees

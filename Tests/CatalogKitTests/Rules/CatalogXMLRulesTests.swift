@@ -1,7 +1,6 @@
 import CatalogKit
 import CatalogTestSupport
 import Foundation
-import PropertyList
 import Testing
 
 /// Catalog XML: the same model as the plists, checked against its schema. The rules of docs/contract.md section 1, one test per rule, with the exact lines an editor sees

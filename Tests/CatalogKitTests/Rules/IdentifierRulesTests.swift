@@ -1,7 +1,6 @@
 import CatalogKit
 import CatalogTestSupport
 import Foundation
-import PropertyList
 import Testing
 
 /// Product identifiers: present, of the allowed characters and length, unique per app. The rules of docs/contract.md section 1, one test per rule, with the exact lines an editor sees

@@ -1,8 +1,8 @@
 import CatalogKit
 import CatalogTestSupport
 import Foundation
-import PropertyList
 import Testing
+import Time
 
 /// Product fields: reference names, types, statuses, platforms, versions and dates. The rules of docs/contract.md section 1, one test per rule, with the exact lines an editor sees
 /// (positions: 1-based line and byte column of the start tag concerned).

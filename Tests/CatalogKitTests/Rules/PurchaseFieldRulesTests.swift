@@ -1,7 +1,6 @@
 import CatalogKit
 import CatalogTestSupport
 import Foundation
-import PropertyList
 import Testing
 
 /// The purchase fields (docs/catalog-format.md, "Purchases"): a product's `entitlements` and a

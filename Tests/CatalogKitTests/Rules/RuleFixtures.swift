@@ -1,7 +1,6 @@
 import CatalogKit
 import CatalogTestSupport
 import Foundation
-import PropertyList
 import Testing
 
 /// What the rule suites share. `validate(products:)` wraps product bodies in

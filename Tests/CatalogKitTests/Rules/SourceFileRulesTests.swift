@@ -1,7 +1,6 @@
 import CatalogKit
 import CatalogTestSupport
 import Foundation
-import PropertyList
 import Testing
 
 /// Files and folders of `catalog/`: names, what is a source, and what is ignored. The rules of docs/contract.md section 1, one test per rule, with the exact lines an editor sees

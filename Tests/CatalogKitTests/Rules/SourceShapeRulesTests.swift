@@ -1,7 +1,6 @@
 import CatalogKit
 import CatalogTestSupport
 import Foundation
-import PropertyList
 import Testing
 
 /// The shapes a source may have: Apple's array of identifiers, or a dict of settings and `products`. The rules of docs/contract.md section 1, one test per rule, with the exact lines an editor sees

@@ -1,7 +1,6 @@
 import CatalogKit
 import CatalogTestSupport
 import Foundation
-import PropertyList
 import Testing
 
 /// Subscriptions: a group, an ISO 8601 period and a rank, for auto-renewable products only. The rules of docs/contract.md section 1, one test per rule, with the exact lines an editor sees

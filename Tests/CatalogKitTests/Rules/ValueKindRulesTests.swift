@@ -1,7 +1,6 @@
 import CatalogKit
 import CatalogTestSupport
 import Foundation
-import PropertyList
 import Testing
 
 /// Values of the wrong kind, reported once where they are, and unknown keys as warnings. The rules of docs/contract.md section 1, one test per rule, with the exact lines an editor sees

@@ -1,7 +1,6 @@
 import CatalogKit
 import CatalogTestSupport
 import Foundation
-import PropertyList
 import Testing
 
 /// A whole run: every problem, sorted, and nothing published when there is an error. The rules of docs/contract.md section 1, one test per rule, with the exact lines an editor sees

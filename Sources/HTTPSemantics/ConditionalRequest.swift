@@ -1,4 +1,4 @@
-import PropertyList
+import Time
 
 /// The validators a client sent, and how they decide between a full response and 304.
 ///

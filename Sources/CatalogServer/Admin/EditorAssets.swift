@@ -1,9 +1,10 @@
 import CatalogKit
 import Foundation
+import HTTPSemantics
 import HTTPTypes
 import Hummingbird
 import NIOCore
-import PropertyList
+import Time
 
 /// The web dashboard at `/editor/`: three files bundled as resources of this module, read once
 /// and served from memory.

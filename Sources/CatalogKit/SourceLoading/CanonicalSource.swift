@@ -1,4 +1,5 @@
 import PropertyList
+import Time
 
 /// An app's definitions rebuilt from product snapshots (a revision's `products.jsonl.gz`), as the
 /// full-form root dict that ``SourcePlist`` writes: what a rollback writes back into `catalog/`.

@@ -1,7 +1,7 @@
 import CatalogKit
 import Logging
-import PropertyList
 import ServiceLifecycle
+import Time
 
 /// Deletes raw reports older than the retention, and each app's past its quota (the heaviest
 /// network's first, see ``ReportStore/prune(keepingPerApp:)``), at start and then every

@@ -1,4 +1,4 @@
-import PropertyList
+import Time
 
 /// HTTP dates (RFC 9110 §5.6.7): always sent as IMF-fixdate, read in all three forms.
 public enum HTTPDate {
@@ -12,6 +12,8 @@ public enum HTTPDate {
         return "\(dayNames[c.weekday]), \(pad(c.day, 2)) \(monthNames[c.month - 1]) \(pad(c.year, 4)) "
             + "\(pad(c.hour, 2)):\(pad(c.minute, 2)):\(pad(c.second, 2)) GMT"
     }
+
+    private static func pad(_ value: Int, _ width: Int) -> String { Timestamp.zeroPadded(value, width: width) }
 
     /// Parses IMF-fixdate, the obsolete RFC 850 form and asctime; nil for anything else.
     ///

@@ -1,6 +1,7 @@
 import Dispatch
 import Foundation
 import PropertyList
+import Time
 
 /// Turns an Apple XML property list into a ``SourceDefinition``.
 ///

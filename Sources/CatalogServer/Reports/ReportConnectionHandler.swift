@@ -1,8 +1,9 @@
 import CatalogKit
+import HTTPSemantics
 import HTTPTypes
 import NIOCore
 import NIOHTTP1
-import PropertyList
+import Time
 
 /// The lean path for reports: a plain `POST /v1/apps/{app}/invalid-identifiers` is answered here,
 /// between the HTTP/1 decoder and Hummingbird, with the same checks (``ReportIntake``).

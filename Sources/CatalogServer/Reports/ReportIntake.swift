@@ -3,8 +3,7 @@ import Crypto
 import HTTPTypes
 import Hummingbird
 import NIOCore
-import PropertyList
-import ReportStorage
+import Time
 
 /// How the report endpoint protects the store, and how long raw reports are kept.
 public struct ReportsConfiguration: Sendable {

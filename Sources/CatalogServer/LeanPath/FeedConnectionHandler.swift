@@ -2,7 +2,7 @@ import CatalogKit
 import Foundation
 import NIOCore
 import NIOHTTP1
-import PropertyList
+import Time
 
 /// The lean path for feed requests, and each connection's deadlines and backpressure.
 ///

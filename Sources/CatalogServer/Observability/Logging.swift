@@ -2,8 +2,8 @@ import CatalogKit
 import Foundation
 import HTTPTypes
 import Logging
-import PropertyList
 import Synchronization
+import Time
 
 /// `--log-format json`: one JSON object per line on standard error (`time`, `level`, `label`,
 /// `message`, then the metadata), for log shippers; `text` is swift-log's own stream format.

@@ -1,5 +1,6 @@
 import CatalogKit
-import PropertyList
+import HTTPSemantics
+import Time
 
 /// What the lean path needs of a feed request, read straight from the bytes the client sent.
 struct FeedRequest {

@@ -1,5 +1,7 @@
+import CatalogKit
 import FeedSigning
-import PropertyList
+import HTTPSemantics
+import Time
 
 /// A feed response decided from the request alone: status, headers in order, and body.
 ///
@@ -104,28 +106,12 @@ public struct FeedResponse: Sendable {
     }
 }
 
-/// Accept-Encoding (RFC 9110 §12.5.3), as far as choosing between gzip and identity needs.
-public enum AcceptEncoding {
-    /// Whether gzip is acceptable: named (or `x-gzip`, or `*`) with a non-zero quality.
-    public static func acceptsGzip(_ fieldLines: [String]) -> Bool {
-        var gzipQuality: Double?
-        var wildcardQuality: Double?
-        for line in fieldLines {
-            for member in line.split(separator: ",") {
-                let parts = member.split(separator: ";").map { $0.trimmingHTTPWhitespace() }
-                guard let coding = parts.first?.lowercased(), !coding.isEmpty else { continue }
-                var quality = 1.0
-                for parameter in parts.dropFirst() {
-                    let pair = parameter.split(separator: "=", maxSplits: 1).map { $0.trimmingHTTPWhitespace() }
-                    if pair.count == 2, pair[0].lowercased() == "q" { quality = Double(pair[1]) ?? 0 }
-                }
-                switch coding {
-                case "gzip", "x-gzip": gzipQuality = max(gzipQuality ?? 0, quality)
-                case "*": wildcardQuality = quality
-                default: break
-                }
-            }
+extension FeedIndex.LookupError {
+    /// 404 for an app or a variant path that is not published, 400 for parameters that are not valid.
+    public var status: Int {
+        switch self {
+        case .unknownApp, .unknownVariant: 404
+        case .unknownPlatform, .malformedAppVersion: 400
         }
-        return (gzipQuality ?? wildcardQuality ?? 0) > 0
     }
 }

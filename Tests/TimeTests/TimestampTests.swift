@@ -1,5 +1,5 @@
-import PropertyList
 import Testing
+import Time
 
 @Suite struct TimestampTests {
     /// Dates print exactly as they are read, zero-padded, at the edges of the calendar too.

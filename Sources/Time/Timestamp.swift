@@ -9,8 +9,10 @@
 /// Parsed and printed without Foundation's date formatters: they are slow, and their
 /// leniency would let malformed dates through.
 public struct Timestamp: Sendable, Hashable, Comparable, Codable, CustomStringConvertible {
+    /// Whole seconds since 1970-01-01T00:00:00Z, negative before it.
     public var secondsSince1970: Int64
 
+    /// The moment `secondsSince1970` seconds after the epoch.
     public init(secondsSince1970: Int64) {
         self.secondsSince1970 = secondsSince1970
     }
@@ -73,6 +75,7 @@ public struct Timestamp: Sendable, Hashable, Comparable, Codable, CustomStringCo
         secondsSince1970 = Int64(days) * 86_400 + Int64(hour * 3600 + minute * 60 + second)
     }
 
+    /// The number of days in `month` (1 to 12) of `year`, leap years included.
     public static func daysIn(month: Int, year: Int) -> Int {
         switch month {
         case 2: return (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 ? 29 : 28
@@ -113,7 +116,8 @@ public struct Timestamp: Sendable, Hashable, Comparable, Codable, CustomStringCo
     public var iso8601: String {
         let c = components
         guard (0...9999).contains(c.year) else {
-            return "\(pad(c.year, 4))-\(pad(c.month, 2))-\(pad(c.day, 2))T\(pad(c.hour, 2)):\(pad(c.minute, 2)):\(pad(c.second, 2))Z"
+            return
+                "\(Self.pad(c.year, 4))-\(Self.pad(c.month, 2))-\(Self.pad(c.day, 2))T\(Self.pad(c.hour, 2)):\(Self.pad(c.minute, 2)):\(Self.pad(c.second, 2))Z"
         }
         // Digits written in place: a big build formats hundreds of thousands of dates, and
         // interpolating padded strings cost several allocations each.
@@ -141,8 +145,12 @@ public struct Timestamp: Sendable, Hashable, Comparable, Codable, CustomStringCo
     public var description: String { iso8601 }
 }
 
-/// `value` in decimal with leading zeros up to `width` digits, as date formats write numbers.
-public func pad(_ value: Int, _ width: Int) -> String {
-    let digits = String(value)
-    return digits.count >= width ? digits : String(repeating: "0", count: width - digits.count) + digits
+extension Timestamp {
+    /// `value` in decimal with leading zeros up to `width` digits, as date formats write numbers.
+    public static func zeroPadded(_ value: Int, width: Int) -> String {
+        let digits = String(value)
+        return digits.count >= width ? digits : String(repeating: "0", count: width - digits.count) + digits
+    }
+
+    private static func pad(_ value: Int, _ width: Int) -> String { zeroPadded(value, width: width) }
 }

@@ -1,7 +1,7 @@
-import CatalogKit
 import CatalogTestSupport
-import PropertyList
+import HTTPSemantics
 import Testing
+import Time
 
 /// RFC 9110 conditional requests, case by case (the table is in ``ConditionalExamples``).
 @Suite struct ConditionalRequestTests {

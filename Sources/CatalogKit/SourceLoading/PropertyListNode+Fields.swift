@@ -1,4 +1,5 @@
 import PropertyList
+import Time
 
 /// Typed access to a decoded plist value: a diagnostic at the value when it has the wrong kind.
 /// Shared by the decoders of every plist the catalog reads (sources, feedback files).

@@ -1,5 +1,6 @@
 import Foundation
 import PropertyList
+import Time
 
 /// Turns a catalog XML file (namespace `urn:iap-catalog:1`, schema in `Resources/catalog.xsd`)
 /// into a ``SourceDefinition``: the hardened reader first, then the XSD, then the model.

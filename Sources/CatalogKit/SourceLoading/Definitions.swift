@@ -1,4 +1,5 @@
 import PropertyList
+import Time
 
 /// A value as written in a source, with where it was written.
 public struct Located<Value: Sendable>: Sendable {

@@ -1,0 +1,242 @@
+import FeedSigning
+import Foundation
+import Time
+
+// Writing a planned revision: staging, rendering on all cores, the durable renames, the static copies.
+extension Publisher {
+    /// Writes a plan's revision; does nothing else for an unchanged plan.
+    /// Every publish, unchanged or not, first moves the records of a tree published before the
+    /// records split out of `public/`.
+    public func publish(_ plan: PublicationPlan) throws {
+        try tree.moveRecordsOutOfPublic(plan.app)
+        guard !plan.isUnchanged else {
+            // A tree published before variants had paths of their own gets them from any build.
+            if let current = plan.previous { try linkStaticCopies(plan.app, manifest: current) }
+            return
+        }
+        let app = plan.app
+        let fileManager = FileManager.default
+        let revisions = tree.revisionsDirectory(app)
+        let recordRevisions = tree.recordsRevisionsDirectory(app)
+        try fileManager.createDirectory(at: revisions, withIntermediateDirectories: true)
+        try fileManager.createDirectory(at: recordRevisions, withIntermediateDirectories: true)
+        try removeLeftovers(of: app)
+
+        // A folder with this number can only be left by a build that crashed before its
+        // manifest: no reader ever saw it, so it is safe to replace.
+        let final = tree.revisionDirectory(app, plan.revision)
+        let finalRecords = tree.recordsDirectory(app, plan.revision)
+        for folder in [final, finalRecords] where fileManager.fileExists(atPath: folder.path) { try fileManager.removeItem(at: folder) }
+        let staging = revisions.appendingPathComponent(".\(plan.revision).staging", isDirectory: true)
+        // What is not for the public (see PublicTree) is staged in the records tree.
+        let recordsStaging = recordRevisions.appendingPathComponent(".\(plan.revision).staging", isDirectory: true)
+        try fileManager.createDirectory(at: staging, withIntermediateDirectories: true)
+        try fileManager.createDirectory(at: recordsStaging, withIntermediateDirectories: true)
+        try beforeStep("stage")
+
+        // Render, compress and write each distinct output, two at a time on two cores; the
+        // revision's own records (nil) are written beside the first output rather than after all.
+        let renderer = plan.renderer
+        let step = beforeStep
+        let history = plan.history
+        let snapshot = plan.snapshot
+        let signer = signer
+        let manifestToSign = plan.manifest
+        let signedAt = clock()
+        let tasks = [nil] + plan.outputs.map(Optional.some)
+        let results = parallelMap(tasks) { output -> Result<(EncodedRecord, EncodedRecord)?, any Error> in
+            Result {
+                guard let output else {
+                    try AtomicFile.writeDurably(history.tsv, to: recordsStaging.appendingPathComponent("identifiers.tsv"))
+                    try AtomicFile.writeDurably(
+                        try Gzip.compress(snapshot ?? Self.snapshot(renderer.catalog.products), effort: .fastest),
+                        to: recordsStaging.appendingPathComponent(PublicTree.snapshotName))
+                    return nil
+                }
+                let stamp = CatalogStamp(app: app, revision: output.catalogRevision, publishedAt: output.catalogPublishedAt)
+                // Feeds scheduled for later are not public before their moment.
+                let base = output.directory.hasPrefix("scheduled/") ? recordsStaging : staging
+                let directory = base.appendingPathComponent(output.directory, isDirectory: true)
+                try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+                var records: [EncodedRecord] = []
+                let feeds: [(FeedKind, (FeedPieces) -> Void)] = [
+                    (.products, { renderer.productsFeed(output.selection, $0) }),
+                    (.catalog, { renderer.catalogFeed(output.selection, stamp: stamp, $0) }),
+                ]
+                for (kind, feed) in feeds {
+                    let name = kind.rawValue
+                    let signatures = try signer.map {
+                        try RevisionSignatures.sign(
+                            kind: kind, directory: output.directory, manifest: manifestToSign, signer: $0, now: signedAt)
+                    }
+                    for (path, signature) in signatures ?? [] {
+                        let url = (path.hasPrefix("scheduled/") ? recordsStaging : staging).appendingPathComponent(path)
+                        try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
+                        try AtomicFile.writeDurably(Array(signature.utf8), to: url)
+                    }
+                    let bytes = FeedRenderer.collect(feed)
+                    let compressed = try Gzip.compress(bytes, effort: Gzip.feedEffort(forBytes: bytes.count))
+                    try AtomicFile.writeDurably(bytes, to: directory.appendingPathComponent(name))
+                    try AtomicFile.writeDurably(compressed, to: directory.appendingPathComponent(name + ".gz"))
+                    try step("staged \(output.directory)\(name)")
+                    records.append(EncodedRecord(sha256: ContentHash.sha256Hex(compressed), bytes: compressed.count))
+                }
+                return (records[0], records[1])
+            }
+        }
+        // Each output's gzip records, in the order of `plan.outputs`; errors thrown in turn.
+        let written = try results.compactMap { try $0.get() }
+
+        var manifest = plan.manifest
+        let gzipByDirectory = Dictionary(uniqueKeysWithValues: zip(plan.outputs.map(\.directory), written))
+        func fillGzip(_ records: inout [VariantRecord]) throws {
+            for index in records.indices {
+                guard let gzip = gzipByDirectory[records[index].directory] else {
+                    throw CatalogError.io(path: records[index].directory, message: "no output planned for this variant")
+                }
+                records[index].products.gzip = gzip.0
+                records[index].catalog.gzip = gzip.1
+            }
+        }
+        try fillGzip(&manifest.variants)
+        if var schedule = manifest.schedule {
+            for index in schedule.indices { try fillGzip(&schedule[index].variants) }
+            manifest.schedule = schedule
+        }
+        let manifestBytes = try encode(manifest)
+        try AtomicFile.writeDurably(manifestBytes, to: staging.appendingPathComponent("manifest.json"))
+        try beforeStep("staged manifest")
+        // The records first: whoever sees the revision finds its records.
+        try syncDirectories(under: recordsStaging)
+        try AtomicFile.renameDurably(recordsStaging, to: finalRecords)
+        try beforeStep("records in place")
+        try syncDirectories(under: staging)
+        try AtomicFile.renameDurably(staging, to: final)
+        try beforeStep("revision in place")
+
+        try linkStaticCopies(app, manifest: manifest)
+        try AtomicFile.write(manifestBytes, to: tree.currentManifestURL(app))
+        try beforeStep("manifest")
+    }
+
+    /// The static tree of the revision `manifest` describes, in place: every variant at a path of
+    /// its own (the default at the app's URL, the others under `variants/<platform>/<band>/`), as
+    /// hard links to the revision's immutable files, each swapped in by one atomic rename and
+    /// skipped when already current, so that a static host's own validators stay put; then the
+    /// variants no longer published are removed, and `variants.json` says which there are. All of
+    /// it before the manifest, which is written last.
+    func linkStaticCopies(_ app: String, manifest: RevisionManifest) throws {
+        let fileManager = FileManager.default
+        let appDirectory = tree.appDirectory(app)
+        let revision = tree.revisionDirectory(app, manifest.revision)
+        let suffix = RevisionSignatures.fileExtension
+        let names = [
+            "products.json", "products.json.gz", "catalog.json", "catalog.json.gz", "products.json" + suffix, "catalog.json" + suffix,
+        ]
+        for record in manifest.variants {
+            let directory = FeedVariants.directory(key: "\(record.platform)/\(record.band)")
+            let target = appDirectory.appendingPathComponent(directory, isDirectory: true)
+            if !directory.isEmpty { try fileManager.createDirectory(at: target, withIntermediateDirectories: true) }
+            for name in names {
+                let source = revision.appendingPathComponent(record.directory + name)
+                let copy = target.appendingPathComponent(name)
+                // An unsigned revision leaves no signature of an older one beside its feeds.
+                if name.hasSuffix(suffix) && !fileManager.fileExists(atPath: source.path) {
+                    if fileManager.fileExists(atPath: copy.path) { try fileManager.removeItem(at: copy) }
+                    continue
+                }
+                if try sameContent(source, copy) { continue }
+                try AtomicFile.link(source, to: copy)
+                try beforeStep("static \(directory)\(name)")
+            }
+        }
+        try removeStaleVariants(app, keeping: Set(manifest.variants.map { "\($0.platform)/\($0.band)" }))
+        let index = FeedVariants(platforms: manifest.platforms.map(\.rawValue), bands: manifest.bands).encoded()
+        let indexURL = appDirectory.appendingPathComponent(FeedVariants.indexName)
+        if FileManager.default.contents(atPath: indexURL.path).map({ [UInt8]($0) }) != index {
+            try AtomicFile.write(index, to: indexURL)
+            try beforeStep("static \(FeedVariants.indexName)")
+        }
+    }
+
+    /// Removes the static copies of variants the current revision no longer has (a platform or
+    /// band dropped from the definitions): a static host must answer them 404, as `catalog serve` does.
+    private func removeStaleVariants(_ app: String, keeping current: Set<String>) throws {
+        let fileManager = FileManager.default
+        let variants = tree.appDirectory(app).appendingPathComponent("variants", isDirectory: true)
+        for platform in (try? fileManager.contentsOfDirectory(atPath: variants.path)) ?? [] {
+            let platformDirectory = variants.appendingPathComponent(platform, isDirectory: true)
+            for band in (try? fileManager.contentsOfDirectory(atPath: platformDirectory.path)) ?? []
+            where !current.contains("\(platform)/\(band)") {
+                try fileManager.removeItem(at: platformDirectory.appendingPathComponent(band, isDirectory: true))
+            }
+            if ((try? fileManager.contentsOfDirectory(atPath: platformDirectory.path)) ?? []).isEmpty {
+                try fileManager.removeItem(at: platformDirectory)
+            }
+        }
+    }
+
+    /// Whether two files hold the same bytes (sizes first, so that changed feeds cost no read).
+    private func sameContent(_ first: URL, _ second: URL) throws -> Bool {
+        let fileManager = FileManager.default
+        guard let a = try? fileManager.attributesOfItem(atPath: first.path)[.size] as? Int,
+            let b = try? fileManager.attributesOfItem(atPath: second.path)[.size] as? Int, a == b
+        else { return false }
+        return fileManager.contentsEqual(atPath: first.path, andPath: second.path)
+    }
+
+    /// Staging folders and temporary files left by a build that crashed; callers hold the
+    /// build lock, so no other build is writing them.
+    private func removeLeftovers(of app: String) throws {
+        let fileManager = FileManager.default
+        // The static copies of variants are linked in place inside their own folders too.
+        let variants = tree.appDirectory(app).appendingPathComponent("variants", isDirectory: true)
+        let variantDirectories = ((try? fileManager.contentsOfDirectory(atPath: variants.path)) ?? []).flatMap { platform in
+            ((try? fileManager.contentsOfDirectory(atPath: variants.appendingPathComponent(platform).path)) ?? []).map {
+                variants.appendingPathComponent(platform).appendingPathComponent($0, isDirectory: true)
+            }
+        }
+        for directory in [tree.revisionsDirectory(app), tree.appDirectory(app), tree.recordsRevisionsDirectory(app)] + variantDirectories {
+            for name in (try? fileManager.contentsOfDirectory(atPath: directory.path)) ?? []
+            where name.hasPrefix(".") && (name.hasSuffix(".staging") || name.hasSuffix(".tmp")) {
+                try fileManager.removeItem(at: directory.appendingPathComponent(name))
+            }
+        }
+    }
+
+    /// One line per product, every field: what history, diffs and rollback read back.
+    static func snapshot(_ products: [Product]) -> [UInt8] {
+        var bytes: [UInt8] = []
+        // Room for lines longer than most, so that a big snapshot is not copied as it grows:
+        // capacity that is never written takes no memory.
+        bytes.reserveCapacity(products.count * 512)
+        // Products read in place: `for product in` would copy each, whole.
+        for index in products.indices {
+            bytes.append(contentsOf: FeedRenderer.encode(products[index], for: .snapshot))
+            bytes.append(0x0A)
+        }
+        return bytes
+    }
+
+    /// A snapshot's lines with the identifier of each, as ``PublicTree/productSnapshot(_:revision:)`` reads them back.
+    static func lines(of snapshot: [UInt8], _ products: [Product]) -> [(id: String, json: [UInt8])] {
+        let lines = snapshot.split(separator: 0x0A, omittingEmptySubsequences: false).dropLast()
+        return zip(products, lines).map { ($0.id, Array($1)) }
+    }
+
+    private func encode(_ manifest: RevisionManifest) throws -> [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+        return Array(try encoder.encode(manifest)) + [0x0A]
+    }
+
+    private func syncDirectories(under directory: URL) throws {
+        let enumerator = FileManager.default.enumerator(at: directory, includingPropertiesForKeys: [.isDirectoryKey])
+        while let url = enumerator?.nextObject() as? URL {
+            if (try? url.resourceValues(forKeys: [.isDirectoryKey]).isDirectory) == true {
+                try AtomicFile.syncDirectory(url)
+            }
+        }
+        try AtomicFile.syncDirectory(directory)
+    }
+}

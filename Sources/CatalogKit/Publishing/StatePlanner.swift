@@ -1,0 +1,128 @@
+import Foundation
+import Time
+
+/// Plans the feeds of one state (now, or a scheduled moment): groups variants by selection,
+/// renders each new selection once for its validators, and reuses files and stamps wherever the
+/// same products were already planned.
+struct StatePlanner {
+    let app: String
+    let renderer: FeedRenderer
+    let revision: Int
+    private(set) var outputs: [PlannedOutput] = []
+    /// Outputs already planned, by selection, with their validators.
+    private var planned: [[Int]: (output: PlannedOutput, result: GroupResult)] = [:]
+
+    init(app: String, renderer: FeedRenderer, revision: Int) {
+        self.app = app
+        self.renderer = renderer
+        self.revision = revision
+    }
+
+    struct GroupResult: Sendable {
+        var productsHash: String
+        var productsBytes: Int
+        var contentHash: String
+        var catalogHash: String
+        var catalogBytes: Int
+    }
+
+    /// - Parameters:
+    ///   - stampTime: the publication time new rich-feed content carries, and the Last-Modified
+    ///     of feeds whose bytes differ from `previous`.
+    ///   - previous: what each variant served just before this state, for validators.
+    ///   - stampSources: records whose rich-feed stamp may be reused if their content is the same,
+    ///     preferred in order.
+    mutating func plan(
+        at moment: Timestamp, stampTime: Timestamp, directoryPrefix: String,
+        previous: (Variant) -> VariantRecord?, stampSources: (Variant) -> [VariantRecord]
+    ) -> (records: [VariantRecord], changed: Int, sellable: [Bool]) {
+        var groups: [VariantGroup] = []
+        var groupIndex: [[Int]: Int] = [:]
+        // Each variant's selection is a pass over every product: one variant per core at a time.
+        let variants = renderer.selector.variants
+        let renderer = self.renderer
+        let selections = parallelMap(variants) { renderer.selection($0, at: moment) }
+        for (variant, selection) in zip(variants, selections) {
+            if let index = groupIndex[selection] {
+                groups[index].variants.append(variant)
+            } else {
+                groupIndex[selection] = groups.count
+                groups.append(VariantGroup(variants: [variant], selection: selection))
+            }
+        }
+        // Hash each new selection's feeds as they are rendered, never holding them: publish
+        // renders again, into buffers that are written and let go one output at a time.
+        let fresh = groups.filter { planned[$0.selection] == nil }
+        let sources = fresh.map { $0.variants.flatMap(stampSources) }
+        let app = self.app
+        let newRevision = revision
+        let results = parallelMap(Array(zip(fresh, sources))) { group, sources -> (GroupResult, Int, Timestamp) in
+            // The content alone and the feed with a new stamp, from one rendering: most feeds of
+            // a build that changes anything get the new stamp.
+            let newStamp = CatalogStamp(app: app, revision: newRevision, publishedAt: stampTime)
+            let hashes = ContentHash.sha256Hex(heads: [FeedRenderer.catalogHead(nil), FeedRenderer.catalogHead(newStamp)]) {
+                renderer.catalogBody(group.selection, $0)
+            }
+            let contentHash = hashes[0].sha256
+            // Rich-feed bytes carry the revision that first published them: reuse that stamp if
+            // a variant already served this exact content.
+            let reused = sources.first { $0.catalogContentSHA256 == contentHash }
+            let stampRevision = reused?.catalogRevision ?? newRevision
+            let stampTime = reused?.catalogPublishedAt ?? stampTime
+            let stamp = CatalogStamp(app: app, revision: stampRevision, publishedAt: stampTime)
+            let products = ContentHash.sha256Hex { renderer.productsFeed(group.selection, $0) }
+            let catalog = reused == nil ? hashes[1] : ContentHash.sha256Hex { renderer.catalogFeed(group.selection, stamp: stamp, $0) }
+            let result = GroupResult(
+                productsHash: products.sha256, productsBytes: products.count,
+                contentHash: contentHash, catalogHash: catalog.sha256, catalogBytes: catalog.count)
+            return (result, stampRevision, stampTime)
+        }
+        for (group, (result, stampRevision, stampTime)) in zip(fresh, results) {
+            let output = PlannedOutput(
+                directory: directoryPrefix + group.variants[0].relativeDirectory, selection: group.selection,
+                catalogRevision: stampRevision, catalogPublishedAt: stampTime)
+            outputs.append(output)
+            planned[group.selection] = (output, result)
+        }
+
+        var records: [VariantRecord] = []
+        var changed = 0
+        // Whether each product is on sale in some variant: flags, not a set, since every
+        // variant's selection of a big catalog goes through here.
+        var sellable = [Bool](repeating: false, count: renderer.catalog.products.count)
+        for group in groups {
+            for index in group.selection { sellable[index] = true }
+            guard let (output, result) = planned[group.selection] else { continue }
+            for variant in group.variants {
+                let old = previous(variant)
+                let productsSame = old?.products.sha256 == result.productsHash
+                let catalogSame = old?.catalog.sha256 == result.catalogHash
+                changed += (productsSame ? 0 : 1) + (catalogSame ? 0 : 1)
+                records.append(
+                    VariantRecord(
+                        platform: variant.platformKey, band: variant.bandKey, directory: output.directory,
+                        products: FeedRecord(
+                            sha256: result.productsHash, bytes: result.productsBytes,
+                            lastModified: (productsSame ? old?.products.lastModified : nil) ?? stampTime,
+                            gzip: EncodedRecord(sha256: "", bytes: 0)),
+                        catalog: FeedRecord(
+                            sha256: result.catalogHash, bytes: result.catalogBytes,
+                            lastModified: (catalogSame ? old?.catalog.lastModified : nil) ?? stampTime,
+                            gzip: EncodedRecord(sha256: "", bytes: 0)),
+                        catalogContentSHA256: result.contentHash, catalogRevision: output.catalogRevision,
+                        catalogPublishedAt: output.catalogPublishedAt))
+            }
+        }
+        // In variant order, the default first.
+        let order = Dictionary(
+            uniqueKeysWithValues: renderer.selector.variants.enumerated().map { ("\($1.platformKey)/\($1.bandKey)", $0) })
+        records.sort { order["\($0.platform)/\($0.band)", default: 0] < order["\($1.platform)/\($1.band)", default: 0] }
+        return (records, changed, sellable)
+    }
+}
+
+/// Variants that select exactly the same products.
+struct VariantGroup: Sendable {
+    var variants: [Variant]
+    var selection: [Int]
+}
