@@ -26,6 +26,9 @@ import PropertyList
 ///   a connection with no request in progress and nothing unanswered closes after
 ///   `idleTimeout`; a client that does not read its answers for `readDeadline` is closed. Only
 ///   the application's own time (a request read and not yet answered) is not the client's.
+///
+/// Those rules are decided by ``FeedConnectionStateMachine``, which this handler tells every event
+/// and whose actions it carries out; time is read from the event loop, so that tests can move it.
 final class FeedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer

@@ -167,7 +167,8 @@ import Testing
 
     @Test func aBodyThatNeverEndsIsClosedAtTheReadDeadline() throws {
         let connection = try Connection()
-        try connection.send("POST /v1/apps/\(CatalogServerTests.app)/invalid-identifiers HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n{")
+        try connection.send(
+            "POST /v1/apps/\(CatalogServerTests.app)/invalid-identifiers HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n{")
         connection.advance(Self.readDeadline - .seconds(1))
         try connection.send("\"ids")
         connection.advance(.seconds(1))

@@ -98,7 +98,8 @@ import Testing
 
     @Test func aPassedOnRequestIsAnsweredBeforeAnyFeedAfterIt() {
         var machine = Self.machine()
-        Self.check(Self.receive(Self.other + Self.feed, into: &machine, at: Self.at(1)), [.forward(Self.other), .forward(Self.feed), .done(.keep)])
+        Self.check(
+            Self.receive(Self.other + Self.feed, into: &machine, at: Self.at(1)), [.forward(Self.other), .forward(Self.feed), .done(.keep)])
         Self.check(machine.readComplete(), .init(flush: false, batchStartedAt: nil, fireReadComplete: true, read: false))
         // Once every passed-on request is answered, feeds are answered here again.
         for _ in 0..<2 {
@@ -111,7 +112,9 @@ import Testing
 
     @Test func aFeedThatIsNotPublishedIsPassedOnAndOrdersWhatFollows() {
         var machine = Self.machine()
-        Self.check(Self.receive(Self.feed + Self.feed, into: &machine, at: Self.at(1), answered: false), [.answer(Self.feed), .forward(Self.feed), .done(.keep)])
+        Self.check(
+            Self.receive(Self.feed + Self.feed, into: &machine, at: Self.at(1), answered: false),
+            [.answer(Self.feed), .forward(Self.feed), .done(.keep)])
         Self.check(machine.readComplete().fireReadComplete, true)
     }
 
@@ -147,14 +150,17 @@ import Testing
         _ = machine.forwardedResponseWritten(now: Self.at(2))
         Self.check(machine.timerFired(now: Self.at(1) + Self.readDeadline), .schedule(Self.at(2) + Self.idleTimeout))
         // The next request's head is passed on whole, and the decoder starts the clock.
-        Self.check(Self.receive("GET", into: &machine, at: Self.at(20)), [.forward("GET"), .done(.schedule(Self.at(20) + Self.readDeadline))])
+        Self.check(
+            Self.receive("GET", into: &machine, at: Self.at(20)), [.forward("GET"), .done(.schedule(Self.at(20) + Self.readDeadline))])
         Self.check(machine.readComplete(), .init(flush: false, batchStartedAt: nil, fireReadComplete: true, read: false))
     }
 
     @Test func aRequestTheDecoderRefusedEndsTheLeanPath() {
         var machine = Self.machine()
         machine.decoderFailed()
-        Self.check(Self.receive(Self.feed, into: &machine, at: Self.at(1)), [.forward(Self.feed), .done(.schedule(Self.at(1) + Self.readDeadline))])
+        Self.check(
+            Self.receive(Self.feed, into: &machine, at: Self.at(1)),
+            [.forward(Self.feed), .done(.schedule(Self.at(1) + Self.readDeadline))])
     }
 
     @Test func theEndOfInputHandsOverWhatArrivedOfARequest() {
