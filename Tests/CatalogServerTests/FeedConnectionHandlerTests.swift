@@ -80,6 +80,9 @@ import Testing
         typealias OutboundOut = HTTPServerResponsePart
 
         var holding = false
+        /// Answers as soon as a request's head is read, as an application that refuses a request by
+        /// its head does, without waiting for its body.
+        var answeringHeads = false
         /// Paths of the requests read whole.
         private(set) var requests: [String] = []
         private var unanswered: [String] = []
@@ -90,10 +93,16 @@ import Testing
 
         func channelRead(context: ChannelHandlerContext, data: NIOAny) {
             switch unwrapInboundIn(data) {
-            case .head(let head): path = head.uri
+            case .head(let head):
+                path = head.uri
+                if answeringHeads {
+                    unanswered.append(path)
+                    answer()
+                }
             case .body: break
             case .end:
                 requests.append(path)
+                guard !answeringHeads else { return }
                 unanswered.append(path)
                 if !holding { answer() }
             }
@@ -173,6 +182,28 @@ import Testing
         try connection.send("\"ids")
         connection.advance(.seconds(1))
         #expect(!connection.channel.isActive)
+        #expect(connection.application.requests.isEmpty)
+    }
+
+    @Test func aBodyThatArrivesAfterItsAnswerStillHasTheReadDeadline() throws {
+        let connection = try Connection()
+        connection.application.answeringHeads = true
+        try connection.send("POST /v1/apps/\(CatalogServerTests.app)/invalid-identifiers HTTP/1.1\r\nHost: x\r\nContent-Length: 10\r\n\r\n")
+        #expect(try connection.received().hasPrefix("HTTP/1.1 200 OK"))
+        // Answered, but its body is still owed: the request is being read, not idle.
+        try connection.send("{")
+        connection.advance(Self.readDeadline - .milliseconds(1))
+        #expect(connection.channel.isActive)
+        connection.advance(.milliseconds(1))
+        #expect(!connection.channel.isActive)
+    }
+
+    @Test func theEndOfInputHandsWhatArrivedToTheDecoder() throws {
+        let connection = try Connection()
+        try connection.send("GET /v1/apps/\(CatalogServerTests.app)/catalog.json HTTP/1.1\r\nHost: x\r\n")
+        // Half a request, then the client half-closes: the decoder judges what arrived.
+        connection.channel.pipeline.fireUserInboundEventTriggered(ChannelEvent.inputClosed)
+        #expect(try connection.received().hasPrefix("HTTP/1.1 400"))
         #expect(connection.application.requests.isEmpty)
     }
 
