@@ -241,23 +241,10 @@ public struct CatalogResponder: HTTPResponder {
     }
 
     private func appsIndex() -> String {
-        var json = JSONWriter()
-        json.beginObject()
-        json.key("apps")
-        json.beginArray()
-        for (app, published) in store.index.apps.sorted(by: { $0.key < $1.key }) {
-            json.beginObject()
-            json.key("app")
-            json.string(app)
-            json.key("revision")
-            json.integer(Int64(published.manifest.revision))
-            json.key("publishedAt")
-            json.string(published.manifest.publishedAt.iso8601)
-            json.endObject()
+        let apps = store.index.apps.sorted(by: { $0.key < $1.key }).map { app, published in
+            AppList.App(app: app, revision: published.manifest.revision, publishedAt: published.manifest.publishedAt.iso8601)
         }
-        json.endArray()
-        json.endObject()
-        return String(decoding: json.bytes, as: UTF8.self)
+        return String(decoding: ServiceJSON.encode(AppList(apps: apps)), as: UTF8.self)
     }
 
 }

@@ -1,5 +1,4 @@
 import CatalogKit
-import CatalogServer
 import Foundation
 import HTTPSemantics
 import HTTPTypes
@@ -8,6 +7,8 @@ import HummingbirdTesting
 import Logging
 import Testing
 import Time
+
+@testable import CatalogServer
 
 /// `catalog serve` through real HTTP on loopback.
 @Suite struct CatalogServerTests {
@@ -152,9 +153,13 @@ import Time
         try fixture.publish(["com.example.served.coins", "com.example.served.gems"], at: Timestamp.now.adding(1))
         try await fixture.application().test(.live) { client in
             let apps = try await client.execute(uri: "/v1/apps", method: .get)
-            #expect(String(buffer: apps.body).hasPrefix(#"{"apps":[{"app":"com.example.served","revision":2,"#))
+            // Keys sorted, as ServiceJSON writes every object: publishedAt comes before revision.
+            #expect(String(buffer: apps.body).hasPrefix(#"{"apps":[{"app":"com.example.served","publishedAt":""#))
+            #expect(try JSONDecoder().decode(AppList.self, from: Data(String(buffer: apps.body).utf8)).apps.first?.revision == 2)
             let revisions = try await client.execute(uri: "/v1/apps/\(Self.app)/revisions", method: .get)
-            #expect(String(buffer: revisions.body).contains(#""revisions":[{"revision":2,"#))
+            #expect(String(buffer: revisions.body).contains(#""revisions":[{"publishedAt":""#))
+            #expect(
+                try JSONDecoder().decode(RevisionList.self, from: Data(String(buffer: revisions.body).utf8)).revisions.first?.revision == 2)
             let old = try await client.execute(uri: "/v1/apps/\(Self.app)/revisions/1/products.json", method: .get)
             #expect(String(buffer: old.body) == #"["com.example.served.coins","com.example.served.mac"]"#)
             #expect(old.headers[.cacheControl] == "public, max-age=31536000, immutable")

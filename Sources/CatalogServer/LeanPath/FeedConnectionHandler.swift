@@ -26,6 +26,9 @@ import Time
 ///   a connection with no request in progress and nothing unanswered closes after
 ///   `idleTimeout`; a client that does not read its answers for `readDeadline` is closed. Only
 ///   the application's own time (a request read and not yet answered) is not the client's.
+///
+/// Those rules are decided by ``FeedConnectionStateMachine``, which this handler tells every event
+/// and whose actions it carries out; time is read from the event loop, so that tests can move it.
 final class FeedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
@@ -36,50 +39,13 @@ final class FeedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     private let metrics: ServerMetrics
     private let cacheControl: String
     private let clock: @Sendable () -> Timestamp
-    private let readDeadline: TimeAmount
-    private let idleTimeout: TimeAmount
     private let accessLog: AccessLog
     /// Feed answers since the last one logged (``AccessLog/feedSampling``).
     private var unlogged = 0
     private var context: ChannelHandlerContext?
+    /// Every rule of the connection; this handler only carries out what it decides.
+    private var state: FeedConnectionStateMachine
     private var timer: Scheduled<Void>?
-    /// When `timer` fires.
-    private var timerDeadline: NIODeadline?
-
-    /// When the first byte of the request being read arrived; nil between requests.
-    private var requestStartedAt: NIODeadline?
-    /// When the last exchange ended (or the connection opened): the idle clock's start.
-    private var idleSince = NIODeadline.now()
-    /// Since when the socket has not been writable; nil while it is.
-    private var writeStalledSince: NIODeadline?
-    /// When this read batch's first bytes arrived, for the feed answer-time histogram.
-    private var batchStartedAt: NIODeadline?
-
-    /// Requests this handler delimited and passed on, and the responses to passed-on requests
-    /// written so far: the lean path answers only when the two agree, so nothing it writes can
-    /// overtake an earlier request's response.
-    private var forwardedRequests = 0
-    private var forwardedResponses = 0
-    /// Requests the decoder has read whole; more of them than responses is the application's time.
-    private var decodedRequests = 0
-    /// The decoder is inside a request (its head read, its end not yet).
-    private var decoderInRequest = false
-    /// Something was handed over that this handler cannot delimit (a body, an upgrade, bytes it
-    /// does not read, a request the decoder refused): from then on the decoder reads every byte.
-    private var handedOver = false
-
-    /// Bytes received and not yet consumed: the start of a request whose header block has not all
-    /// arrived, or requests waiting for the socket to drain.
-    private var unread: ByteBuffer?
-    /// Requests wait in `unread` until the socket is writable again.
-    private var paused = false
-    /// A read was asked for while the socket was not writable; issued when it drains.
-    private var readHeld = false
-    private var wroteSinceFlush = false
-    /// Whether anything was passed on in this read batch: if not, the decoder and the
-    /// application's async channel are not told that a batch ended, which would only wake its
-    /// task for nothing.
-    private var forwardedSinceReadComplete = false
     private var cache = ResponseCache()
     /// The counters of the last feed answered: a connection usually asks for the same feed
     /// with the same outcome, and then counts it without looking the counters up.
@@ -90,203 +56,128 @@ final class FeedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         self.metrics = metrics
         self.cacheControl = configuration.cacheControl
         self.clock = configuration.clock
-        self.readDeadline = configuration.readDeadline
-        self.idleTimeout = configuration.idleTimeout
         self.accessLog = configuration.accessLog
+        // The idle clock starts again when the handler joins its channel, on its loop's clock.
+        self.state = FeedConnectionStateMachine(
+            readDeadline: configuration.readDeadline, idleTimeout: configuration.idleTimeout, now: .now())
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
-        if context.channel.isActive { ensureTimer(context) }
+        if context.channel.isActive { apply(state.connectionActive(now: context.eventLoop.now), context) }
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
         self.context = nil
-        timer?.cancel()
-        timer = nil
+        end()
     }
 
     func channelActive(context: ChannelHandlerContext) {
-        idleSince = .now()
-        ensureTimer(context)
+        apply(state.connectionActive(now: context.eventLoop.now), context)
         context.fireChannelActive()
     }
 
     func channelInactive(context: ChannelHandlerContext) {
-        timer?.cancel()
-        timer = nil
+        end()
         context.fireChannelInactive()
     }
 
+    private func end() {
+        state.connectionEnded()
+        timer?.cancel()
+        timer = nil
+    }
+
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        var buffer = unwrapInboundIn(data)
-        let now = NIODeadline.now()
-        if requestStartedAt == nil { requestStartedAt = now }
-        if batchStartedAt == nil { batchStartedAt = now }
-        if handedOver {
-            forward(buffer, context: context)
-        } else {
-            if var unread = self.unread.take() {
-                unread.writeBuffer(&buffer)
-                buffer = unread
-            }
-            if paused {
-                unread = buffer
-            } else {
-                consume(buffer, context: context, now: now)
-            }
-        }
-        // A request still arriving: its deadline may come before the timer (set for the idle
-        // timeout, say). Whole requests, the usual case, leave the timer alone.
-        if requestStartedAt != nil { ensureTimer(context) }
+        let now = context.eventLoop.now
+        state.bytesReceived(unwrapInboundIn(data), now: now)
+        handleReceived(context, now: now)
     }
 
-    /// Answers or passes on every complete request in `buffer`, keeping what is left in `unread`.
-    private func consume(_ bytes: ByteBuffer, context: ChannelHandlerContext, now: NIODeadline) {
-        var buffer = bytes
-        while buffer.readableBytes > 0 {
-            guard context.channel.isWritable else {
-                // The client is not reading: answer nothing more until it does.
-                paused = true
-                unread = buffer
-                return
-            }
-            switch buffer.withUnsafeReadableBytes(FeedRequestParser.parse) {
-            case .needMore:
-                unread = buffer
-                return
-            case .feed(let request, let length):
-                // The reader never counts more bytes than it was given; should it, the decoder decides.
-                guard let bytes = buffer.readSlice(length: length) else { return handOver(buffer, context: context) }
-                if forwardedResponses != forwardedRequests || !answer(request, context: context) {
-                    // Behind a passed-on request, or not a published feed after all (an unknown app, a
-                    // bad parameter): the application answers, and explains.
-                    forwardRequest(bytes, context: context)
+    /// Answers or passes on every complete request received, as far as the state allows.
+    private func handleReceived(_ context: ChannelHandlerContext, now: NIODeadline) {
+        while true {
+            switch state.nextAction(isWritable: context.channel.isWritable, now: now) {
+            case .answer(let request, let bytes):
+                if answer(request, context: context) {
+                    state.answeredHere()
+                } else {
+                    state.passedOn()
+                    context.fireChannelRead(wrapInboundOut(bytes))
                 }
-            case .other(let length):
-                guard let bytes = buffer.readSlice(length: length) else { return handOver(buffer, context: context) }
-                forwardRequest(bytes, context: context)
-            case .handOver:
-                return handOver(buffer, context: context)
+            case .forward(let bytes):
+                context.fireChannelRead(wrapInboundOut(bytes))
+            case .done(let timer):
+                return apply(timer, context)
             }
         }
-        // Every byte received is consumed: no request is being read.
-        requestStartedAt = nil
-        idleSince = now
     }
 
-    /// Sends what this batch answered, and tells the handlers behind that their batch ended if
-    /// anything was passed on to them; whether it was.
-    private func endBatch(_ context: ChannelHandlerContext) -> Bool {
-        if wroteSinceFlush {
-            wroteSinceFlush = false
+    /// Sends what the batch answered, and tells the handlers behind that their batch ended.
+    private func perform(_ end: FeedConnectionStateMachine.BatchEnd, _ context: ChannelHandlerContext) {
+        if end.flush {
             context.flush()
-            // One observation per batch answered here (a batch is one request unless pipelined):
-            // from its bytes' arrival to its answers' hand-off to the socket.
-            if let started = batchStartedAt { metrics.recordFeedAnswer(nanoseconds: (NIODeadline.now() - started).nanoseconds) }
+            if let started = end.batchStartedAt {
+                metrics.recordFeedAnswer(nanoseconds: (context.eventLoop.now - started).nanoseconds)
+            }
         }
-        batchStartedAt = nil
-        guard forwardedSinceReadComplete else { return false }
-        forwardedSinceReadComplete = false
-        context.fireChannelReadComplete()
-        return true
+        if end.fireReadComplete { context.fireChannelReadComplete() }
+        if end.read { read(context: context) }
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
-        if !endBatch(context) && decodedRequests == forwardedResponses && !decoderInRequest && !handedOver {
-            // The batch was answered here and nothing behind this handler has a request to
-            // answer, so nothing there holds reads back (the application's channel and the
-            // report handler only do so while they have requests). Asking for the next bytes
-            // from here makes NIO skip its own read request, which would pass through every
-            // handler behind this one to arrive at the same place: about 5% of a feed request.
-            read(context: context)
-        }
+        perform(state.readComplete(), context)
     }
 
-    /// Reads stop while the socket is not writable, whichever handler asks: a client that
-    /// sends requests and never reads the answers gets nothing more read from it.
     func read(context: ChannelHandlerContext) {
-        guard context.channel.isWritable else {
-            readHeld = true
-            return
-        }
-        context.read()
+        if state.readRequested(isWritable: context.channel.isWritable) { context.read() }
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
-        if context.channel.isWritable {
-            writeStalledSince = nil
-            if paused {
-                paused = false
-                if let unread = unread.take() { consume(unread, context: context, now: .now()) }
-                _ = endBatch(context)
+        let now = context.eventLoop.now
+        switch state.writabilityChanged(isWritable: context.channel.isWritable, now: now) {
+        case .drained(let resume):
+            if resume {
+                handleReceived(context, now: now)
+                perform(state.writableAgain(), context)
             }
-            if readHeld && context.channel.isWritable {
-                readHeld = false
-                context.read()
-            }
-        } else {
-            writeStalledSince = .now()
-            ensureTimer(context)
+            if state.releaseHeldRead(isWritable: context.channel.isWritable) { context.read() }
+        case .stalled(let timer):
+            apply(timer, context)
         }
         context.fireChannelWritabilityChanged()
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
-        // The input ended, say: what arrived of a request is the decoder's to judge first.
-        if let unread = unread.take() { handOver(unread, context: context) }
+        if let bytes = state.inputEvent() { context.fireChannelRead(wrapInboundOut(bytes)) }
         context.fireUserInboundEventTriggered(event)
-    }
-
-    /// Passes `bytes` and everything after them on this connection to the decoder.
-    private func handOver(_ bytes: ByteBuffer, context: ChannelHandlerContext) {
-        handedOver = true
-        paused = false
-        forward(bytes, context: context)
-    }
-
-    /// Passes on one whole request, delimited here.
-    private func forwardRequest(_ bytes: ByteBuffer, context: ChannelHandlerContext) {
-        forwardedRequests += 1
-        forward(bytes, context: context)
-    }
-
-    private func forward(_ bytes: ByteBuffer, context: ChannelHandlerContext) {
-        forwardedSinceReadComplete = true
-        context.fireChannelRead(wrapInboundOut(bytes))
     }
 
     // MARK: What the handlers behind the decoder see (``ForwardedRequestTracker``)
 
     /// Whether a request passed on is still unanswered: anything read after it must be answered
     /// after it.
-    var isAnsweringForwarded: Bool { decodedRequests > forwardedResponses }
+    var isAnsweringForwarded: Bool { state.isAnsweringForwarded }
 
     func decodedRequestBegan() {
-        decoderInRequest = true
-        if requestStartedAt == nil, let context {
-            requestStartedAt = .now()
-            ensureTimer(context)
-        }
+        let action = state.decodedRequestBegan(now: context?.eventLoop.now ?? .now())
+        if let context { apply(action, context) }
     }
 
     /// A passed-on request was read whole: its time from now on is the application's, until answered.
     func decodedRequestEnded() {
-        decoderInRequest = false
-        decodedRequests += 1
-        requestStartedAt = nil
+        state.decodedRequestEnded()
     }
 
     /// The application's response to a passed-on request is written: the wait for the next request starts.
     func forwardedResponseWritten() {
-        forwardedResponses += 1
-        idleSince = .now()
-        if let context { ensureTimer(context) }
+        let action = state.forwardedResponseWritten(now: context?.eventLoop.now ?? .now())
+        if let context { apply(action, context) }
     }
 
     /// The decoder refused what it was given: nothing after it is answered here.
     func decoderFailed() {
-        handedOver = true
+        state.decoderFailed()
     }
 
     // MARK: Answering
@@ -312,7 +203,6 @@ final class FeedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         }
         context.write(wrapOutboundOut(response.head), promise: nil)
         if let body = response.body { context.write(wrapOutboundOut(body), promise: nil) }
-        wroteSinceFlush = true
         let route = MetricsRoute(target.kind)
         if counters?.route != route || counters?.status != choice.status {
             counters = metrics.counters(route, status: choice.status)
@@ -331,45 +221,26 @@ final class FeedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         return true
     }
 
-    // MARK: Deadlines
+    // MARK: The timer
 
-    /// When the connection must close if nothing changes; nil while only the application owes something.
-    private var expiry: NIODeadline? {
-        var expiry = writeStalledSince.map { $0 + readDeadline }
-        let reading = requestStartedAt ?? (decoderInRequest ? idleSince : nil)
-        if let reading {
-            expiry = min(expiry ?? .distantFuture, reading + readDeadline)
-        } else if !isAnsweringForwarded {
-            expiry = min(expiry ?? .distantFuture, idleSince + idleTimeout)
-        }
-        return expiry
-    }
-
-    /// Makes sure a timer fires no later than the expiry. A timer set for an earlier moment is left
-    /// alone: when it fires it looks at the expiry as it then is (rescheduling per request cost a
-    /// tenth of the time).
-    private func ensureTimer(_ context: ChannelHandlerContext) {
-        guard let expiry else { return }
-        if timer != nil, let timerDeadline, timerDeadline <= expiry { return }
+    private func apply(_ action: FeedConnectionStateMachine.TimerAction, _ context: ChannelHandlerContext) {
+        guard case .schedule(let moment) = action else { return }
         timer?.cancel()
-        schedule(context, at: expiry)
+        schedule(context, at: moment)
     }
 
     private func schedule(_ context: ChannelHandlerContext, at moment: NIODeadline) {
         let channel = context.channel
-        timerDeadline = moment
         // The task holds the handler strongly: a weak reference would give the handler a side
         // table for good, which makes NIO's reference counting of it slower on every request.
         // The timer is cancelled when the channel closes or the handler is removed. The task
         // runs on this event loop, as the handler does.
         timer = context.eventLoop.assumeIsolated().scheduleTask(deadline: moment) {
             self.timer = nil
-            self.timerDeadline = nil
-            guard let expiry = self.expiry else { return }  // the application's time
-            if expiry <= .now() {
-                channel.close(promise: nil)
-            } else {
-                self.schedule(context, at: expiry)
+            switch self.state.timerFired(now: channel.eventLoop.now) {
+            case .untimed: break
+            case .close: channel.close(promise: nil)
+            case .schedule(let moment): self.schedule(context, at: moment)
             }
         }
     }

@@ -28,11 +28,6 @@ struct FeedHTTP1Channel: HTTPChannelHandler {
     /// Sets up HTTP/1.1 on `channel`, already admitted by the connection limit: on the socket's own
     /// bytes, or (`secure`) on those that a TLS handler in front of this pipeline decrypts.
     func configure(_ channel: any Channel, secure: Bool, logger: Logger) throws -> Value {
-        var limits = NIOHTTPDecoderLimitConfiguration()
-        // Feed requests carry a handful of short headers.
-        limits.maxHeaderFieldSize = 8 * 1024
-        limits.maxHeaderListSize = 16 * 1024
-        limits.maxHeaderFieldCount = 100
         let connection = connectionHandler()
         // The connection handler must see every byte before the decoder. Over TLS it goes behind
         // the TLS and ALPN handlers, appended before the decoder: bytes the ALPN handler held
@@ -40,7 +35,7 @@ struct FeedHTTP1Channel: HTTPChannelHandler {
         if secure { try channel.pipeline.syncOperations.addHandler(connection) }
         try channel.pipeline.syncOperations.configureHTTPServerPipeline(
             withPipeliningAssistance: false, withErrorHandling: false, withOutboundHeaderValidation: false,
-            withEncoderConfiguration: .init(), withDecoderLimitConfiguration: limits)
+            withEncoderConfiguration: .init(), withDecoderLimitConfiguration: Self.decoderLimits)
         if !secure { try channel.pipeline.syncOperations.addHandler(connection, position: .first) }
         try channel.pipeline.syncOperations.addHandler(ForwardedRequestTracker(connection: connection))
         // Behind the tracker: to the feed path, a report is a forwarded request like any other.
@@ -50,6 +45,15 @@ struct FeedHTTP1Channel: HTTPChannelHandler {
         // reach it, so the connection handler keeps time for the whole connection.
         try channel.pipeline.syncOperations.addHandler(HTTPConnectionStateHandler(idleTimeout: nil, logger: logger))
         return try NIOAsyncChannel(wrappingChannelSynchronously: channel, configuration: .init(isOutboundHalfClosureEnabled: true))
+    }
+
+    /// The request decoder's limits: feed requests carry a handful of short headers.
+    static var decoderLimits: NIOHTTPDecoderLimitConfiguration {
+        var limits = NIOHTTPDecoderLimitConfiguration()
+        limits.maxHeaderFieldSize = 8 * 1024
+        limits.maxHeaderListSize = 16 * 1024
+        limits.maxHeaderFieldCount = 100
+        return limits
     }
 
     func handle(value asyncChannel: Value, logger: Logger) async {

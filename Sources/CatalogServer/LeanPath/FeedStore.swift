@@ -146,24 +146,12 @@ public final class FeedStore: Sendable {
         let tree = self.tree
         guard
             let json = try? await NIOThreadPool.singleton.runIfActive({
-                var json = JSONWriter()
-                json.beginObject()
-                json.key("app")
-                json.string(app)
-                json.key("revisions")
-                json.beginArray()
-                for number in stride(from: revision, through: 1, by: -1) {
-                    guard let manifest = try? tree.manifest(app, revision: number) else { continue }
-                    json.beginObject()
-                    json.key("revision")
-                    json.integer(Int64(number))
-                    json.key("publishedAt")
-                    json.string(manifest.publishedAt.iso8601)
-                    json.endObject()
+                let revisions = stride(from: revision, through: 1, by: -1).compactMap { number in
+                    (try? tree.manifest(app, revision: number)).map {
+                        RevisionList.Revision(revision: number, publishedAt: $0.publishedAt.iso8601)
+                    }
                 }
-                json.endArray()
-                json.endObject()
-                return json.bytes
+                return ServiceJSON.encode(RevisionList(app: app, revisions: revisions))
             })
         else { return nil }
         revisionLists.withLock { $0[app] = (revision, json) }
