@@ -78,7 +78,7 @@ let package = Package(
         .target(
             name: "ReportStorage",
             dependencies: [
-                "CatalogKit", "CSQLite",
+                "CatalogKit", "CSQLite", "Purchases",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ]
@@ -86,7 +86,7 @@ let package = Package(
         .target(
             name: "CatalogServer",
             dependencies: [
-                "CatalogKit", "ReportStorage",
+                "CatalogKit", "ReportStorage", "Purchases",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdHTTP2", package: "hummingbird"),
@@ -144,7 +144,7 @@ let package = Package(
         .testTarget(
             name: "CatalogServerTests",
             dependencies: [
-                "CatalogServer", "CatalogKit", "FeedSigning", "CatalogTestSupport", "ReportStorage",
+                "CatalogServer", "CatalogKit", "FeedSigning", "CatalogTestSupport", "ReportStorage", "Purchases", "PurchasesTestSupport",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "Yams", package: "Yams"),
@@ -155,7 +155,10 @@ let package = Package(
         ),
         .testTarget(
             name: "ReportStorageTests",
-            dependencies: ["ReportStorage", "CatalogKit", "CatalogTestSupport", .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "ReportStorage", "CatalogKit", "CatalogTestSupport", "Purchases", "PurchasesTestSupport",
+                .product(name: "Logging", package: "swift-log"),
+            ]
         ),
         .testTarget(
             name: "CatalogClientTests",
