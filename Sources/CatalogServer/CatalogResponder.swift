@@ -121,7 +121,8 @@ public struct CatalogResponder: HTTPResponder {
     /// (a replica holds no sources, so no app settings to bind evidence to).
     private func purchase(_ request: Request, at route: Route, app: String, context: Context) async -> Response {
         if configuration.isReplica {
-            return JSONError.response(.misdirectedRequest, "this node is a serving replica: purchases go to the editor node, which holds the app settings")
+            return JSONError.response(
+                .misdirectedRequest, "this node is a serving replica: purchases go to the editor node, which holds the app settings")
         }
         guard let purchases else { return JSONError.response(.serviceUnavailable, "this server keeps no purchases") }
         let revision = store.index.apps[app]?.manifest.revision
@@ -366,7 +367,9 @@ enum Route: Equatable {
             // A key is a UUID or Apple's numeric ids: nothing else reaches the store.
             let id = segments[4]
             guard AppName.problem(segments[2]) == nil, (1...128).contains(id.utf8.count),
-                id.utf8.allSatisfy({ $0.isASCIIAlphanumericByte || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: ".") })
+                id.utf8.allSatisfy({
+                    $0.isASCIIAlphanumericByte || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: ".")
+                })
             else { return nil }
             self = .customer(app: segments[2], id: id)
         case 6 where segments[0] == "v1" && segments[1] == "apps" && segments[3] == "revisions":

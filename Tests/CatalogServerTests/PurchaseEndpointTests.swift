@@ -114,17 +114,20 @@ import Testing
     @Test func aNotificationIsStoredOnceAndItsCustomerRead() async throws {
         try await Self.withServer { client, server in
             let notification = try Self.renewal(server.pki, uuid: "a0b1c2d3-0000-4000-8000-000000000001")
-            let first = try await client.execute(uri: Self.notificationsPath, method: .post, headers: server.headers(), body: Self.body(notification))
+            let first = try await client.execute(
+                uri: Self.notificationsPath, method: .post, headers: server.headers(), body: Self.body(notification))
             #expect(first.status == .ok, "\(String(buffer: first.body))")
             #expect(try Self.json(first)["stored"] as? Bool == true)
-            let again = try await client.execute(uri: Self.notificationsPath, method: .post, headers: server.headers(), body: Self.body(notification))
+            let again = try await client.execute(
+                uri: Self.notificationsPath, method: .post, headers: server.headers(), body: Self.body(notification))
             #expect(again.status == .ok)
             #expect(try Self.json(again)["duplicate"] as? Bool == true)
             let stored = try await (server.store as? any PurchaseStore)?.notifications(app: Self.app, after: 0, limit: 10)
             #expect(stored?.count == 1)
 
             let customer = "/v1/apps/\(Self.app)/customers/2000000000000001"
-            let during = try await client.execute(uri: customer + "?at=2025-01-15T00:00:00Z", method: .get, headers: server.headers(server.backend))
+            let during = try await client.execute(
+                uri: customer + "?at=2025-01-15T00:00:00Z", method: .get, headers: server.headers(server.backend))
             #expect(during.status == .ok, "\(String(buffer: during.body))")
             let answer = try Self.json(during)
             #expect(Self.entitlements(answer) == ["pro"])
@@ -132,9 +135,11 @@ import Testing
             #expect(periods.first?["start"] as? String == "2024-12-31T00:00:00.000Z")
             #expect(periods.first?["end"] as? String == "2025-01-31T00:00:00.000Z")
             #expect(periods.first?["productId"] as? String == "com.example.app.pro.monthly")
-            let after = try await client.execute(uri: customer + "?at=2025-03-01T00:00:00Z", method: .get, headers: server.headers(server.viewer))
+            let after = try await client.execute(
+                uri: customer + "?at=2025-03-01T00:00:00Z", method: .get, headers: server.headers(server.viewer))
             #expect(Self.entitlements(try Self.json(after)) == [])
-            let badInstant = try await client.execute(uri: customer + "?at=yesterday", method: .get, headers: server.headers(server.backend))
+            let badInstant = try await client.execute(
+                uri: customer + "?at=yesterday", method: .get, headers: server.headers(server.backend))
             #expect(badInstant.status == .badRequest)
             let unknown = try await client.execute(
                 uri: "/v1/apps/\(Self.app)/customers/999", method: .get, headers: server.headers(server.backend))
@@ -159,7 +164,8 @@ import Testing
                 body: Self.body(try Self.renewal(server.pki, bundle: "com.example.other")))
             #expect(otherApp.status == .forbidden)
             let garbage = try await client.execute(
-                uri: Self.notificationsPath, method: .post, headers: server.headers(), body: ByteBuffer(string: "{\"signedPayload\":\"x.y.z\"}"))
+                uri: Self.notificationsPath, method: .post, headers: server.headers(),
+                body: ByteBuffer(string: "{\"signedPayload\":\"x.y.z\"}"))
             #expect(garbage.status == .badRequest)
             let huge = try await client.execute(
                 uri: Self.notificationsPath, method: .post, headers: server.headers(),
@@ -168,7 +174,8 @@ import Testing
             let stored = try await (server.store as? any PurchaseStore)?.notifications(app: Self.app, after: 0, limit: 10)
             #expect(stored?.isEmpty == true)
             let metrics = String(decoding: server.metrics.render(), as: UTF8.self)
-            #expect(metrics.contains("catalog_purchases_refused_total{endpoint=\"notifications\",code=\"not-authenticated\"} 1"), "\(metrics)")
+            #expect(
+                metrics.contains("catalog_purchases_refused_total{endpoint=\"notifications\",code=\"not-authenticated\"} 1"), "\(metrics)")
             #expect(metrics.contains("catalog_purchases_refused_total{endpoint=\"notifications\",code=\"wrong-app\"} 1"))
         }
     }
@@ -177,7 +184,8 @@ import Testing
         try await Self.withServer { client, server in
             for type in ["TEST", "SOMETHING_APPLE_ADDS"] {
                 let jws = try server.pki.jws(payload: PKI.notification(type: type))
-                let response = try await client.execute(uri: Self.notificationsPath, method: .post, headers: server.headers(), body: Self.body(jws))
+                let response = try await client.execute(
+                    uri: Self.notificationsPath, method: .post, headers: server.headers(), body: Self.body(jws))
                 #expect(response.status == .ok, "\(type): \(String(buffer: response.body))")
             }
             let stored = try await (server.store as? any PurchaseStore)?.notifications(app: Self.app, after: 0, limit: 10)

@@ -264,7 +264,9 @@ struct PurchaseEndpoints: Sendable {
         case .success(let text):
             guard let decoded = try? JSONDecoder().decode(PurchaseRequest.self, from: Data(text.utf8)) else {
                 return JSONError.response(
-                    .badRequest, "the body must be a JSON object with signedTransaction or receipt (strings), and optionally signedAppTransaction, deviceId and appAccountToken")
+                    .badRequest,
+                    "the body must be a JSON object with signedTransaction or receipt (strings), and optionally signedAppTransaction, deviceId and appAccountToken"
+                )
             }
             sent = decoded
         }
@@ -285,7 +287,9 @@ struct PurchaseEndpoints: Sendable {
                     guard appTransaction.receiptType == transaction.environment else {
                         throw PurchaseRefusal(.wrongApp, "the AppTransaction's environment is not the transaction's")
                     }
-                    if let id = appTransaction.appTransactionId, !id.isEmpty { otherKeys.append(CustomerKey(kind: .appTransactionId, value: id)) }
+                    if let id = appTransaction.appTransactionId, !id.isEmpty {
+                        otherKeys.append(CustomerKey(kind: .appTransactionId, value: id))
+                    }
                 }
                 transactions = [transaction]
             case (nil, let base64?):
@@ -375,7 +379,9 @@ struct PurchaseEndpoints: Sendable {
 
     /// `GET /v1/apps/{app}/customers/{id}[?at=RFC3339]`, for a `backend` token (or an editor's or viewer's).
     func customer(_ request: Request, app: String, id: String, revision: Int?, now: Date) async -> Response {
-        guard request.method == .get || request.method == .head else { return CatalogResponder.methodNotAllowed(request, allow: "GET, HEAD") }
+        guard request.method == .get || request.method == .head else {
+            return CatalogResponder.methodNotAllowed(request, allow: "GET, HEAD")
+        }
         switch await AdminAPI.authenticate(request, store: tokens) {
         case .failure(let refusal): return refusal.response
         case .success: break
