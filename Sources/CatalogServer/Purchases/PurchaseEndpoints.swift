@@ -23,14 +23,21 @@ public struct PurchasesConfiguration: Sendable {
 }
 
 /// What one app's settings make of the evidence it is sent: its verifier, its ledger catalog, its
-/// products' types (a legacy receipt names none) and its transfer policy.
-struct AppPurchases: Sendable {
-    let verifier: SignedDataVerifier
-    let catalog: LedgerCatalog
-    let productTypes: [String: Purchases.ProductType]
-    let transferPolicy: PurchaseTransferPolicy
+/// products' types (a legacy receipt names none) and its transfer policy. The server and
+/// `catalog purchases rebuild` make it alike.
+public struct AppPurchases: Sendable {
+    /// Bound to the app's bundle id, Apple id, environments and Xcode certificate.
+    public let verifier: SignedDataVerifier
+    /// What each product unlocks, and a non-renewing one's duration.
+    public let catalog: LedgerCatalog
+    /// Each product's type, Apple's name for it.
+    public let productTypes: [String: Purchases.ProductType]
+    /// What happens to a purchase presented by another customer.
+    public let transferPolicy: PurchaseTransferPolicy
 
-    init(_ catalog: AppCatalog, trust: PurchaseTrust) throws(PurchaseConfigurationError) {
+    /// The settings of the validated `catalog`, trusting `trust`'s roots; fails when the Xcode
+    /// certificate it names cannot be read.
+    public init(_ catalog: AppCatalog, trust: PurchaseTrust) throws(PurchaseConfigurationError) {
         let settings = catalog.purchaseSettings
         var xcode: Certificate?
         if let path = settings.xcodeCertificate {
@@ -207,16 +214,13 @@ struct PurchaseEndpoints: Sendable {
         } catch {
             return refuse(error, endpoint: "notifications")
         }
-        guard let uuid = verified.payload.notificationUUID, !uuid.isEmpty, uuid.utf8.count <= 128 else {
+        guard
+            let submission = PurchaseSubmission.notification(
+                verified, app: app, body: body, receivedAt: now, transferPolicy: config.transferPolicy),
+            let uuid = submission.notification?.notificationUUID
+        else {
             return refuse(PurchaseRefusal(.malformed, "the notification has no notificationUUID"), endpoint: "notifications")
         }
-        let raw = RawNotification(
-            app: app, notificationUUID: uuid, notificationType: verified.payload.notificationType?.rawValue,
-            subtype: verified.payload.subtype?.rawValue, environment: verified.payload.app.environment?.rawValue,
-            signedDate: verified.payload.signedDate, receivedAt: now, body: body)
-        let submission = PurchaseSubmission(
-            app: app, receivedAt: now, source: .notification, notification: raw, transactions: verified.transaction.map { [$0] } ?? [],
-            renewalInfos: verified.renewalInfo.map { [$0] } ?? [], transferPolicy: config.transferPolicy)
         switch await committer.submit(submission) {
         case .success(let outcome):
             metrics.recordNotification(duplicate: outcome.duplicate)
@@ -389,7 +393,7 @@ struct PurchaseEndpoints: Sendable {
         guard let revision else { return JSONError.response(.notFound, "no published app '\(app)'") }
         var at = now
         if let text = request.uri.queryParameters.get("at") {
-            guard let parsed = Self.instant(String(text)) else {
+            guard let parsed = CustomerAnswer.instant(String(text)) else {
                 return JSONError.response(.badRequest, "at=\(text.prefix(64)) must be an RFC 3339 instant, such as 2025-01-31T12:00:00Z")
             }
             at = parsed
@@ -407,15 +411,6 @@ struct PurchaseEndpoints: Sendable {
         } catch {
             return JSONError.response(.serviceUnavailable, "the purchase store does not answer")
         }
-    }
-
-    /// An RFC 3339 instant, with or without fractional seconds.
-    static func instant(_ text: String) -> Date? {
-        let plain = ISO8601DateFormatter()
-        plain.formatOptions = [.withInternetDateTime]
-        let fractional = ISO8601DateFormatter()
-        fractional.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return plain.date(from: text) ?? fractional.date(from: text)
     }
 
     // MARK: - Shared steps
@@ -497,10 +492,12 @@ struct PurchaseEndpoints: Sendable {
 /// A customer as the endpoints answer it (docs/purchases.md, "Reading a customer"): keys, and per
 /// environment every purchase, every period (Apple's field names, `start` and `end` as RFC 3339
 /// instants), the entitlements and credits at `at`, and transfers.
-struct CustomerAnswer {
-    let json: [UInt8]
+public struct CustomerAnswer: Sendable {
+    /// The answer's JSON.
+    public let json: [UInt8]
 
-    init(_ record: CustomerRecord, at: Date, catalog: LedgerCatalog, full: Bool) {
+    /// The answer for `record` at `at`: with every purchase, period and transfer when `full`.
+    public init(_ record: CustomerRecord, at: Date, catalog: LedgerCatalog, full: Bool) {
         var json = JSONWriter()
         func date(_ key: String, _ value: Date?) {
             guard let value else { return }
@@ -634,6 +631,15 @@ struct CustomerAnswer {
         }
         json.endObject()
         self.json = json.bytes
+    }
+
+    /// An RFC 3339 instant, with or without fractional seconds (`?at=`, `--at`).
+    public static func instant(_ text: String) -> Date? {
+        let plain = ISO8601DateFormatter()
+        plain.formatOptions = [.withInternetDateTime]
+        let fractional = ISO8601DateFormatter()
+        fractional.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return plain.date(from: text) ?? fractional.date(from: text)
     }
 
     /// `2025-01-31T12:00:00.000Z`.

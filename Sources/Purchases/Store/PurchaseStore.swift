@@ -277,3 +277,23 @@ public enum StoredPayload {
         try? AppStoreJSON.decoder().decode(type, from: Data(json.utf8))
     }
 }
+
+extension PurchaseSubmission {
+    /// A verified notification as the endpoint records it, and as `catalog purchases rebuild`
+    /// replays it: its raw body, its nested transaction and renewal info. Nil when it carries no
+    /// `notificationUUID` (at most 128 bytes), which every notification must have.
+    public static func notification(
+        _ verified: SignedDataVerifier.VerifiedNotification, app: String, body: String, receivedAt: Date,
+        transferPolicy: PurchaseTransferPolicy
+    ) -> PurchaseSubmission? {
+        guard let uuid = verified.payload.notificationUUID, !uuid.isEmpty, uuid.utf8.count <= 128 else { return nil }
+        let raw = RawNotification(
+            app: app, notificationUUID: uuid, notificationType: verified.payload.notificationType?.rawValue,
+            subtype: verified.payload.subtype?.rawValue, environment: verified.payload.app.environment?.rawValue,
+            signedDate: verified.payload.signedDate, receivedAt: receivedAt, body: body)
+        return PurchaseSubmission(
+            app: app, receivedAt: receivedAt, source: .notification, notification: raw,
+            transactions: verified.transaction.map { [$0] } ?? [],
+            renewalInfos: verified.renewalInfo.map { [$0] } ?? [], transferPolicy: transferPolicy)
+    }
+}
