@@ -56,7 +56,7 @@ import Testing
     }
 
     static func withServer(
-        policy: String = "keep", store makeStore: ((SQLiteReportStore) -> any CatalogStore)? = nil,
+        policy: String = "keep", receipts: PKI? = nil, store makeStore: ((SQLiteReportStore) -> any CatalogStore)? = nil,
         _ body: @Sendable (any TestClientProtocol, Server) async throws -> Void
     ) async throws {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("purchases-\(UUID().uuidString)")
@@ -81,7 +81,7 @@ import Testing
         var configuration = ServeConfiguration()
         configuration.clock = { during }
         var purchases = PurchasesConfiguration()
-        purchases.trust = pki.trust
+        purchases.trust = PurchaseTrust(jwsRoots: [pki.root], receiptRoots: [receipts?.root ?? pki.root])
         let server = Server(root: root, store: store, pki: pki, backend: secrets[0], viewer: secrets[1], metrics: metrics)
         let application = buildApplication(
             publicDirectory: tree, port: 0, configuration: configuration, reloadInterval: .milliseconds(50), reportStore: store,
@@ -239,6 +239,34 @@ import Testing
                 uri: Self.purchasesPath, method: .post, headers: server.headers(),
                 body: Self.purchase(try PKI.ecdsa().jws(payload: PKI.transaction()), token: nil))
             #expect(forged.status == .forbidden)
+        }
+    }
+
+    /// A legacy receipt with the device's identifier: its entries of catalog products are recorded
+    /// (typed from the catalog), and a receipt hashed for another device is refused.
+    @Test func aReceiptWithItsDeviceIdentifierIsRecorded() async throws {
+        let receipts = try await PKI.rsa()
+        let receipt = Data(try await TestReceipts.signed(TestReceipts.payload(), by: receipts)).base64EncodedString()
+        try await Self.withServer(receipts: receipts) { client, server in
+            func post(_ device: String) async throws -> TestResponse {
+                let body = try JSONSerialization.data(withJSONObject: ["receipt": receipt, "deviceId": device])
+                return try await client.execute(
+                    uri: Self.purchasesPath, method: .post, headers: server.headers(), body: ByteBuffer(bytes: body))
+            }
+            let otherDevice = try await post(String(repeating: "08", count: 16))
+            #expect(otherDevice.status == .forbidden)
+            let recorded = try await post(String(repeating: "07", count: 16))
+            #expect(recorded.status == .ok, "\(String(buffer: recorded.body))")
+            #expect(Self.entitlements(try Self.json(recorded)) == ["pro"])
+            let customer = try await client.execute(
+                uri: "/v1/apps/\(Self.app)/customers/1000000002", method: .get, headers: server.headers(server.backend))
+            let periods = try #require(try Self.json(customer)["periods"] as? [[String: Any]])
+            #expect(periods.map { $0["end"] as? String } == ["2025-01-15T10:00:00.000Z"])
+            #expect(
+                try await client.execute(
+                    uri: "/v1/apps/\(Self.app)/customers/1000000001", method: .get, headers: server.headers(server.backend)
+                ).status == .notFound,
+                "the product the catalog does not know is left out")
         }
     }
 
