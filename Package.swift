@@ -85,7 +85,7 @@ let package = Package(
         .target(
             name: "ReportStorage",
             dependencies: [
-                "CatalogKit", "Time", "CSQLite",
+                "CatalogKit", "Time", "CSQLite", "Purchases",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ]
@@ -94,7 +94,7 @@ let package = Package(
             name: "CatalogServer",
             dependencies: [
                 // The domain's store protocols only: the executable opens the stores (ReportStorage).
-                "CatalogKit", "Time", "HTTPSemantics",
+                "CatalogKit", "Time", "HTTPSemantics", "Purchases",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdHTTP2", package: "hummingbird"),
@@ -157,7 +157,7 @@ let package = Package(
         .testTarget(
             name: "CatalogServerTests",
             dependencies: [
-                "CatalogServer", "CatalogKit", "FeedSigning", "CatalogTestSupport", "ReportStorage", "Time", "HTTPSemantics",
+                "CatalogServer", "CatalogKit", "FeedSigning", "CatalogTestSupport", "ReportStorage", "Time", "HTTPSemantics", "Purchases", "PurchasesTestSupport",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
@@ -171,7 +171,7 @@ let package = Package(
         .testTarget(
             name: "ReportStorageTests",
             dependencies: [
-                "ReportStorage", "CatalogKit", "CatalogTestSupport", "Time",
+                "ReportStorage", "CatalogKit", "CatalogTestSupport", "Time", "Purchases", "PurchasesTestSupport",
                 // The server's GroupCommitter, driven here against each store (a stalled one too).
                 "CatalogServer",
                 .product(name: "Logging", package: "swift-log"),
@@ -209,7 +209,7 @@ let package = Package(
         ),
         .testTarget(
             name: "catalogTests",
-            dependencies: ["catalog", "CatalogKit", "CatalogTestSupport", "ReportStorage", "PurchasesTestSupport", "Time", "HTTPSemantics"]
+            dependencies: ["catalog", "CatalogKit", "CatalogTestSupport", "ReportStorage", "Purchases", "PurchasesTestSupport", "Time", "HTTPSemantics"]
         ),
     ],
     swiftLanguageModes: [.v6]

@@ -4,6 +4,7 @@ import Hummingbird
 import HummingbirdCore
 import Logging
 import NIOCore
+import Purchases
 import ServiceLifecycle
 import Synchronization
 
@@ -19,7 +20,8 @@ public func buildApplication(
     publicDirectory: PublicTree, host: String = "127.0.0.1", port: Int = 8080,
     configuration: ServeConfiguration = ServeConfiguration(), reloadInterval: Duration = .milliseconds(250),
     reportStore: (any CatalogStore)? = nil, reportsConfiguration: ReportsConfiguration = ReportsConfiguration(),
-    workflow: CatalogWorkflow? = nil, metrics: ServerMetrics = ServerMetrics(),
+    workflow: CatalogWorkflow? = nil, purchasesConfiguration: PurchasesConfiguration = PurchasesConfiguration(),
+    metrics: ServerMetrics = ServerMetrics(),
     adminListener: (host: String, port: Int)? = nil, tls: ReloadingCertificate? = nil,
     extraServices: [any Service] = [], eventLoopGroup: EventLoopGroupProvider = .singleton, logger: Logger
 ) -> some ApplicationProtocol {
@@ -51,22 +53,38 @@ public func buildApplication(
                 metrics: metrics, interval: reportsConfiguration.pruneInterval, clock: configuration.clock, logger: logger))
     }
     let admin = reportStore.flatMap { store in workflow.map { AdminAPI(store: store, workflow: $0, clock: configuration.clock) } }
+    // Purchases need the app settings of the catalog sources and a store that keeps purchases.
+    let purchases: PurchaseEndpoints? = {
+        guard let reportStore, let workflow, let purchaseStore = reportStore as? any PurchaseStore else { return nil }
+        let appleRoots: PurchaseTrust
+        do {
+            appleRoots = try PurchaseTrust.apple()
+        } catch {
+            logger.error("purchases.trust", metadata: ["error": "\(error)"])
+            return nil
+        }
+        let trust =
+            purchasesConfiguration.trust ?? appleRoots.adding(reportsConfiguration.appTransactions?.rootCertificates ?? [])
+        return PurchaseEndpoints(
+            store: purchaseStore, tokens: reportStore, workflow: workflow, trust: trust, configuration: purchasesConfiguration,
+            metrics: metrics)
+    }()
     if let adminListener {
         // A second listener, run beside the first as one of its services: plain HTTP/1 through
         // Hummingbird (no lean paths: nothing there is hot), for editors and operators only.
         services.append(
             Application(
                 responder: CatalogResponder(
-                    store: store, configuration: configuration, metrics: metrics, reports: intake, admin: admin, logger: logger,
-                    role: .adminOnly),
+                    store: store, configuration: configuration, metrics: metrics, reports: intake, admin: admin, purchases: purchases,
+                    logger: logger, role: .adminOnly),
                 server: .http1(),
                 configuration: ApplicationConfiguration(address: .hostname(adminListener.host, port: adminListener.port), serverName: nil),
                 eventLoopGroupProvider: eventLoopGroup, logger: logger))
     }
     return Application(
         responder: CatalogResponder(
-            store: store, configuration: configuration, metrics: metrics, reports: intake, admin: admin, logger: logger,
-            role: adminListener == nil ? .all : .publicOnly),
+            store: store, configuration: configuration, metrics: metrics, reports: intake, admin: admin, purchases: purchases,
+            logger: logger, role: adminListener == nil ? .all : .publicOnly),
         server: server,
         configuration: ApplicationConfiguration(address: .hostname(host, port: port), serverName: nil),
         services: services + extraServices,

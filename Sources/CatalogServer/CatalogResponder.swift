@@ -49,14 +49,17 @@ public struct CatalogResponder: HTTPResponder {
     let reports: ReportIntake?
     /// nil: no catalog sources or no store were given; `/v1/admin/` answers 503.
     let admin: AdminAPI?
+    /// nil: no catalog sources or no purchase store; the purchase endpoints answer 503.
+    let purchases: PurchaseEndpoints?
     let logger: Logger
     /// Which routes this listener answers (``ListenerRole``).
     let role: ListenerRole
 
     init(
         store: FeedStore, configuration: ServeConfiguration, metrics: ServerMetrics, reports: ReportIntake?, admin: AdminAPI?,
-        logger: Logger, role: ListenerRole = .all
+        purchases: PurchaseEndpoints? = nil, logger: Logger, role: ListenerRole = .all
     ) {
+        self.purchases = purchases
         self.logger = logger
         self.role = role
         self.store = store
@@ -75,6 +78,8 @@ public struct CatalogResponder: HTTPResponder {
         switch route {
         case nil: response = JSONError.response(.notFound, "no such resource: \(request.uri.path)")
         case .reports(let app)?: (response, reportID) = await receiveReport(request, app: app, context: context)
+        case .notifications(let app)?, .purchases(let app)?, .customer(let app, _)?:
+            response = await purchase(request, at: route ?? .notifications(app: app), app: app, context: context)
         case .readiness?: response = await readiness(request)
         case .admin(let adminRoute)?:
             if configuration.isReplica {
@@ -111,6 +116,31 @@ public struct CatalogResponder: HTTPResponder {
         let answer = await reports.respond(
             to: request, app: app, published: store.index.apps[app], peer: context.remoteAddress?.ipAddress, now: configuration.clock())
         return (answer.response, answer.reportID)
+    }
+
+    /// The purchase endpoints, on catalog sources and a store that keeps purchases; 503 elsewhere
+    /// (a replica holds no sources, so no app settings to bind evidence to).
+    private func purchase(_ request: Request, at route: Route, app: String, context: Context) async -> Response {
+        if configuration.isReplica {
+            return JSONError.response(
+                .misdirectedRequest, "this node is a serving replica: purchases go to the editor node, which holds the app settings")
+        }
+        guard let purchases else { return JSONError.response(.serviceUnavailable, "this server keeps no purchases") }
+        let revision = store.index.apps[app]?.manifest.revision
+        let now = Date(timeIntervalSince1970: TimeInterval(configuration.clock().secondsSince1970))
+        switch route {
+        case .notifications:
+            return await purchases.notification(request, app: app, revision: revision, now: now)
+        case .purchases:
+            let peer = context.remoteAddress?.ipAddress
+            let client = reports?.client(peer: peer) { name in HTTPField.Name(name).map { request.headers[values: $0] } ?? [] }
+            let key = client.flatMap { address in reports?.networks.prefixes.key(of: address.address) } ?? peer
+            return await purchases.purchase(request, app: app, revision: revision, networkKey: key, now: now)
+        case .customer(_, let id):
+            return await purchases.customer(request, app: app, id: id, revision: revision, now: now)
+        default:
+            return JSONError.response(.notFound, "no such resource: \(request.uri.path)")
+        }
     }
 
     /// Ready once the feeds are loaded and the report store answers.
@@ -159,7 +189,7 @@ public struct CatalogResponder: HTTPResponder {
             return Response(
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4", .cacheControl: "no-store"],
                 body: ResponseBody(byteBuffer: ByteBuffer(bytes: metrics.render())))
-        case .readiness, .reports, .admin:
+        case .readiness, .reports, .admin, .notifications, .purchases, .customer:
             preconditionFailure("answered by respond(to:context:)")
         case .editor(let asset):
             return EditorAssets.response(for: asset, request: request)
@@ -259,6 +289,12 @@ enum Route: Equatable {
     case variantIndex(app: String)
     case revisions(app: String)
     case reports(app: String)
+    /// `v1/apps/<app>/notifications/app-store`: App Store Server Notifications V2.
+    case notifications(app: String)
+    /// `v1/apps/<app>/purchases`: evidence an app sends.
+    case purchases(app: String)
+    /// `v1/apps/<app>/customers/<id>`: a customer, by any of its keys.
+    case customer(app: String, id: String)
     case snapshot(app: String, revision: Int, kind: FeedKind)
     case admin(AdminRoute)
     /// The dashboard's page ("") or one of its files; ``EditorAssets`` knows which exist.
@@ -271,7 +307,8 @@ enum Route: Equatable {
         "/healthz", "/readyz", "/metrics", "/openapi.yaml", "/v1/apps", "/v1/apps/{app}/products.json", "/v1/apps/{app}/catalog.json",
         "/v1/apps/{app}/variants.json", "/v1/apps/{app}/variants/{platform}/{band}/products.json",
         "/v1/apps/{app}/variants/{platform}/{band}/catalog.json",
-        "/v1/apps/{app}/revisions", "/v1/apps/{app}/invalid-identifiers", "/v1/apps/{app}/revisions/{revision}/products.json",
+        "/v1/apps/{app}/revisions", "/v1/apps/{app}/invalid-identifiers", "/v1/apps/{app}/notifications/app-store",
+        "/v1/apps/{app}/purchases", "/v1/apps/{app}/customers/{id}", "/v1/apps/{app}/revisions/{revision}/products.json",
         "/v1/apps/{app}/revisions/{revision}/catalog.json", "/v1/admin/apps", "/v1/admin/apps/{app}", "/v1/admin/apps/{app}/products",
         "/v1/admin/apps/{app}/products/{id}", "/v1/admin/apps/{app}/products/{id}/retire", "/v1/admin/apps/{app}/publish",
         "/v1/admin/apps/{app}/reports", "/v1/admin/apps/{app}/reports/daily", "/v1/admin/apps/{app}/feedback/{id}/release",
@@ -306,9 +343,23 @@ enum Route: Equatable {
                 self = .revisions(app: segments[2])
             } else if segments[3] == "invalid-identifiers" {
                 self = .reports(app: segments[2])
+            } else if segments[3] == "purchases" {
+                self = .purchases(app: segments[2])
             } else {
                 return nil
             }
+        case 5 where segments[0] == "v1" && segments[1] == "apps" && segments[3] == "notifications" && segments[4] == "app-store":
+            guard AppName.problem(segments[2]) == nil else { return nil }
+            self = .notifications(app: segments[2])
+        case 5 where segments[0] == "v1" && segments[1] == "apps" && segments[3] == "customers":
+            // A key is a UUID or Apple's numeric ids: nothing else reaches the store.
+            let id = segments[4]
+            guard AppName.problem(segments[2]) == nil, (1...128).contains(id.utf8.count),
+                id.utf8.allSatisfy({
+                    $0.isASCIIAlphanumericByte || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: ".")
+                })
+            else { return nil }
+            self = .customer(app: segments[2], id: id)
         case 6 where segments[0] == "v1" && segments[1] == "apps" && segments[3] == "revisions":
             guard AppName.problem(segments[2]) == nil, segments[4].allSatisfy(\.isASCIIDigitCharacter),
                 let revision = Int(segments[4]), revision > 0, let kind = FeedKind(rawValue: segments[5])
@@ -368,6 +419,9 @@ extension Route {
         case .variantIndex: .variants
         case .revisions: .revisions
         case .reports: .reports
+        case .notifications: .notifications
+        case .purchases: .purchases
+        case .customer: .customers
         case .snapshot(_, _, let kind): kind == .products ? .revisionProducts : .revisionCatalog
         case .admin: .admin
         case .openAPI: .openapi
@@ -378,6 +432,13 @@ extension Route {
 
 extension Character {
     fileprivate var isASCIIDigitCharacter: Bool { isASCII && isNumber }
+}
+
+extension UInt8 {
+    fileprivate var isASCIIAlphanumericByte: Bool {
+        (UInt8(ascii: "0")...UInt8(ascii: "9")).contains(self) || (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(self)
+            || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(self)
+    }
 }
 
 /// `{"error":{"message":"…"}}` with the right status, as every error of the service.

@@ -114,6 +114,11 @@ final class SQLiteStatement {
         }
     }
 
+    /// Ends the current run early (a lookup that read its one row), so it holds nothing open.
+    func reset() {
+        sqlite3_reset(statement)
+    }
+
     /// Runs to the next row: true when there is one, false when done.
     func step() throws(SQLiteError) -> Bool {
         switch sqlite3_step(statement) {

@@ -245,6 +245,33 @@ public final class SQLiteReportStore: ReportStore {
     final class Writer {
         let connection: SQLiteConnection
         private let insert: SQLiteStatement
+        /// Statements prepared once and run again (the purchase intake's), by their SQL.
+        private var statements: [String: SQLiteStatement] = [:]
+
+        /// `sql` prepared, once for the connection's life.
+        func statement(_ sql: String) throws(SQLiteError) -> SQLiteStatement {
+            if let statement = statements[sql] { return statement }
+            let statement = try connection.prepare(sql)
+            statements[sql] = statement
+            return statement
+        }
+
+        /// Runs the cached `sql` with `values`; returns how many rows it changed.
+        @discardableResult
+        func run(_ sql: String, _ values: [SQLiteValue]) throws(SQLiteError) -> Int {
+            let statement = try statement(sql)
+            try statement.bind(values)
+            while try statement.step() {}
+            return connection.changes
+        }
+
+        /// The first column of the first row of the cached `sql`, as an integer.
+        func integer(_ sql: String, _ values: [SQLiteValue]) throws(SQLiteError) -> Int64? {
+            let statement = try statement(sql)
+            try statement.bind(values)
+            defer { statement.reset() }
+            return try statement.step() ? statement.optionalInteger(0) : nil
+        }
 
         init(path: String) throws {
             connection = try SQLiteConnection(path: path)

@@ -80,6 +80,82 @@ enum Schema {
                 CREATE TRIGGER audit_log_no_delete BEFORE DELETE ON audit_log
                 BEGIN SELECT RAISE(ABORT, 'audit_log entries are never changed or deleted'); END;
                 """),
+        // Customers, their purchases and the App Store's notifications (docs/purchases.md, "Storage").
+        // The ledger is not stored as state: every signed payload is, each version once (its hash),
+        // and the ledger is derived from them, so arrival order never matters. Times in
+        // `*_at_ms` are milliseconds since 1970, as Apple signs them; the others whole seconds.
+        Migration(
+            version: 5,
+            sql: """
+                CREATE TABLE purchase_customers (
+                    id INTEGER PRIMARY KEY,
+                    app TEXT NOT NULL,
+                    created_at INTEGER NOT NULL
+                );
+                CREATE TABLE purchase_customer_keys (
+                    app TEXT NOT NULL,
+                    kind TEXT NOT NULL,
+                    value TEXT NOT NULL,
+                    customer_id INTEGER NOT NULL REFERENCES purchase_customers (id),
+                    PRIMARY KEY (app, kind, value)
+                );
+                CREATE INDEX purchase_customer_keys_by_customer ON purchase_customer_keys (customer_id);
+                CREATE TABLE purchase_bindings (
+                    app TEXT NOT NULL,
+                    original_transaction_id TEXT NOT NULL,
+                    customer_id INTEGER NOT NULL REFERENCES purchase_customers (id),
+                    bound_at INTEGER NOT NULL,
+                    PRIMARY KEY (app, original_transaction_id)
+                );
+                CREATE INDEX purchase_bindings_by_customer ON purchase_bindings (customer_id);
+                CREATE TABLE purchase_transactions (
+                    app TEXT NOT NULL,
+                    transaction_id TEXT NOT NULL,
+                    original_transaction_id TEXT NOT NULL,
+                    environment TEXT,
+                    signed_at_ms INTEGER,
+                    payload TEXT NOT NULL,
+                    payload_sha256 TEXT NOT NULL,
+                    source TEXT NOT NULL,
+                    received_at INTEGER NOT NULL,
+                    PRIMARY KEY (app, transaction_id, payload_sha256)
+                );
+                CREATE INDEX purchase_transactions_by_original ON purchase_transactions (app, original_transaction_id);
+                CREATE TABLE purchase_renewal_infos (
+                    app TEXT NOT NULL,
+                    original_transaction_id TEXT NOT NULL,
+                    environment TEXT,
+                    signed_at_ms INTEGER,
+                    payload TEXT NOT NULL,
+                    payload_sha256 TEXT NOT NULL,
+                    source TEXT NOT NULL,
+                    received_at INTEGER NOT NULL,
+                    PRIMARY KEY (app, original_transaction_id, payload_sha256)
+                );
+                CREATE TABLE purchase_notifications (
+                    sequence INTEGER PRIMARY KEY,
+                    app TEXT NOT NULL,
+                    notification_uuid TEXT NOT NULL,
+                    notification_type TEXT,
+                    subtype TEXT,
+                    environment TEXT,
+                    signed_at_ms INTEGER,
+                    received_at INTEGER NOT NULL,
+                    body TEXT NOT NULL,
+                    UNIQUE (app, notification_uuid)
+                );
+                CREATE TABLE purchase_transfers (
+                    sequence INTEGER PRIMARY KEY,
+                    app TEXT NOT NULL,
+                    original_transaction_id TEXT NOT NULL,
+                    from_customer INTEGER NOT NULL,
+                    to_customer INTEGER NOT NULL,
+                    outcome TEXT NOT NULL,
+                    at INTEGER NOT NULL
+                );
+                CREATE INDEX purchase_transfers_by_from ON purchase_transfers (from_customer);
+                CREATE INDEX purchase_transfers_by_to ON purchase_transfers (to_customer);
+                """),
     ]
 
     static let postgres: [Migration] = [
@@ -178,6 +254,79 @@ enum Schema {
                     secret TEXT NOT NULL,
                     created_at BIGINT NOT NULL
                 );
+                """),
+        // The purchase tables of SQLite's version 5, the same meaning.
+        Migration(
+            version: 7,
+            sql: """
+                CREATE TABLE purchase_customers (
+                    id BIGSERIAL PRIMARY KEY,
+                    app TEXT NOT NULL,
+                    created_at BIGINT NOT NULL
+                );
+                CREATE TABLE purchase_customer_keys (
+                    app TEXT NOT NULL,
+                    kind TEXT NOT NULL,
+                    value TEXT NOT NULL,
+                    customer_id BIGINT NOT NULL REFERENCES purchase_customers (id),
+                    PRIMARY KEY (app, kind, value)
+                );
+                CREATE INDEX purchase_customer_keys_by_customer ON purchase_customer_keys (customer_id);
+                CREATE TABLE purchase_bindings (
+                    app TEXT NOT NULL,
+                    original_transaction_id TEXT NOT NULL,
+                    customer_id BIGINT NOT NULL REFERENCES purchase_customers (id),
+                    bound_at BIGINT NOT NULL,
+                    PRIMARY KEY (app, original_transaction_id)
+                );
+                CREATE INDEX purchase_bindings_by_customer ON purchase_bindings (customer_id);
+                CREATE TABLE purchase_transactions (
+                    app TEXT NOT NULL,
+                    transaction_id TEXT NOT NULL,
+                    original_transaction_id TEXT NOT NULL,
+                    environment TEXT,
+                    signed_at_ms BIGINT,
+                    payload TEXT NOT NULL,
+                    payload_sha256 TEXT NOT NULL,
+                    source TEXT NOT NULL,
+                    received_at BIGINT NOT NULL,
+                    PRIMARY KEY (app, transaction_id, payload_sha256)
+                );
+                CREATE INDEX purchase_transactions_by_original ON purchase_transactions (app, original_transaction_id);
+                CREATE TABLE purchase_renewal_infos (
+                    app TEXT NOT NULL,
+                    original_transaction_id TEXT NOT NULL,
+                    environment TEXT,
+                    signed_at_ms BIGINT,
+                    payload TEXT NOT NULL,
+                    payload_sha256 TEXT NOT NULL,
+                    source TEXT NOT NULL,
+                    received_at BIGINT NOT NULL,
+                    PRIMARY KEY (app, original_transaction_id, payload_sha256)
+                );
+                CREATE TABLE purchase_notifications (
+                    sequence BIGSERIAL PRIMARY KEY,
+                    app TEXT NOT NULL,
+                    notification_uuid TEXT NOT NULL,
+                    notification_type TEXT,
+                    subtype TEXT,
+                    environment TEXT,
+                    signed_at_ms BIGINT,
+                    received_at BIGINT NOT NULL,
+                    body TEXT NOT NULL,
+                    UNIQUE (app, notification_uuid)
+                );
+                CREATE TABLE purchase_transfers (
+                    sequence BIGSERIAL PRIMARY KEY,
+                    app TEXT NOT NULL,
+                    original_transaction_id TEXT NOT NULL,
+                    from_customer BIGINT NOT NULL,
+                    to_customer BIGINT NOT NULL,
+                    outcome TEXT NOT NULL,
+                    at BIGINT NOT NULL
+                );
+                CREATE INDEX purchase_transfers_by_from ON purchase_transfers (from_customer);
+                CREATE INDEX purchase_transfers_by_to ON purchase_transfers (to_customer);
                 """),
     ]
 

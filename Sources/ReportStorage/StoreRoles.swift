@@ -24,8 +24,15 @@ public enum StoreRoles {
     /// `reports.id` is a `BIGSERIAL`: an insert takes the sequence's next value.
     static let replicaSequences: [(sequence: String, privileges: [String])] = [("reports_id_seq", ["USAGE"])]
     /// The tables of the schema (`Schema.postgres`) and the sequence a replica has no use for.
-    static let tables = ["schema_migrations", "reports", "editor_tokens", "audit_log", "published_files", "network_secret"]
-    static let sequences = ["reports_id_seq", "publication_changes"]
+    static let tables = [
+        "schema_migrations", "reports", "editor_tokens", "audit_log", "published_files", "network_secret", "purchase_customers",
+        "purchase_customer_keys", "purchase_bindings", "purchase_transactions", "purchase_renewal_infos", "purchase_notifications",
+        "purchase_transfers",
+    ]
+    static let sequences = [
+        "reports_id_seq", "publication_changes", "purchase_customers_id_seq", "purchase_notifications_sequence_seq",
+        "purchase_transfers_sequence_seq",
+    ]
     static let tablePrivileges = ["SELECT", "INSERT", "UPDATE", "DELETE", "TRUNCATE", "REFERENCES", "TRIGGER"]
     static let sequencePrivileges = ["USAGE", "SELECT", "UPDATE"]
 

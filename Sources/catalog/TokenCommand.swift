@@ -19,7 +19,7 @@ struct TokenCommand: AsyncParsableCommand {
         @Argument(help: "The token's name: what the audit log shows as the actor.")
         var name: String
 
-        @Option(help: "editor (reads and changes) or viewer (reads).")
+        @Option(help: "editor (reads and changes), viewer (reads) or backend (reads customers only, for the developer's server).")
         var role: EditorRole
 
         func validate() throws {

@@ -48,6 +48,15 @@ struct PostgresReportStoreTests {
     @Test func keepsOrRefusesNULs() async throws { try await withStore(StoreConformance.keepsOrRefusesNULs) }
     @Test func groupCommits() async throws { try await withStore(StoreConformance.groupCommits) }
     @Test func keepsTokensAndTheAuditLog() async throws { try await withStore(StoreConformance.keepsTokensAndTheAuditLog) }
+    @Test func recordsNotificationsOnce() async throws { try await withStore(PurchaseStoreConformance.recordsNotificationsOnce) }
+    @Test func shuffledAndDuplicatedNotificationsGiveOneLedger() async throws {
+        try await withStore(PurchaseStoreConformance.shuffledAndDuplicatedNotificationsGiveOneLedger)
+    }
+    @Test func keepsOrTransfersByPolicy() async throws { try await withStore(PurchaseStoreConformance.keepsOrTransfersByPolicy) }
+    @Test func theFirstNamedCustomerTakesAPlaceholder() async throws {
+        try await withStore(PurchaseStoreConformance.theFirstNamedCustomerTakesAPlaceholder)
+    }
+    @Test func rebuildsFromRawNotifications() async throws { try await withStore(PurchaseStoreConformance.rebuildsFromRawNotifications) }
     @Test func keepsTokenChangesAndTheirEntriesTogether() async throws {
         let server = try runningServer()
         let url = try await server.createDatabase()

@@ -84,6 +84,15 @@ import Testing
     }
 
     @Test func deduplicates() async throws { try await conformance(StoreConformance.deduplicates) }
+    @Test func recordsNotificationsOnce() async throws { try await conformance(PurchaseStoreConformance.recordsNotificationsOnce) }
+    @Test func shuffledAndDuplicatedNotificationsGiveOneLedger() async throws {
+        try await conformance(PurchaseStoreConformance.shuffledAndDuplicatedNotificationsGiveOneLedger)
+    }
+    @Test func keepsOrTransfersByPolicy() async throws { try await conformance(PurchaseStoreConformance.keepsOrTransfersByPolicy) }
+    @Test func theFirstNamedCustomerTakesAPlaceholder() async throws {
+        try await conformance(PurchaseStoreConformance.theFirstNamedCustomerTakesAPlaceholder)
+    }
+    @Test func rebuildsFromRawNotifications() async throws { try await conformance(PurchaseStoreConformance.rebuildsFromRawNotifications) }
     @Test func aggregates() async throws { try await conformance(StoreConformance.aggregates) }
     @Test func filters() async throws { try await conformance(StoreConformance.filters) }
     @Test func countsPerDay() async throws { try await conformance(StoreConformance.countsPerDay) }

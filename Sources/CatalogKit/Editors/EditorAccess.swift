@@ -1,15 +1,23 @@
 import Crypto
 import Time
 
-/// What a token lets its holder do: viewers read, editors change.
+/// What a token lets its holder do: viewers read, editors change, the developer's backend reads
+/// customers and nothing else.
 public enum EditorRole: String, CaseIterable, Sendable, Hashable, Codable {
     /// Reads, and changes the catalog, the published tree and verdicts.
     case editor
     /// Reads everything and previews publications; changes nothing.
     case viewer
+    /// Reads customers and what they own (`GET /v1/apps/{app}/customers/{id}`), for the developer's
+    /// backend; none of the editor API.
+    case backend
 
     /// Whether the role may change anything.
     public var canEdit: Bool { self == .editor }
+
+    /// Whether the role may use the editor API at all: a backend's token, which a server holds,
+    /// reads customers only.
+    public var canUseEditorAPI: Bool { self != .backend }
 }
 
 /// A named token as the store keeps it: only the SHA-256 of its secret, never the secret.

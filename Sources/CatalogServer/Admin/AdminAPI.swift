@@ -42,6 +42,9 @@ struct AdminAPI: Sendable {
         case "true", "1": dryRun = true
         case let other?: return JSONError.response(.badRequest, "dryRun=\(other) must be true or false")
         }
+        guard token.role.canUseEditorAPI else {
+            return JSONError.response(.forbidden, "token '\(token.name)' is a backend's: it reads customers, not the editor API")
+        }
         if route.changes(dryRun: dryRun) && !token.role.canEdit {
             return JSONError.response(.forbidden, "token '\(token.name)' is a viewer's; changes need an editor's token")
         }
@@ -91,6 +94,12 @@ struct AdminAPI: Sendable {
 
     /// The active token named by `Authorization: Bearer …` (RFC 6750).
     func authenticate(_ request: Request) async -> Result<EditorToken, Refusal> {
+        await Self.authenticate(request, store: store)
+    }
+
+    /// The active token of `store` named by `Authorization: Bearer …`: the editor API's check,
+    /// which the customer endpoint shares.
+    static func authenticate(_ request: Request, store: any EditorStore) async -> Result<EditorToken, Refusal> {
         func unauthorized(_ message: String, invalid: Bool) -> Refusal {
             var response = JSONError.response(.unauthorized, message)
             response.headers[.wwwAuthenticate] = invalid ? #"Bearer realm="catalog", error="invalid_token""# : #"Bearer realm="catalog""#

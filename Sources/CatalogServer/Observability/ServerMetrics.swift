@@ -9,6 +9,7 @@ enum MetricsRoute: String, Sendable {
     case revisionProducts = "revision_products"
     case revisionCatalog = "revision_catalog"
     case apps, variants, revisions, reports, healthz, readyz, metrics, admin, openapi, editor, unknown
+    case notifications, purchases, customers
 
     init(_ kind: FeedKind) {
         self = kind == .products ? .products : .catalog
@@ -102,6 +103,26 @@ public final class ServerMetrics: Sendable {
             label: "catalog_reports_app_transactions_total", dimensions: [("result", verified ? "verified" : "unverified")],
             factory: factory
         ).increment()
+    }
+
+    /// Evidence a purchase endpoint refused, by endpoint and refusal code: forged and mis-bound
+    /// notifications show here (`catalog_purchases_refused_total{endpoint="notifications"}`).
+    func recordPurchaseRefusal(endpoint: String, code: String) {
+        CoreMetrics.Counter(
+            label: "catalog_purchases_refused_total", dimensions: [("endpoint", endpoint), ("code", code)], factory: factory
+        ).increment()
+    }
+
+    /// A notification committed, or found already stored.
+    func recordNotification(duplicate: Bool) {
+        CoreMetrics.Counter(
+            label: "catalog_notifications_total", dimensions: [("result", duplicate ? "duplicate" : "stored")], factory: factory
+        ).increment()
+    }
+
+    /// A purchase presented by a customer other than its own: `transferred` or `refused`.
+    func recordTransfer(_ outcome: String) {
+        CoreMetrics.Counter(label: "catalog_purchase_transfers_total", dimensions: [("outcome", outcome)], factory: factory).increment()
     }
 
     /// Raw reports pruned because their app passed its quota.

@@ -82,6 +82,8 @@ public struct AppTransactionVerifier: Sendable {
     static let leafMarkerOID: ASN1ObjectIdentifier = [1, 2, 840, 113635, 100, 6, 11, 1]
 
     private let roots: CertificateStore
+    /// The trusted roots, for the purchase endpoints to trust as well.
+    public let rootCertificates: [Certificate]
 
     /// roots: DER bytes of the trusted root certificates (Apple Root CA - G3 in production; tests pass their own).
     /// Throws when the list is empty or an entry is not a DER certificate: a verifier that trusts nothing is a misconfiguration.
@@ -100,6 +102,7 @@ public struct AppTransactionVerifier: Sendable {
             }
         }
         self.roots = CertificateStore(parsed)
+        self.rootCertificates = parsed
     }
 
     /// Loads PEM or DER root certificate files; a PEM file may hold several certificates.

@@ -1,0 +1,650 @@
+import CatalogKit
+import Foundation
+import HTTPTypes
+import Hummingbird
+import NIOCore
+import Purchases
+import Synchronization
+import X509
+
+/// How the purchase endpoints protect the store, and what they trust.
+public struct PurchasesConfiguration: Sendable {
+    /// The roots evidence must chain to; nil: Apple's two (pinned), plus the roots reports'
+    /// AppTransactions are verified against (`--apple-root-certificate`). Tests give their own.
+    public var trust: PurchaseTrust?
+    /// `POST …/purchases` per client network; nil for none (a benchmark from one address).
+    public var perAddress: RateLimit? = RateLimit(perMinute: 600, burst: 120)
+    /// Submissions waiting for the store at most; past it, 503 with `Retry-After`.
+    public var maximumQueued = 20_000
+
+    /// The defaults.
+    public init() {}
+}
+
+/// What one app's settings make of the evidence it is sent: its verifier, its ledger catalog, its
+/// products' types (a legacy receipt names none) and its transfer policy. The server and
+/// `catalog purchases rebuild` make it alike.
+public struct AppPurchases: Sendable {
+    /// Bound to the app's bundle id, Apple id, environments and Xcode certificate.
+    public let verifier: SignedDataVerifier
+    /// What each product unlocks, and a non-renewing one's duration.
+    public let catalog: LedgerCatalog
+    /// Each product's type, Apple's name for it.
+    public let productTypes: [String: Purchases.ProductType]
+    /// What happens to a purchase presented by another customer.
+    public let transferPolicy: PurchaseTransferPolicy
+
+    /// The settings of the validated `catalog`, trusting `trust`'s roots; fails when the Xcode
+    /// certificate it names cannot be read.
+    public init(_ catalog: AppCatalog, trust: PurchaseTrust) throws(PurchaseConfigurationError) {
+        let settings = catalog.purchaseSettings
+        var xcode: Certificate?
+        if let path = settings.xcodeCertificate {
+            let certificates = try PurchaseTrust.certificates(fromFiles: [path])
+            guard certificates.count == 1 else { throw PurchaseConfigurationError("\(path) must hold exactly one certificate") }
+            xcode = certificates.first
+        }
+        let environments = Set(
+            settings.environments.map { environment -> AppStoreEnvironment in
+                switch environment {
+                case .production: .production
+                case .sandbox: .sandbox
+                case .xcode: .xcode
+                }
+            })
+        verifier = SignedDataVerifier(
+            trust: trust,
+            app: AppStoreApp(bundleId: catalog.app, appAppleId: settings.appAppleId, environments: environments, xcodeCertificate: xcode))
+        var products: [String: LedgerProduct] = [:]
+        var types: [String: Purchases.ProductType] = [:]
+        for product in catalog.products {
+            products[product.id] = LedgerProduct(entitlements: product.unlocks, duration: product.duration.flatMap(ISO8601Period.init))
+            switch product.type {
+            case .consumable?: types[product.id] = .consumable
+            case .nonConsumable?: types[product.id] = .nonConsumable
+            case .autoRenewable?: types[product.id] = .autoRenewableSubscription
+            case .nonRenewing?: types[product.id] = .nonRenewingSubscription
+            case nil: break
+            }
+        }
+        self.catalog = LedgerCatalog(products: products)
+        productTypes = types
+        transferPolicy = settings.transferPolicy == .transfer ? .transfer : .keep
+    }
+}
+
+/// The apps' purchase settings, read from the catalog sources and kept until the app's published
+/// revision changes: settings take effect when they are published, like the products they name.
+final class PurchaseSettingsCache: Sendable {
+    private let workflow: CatalogWorkflow
+    private let trust: PurchaseTrust
+    private let entries = Mutex<[String: (revision: Int, app: AppPurchases)]>([:])
+
+    init(workflow: CatalogWorkflow, trust: PurchaseTrust) {
+        self.workflow = workflow
+        self.trust = trust
+    }
+
+    /// `app`'s settings at published `revision`, or why there are none.
+    func app(_ app: String, revision: Int) -> Result<AppPurchases, PurchaseConfigurationError> {
+        if let entry = entries.withLock({ $0[app] }), entry.revision == revision { return .success(entry.app) }
+        guard let catalog = workflow.validate().catalogs.first(where: { $0.app == app }) else {
+            return .failure(PurchaseConfigurationError("the catalog sources of '\(app)' do not validate; fix them to take purchases"))
+        }
+        do {
+            let made = try AppPurchases(catalog, trust: trust)
+            entries.withLock { $0[app] = (revision, made) }
+            return .success(made)
+        } catch {
+            return .failure(error)
+        }
+    }
+}
+
+/// Commits submissions that arrive together in one transaction, as ``GroupCommitter`` does for
+/// reports: one flush per batch, each caller answered once its own submission is durable, and a
+/// bounded queue (``CommitQueueFull`` past it).
+final class PurchaseCommitter: Sendable {
+    private let store: any PurchaseStore
+    private let maximumBatch: Int
+    private let maximumQueued: Int
+    private let state = Mutex(State())
+
+    typealias Completion = @Sendable (Result<PurchaseOutcome, any Error>) -> Void
+
+    private struct State {
+        var pending: [(PurchaseSubmission, Completion)] = []
+        var committing = false
+    }
+
+    init(store: any PurchaseStore, maximumBatch: Int = 1024, maximumQueued: Int) {
+        self.store = store
+        self.maximumBatch = maximumBatch
+        self.maximumQueued = maximumQueued
+    }
+
+    /// Records `submission` with whatever else is waiting; returns once that transaction is durable.
+    func submit(_ submission: PurchaseSubmission) async -> Result<PurchaseOutcome, any Error> {
+        await withCheckedContinuation { continuation in
+            submit(submission) { continuation.resume(returning: $0) }
+        }
+    }
+
+    private func submit(_ submission: PurchaseSubmission, completion: @escaping Completion) {
+        let start: Bool? = state.withLock { state in
+            guard state.pending.count < maximumQueued else { return nil }
+            state.pending.append((submission, completion))
+            guard !state.committing else { return false }
+            state.committing = true
+            return true
+        }
+        switch start {
+        case nil: completion(.failure(CommitQueueFull()))
+        case true?: commitNext()
+        case false?: break
+        }
+    }
+
+    private func commitNext() {
+        let batch = state.withLock { state in
+            let batch = Array(state.pending.prefix(maximumBatch))
+            state.pending.removeFirst(batch.count)
+            if batch.isEmpty { state.committing = false }
+            return batch
+        }
+        guard !batch.isEmpty else { return }
+        store.record(batch.map(\.0)) { result in
+            switch result {
+            case .success(let outcomes):
+                for ((_, completion), outcome) in zip(batch, outcomes) { completion(.success(outcome)) }
+            case .failure(let error):
+                for (_, completion) in batch { completion(.failure(error)) }
+            }
+            self.commitNext()
+        }
+    }
+}
+
+/// The three purchase endpoints (docs/purchases.md): the App Store's notifications, the app's
+/// purchases, and a customer read by the developer's backend.
+struct PurchaseEndpoints: Sendable {
+    let store: any PurchaseStore
+    let tokens: any EditorStore
+    let settings: PurchaseSettingsCache
+    let committer: PurchaseCommitter
+    let byAddress: RateLimiter?
+    let metrics: ServerMetrics
+
+    /// A notification body: its `signedPayload` is one JWS of at most 64 KiB, nested tokens included.
+    static let maximumNotificationBytes = 65 * 1024
+    /// A purchase request: a legacy receipt in base64 is the largest thing it carries.
+    static let maximumPurchaseBytes = 512 * 1024
+
+    init(
+        store: any PurchaseStore, tokens: any EditorStore, workflow: CatalogWorkflow, trust: PurchaseTrust,
+        configuration: PurchasesConfiguration, metrics: ServerMetrics
+    ) {
+        self.store = store
+        self.tokens = tokens
+        settings = PurchaseSettingsCache(workflow: workflow, trust: trust)
+        committer = PurchaseCommitter(store: store, maximumQueued: configuration.maximumQueued)
+        byAddress = configuration.perAddress.map { RateLimiter($0) }
+        self.metrics = metrics
+    }
+
+    // MARK: - Notifications
+
+    /// `POST /v1/apps/{app}/notifications/app-store`: 200 once the notification is committed.
+    func notification(_ request: Request, app: String, revision: Int?, now: Date) async -> Response {
+        guard request.method == .post else { return CatalogResponder.methodNotAllowed(request, allow: "POST") }
+        let config: AppPurchases
+        switch await prepare(request, app: app, revision: revision, limit: Self.maximumNotificationBytes) {
+        case .failure(let refusal): return refusal.response
+        case .success(let (found, _)): config = found
+        }
+        let body: String
+        switch await Self.body(request, limit: Self.maximumNotificationBytes) {
+        case .failure(let refusal): return refusal.response
+        case .success(let text): body = text
+        }
+        let verified: SignedDataVerifier.VerifiedNotification
+        do {
+            verified = try await config.verifier.verifyAndDecodeNotification(body)
+        } catch {
+            return refuse(error, endpoint: "notifications")
+        }
+        guard
+            let submission = PurchaseSubmission.notification(
+                verified, app: app, body: body, receivedAt: now, transferPolicy: config.transferPolicy),
+            let uuid = submission.notification?.notificationUUID
+        else {
+            return refuse(PurchaseRefusal(.malformed, "the notification has no notificationUUID"), endpoint: "notifications")
+        }
+        switch await committer.submit(submission) {
+        case .success(let outcome):
+            metrics.recordNotification(duplicate: outcome.duplicate)
+            for transfer in outcome.transfers { metrics.recordTransfer(transfer.outcome.rawValue) }
+            var json = JSONWriter()
+            json.beginObject()
+            json.key("notificationUUID")
+            json.string(uuid)
+            json.key(outcome.duplicate ? "duplicate" : "stored")
+            json.boolean(true)
+            json.endObject()
+            return Self.ok(json.bytes)
+        case .failure(let error):
+            return Self.storeFailure(error, metrics: metrics)
+        }
+    }
+
+    // MARK: - Purchases
+
+    /// What an app sends after a purchase.
+    struct PurchaseRequest: Decodable {
+        var signedTransaction: String?
+        var signedAppTransaction: String?
+        var receipt: String?
+        var deviceId: String?
+        var appAccountToken: String?
+    }
+
+    /// `POST /v1/apps/{app}/purchases`: verify, record, answer the customer's entitlements now.
+    func purchase(_ request: Request, app: String, revision: Int?, networkKey: String?, now: Date) async -> Response {
+        guard request.method == .post else { return CatalogResponder.methodNotAllowed(request, allow: "POST") }
+        if let wait = byAddress?.take(networkKey ?? "unknown") {
+            var response = JSONError.response(.tooManyRequests, "too many purchases from this network; retry after \(wait) s")
+            response.headers[.retryAfter] = String(wait)
+            return response
+        }
+        let config: AppPurchases
+        switch await prepare(request, app: app, revision: revision, limit: Self.maximumPurchaseBytes) {
+        case .failure(let refusal): return refusal.response
+        case .success(let (found, _)): config = found
+        }
+        let sent: PurchaseRequest
+        switch await Self.body(request, limit: Self.maximumPurchaseBytes) {
+        case .failure(let refusal): return refusal.response
+        case .success(let text):
+            guard let decoded = try? JSONDecoder().decode(PurchaseRequest.self, from: Data(text.utf8)) else {
+                return JSONError.response(
+                    .badRequest,
+                    "the body must be a JSON object with signedTransaction or receipt (strings), and optionally signedAppTransaction, deviceId and appAccountToken"
+                )
+            }
+            sent = decoded
+        }
+        if let token = sent.appAccountToken, UUID(uuidString: token) == nil {
+            return JSONError.response(.badRequest, "appAccountToken must be a UUID")
+        }
+        let transactions: [JWSTransactionDecodedPayload]
+        var otherKeys: [CustomerKey] = []
+        do {
+            switch (sent.signedTransaction, sent.receipt) {
+            case (let jws?, nil):
+                let transaction = try await config.verifier.verifyAndDecodeTransaction(jws)
+                if let product = transaction.productId, config.catalog.products[product] == nil {
+                    throw PurchaseRefusal(.unknownProduct, "the catalog of '\(app)' has no product '\(product.prefix(64))'")
+                }
+                if let appJWS = sent.signedAppTransaction {
+                    let appTransaction = try await config.verifier.verifyAndDecodeAppTransaction(appJWS)
+                    guard appTransaction.receiptType == transaction.environment else {
+                        throw PurchaseRefusal(.wrongApp, "the AppTransaction's environment is not the transaction's")
+                    }
+                    if let id = appTransaction.appTransactionId, !id.isEmpty {
+                        otherKeys.append(CustomerKey(kind: .appTransactionId, value: id))
+                    }
+                }
+                transactions = [transaction]
+            case (nil, let base64?):
+                guard let bytes = Data(base64Encoded: base64, options: .ignoreUnknownCharacters) else {
+                    throw PurchaseRefusal(.malformed, "receipt is not base64")
+                }
+                var device: [UInt8]?
+                if let deviceId = sent.deviceId {
+                    guard let parsed = Self.bytes(hex: deviceId) else {
+                        return JSONError.response(.badRequest, "deviceId must be hex (a UUID's dashes and a MAC's colons allowed)")
+                    }
+                    device = parsed
+                }
+                let receipt = try await config.verifier.verifyAndDecodeReceipt([UInt8](bytes), deviceIdentifier: device)
+                transactions = Self.transactions(of: receipt, types: config.productTypes)
+                guard !transactions.isEmpty else {
+                    throw PurchaseRefusal(.unknownProduct, "the receipt names no purchase of a product the catalog of '\(app)' knows")
+                }
+            default:
+                return JSONError.response(.badRequest, "send exactly one of signedTransaction and receipt")
+            }
+        } catch let refusal as PurchaseRefusal {
+            return refuse(refusal, endpoint: "purchases")
+        } catch {
+            return refuse(PurchaseRefusal(.malformed, "\(error)"), endpoint: "purchases")
+        }
+        guard let first = transactions.first, var claimant = CustomerKey.of(first, appAccountToken: sent.appAccountToken) else {
+            return refuse(PurchaseRefusal(.malformed, "the transaction names no transaction id"), endpoint: "purchases")
+        }
+        // An AppTransaction names the Apple account better than the original transaction does.
+        if claimant.kind == .originalTransactionId, let account = otherKeys.first { claimant = account }
+        let submission = PurchaseSubmission(
+            app: app, receivedAt: now, source: .app, transactions: transactions, claimant: claimant, otherKeys: otherKeys,
+            transferPolicy: config.transferPolicy)
+        let outcome: PurchaseOutcome
+        switch await committer.submit(submission) {
+        case .success(let recorded): outcome = recorded
+        case .failure(let error): return Self.storeFailure(error, metrics: metrics)
+        }
+        for transfer in outcome.transfers { metrics.recordTransfer(transfer.outcome.rawValue) }
+        if let refusal = outcome.refusal { return refuse(refusal, endpoint: "purchases") }
+        do {
+            guard let id = first.transactionId, let record = try await store.customer(app: app, id: id) else {
+                return JSONError.response(.internalServerError, "the purchase was recorded but its customer cannot be read")
+            }
+            return Self.ok(CustomerAnswer(record, at: now, catalog: config.catalog, full: false).json)
+        } catch {
+            return JSONError.response(.serviceUnavailable, "the purchase was recorded; its customer cannot be read now")
+        }
+    }
+
+    /// A legacy receipt's in-app entries as transactions, typed from the catalog (a receipt names
+    /// no type); entries of products the catalog does not know are left out.
+    static func transactions(of receipt: AppReceipt, types: [String: Purchases.ProductType]) -> [JWSTransactionDecodedPayload] {
+        receipt.inApp.compactMap { entry in
+            guard let product = entry.productId, let type = types[product], let id = entry.transactionId else { return nil }
+            var json: [String: Any] = [
+                "transactionId": id, "originalTransactionId": entry.originalTransactionId ?? id, "productId": product,
+                "type": type.rawValue, "quantity": entry.quantity ?? 1, "inAppOwnershipType": "PURCHASED",
+            ]
+            json["bundleId"] = receipt.bundleId
+            json["environment"] = receipt.environment?.rawValue
+            json["purchaseDate"] = entry.purchaseDate.map(milliseconds)
+            json["expiresDate"] = entry.subscriptionExpirationDate.map(milliseconds)
+            json["revocationDate"] = entry.cancellationDate.map(milliseconds)
+            json["signedDate"] = receipt.receiptCreationDate.map(milliseconds)
+            guard let data = try? JSONSerialization.data(withJSONObject: json, options: [.sortedKeys]) else { return nil }
+            return StoredPayload.decode(JWSTransactionDecodedPayload.self, String(decoding: data, as: UTF8.self))
+        }
+    }
+
+    private static func milliseconds(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded()) }
+
+    /// Hex to bytes, ignoring the dashes of a UUID and the colons of a MAC address.
+    static func bytes(hex: String) -> [UInt8]? {
+        let digits = Array(hex.filter { $0 != "-" && $0 != ":" }.utf8)
+        guard !digits.isEmpty, digits.count % 2 == 0, digits.count <= 64 else { return nil }
+        var bytes: [UInt8] = []
+        for index in stride(from: 0, to: digits.count, by: 2) {
+            guard let byte = UInt8(String(decoding: digits[index...index + 1], as: UTF8.self), radix: 16) else { return nil }
+            bytes.append(byte)
+        }
+        return bytes
+    }
+
+    // MARK: - Customers
+
+    /// `GET /v1/apps/{app}/customers/{id}[?at=RFC3339]`, for a `backend` token (or an editor's or viewer's).
+    func customer(_ request: Request, app: String, id: String, revision: Int?, now: Date) async -> Response {
+        guard request.method == .get || request.method == .head else {
+            return CatalogResponder.methodNotAllowed(request, allow: "GET, HEAD")
+        }
+        switch await AdminAPI.authenticate(request, store: tokens) {
+        case .failure(let refusal): return refusal.response
+        case .success: break
+        }
+        guard let revision else { return JSONError.response(.notFound, "no published app '\(app)'") }
+        var at = now
+        if let text = request.uri.queryParameters.get("at") {
+            guard let parsed = CustomerAnswer.instant(String(text)) else {
+                return JSONError.response(.badRequest, "at=\(text.prefix(64)) must be an RFC 3339 instant, such as 2025-01-31T12:00:00Z")
+            }
+            at = parsed
+        }
+        let config: AppPurchases
+        switch settings.app(app, revision: revision) {
+        case .failure(let error): return JSONError.response(.serviceUnavailable, "\(error)")
+        case .success(let found): config = found
+        }
+        do {
+            guard let record = try await store.customer(app: app, id: id) else {
+                return JSONError.response(.notFound, "no customer of '\(app)' has the key '\(id)'")
+            }
+            return Self.ok(CustomerAnswer(record, at: at, catalog: config.catalog, full: true).json)
+        } catch {
+            return JSONError.response(.serviceUnavailable, "the purchase store does not answer")
+        }
+    }
+
+    // MARK: - Shared steps
+
+    private struct Refusal: Error {
+        var response: Response
+    }
+
+    /// The checks the head decides: a published app, its settings, JSON, the size.
+    private func prepare(_ request: Request, app: String, revision: Int?, limit: Int) async -> Result<(AppPurchases, Int), Refusal> {
+        guard let revision else { return .failure(Refusal(response: JSONError.response(.notFound, "no published app '\(app)'"))) }
+        guard ReportIntake.isJSON(request.headers[.contentType]) else {
+            return .failure(Refusal(response: JSONError.response(.unsupportedMediaType, "send Content-Type: application/json")))
+        }
+        if let length = request.headers[.contentLength].flatMap(Int.init), length > limit {
+            return .failure(Refusal(response: JSONError.response(.contentTooLarge, "the body is \(length) bytes; the limit is \(limit)")))
+        }
+        switch settings.app(app, revision: revision) {
+        case .failure(let error):
+            return .failure(Refusal(response: JSONError.response(.serviceUnavailable, "\(error)")))
+        case .success(let config):
+            return .success((config, revision))
+        }
+    }
+
+    private static func body(_ request: Request, limit: Int) async -> Result<String, Refusal> {
+        do {
+            let buffer = try await request.body.collect(upTo: limit)
+            return .success(String(decoding: buffer.readableBytesView, as: UTF8.self))
+        } catch is NIOTooManyBytesError {
+            return .failure(Refusal(response: JSONError.response(.contentTooLarge, "the body is larger than \(limit) bytes")))
+        } catch {
+            return .failure(Refusal(response: JSONError.response(.badRequest, "the body could not be read")))
+        }
+    }
+
+    /// A refusal, counted: 400 for malformed evidence, 409 for a purchase bound to another
+    /// customer, 422 for an unknown product, 403 for the rest (forged, another app's, another environment's).
+    private func refuse(_ refusal: PurchaseRefusal, endpoint: String) -> Response {
+        metrics.recordPurchaseRefusal(endpoint: endpoint, code: refusal.code.rawValue)
+        let status: HTTPResponse.Status =
+            switch refusal.code {
+            case .malformed: .badRequest
+            case .boundToAnotherCustomer: .conflict
+            case .unknownProduct: .unprocessableContent
+            default: .forbidden
+            }
+        return JSONError.response(status, refusal.reason) { json in
+            json.key("code")
+            json.string(refusal.code.rawValue)
+            if let status = refusal.code.appleStatus {
+                json.key("status")
+                json.integer(Int64(status))
+            }
+        }
+    }
+
+    /// 503 so that Apple, or the app, sends it again.
+    private static func storeFailure(_ error: any Error, metrics: ServerMetrics) -> Response {
+        var response: Response
+        if error is CommitQueueFull {
+            metrics.recordCommitQueueFull()
+            response = JSONError.response(.serviceUnavailable, "too much is waiting for the store; send it again later")
+            response.headers[.retryAfter] = "1"
+        } else {
+            response = JSONError.response(.serviceUnavailable, "it could not be stored; send it again later")
+            response.headers[.retryAfter] = "5"
+        }
+        return response
+    }
+
+    private static func ok(_ json: [UInt8]) -> Response {
+        Response(
+            status: .ok, headers: [.contentType: "application/json", .cacheControl: "no-store"],
+            body: ResponseBody(byteBuffer: ByteBuffer(bytes: json)))
+    }
+}
+
+/// A customer as the endpoints answer it (docs/purchases.md, "Reading a customer"): keys, and per
+/// environment every purchase, every period (Apple's field names, `start` and `end` as RFC 3339
+/// instants), the entitlements and credits at `at`, and transfers.
+public struct CustomerAnswer: Sendable {
+    /// The answer's JSON.
+    public let json: [UInt8]
+
+    /// The answer for `record` at `at`: with every purchase, period and transfer when `full`.
+    public init(_ record: CustomerRecord, at: Date, catalog: LedgerCatalog, full: Bool) {
+        var json = JSONWriter()
+        func date(_ key: String, _ value: Date?) {
+            guard let value else { return }
+            json.key(key)
+            json.string(Self.rfc3339(value))
+        }
+        func text(_ key: String, _ value: String?) {
+            guard let value else { return }
+            json.key(key)
+            json.string(value)
+        }
+        let ledgers = record.environments.map { record.ledger(environment: $0, catalog: catalog) }
+        json.beginObject()
+        json.key("customer")
+        json.integer(record.id)
+        date("at", at)
+        json.key("keys")
+        json.beginArray()
+        for key in record.keys {
+            json.beginObject()
+            text("kind", key.kind.rawValue)
+            text("value", key.value)
+            json.endObject()
+        }
+        json.endArray()
+        json.key("entitlements")
+        json.beginArray()
+        for ledger in ledgers {
+            for grant in ledger.entitlements(at: at) {
+                json.beginObject()
+                text("entitlement", grant.entitlement)
+                text("environment", ledger.environment.rawValue)
+                text("productId", grant.productId)
+                text("transactionId", grant.transactionId)
+                date("expiresDate", grant.expiresDate)
+                json.key("inGracePeriod")
+                json.boolean(grant.inGracePeriod)
+                json.endObject()
+            }
+        }
+        json.endArray()
+        json.key("credits")
+        json.beginArray()
+        for ledger in ledgers {
+            for (product, quantity) in ledger.credits(at: at).sorted(by: { $0.key < $1.key }) {
+                json.beginObject()
+                text("productId", product)
+                text("environment", ledger.environment.rawValue)
+                json.key("quantity")
+                json.integer(Int64(quantity))
+                json.endObject()
+            }
+        }
+        json.endArray()
+        if full {
+            json.key("purchases")
+            json.beginArray()
+            for ledger in ledgers {
+                for purchase in ledger.purchases {
+                    json.beginObject()
+                    text("environment", ledger.environment.rawValue)
+                    text("transactionId", purchase.transactionId)
+                    text("originalTransactionId", purchase.originalTransactionId)
+                    text("productId", purchase.productId)
+                    text("type", purchase.type?.rawValue)
+                    date("purchaseDate", purchase.purchaseDate)
+                    json.key("quantity")
+                    json.integer(Int64(purchase.quantity))
+                    text("inAppOwnershipType", purchase.inAppOwnershipType?.rawValue)
+                    date("revocationDate", purchase.revocationDate)
+                    if let reason = purchase.revocationReason {
+                        json.key("revocationReason")
+                        json.integer(Int64(reason.rawValue))
+                    }
+                    date("signedDate", purchase.signedDate)
+                    json.endObject()
+                }
+            }
+            json.endArray()
+            json.key("periods")
+            json.beginArray()
+            for ledger in ledgers {
+                for period in ledger.periods {
+                    json.beginObject()
+                    text("environment", ledger.environment.rawValue)
+                    text("transactionId", period.transactionId)
+                    text("originalTransactionId", period.originalTransactionId)
+                    text("productId", period.productId)
+                    text("subscriptionGroupIdentifier", period.subscriptionGroupIdentifier)
+                    text("type", period.type?.rawValue)
+                    date("start", period.start)
+                    date("end", period.end)
+                    date("expiresDate", period.expiresDate)
+                    if let offer = period.offerType {
+                        json.key("offerType")
+                        json.integer(Int64(offer.rawValue))
+                    }
+                    text("offerIdentifier", period.offerIdentifier)
+                    text("offerDiscountType", period.offerDiscountType?.rawValue)
+                    text("inAppOwnershipType", period.inAppOwnershipType?.rawValue)
+                    date("revocationDate", period.revocationDate)
+                    if let reason = period.revocationReason {
+                        json.key("revocationReason")
+                        json.integer(Int64(reason.rawValue))
+                    }
+                    json.key("isUpgraded")
+                    json.boolean(period.isUpgraded)
+                    date("gracePeriodExpiresDate", period.gracePeriodExpiresDate)
+                    json.key("isInBillingRetryPeriod")
+                    json.boolean(period.isInBillingRetryPeriod)
+                    json.key("active")
+                    json.boolean(period.isActive(at: at))
+                    json.endObject()
+                }
+            }
+            json.endArray()
+            json.key("transfers")
+            json.beginArray()
+            for transfer in record.transfers {
+                json.beginObject()
+                text("originalTransactionId", transfer.originalTransactionId)
+                json.key("fromCustomer")
+                json.integer(transfer.fromCustomer)
+                json.key("toCustomer")
+                json.integer(transfer.toCustomer)
+                text("outcome", transfer.outcome.rawValue)
+                date("at", transfer.at)
+                json.endObject()
+            }
+            json.endArray()
+        }
+        json.endObject()
+        self.json = json.bytes
+    }
+
+    /// An RFC 3339 instant, with or without fractional seconds (`?at=`, `--at`).
+    public static func instant(_ text: String) -> Date? {
+        let plain = ISO8601DateFormatter()
+        plain.formatOptions = [.withInternetDateTime]
+        let fractional = ISO8601DateFormatter()
+        fractional.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return plain.date(from: text) ?? fractional.date(from: text)
+    }
+
+    /// `2025-01-31T12:00:00.000Z`.
+    static func rfc3339(_ date: Date) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+        return formatter.string(from: date)
+    }
+}

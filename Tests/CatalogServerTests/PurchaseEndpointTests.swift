@@ -1,0 +1,340 @@
+import CatalogKit
+import CatalogServer
+import Foundation
+import HTTPTypes
+import Hummingbird
+import HummingbirdTesting
+import Logging
+import NIOCore
+import PropertyList
+import Purchases
+import PurchasesTestSupport
+import ReportStorage
+import Synchronization
+import Testing
+
+/// The purchase endpoints through real HTTP on loopback, on a real catalog and SQLite store, with
+/// evidence signed by a PKI the test makes (docs/purchases.md).
+@Suite struct PurchaseEndpointTests {
+    typealias PKI = PurchasesTestSupport.AppStoreTestPKI
+    static let app = "com.example.app"
+    static let notificationsPath = "/v1/apps/\(app)/notifications/app-store"
+    static let purchasesPath = "/v1/apps/\(app)/purchases"
+    /// Inside the test transaction's period (2024-12-31 to 2025-01-31).
+    static let during = Timestamp(secondsSince1970: 1_736_899_200)  // 2025-01-15
+
+    struct Server {
+        let root: URL
+        let store: any CatalogStore
+        let pki: PKI
+        let backend: String
+        let viewer: String
+        let metrics: ServerMetrics
+
+        func headers(_ token: String? = nil, json: Bool = true) -> HTTPFields {
+            var fields = HTTPFields()
+            if let token { fields[.authorization] = "Bearer \(token)" }
+            if json { fields[.contentType] = "application/json" }
+            return fields
+        }
+    }
+
+    /// The app's catalog: a monthly subscription unlocking `pro` and a consumable, the test's Apple id.
+    static func catalog(policy: String) -> String {
+        """
+        <?xml version="1.0" encoding="UTF-8"?>
+        <plist version="1.0"><dict><key>platforms</key><array><string>iOS</string></array>
+        <key>appAppleId</key><integer>1234567890</integer>
+        <key>transferPolicy</key><string>\(policy)</string>
+        <key>products</key><array>
+        <dict><key>id</key><string>com.example.app.pro.monthly</string><key>type</key><string>auto-renewable</string>
+        <key>subscription</key><dict><key>group</key><string>pro</string><key>period</key><string>P1M</string></dict>
+        <key>entitlements</key><array><string>pro</string></array></dict>
+        <dict><key>id</key><string>com.example.app.coins</string><key>type</key><string>consumable</string></dict>
+        </array></dict></plist>
+        """
+    }
+
+    static func withServer(
+        policy: String = "keep", receipts: PKI? = nil, store makeStore: ((SQLiteReportStore) -> any CatalogStore)? = nil,
+        _ body: @Sendable (any TestClientProtocol, Server) async throws -> Void
+    ) async throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("purchases-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let catalog = root.appendingPathComponent("catalog")
+        try FileManager.default.createDirectory(at: catalog, withIntermediateDirectories: true)
+        try Data(Self.catalog(policy: policy).utf8).write(to: catalog.appendingPathComponent("\(app).plist"))
+        let tree = PublicTree(root: root.appendingPathComponent("public"))
+        let workflow = CatalogWorkflow(catalogDirectory: catalog, catalogDisplayPath: "catalog", publicDirectory: tree.root)
+        let build = try workflow.build(at: Timestamp(secondsSince1970: Timestamp.now.secondsSince1970 - 10), dryRun: false)
+        #expect(!build.hasErrors, "\(build.diagnostics)")
+        let sqlite = try await SQLiteReportStore.open(path: root.appendingPathComponent("var/catalog.sqlite").path)
+        var secrets: [String] = []
+        for (name, role) in [("shop", EditorRole.backend), ("vic", .viewer)] {
+            let secret = TokenSecret.generate()
+            try await sqlite.createToken(EditorToken(name: name, role: role, secretHash: TokenSecret.hash(secret), createdAt: .now))
+            secrets.append(secret)
+        }
+        let pki = try PKI.ecdsa()
+        let metrics = ServerMetrics()
+        let store = makeStore?(sqlite) ?? sqlite
+        var configuration = ServeConfiguration()
+        configuration.clock = { during }
+        var purchases = PurchasesConfiguration()
+        purchases.trust = PurchaseTrust(jwsRoots: [pki.root], receiptRoots: [receipts?.root ?? pki.root])
+        let server = Server(root: root, store: store, pki: pki, backend: secrets[0], viewer: secrets[1], metrics: metrics)
+        let application = buildApplication(
+            publicDirectory: tree, port: 0, configuration: configuration, reloadInterval: .milliseconds(50), reportStore: store,
+            workflow: workflow, purchasesConfiguration: purchases, metrics: metrics, logger: Logger(label: "test"))
+        try await application.test(.live) { client in try await body(client, server) }
+    }
+
+    static func body(_ jws: String) -> ByteBuffer { ByteBuffer(string: "{\"signedPayload\":\"\(jws)\"}") }
+
+    static func json(_ response: TestResponse) throws -> [String: Any] {
+        try #require(try JSONSerialization.jsonObject(with: Data(String(buffer: response.body).utf8)) as? [String: Any])
+    }
+
+    static func entitlements(_ answer: [String: Any]) -> [String] {
+        ((answer["entitlements"] as? [[String: Any]]) ?? []).compactMap { $0["entitlement"] as? String }
+    }
+
+    /// A DID_RENEW notification with its transaction and renewal info, signed by `pki`.
+    static func renewal(_ pki: PKI, uuid: String = UUID().uuidString.lowercased(), bundle: String = app) throws -> String {
+        try pki.jws(
+            payload: PKI.notification(
+                type: "DID_RENEW",
+                data: [
+                    "bundleId": bundle,
+                    "signedTransactionInfo": try pki.jws(payload: PKI.transaction(["bundleId": bundle])),
+                    "signedRenewalInfo": try pki.jws(payload: PKI.renewalInfo()),
+                ], ["notificationUUID": uuid]))
+    }
+
+    @Test func aNotificationIsStoredOnceAndItsCustomerRead() async throws {
+        try await Self.withServer { client, server in
+            let notification = try Self.renewal(server.pki, uuid: "a0b1c2d3-0000-4000-8000-000000000001")
+            let first = try await client.execute(
+                uri: Self.notificationsPath, method: .post, headers: server.headers(), body: Self.body(notification))
+            #expect(first.status == .ok, "\(String(buffer: first.body))")
+            #expect(try Self.json(first)["stored"] as? Bool == true)
+            let again = try await client.execute(
+                uri: Self.notificationsPath, method: .post, headers: server.headers(), body: Self.body(notification))
+            #expect(again.status == .ok)
+            #expect(try Self.json(again)["duplicate"] as? Bool == true)
+            let stored = try await (server.store as? any PurchaseStore)?.notifications(app: Self.app, after: 0, limit: 10)
+            #expect(stored?.count == 1)
+
+            let customer = "/v1/apps/\(Self.app)/customers/2000000000000001"
+            let during = try await client.execute(
+                uri: customer + "?at=2025-01-15T00:00:00Z", method: .get, headers: server.headers(server.backend))
+            #expect(during.status == .ok, "\(String(buffer: during.body))")
+            let answer = try Self.json(during)
+            #expect(Self.entitlements(answer) == ["pro"])
+            let periods = try #require(answer["periods"] as? [[String: Any]])
+            #expect(periods.first?["start"] as? String == "2024-12-31T00:00:00.000Z")
+            #expect(periods.first?["end"] as? String == "2025-01-31T00:00:00.000Z")
+            #expect(periods.first?["productId"] as? String == "com.example.app.pro.monthly")
+            let after = try await client.execute(
+                uri: customer + "?at=2025-03-01T00:00:00Z", method: .get, headers: server.headers(server.viewer))
+            #expect(Self.entitlements(try Self.json(after)) == [])
+            let badInstant = try await client.execute(
+                uri: customer + "?at=yesterday", method: .get, headers: server.headers(server.backend))
+            #expect(badInstant.status == .badRequest)
+            let unknown = try await client.execute(
+                uri: "/v1/apps/\(Self.app)/customers/999", method: .get, headers: server.headers(server.backend))
+            #expect(unknown.status == .notFound)
+            let anonymous = try await client.execute(uri: customer, method: .get, headers: server.headers())
+            #expect(anonymous.status == .unauthorized)
+        }
+    }
+
+    /// The attacks on the endpoint: a notification signed by a PKI that is not Apple's, one of
+    /// another app carried to this one, a body that is not a notification. Each is 4xx, changes
+    /// nothing and is counted.
+    @Test func forgedAndMisboundNotificationsAreRefusedAndCounted() async throws {
+        try await Self.withServer { client, server in
+            let forger = try PKI.ecdsa()
+            let forged = try await client.execute(
+                uri: Self.notificationsPath, method: .post, headers: server.headers(), body: Self.body(try Self.renewal(forger)))
+            #expect(forged.status == .forbidden)
+            #expect(try Self.json(forged)["error"].flatMap { ($0 as? [String: Any])?["code"] as? String } == "not-authenticated")
+            let otherApp = try await client.execute(
+                uri: Self.notificationsPath, method: .post, headers: server.headers(),
+                body: Self.body(try Self.renewal(server.pki, bundle: "com.example.other")))
+            #expect(otherApp.status == .forbidden)
+            let garbage = try await client.execute(
+                uri: Self.notificationsPath, method: .post, headers: server.headers(),
+                body: ByteBuffer(string: "{\"signedPayload\":\"x.y.z\"}"))
+            #expect(garbage.status == .badRequest)
+            let huge = try await client.execute(
+                uri: Self.notificationsPath, method: .post, headers: server.headers(),
+                body: ByteBuffer(string: "{\"signedPayload\":\"" + String(repeating: "a", count: 70_000) + "\"}"))
+            #expect(huge.status == .contentTooLarge)
+            let stored = try await (server.store as? any PurchaseStore)?.notifications(app: Self.app, after: 0, limit: 10)
+            #expect(stored?.isEmpty == true)
+            let metrics = String(decoding: server.metrics.render(), as: UTF8.self)
+            #expect(
+                metrics.contains("catalog_purchases_refused_total{endpoint=\"notifications\",code=\"not-authenticated\"} 1"), "\(metrics)")
+            #expect(metrics.contains("catalog_purchases_refused_total{endpoint=\"notifications\",code=\"wrong-app\"} 1"))
+        }
+    }
+
+    @Test func testAndUnknownTypesAreStoredAndAnswered() async throws {
+        try await Self.withServer { client, server in
+            for type in ["TEST", "SOMETHING_APPLE_ADDS"] {
+                let jws = try server.pki.jws(payload: PKI.notification(type: type))
+                let response = try await client.execute(
+                    uri: Self.notificationsPath, method: .post, headers: server.headers(), body: Self.body(jws))
+                #expect(response.status == .ok, "\(type): \(String(buffer: response.body))")
+            }
+            let stored = try await (server.store as? any PurchaseStore)?.notifications(app: Self.app, after: 0, limit: 10)
+            #expect(stored?.compactMap(\.notificationType) == ["TEST", "SOMETHING_APPLE_ADDS"])
+        }
+    }
+
+    /// A store that cannot commit: the answer is 5xx, so that Apple sends the notification again.
+    @Test func aStoreFailureIs503() async throws {
+        try await Self.withServer(store: { FailingPurchaseStore($0) }) { client, server in
+            let response = try await client.execute(
+                uri: Self.notificationsPath, method: .post, headers: server.headers(), body: Self.body(try Self.renewal(server.pki)))
+            #expect(response.status == .serviceUnavailable)
+            #expect(response.headers[.retryAfter] != nil)
+        }
+    }
+
+    static func purchase(_ jws: String, token: String?) -> ByteBuffer {
+        var object: [String: String] = ["signedTransaction": jws]
+        object["appAccountToken"] = token
+        return ByteBuffer(bytes: (try? JSONSerialization.data(withJSONObject: object)) ?? Data())
+    }
+
+    /// `keep`: the purchase's first customer holds it; a second customer presenting the same
+    /// transaction is refused, and the refusal is counted. One leaked transaction, one account.
+    @Test func aPurchaseAnswersItsEntitlementsAndKeepsItsFirstCustomer() async throws {
+        try await Self.withServer { client, server in
+            let jws = try server.pki.jws(payload: PKI.transaction())
+            let first = try await client.execute(
+                uri: Self.purchasesPath, method: .post, headers: server.headers(),
+                body: Self.purchase(jws, token: "11111111-1111-4111-8111-111111111111"))
+            #expect(first.status == .ok, "\(String(buffer: first.body))")
+            #expect(Self.entitlements(try Self.json(first)) == ["pro"])
+            let second = try await client.execute(
+                uri: Self.purchasesPath, method: .post, headers: server.headers(),
+                body: Self.purchase(jws, token: "22222222-2222-4222-8222-222222222222"))
+            #expect(second.status == .conflict)
+            #expect(try Self.json(second)["error"].flatMap { ($0 as? [String: Any])?["code"] as? String } == "bound-to-another-customer")
+            let thief = try await client.execute(
+                uri: "/v1/apps/\(Self.app)/customers/22222222-2222-4222-8222-222222222222", method: .get,
+                headers: server.headers(server.backend))
+            #expect(Self.entitlements(try Self.json(thief)) == [])
+            let metrics = String(decoding: server.metrics.render(), as: UTF8.self)
+            #expect(metrics.contains("catalog_purchase_transfers_total{outcome=\"refused\"} 1"), "\(metrics)")
+
+            let unknown = try await client.execute(
+                uri: Self.purchasesPath, method: .post, headers: server.headers(),
+                body: Self.purchase(try server.pki.jws(payload: PKI.transaction(["productId": "com.example.app.nothing"])), token: nil))
+            #expect(unknown.status == .unprocessableContent)
+            let forged = try await client.execute(
+                uri: Self.purchasesPath, method: .post, headers: server.headers(),
+                body: Self.purchase(try PKI.ecdsa().jws(payload: PKI.transaction()), token: nil))
+            #expect(forged.status == .forbidden)
+        }
+    }
+
+    /// A legacy receipt with the device's identifier: its entries of catalog products are recorded
+    /// (typed from the catalog), and a receipt hashed for another device is refused.
+    @Test func aReceiptWithItsDeviceIdentifierIsRecorded() async throws {
+        let receipts = try await PKI.rsa()
+        let receipt = Data(try await TestReceipts.signed(TestReceipts.payload(), by: receipts)).base64EncodedString()
+        try await Self.withServer(receipts: receipts) { client, server in
+            func post(_ device: String) async throws -> TestResponse {
+                let body = try JSONSerialization.data(withJSONObject: ["receipt": receipt, "deviceId": device])
+                return try await client.execute(
+                    uri: Self.purchasesPath, method: .post, headers: server.headers(), body: ByteBuffer(bytes: body))
+            }
+            let otherDevice = try await post(String(repeating: "08", count: 16))
+            #expect(otherDevice.status == .forbidden)
+            let recorded = try await post(String(repeating: "07", count: 16))
+            #expect(recorded.status == .ok, "\(String(buffer: recorded.body))")
+            #expect(Self.entitlements(try Self.json(recorded)) == ["pro"])
+            let customer = try await client.execute(
+                uri: "/v1/apps/\(Self.app)/customers/1000000002", method: .get, headers: server.headers(server.backend))
+            let periods = try #require(try Self.json(customer)["periods"] as? [[String: Any]])
+            #expect(periods.map { $0["end"] as? String } == ["2025-01-15T10:00:00.000Z"])
+            #expect(
+                try await client.execute(
+                    uri: "/v1/apps/\(Self.app)/customers/1000000001", method: .get, headers: server.headers(server.backend)
+                ).status == .notFound,
+                "the product the catalog does not know is left out")
+        }
+    }
+
+    /// `transfer`: the purchase follows the customer who presents it last, and the move is counted.
+    @Test func aTransferPolicyMovesThePurchase() async throws {
+        try await Self.withServer(policy: "transfer") { client, server in
+            let jws = try server.pki.jws(payload: PKI.transaction())
+            for token in ["11111111-1111-4111-8111-111111111111", "22222222-2222-4222-8222-222222222222"] {
+                let response = try await client.execute(
+                    uri: Self.purchasesPath, method: .post, headers: server.headers(), body: Self.purchase(jws, token: token))
+                #expect(response.status == .ok)
+                #expect(Self.entitlements(try Self.json(response)) == ["pro"])
+            }
+            let previous = try await client.execute(
+                uri: "/v1/apps/\(Self.app)/customers/11111111-1111-4111-8111-111111111111", method: .get,
+                headers: server.headers(server.backend))
+            let answer = try Self.json(previous)
+            #expect(Self.entitlements(answer) == [])
+            #expect((answer["transfers"] as? [[String: Any]])?.first?["outcome"] as? String == "transferred")
+        }
+    }
+
+    /// A backend's token reads customers and nothing of the editor API (it is a server's secret,
+    /// not an editor's). The attack: the token used on the editor API.
+    @Test func aBackendTokenCannotUseTheEditorAPI() async throws {
+        try await Self.withServer { client, server in
+            let admin = try await client.execute(uri: "/v1/admin/apps", method: .get, headers: server.headers(server.backend, json: false))
+            #expect(admin.status == .forbidden)
+            let viewer = try await client.execute(uri: "/v1/admin/apps", method: .get, headers: server.headers(server.viewer, json: false))
+            #expect(viewer.status == .ok)
+        }
+    }
+}
+
+/// A store whose purchase commits fail (the disk is full, the server is gone).
+final class FailingPurchaseStore: CatalogStore, PurchaseStore {
+    let base: SQLiteReportStore
+
+    init(_ base: SQLiteReportStore) { self.base = base }
+
+    struct Down: Error {}
+
+    func record(_ submissions: [PurchaseSubmission]) async throws -> [PurchaseOutcome] { throw Down() }
+    func customer(app: String, id: String) async throws -> CustomerRecord? { try await base.customer(app: app, id: id) }
+    func notifications(app: String?, after sequence: Int64, limit: Int) async throws -> [RawNotification] {
+        try await base.notifications(app: app, after: sequence, limit: limit)
+    }
+    func clearNotificationEvidence(app: String?) async throws -> Int { throw Down() }
+
+    func appendAudit(_ entry: AuditEntry) async throws { try await base.appendAudit(entry) }
+    func createToken(_ token: EditorToken) async throws { try await base.createToken(token) }
+    func createToken(_ token: EditorToken, audit: AuditEntry) async throws { try await base.createToken(token, audit: audit) }
+    func revokeToken(named name: String, at moment: Timestamp, audit: AuditEntry) async throws -> Bool {
+        try await base.revokeToken(named: name, at: moment, audit: audit)
+    }
+    func tokens() async throws -> [EditorToken] { try await base.tokens() }
+    func activeToken(secretHash: String) async throws -> EditorToken? { try await base.activeToken(secretHash: secretHash) }
+    func revokeToken(named name: String, at moment: Timestamp) async throws -> Bool { try await base.revokeToken(named: name, at: moment) }
+    func auditLog(app: String?, limit: Int) async throws -> [AuditEntry] { try await base.auditLog(app: app, limit: limit) }
+    func store(_ reports: [InvalidIdentifierReport]) async throws -> [StoreOutcome] { try await base.store(reports) }
+    func aggregate(_ query: AggregateQuery) async throws -> [ReportAggregate] { try await base.aggregate(query) }
+    func dailyCounts(app: String, identifier: String, since: Timestamp) async throws -> [DailyReportCount] {
+        try await base.dailyCounts(app: app, identifier: identifier, since: since)
+    }
+    func networkEvidence(_ query: AggregateQuery) async throws -> [NetworkEvidence] { try await base.networkEvidence(query) }
+    func storeWideEvidence(_ query: AggregateQuery) async throws -> NetworkEvidence? { try await base.storeWideEvidence(query) }
+    func prune(receivedBefore moment: Timestamp) async throws -> Int { try await base.prune(receivedBefore: moment) }
+    func prune(keepingPerApp quota: Int) async throws -> [String: Int] { try await base.prune(keepingPerApp: quota) }
+    func ping() async throws { try await base.ping() }
+    func close() async throws { try await base.close() }
+}

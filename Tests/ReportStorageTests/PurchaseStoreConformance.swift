@@ -1,0 +1,192 @@
+import Foundation
+import Purchases
+import PurchasesTestSupport
+import Testing
+
+/// What every `PurchaseStore` must do, the same on SQLite and PostgreSQL: each engine's test case
+/// runs these checks against a fresh, real store.
+enum PurchaseStoreConformance {
+    typealias PKI = AppStoreTestPKI
+    static let received = PKI.date(2025, 3, 1)
+    static let catalog = LedgerCatalog(products: ["com.example.app.pro.monthly": LedgerProduct(entitlements: ["pro"])])
+
+    static func transaction(_ overrides: [String: any Sendable] = [:]) -> JWSTransactionDecodedPayload {
+        PKI.decoded(PKI.transaction(overrides))
+    }
+
+    static func renewalInfo(_ overrides: [String: any Sendable] = [:]) -> JWSRenewalInfoDecodedPayload {
+        PKI.decoded(PKI.renewalInfo(overrides))
+    }
+
+    /// A notification submission carrying `transaction` and `info`.
+    static func notification(
+        app: String = "com.example.app", uuid: String = UUID().uuidString.lowercased(), type: String = "DID_RENEW",
+        _ transaction: JWSTransactionDecodedPayload?, _ info: JWSRenewalInfoDecodedPayload? = nil
+    ) -> PurchaseSubmission {
+        PurchaseSubmission(
+            app: app, receivedAt: received, source: .notification,
+            notification: RawNotification(
+                app: app, notificationUUID: uuid, notificationType: type, subtype: nil, environment: "Production",
+                signedDate: transaction?.signedDate, receivedAt: received, body: "{\"signedPayload\":\"\(uuid)\"}"),
+            transactions: transaction.map { [$0] } ?? [], renewalInfos: info.map { [$0] } ?? [])
+    }
+
+    /// What an app sends: `transaction` presented by the customer of `token`.
+    static func presented(
+        _ transaction: JWSTransactionDecodedPayload, token: String?, policy: PurchaseTransferPolicy, app: String = "com.example.app"
+    ) -> PurchaseSubmission {
+        PurchaseSubmission(
+            app: app, receivedAt: received, source: .app, transactions: [transaction],
+            claimant: CustomerKey.of(transaction, appAccountToken: token), transferPolicy: policy)
+    }
+
+    /// A notification is recorded once: its customer is found by every key, and a retry with the
+    /// same `notificationUUID` changes nothing.
+    static func recordsNotificationsOnce(_ store: any PurchaseStore) async throws {
+        let first = notification(uuid: "n-1", transaction(["appTransactionId": "704289572"]), renewalInfo())
+        let outcomes = try await store.record([first])
+        #expect(outcomes.first?.duplicate == false)
+        let customer = try #require(outcomes.first?.customerId)
+        for id in ["2000000000000001", "704289572"] {
+            #expect(try await store.customer(app: "com.example.app", id: id)?.id == customer, "looked up by \(id)")
+        }
+        #expect(try await store.customer(app: "com.example.game", id: "2000000000000001") == nil, "another app's customer")
+        #expect(try await store.customer(app: "com.example.app", id: "nobody") == nil)
+
+        // The retry carries a later version of the transaction: nothing of it may be kept.
+        let retry = notification(uuid: "n-1", transaction(["revocationDate": PKI.milliseconds(PKI.date(2025, 1, 5))]))
+        #expect(try await store.record([retry]).first?.duplicate == true)
+        let record = try #require(try await store.customer(app: "com.example.app", id: "2000000000000001"))
+        #expect(record.transactions.count == 1)
+        #expect(record.transactions.first?.revocationDate == nil)
+        #expect(record.renewalInfos.count == 1)
+        #expect(record.keys.contains(CustomerKey(kind: .appTransactionId, value: "704289572")))
+        let stored = try await store.notifications(app: "com.example.app", after: 0, limit: 10)
+        #expect(stored.map(\.notificationUUID) == ["n-1"])
+        #expect(stored.first?.body == "{\"signedPayload\":\"n-1\"}")
+    }
+
+    /// A subscription's history (purchase, renewal, refund of the renewal, a billing retry and the
+    /// recovery) recorded in order in one app and shuffled, with duplicates, in another gives one
+    /// ledger: the one the pure ``Ledger`` derives from the set.
+    static func shuffledAndDuplicatedNotificationsGiveOneLedger(_ store: any PurchaseStore) async throws {
+        let token = "5b4b8a0e-8d6e-4a8d-9b3a-0f0e1d2c3b4a"
+        let purchase = transaction([
+            "appAccountToken": token, "purchaseDate": PKI.milliseconds(PKI.date(2025, 1, 1)),
+            "expiresDate": PKI.milliseconds(PKI.date(2025, 2, 1)), "signedDate": PKI.milliseconds(PKI.date(2025, 1, 1)),
+        ])
+        let renewal = transaction([
+            "appAccountToken": token, "transactionId": "2000000000000002", "purchaseDate": PKI.milliseconds(PKI.date(2025, 2, 1)),
+            "expiresDate": PKI.milliseconds(PKI.date(2025, 3, 1)), "signedDate": PKI.milliseconds(PKI.date(2025, 2, 1)),
+        ])
+        let refunded = transaction([
+            "appAccountToken": token, "transactionId": "2000000000000002", "purchaseDate": PKI.milliseconds(PKI.date(2025, 2, 1)),
+            "expiresDate": PKI.milliseconds(PKI.date(2025, 3, 1)), "signedDate": PKI.milliseconds(PKI.date(2025, 2, 10)),
+            "revocationDate": PKI.milliseconds(PKI.date(2025, 2, 10)), "revocationReason": 0,
+        ])
+        let retry = renewalInfo(["isInBillingRetryPeriod": true, "signedDate": PKI.milliseconds(PKI.date(2025, 1, 20))])
+        let recovered = renewalInfo(["isInBillingRetryPeriod": false, "signedDate": PKI.milliseconds(PKI.date(2025, 1, 21))])
+        func history(_ app: String) -> [PurchaseSubmission] {
+            [
+                notification(app: app, uuid: "\(app)-1", type: "SUBSCRIBED", purchase),
+                notification(app: app, uuid: "\(app)-2", type: "DID_FAIL_TO_RENEW", purchase, retry),
+                notification(app: app, uuid: "\(app)-3", type: "DID_RENEW", renewal, recovered),
+                notification(app: app, uuid: "\(app)-4", type: "REFUND", refunded),
+            ]
+        }
+        for submission in history("com.example.app") { _ = try await store.record([submission]) }
+        var shuffled = history("com.example.other")
+        shuffled = [shuffled[3], shuffled[1], shuffled[3], shuffled[0], shuffled[2], shuffled[1]]
+        // The same payloads again under new notification ids: Apple's retries of other notifications.
+        shuffled.append(notification(app: "com.example.other", uuid: "again-1", type: "DID_RENEW", renewal, recovered))
+        shuffled.append(notification(app: "com.example.other", uuid: "again-2", type: "SUBSCRIBED", purchase, retry))
+        _ = try await store.record(Array(shuffled.prefix(3)))
+        for submission in shuffled.dropFirst(3) { _ = try await store.record([submission]) }
+
+        let inOrder = try #require(try await store.customer(app: "com.example.app", id: token))
+        let outOfOrder = try #require(try await store.customer(app: "com.example.other", id: token.uppercased()))
+        let expected = Ledger(
+            transactions: [purchase, renewal, refunded], renewalInfos: [retry, recovered], environment: .production, catalog: catalog)
+        #expect(inOrder.ledger(environment: .production, catalog: catalog) == expected)
+        #expect(outOfOrder.ledger(environment: .production, catalog: catalog) == expected)
+        #expect(expected.periods.count == 2)
+        #expect(expected.periods.last?.revocationDate == PKI.date(2025, 2, 10))
+        #expect(try await store.notifications(app: "com.example.other", after: 0, limit: 100).count == 6)
+    }
+
+    /// `keep`: the purchase stays with its first customer, and the second is refused and recorded.
+    /// `transfer`: it moves, and the move is recorded. One leaked transaction unlocks one account.
+    static func keepsOrTransfersByPolicy(_ store: any PurchaseStore) async throws {
+        let (a, b, c) = (
+            "aaaaaaaa-0000-4000-8000-000000000001", "bbbbbbbb-0000-4000-8000-000000000002", "cccccccc-0000-4000-8000-000000000003"
+        )
+        let kept = transaction(["transactionId": "3000000000000001", "originalTransactionId": "3000000000000001"])
+        let first = try await store.record([presented(kept, token: a, policy: .keep)])
+        let owner = try #require(first.first?.customerId)
+        let second = try await store.record([presented(kept, token: b, policy: .keep)])
+        #expect(second.first?.refusal?.code == .boundToAnotherCustomer)
+        #expect(second.first?.transfers.map(\.outcome) == [.refused])
+        #expect(second.first?.customerId == owner)
+        #expect(try await store.customer(app: "com.example.app", id: "3000000000000001")?.keys.map(\.value) == [a])
+        let refusedClaimant = try #require(try await store.customer(app: "com.example.app", id: b))
+        #expect(refusedClaimant.transactions.isEmpty, "the refused customer holds nothing")
+        #expect(refusedClaimant.transfers.map(\.outcome) == [.refused])
+
+        let moved = transaction(["transactionId": "4000000000000001", "originalTransactionId": "4000000000000001"])
+        _ = try await store.record([presented(moved, token: a, policy: .transfer)])
+        let transferred = try await store.record([presented(moved, token: c, policy: .transfer)])
+        #expect(transferred.first?.refusal == nil)
+        #expect(transferred.first?.transfers.map(\.outcome) == [.transferred])
+        let now = try #require(try await store.customer(app: "com.example.app", id: c))
+        #expect(now.originalTransactionIds == ["4000000000000001"])
+        let before = try #require(try await store.customer(app: "com.example.app", id: a))
+        #expect(before.originalTransactionIds == ["3000000000000001"])
+        #expect(before.transfers.map(\.outcome) == [.refused, .transferred])
+
+        // Presented with no customer of its own (no token, no appTransactionId): nothing moves.
+        let anonymous = try await store.record([presented(moved, token: nil, policy: .transfer)])
+        #expect(anonymous.first?.customerId == now.id)
+        #expect(anonymous.first?.transfers == [])
+    }
+
+    /// A notification that names no customer binds its purchase to a placeholder (its original
+    /// transaction); the first app request naming a customer takes it, uncounted.
+    static func theFirstNamedCustomerTakesAPlaceholder(_ store: any PurchaseStore) async throws {
+        let anonymous = transaction(["transactionId": "5000000000000001", "originalTransactionId": "5000000000000001"])
+        let placed = try await store.record([notification(anonymous)])
+        let placeholder = try #require(placed.first?.customerId)
+        let token = "dddddddd-0000-4000-8000-000000000004"
+        let taken = try await store.record([presented(anonymous, token: token, policy: .keep)])
+        #expect(taken.first?.refusal == nil)
+        #expect(taken.first?.transfers == [])
+        #expect(taken.first?.customerId != placeholder)
+        #expect(try await store.customer(app: "com.example.app", id: "5000000000000001")?.keys.map(\.value) == [token])
+    }
+
+    /// The rebuild's steps: the notifications' payloads go, what apps sent stays, and replaying
+    /// the stored notifications gives the same ledger again.
+    static func rebuildsFromRawNotifications(_ store: any PurchaseStore) async throws {
+        let token = "eeeeeeee-0000-4000-8000-000000000005"
+        let bought = transaction([
+            "appAccountToken": token, "transactionId": "6000000000000001", "originalTransactionId": "6000000000000001",
+        ])
+        let renewed = transaction([
+            "appAccountToken": token, "transactionId": "6000000000000002", "originalTransactionId": "6000000000000001",
+            "purchaseDate": PKI.milliseconds(PKI.date(2025, 1, 31)), "expiresDate": PKI.milliseconds(PKI.date(2025, 2, 28)),
+        ])
+        _ = try await store.record([presented(bought, token: nil, policy: .keep), notification(uuid: "r-1", renewed, renewalInfo())])
+        let before = try #require(try await store.customer(app: "com.example.app", id: token))
+        let cleared = try await store.clearNotificationEvidence(app: "com.example.app")
+        #expect(cleared == 2, "the renewal and its renewal info")
+        let emptied = try #require(try await store.customer(app: "com.example.app", id: token))
+        #expect(emptied.transactions.map(\.transactionId) == ["6000000000000001"], "what the app sent stays")
+        let raw = try await store.notifications(app: "com.example.app", after: 0, limit: 10)
+        #expect(raw.map(\.notificationUUID) == ["r-1"])
+        var replay = notification(uuid: "r-1", renewed, renewalInfo())
+        replay.isReplay = true
+        #expect(try await store.record([replay]).first?.duplicate == false)
+        let after = try #require(try await store.customer(app: "com.example.app", id: token))
+        #expect(after.ledger(environment: .production, catalog: catalog) == before.ledger(environment: .production, catalog: catalog))
+        #expect(try await store.notifications(app: "com.example.app", after: raw[0].sequence, limit: 10).isEmpty)
+    }
+}

@@ -1,0 +1,70 @@
+import Foundation
+import Purchases
+import PurchasesTestSupport
+import ReportStorage
+import Testing
+
+/// `catalog customers show` and `catalog purchases rebuild` on a real SQLite store.
+@Suite struct CustomersCommandTests {
+    typealias PKI = AppStoreTestPKI
+
+    static let catalog = """
+        <?xml version="1.0" encoding="UTF-8"?>
+        <plist version="1.0"><dict><key>platforms</key><array><string>iOS</string></array>
+        <key>appAppleId</key><integer>1234567890</integer>
+        <key>products</key><array>
+        <dict><key>id</key><string>com.example.app.pro.monthly</string><key>type</key><string>auto-renewable</string>
+        <key>subscription</key><dict><key>group</key><string>pro</string><key>period</key><string>P1M</string></dict>
+        <key>entitlements</key><array><string>pro</string></array></dict>
+        </array></dict></plist>
+        """
+
+    static func entitlements(_ stdout: String) throws -> [String] {
+        let answer = try #require(try JSONSerialization.jsonObject(with: Data(stdout.utf8)) as? [String: Any])
+        return ((answer["entitlements"] as? [[String: Any]]) ?? []).compactMap { $0["entitlement"] as? String }
+    }
+
+    @Test func showsACustomerAndRebuildsTheLedgerFromTheRawNotifications() async throws {
+        let pki = try PKI.ecdsa()
+        try await CommandTests.withWorkspace { workspace in
+            try workspace.write("catalog/com.example.app.plist", Self.catalog)
+            try workspace.write("root.pem", PKI.pem(pki.root) + "\n")
+            let notification = try pki.jws(
+                payload: PKI.notification(
+                    type: "DID_RENEW",
+                    data: [
+                        "signedTransactionInfo": try pki.jws(payload: PKI.transaction()),
+                        "signedRenewalInfo": try pki.jws(payload: PKI.renewalInfo()),
+                    ]))
+            let body = "{\"signedPayload\":\"\(notification)\"}"
+            let verifier = SignedDataVerifier(trust: pki.trust, app: AppStoreApp(bundleId: "com.example.app", appAppleId: 1_234_567_890))
+            let verified = try await verifier.verifyAndDecodeNotification(body)
+            let submission = try #require(
+                PurchaseSubmission.notification(verified, app: "com.example.app", body: body, receivedAt: Date(), transferPolicy: .keep))
+            let store = try await SQLiteReportStore.open(path: workspace.root.appendingPathComponent("var/catalog.sqlite").path)
+            _ = try await store.record([submission])
+            try await store.close()
+
+            let storeOption = ["--store", "sqlite:var/catalog.sqlite"]
+            let show = ["customers", "show", "com.example.app", "2000000000000001", "--at", "2025-01-15T00:00:00Z"] + storeOption
+            let before = try await CommandTests.run(show, in: workspace.root)
+            #expect(before.status == 0, "\(before.stderr)")
+            #expect(try Self.entitlements(before.stdout) == ["pro"])
+            let missing = try await CommandTests.run(["customers", "show", "com.example.app", "404"] + storeOption, in: workspace.root)
+            #expect(missing.status == 1)
+
+            let rebuild = try await CommandTests.run(
+                ["purchases", "rebuild", "--root-certificate", "root.pem"] + storeOption, in: workspace.root)
+            #expect(rebuild.status == 0, "\(rebuild.stderr)")
+            #expect(rebuild.stdout == "com.example.app: 2 payloads cleared, 1 notifications replayed, 0 refused\n")
+            let after = try await CommandTests.run(show, in: workspace.root)
+            #expect(after.stdout == before.stdout, "the same ledger again")
+
+            // Without the test's root the notification no longer verifies: it is left out, and said.
+            let untrusted = try await CommandTests.run(["purchases", "rebuild"] + storeOption, in: workspace.root)
+            #expect(untrusted.stdout == "com.example.app: 2 payloads cleared, 0 notifications replayed, 1 refused\n")
+            #expect(untrusted.stderr.contains("no longer verifies"))
+            #expect(try Self.entitlements(try await CommandTests.run(show, in: workspace.root).stdout) == [])
+        }
+    }
+}
