@@ -138,6 +138,24 @@ import Testing
         }
     }
 
+    @Test func temporaryFilesLeftByACrashAreRemovedOnceOld() throws {
+        try Self.withFolder { folder in
+            let store = BlobStore(root: folder.appendingPathComponent("content"))
+            let digest = try store.put(Data("kept".utf8)).digest
+            let temporaries = folder.appendingPathComponent("content/tmp")
+            let old = temporaries.appendingPathComponent("\(digest.hex).1.1")
+            let recent = temporaries.appendingPathComponent("\(digest.hex).1.2")
+            try Data("half a blob".utf8).write(to: old)
+            try Data("a blob being written".utf8).write(to: recent)
+            let now = Date()
+            try FileManager.default.setAttributes([.modificationDate: now.addingTimeInterval(-7200)], ofItemAtPath: old.path)
+            try FileManager.default.setAttributes([.modificationDate: now], ofItemAtPath: recent.path)
+            #expect(try store.removeTemporaryFiles(writtenBefore: now.addingTimeInterval(-3600)) == 1)
+            #expect(Self.files(under: temporaries) == [recent.lastPathComponent])
+            #expect(try store.list() == [digest])
+        }
+    }
+
     @Test func pruneKeepsWhatAnyKeptManifestNames() throws {
         try Self.withFolder { folder in
             let store = BlobStore(root: folder.appendingPathComponent("content"))

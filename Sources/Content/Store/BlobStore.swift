@@ -141,6 +141,29 @@ public struct BlobStore: Sendable {
         try prune(keeping: manifests.reduce(into: Set()) { $0.formUnion($1.digests) })
     }
 
+    /// Removes the temporary files a crash left in `root/tmp/` that were last written before
+    /// `cutoff`, and returns how many. Give a cutoff well before any write still in progress (an
+    /// hour ago, say): a temporary file being written now is never older than its last write.
+    @discardableResult
+    public func removeTemporaryFiles(writtenBefore cutoff: Date) throws(BlobStoreError) -> Int {
+        let folder = root.appendingPathComponent("tmp")
+        let manager = FileManager.default
+        guard manager.fileExists(atPath: folder.path) else { return 0 }
+        var removed = 0
+        do {
+            for name in try manager.contentsOfDirectory(atPath: folder.path) {
+                let path = folder.appendingPathComponent(name).path
+                let written = try manager.attributesOfItem(atPath: path)[.modificationDate] as? Date
+                guard let written, written < cutoff else { continue }
+                try manager.removeItem(atPath: path)
+                removed += 1
+            }
+        } catch {
+            throw BlobStoreError("cannot clean \(folder.path): \(error)")
+        }
+        return removed
+    }
+
     /// Reads the blob of `digest` again and checks that its bytes still hash to its name.
     public func verify(_ digest: ContentDigest) throws(BlobStoreError) -> Bool {
         try Self.hash(url(of: digest)).digest == digest

@@ -10,9 +10,9 @@ public struct ContentManifest: Codable, Sendable, Hashable {
     public static let currentFormat = 1
 
     /// The format of the manifest.
-    public var format: Int
-    /// The items, by id.
-    public var items: [Item]
+    public private(set) var format: Int
+    /// The items, by id (set only through the initializers, which check and order them).
+    public private(set) var items: [Item]
 
     /// One item of content: a product's files, or a dated item of a subscription group.
     public struct Item: Codable, Sendable, Hashable {
