@@ -49,7 +49,8 @@ import Testing
         ("bytes=00010-00019", single(10, 19)),  // leading zeros are digits
         ("bytes=0-1, ,4-5", single(0, 5)),  // an empty list element is skipped; near ranges coalesce
         ("bytes=0-1,\t200-201", multipart([(0, 1), (200, 201)])),
-        ("bytes=200-201,0-1", multipart([(0, 1), (200, 201)])),  // parts go out ascending
+        ("bytes=200-201,0-1", multipart([(200, 201), (0, 1)])),  // parts go out in the order asked
+        ("bytes=9000-9001,0-1,9002-9003", multipart([(9000, 9003), (0, 1)])),  // a coalesced part where its first range was
         // Unsatisfiable: 416.
         ("bytes=10000-", .unsatisfiable),
         ("bytes=10000-10005,20000-", .unsatisfiable),

@@ -13,7 +13,7 @@ public enum RangeResponsePlan: Sendable, Hashable {
     case full
     /// 206 with one range: `Content-Range: bytes first-last/length`.
     case single(ByteRange)
-    /// 206 `multipart/byteranges` with two or more ranges, in ascending order, none overlapping.
+    /// 206 `multipart/byteranges` with two or more ranges, none overlapping, in the order asked.
     case multipart(MultipartByteRanges)
     /// 416 with `Content-Range: bytes */length`: a valid `Range` none of whose ranges is satisfiable.
     case unsatisfiable
@@ -38,10 +38,12 @@ public enum RangeResponsePlan: Sendable, Hashable {
     ///    `Last-Modified`, only its digest.
     /// 3. A representation of no bytes: 200 (an empty body), since no range of it can be sent.
     /// 4. None satisfiable (§14.1.1: a first byte at or past the end, a suffix of 0): 416.
-    /// 5. The satisfiable ranges, clipped to the end, sorted and coalesced when they overlap or
-    ///    nearly touch: one left gives 206 single; two to ``maximumParts`` give 206 multipart;
-    ///    more give 200. Overlapping or repeated ranges therefore never send a byte twice, and the
-    ///    body is never longer than the file plus the parts' headers.
+    /// 5. The satisfiable ranges, clipped to the end and coalesced when they overlap or nearly
+    ///    touch, whatever their order (§14.2): one left gives 206 single; two to ``maximumParts``
+    ///    give 206 multipart, the parts in the order their first range was asked (RFC 9110 says a
+    ///    server SHOULD keep the request's order, less what was coalesced); more give 200.
+    ///    Overlapping or repeated ranges therefore never send a byte twice, and the body is never
+    ///    longer than the file plus the parts' headers.
     public static func plan(
         range: String?, ifRange: String?, length: Int64, entityTag: String, contentType: String = "application/octet-stream",
         boundary: @autoclosure () -> String = MultipartByteRanges.makeBoundary()
@@ -50,32 +52,35 @@ public enum RangeResponsePlan: Sendable, Hashable {
         if let ifRange, !Self.ifRangeMatches(ifRange, entityTag: entityTag) { return .full }
         guard length > 0 else { return .full }
 
-        var ranges: [ByteRange] = []
-        for spec in request.specs {
+        // Each satisfiable range with the position it was asked at.
+        var ranges: [(range: ByteRange, asked: Int)] = []
+        for (asked, spec) in request.specs.enumerated() {
             switch spec {
             case .from(let first, let last):
                 guard first < length else { continue }
-                ranges.append(ByteRange(first: first, last: min(last ?? Int64.max, length - 1)))
+                ranges.append((ByteRange(first: first, last: min(last ?? Int64.max, length - 1)), asked))
             case .suffix(let suffix):
                 guard suffix > 0 else { continue }
-                ranges.append(ByteRange(first: length - min(suffix, length), last: length - 1))
+                ranges.append((ByteRange(first: length - min(suffix, length), last: length - 1), asked))
             }
         }
         guard !ranges.isEmpty else { return .unsatisfiable }
 
-        ranges.sort { ($0.first, $0.last) < ($1.first, $1.last) }
-        var coalesced: [ByteRange] = []
-        for range in ranges {
+        ranges.sort { ($0.range.first, $0.range.last) < ($1.range.first, $1.range.last) }
+        var coalesced: [(range: ByteRange, asked: Int)] = []
+        for next in ranges {
             // A difference rather than a sum: both are offsets inside the file, so it cannot overflow.
-            if let previous = coalesced.last, range.first - previous.last <= 1 + coalescingGap {
-                coalesced[coalesced.count - 1].last = max(previous.last, range.last)
+            if let previous = coalesced.last, next.range.first - previous.range.last <= 1 + coalescingGap {
+                coalesced[coalesced.count - 1].range.last = max(previous.range.last, next.range.last)
+                coalesced[coalesced.count - 1].asked = min(previous.asked, next.asked)
             } else {
-                coalesced.append(range)
+                coalesced.append(next)
             }
         }
-        if coalesced.count == 1 { return .single(coalesced[0]) }
+        if coalesced.count == 1 { return .single(coalesced[0].range) }
         guard coalesced.count <= maximumParts else { return .full }
-        return .multipart(MultipartByteRanges(ranges: coalesced, length: length, contentType: contentType, boundary: boundary()))
+        let parts = coalesced.sorted { $0.asked < $1.asked }.map(\.range)
+        return .multipart(MultipartByteRanges(ranges: parts, length: length, contentType: contentType, boundary: boundary()))
     }
 
     /// Whether an `If-Range` value names the current representation: only a strong entity tag,
@@ -109,7 +114,7 @@ public enum RangeResponsePlan: Sendable, Hashable {
 /// header in memory, then that range of the file; a closing delimiter at the end. The layout is
 /// nginx's, so that clients that read nginx's answers read ours.
 public struct MultipartByteRanges: Sendable, Hashable {
-    /// The ranges, ascending, apart.
+    /// The ranges, apart, in the order they are sent.
     public var ranges: [ByteRange]
     /// The representation's length.
     public var length: Int64
