@@ -126,6 +126,13 @@ let package = Package(
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
             ]
         ),
+        // Purchased content, the parts that need no server: who may download what, signed URLs, byte
+        // ranges, and the content-addressed blob store with its manifests (docs/content.md). Foundation,
+        // swift-crypto and the Purchases ledger's types; no NIO, no HTTP, no database.
+        .target(
+            name: "Content",
+            dependencies: ["Purchases", .product(name: "Crypto", package: "swift-crypto")]
+        ),
         // What an app links: Foundation and FeedSigning only (CryptoKit, or swift-crypto off Apple
         // platforms), so that it builds for every Apple platform and Linux.
         .target(name: "CatalogClient", dependencies: ["FeedSigning"]),
@@ -207,6 +214,7 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
+        .testTarget(name: "ContentTests", dependencies: ["Content", "Purchases", .product(name: "Crypto", package: "swift-crypto")]),
         .testTarget(
             name: "catalogTests",
             dependencies: ["catalog", "CatalogKit", "CatalogTestSupport", "ReportStorage", "Purchases", "PurchasesTestSupport", "Time", "HTTPSemantics"]

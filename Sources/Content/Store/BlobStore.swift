@@ -1,0 +1,318 @@
+import Crypto
+import Foundation
+
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#elseif canImport(Darwin)
+    import Darwin
+#endif
+
+/// Content files stored by their SHA-256: `root/sha256/ab/abcdef…` (the first two hex digits name a
+/// folder, so that no folder holds more than a 256th of the blobs).
+///
+/// A blob is written once and never changed: aside in `root/tmp/`, fsynced, renamed into place,
+/// its folder fsynced, so that a crash leaves either no blob or the whole one. A file already
+/// stored is not copied again. The digest is computed from the bytes as they are written, and a
+/// blob whose bytes do not hash to the digest expected is never put in place. Blobs no manifest
+/// names can be listed and pruned (docs/content.md, "The blob store").
+public struct BlobStore: Sendable {
+    /// The store's folder.
+    public let root: URL
+
+    /// How much is read and written at a time.
+    static let chunkBytes = 1 << 20
+
+    /// A store in `root` (created when first written to).
+    public init(root: URL) { self.root = root }
+
+    /// What ``put(contentsOf:expected:)`` did.
+    public struct Receipt: Sendable, Hashable {
+        /// The blob's digest.
+        public var digest: ContentDigest
+        /// Its size in bytes.
+        public var size: Int64
+        /// Whether this call wrote it (false: it was already stored, and nothing was written).
+        public var written: Bool
+
+        /// A receipt for the blob of `digest`, `size` bytes, `written` or found.
+        public init(digest: ContentDigest, size: Int64, written: Bool) {
+            self.digest = digest
+            self.size = size
+            self.written = written
+        }
+    }
+
+    /// Where the blob of `digest` is (whether or not it is stored).
+    public func url(of digest: ContentDigest) -> URL {
+        let hex = digest.hex
+        return root.appendingPathComponent("sha256").appendingPathComponent(String(hex.prefix(2))).appendingPathComponent(hex)
+    }
+
+    /// Whether the blob of `digest` is stored.
+    public func contains(_ digest: ContentDigest) -> Bool {
+        var status = stat()
+        return stat(url(of: digest).path, &status) == 0 && (status.st_mode & S_IFMT) == S_IFREG
+    }
+
+    /// Stores the file at `source`, unless a blob of the same bytes is already stored.
+    ///
+    /// The file is read once to learn its digest; when that blob is stored (same size), nothing is
+    /// written. Otherwise it is read again while being copied, and the copy's own digest must be
+    /// the first one (a file changed while it is published is refused) and `expected`, when given.
+    public func put(contentsOf source: URL, expected: ContentDigest? = nil) throws(BlobStoreError) -> Receipt {
+        let (digest, size) = try Self.hash(source)
+        if let expected, expected != digest {
+            throw BlobStoreError("\(source.path) has SHA-256 \(digest.hex), not the \(expected.hex) expected")
+        }
+        if let stored = storedSize(digest), stored == size { return Receipt(digest: digest, size: size, written: false) }
+        try write(digest: digest) { temporary throws(BlobStoreError) in
+            let copied = try Self.copy(source, to: temporary)
+            guard copied.digest == digest, copied.size == size else {
+                throw BlobStoreError("\(source.path) changed while it was stored (SHA-256 \(digest.hex), then \(copied.digest.hex))")
+            }
+        }
+        return Receipt(digest: digest, size: size, written: true)
+    }
+
+    /// Stores `data`, unless it is already stored.
+    public func put(_ data: Data, expected: ContentDigest? = nil) throws(BlobStoreError) -> Receipt {
+        let digest = ContentDigest.of(data)
+        if let expected, expected != digest {
+            throw BlobStoreError("the bytes have SHA-256 \(digest.hex), not the \(expected.hex) expected")
+        }
+        let size = Int64(data.count)
+        if let stored = storedSize(digest), stored == size { return Receipt(digest: digest, size: size, written: false) }
+        try write(digest: digest) { temporary throws(BlobStoreError) in
+            try Self.withCreatedFile(temporary) { descriptor throws(BlobStoreError) in
+                // `withUnsafeBytes` rethrows untyped errors: the typed one travels in a Result.
+                let written = data.withUnsafeBytes { (buffer: UnsafeRawBufferPointer) in
+                    Result { () throws(BlobStoreError) in try Self.writeAll(buffer, to: descriptor, path: temporary) }
+                }
+                try written.get()
+            }
+        }
+        return Receipt(digest: digest, size: size, written: true)
+    }
+
+    /// Every blob stored, by digest. Files that are not blobs (a stray name, a temporary file) are
+    /// not listed.
+    public func list() throws(BlobStoreError) -> [ContentDigest] {
+        let base = root.appendingPathComponent("sha256")
+        let manager = FileManager.default
+        guard manager.fileExists(atPath: base.path) else { return [] }
+        var digests: [ContentDigest] = []
+        do {
+            for folder in try manager.contentsOfDirectory(atPath: base.path) where folder.utf8.count == 2 {
+                for name in try manager.contentsOfDirectory(atPath: base.appendingPathComponent(folder).path) {
+                    guard let digest = ContentDigest(hex: name), name.hasPrefix(folder) else { continue }
+                    digests.append(digest)
+                }
+            }
+        } catch {
+            throw BlobStoreError("cannot list \(base.path): \(error)")
+        }
+        return digests.sorted()
+    }
+
+    /// Removes every blob not in `keep` and returns the digests removed. Run it with the digests of
+    /// every manifest still kept (``ContentManifest/digests``): a blob an older revision names stays
+    /// as long as that revision is kept.
+    @discardableResult
+    public func prune(keeping keep: Set<ContentDigest>) throws(BlobStoreError) -> [ContentDigest] {
+        var removed: [ContentDigest] = []
+        var folders: Set<URL> = []
+        for digest in try list() where !keep.contains(digest) {
+            let url = url(of: digest)
+            guard unlink(url.path) == 0 || errno == ENOENT else {
+                throw BlobStoreError("cannot remove \(url.path): \(String(cString: strerror(errno)))")
+            }
+            folders.insert(url.deletingLastPathComponent())
+            removed.append(digest)
+        }
+        for folder in folders.sorted(by: { $0.path < $1.path }) { try Self.syncDirectory(folder) }
+        return removed
+    }
+
+    /// The same, keeping what any of `manifests` names.
+    @discardableResult
+    public func prune(keepingNamesIn manifests: [ContentManifest]) throws(BlobStoreError) -> [ContentDigest] {
+        try prune(keeping: manifests.reduce(into: Set()) { $0.formUnion($1.digests) })
+    }
+
+    /// Removes the temporary files a crash left in `root/tmp/` that were last written before
+    /// `cutoff`, and returns how many. Give a cutoff well before any write still in progress (an
+    /// hour ago, say): a temporary file being written now is never older than its last write.
+    @discardableResult
+    public func removeTemporaryFiles(writtenBefore cutoff: Date) throws(BlobStoreError) -> Int {
+        let folder = root.appendingPathComponent("tmp")
+        let manager = FileManager.default
+        guard manager.fileExists(atPath: folder.path) else { return 0 }
+        var removed = 0
+        do {
+            for name in try manager.contentsOfDirectory(atPath: folder.path) {
+                let path = folder.appendingPathComponent(name).path
+                let written = try manager.attributesOfItem(atPath: path)[.modificationDate] as? Date
+                guard let written, written < cutoff else { continue }
+                try manager.removeItem(atPath: path)
+                removed += 1
+            }
+        } catch {
+            throw BlobStoreError("cannot clean \(folder.path): \(error)")
+        }
+        return removed
+    }
+
+    /// Reads the blob of `digest` again and checks that its bytes still hash to its name.
+    public func verify(_ digest: ContentDigest) throws(BlobStoreError) -> Bool {
+        try Self.hash(url(of: digest)).digest == digest
+    }
+
+    // MARK: - Writing
+
+    /// The size of the stored blob of `digest`, if it is stored.
+    private func storedSize(_ digest: ContentDigest) -> Int64? {
+        var status = stat()
+        guard stat(url(of: digest).path, &status) == 0, (status.st_mode & S_IFMT) == S_IFREG else { return nil }
+        return Int64(status.st_size)
+    }
+
+    /// Makes a temporary file with `fill`, fsyncs it and renames it to the blob of `digest`, then
+    /// fsyncs the blob's folder (and the folders made on the way).
+    private func write(digest: ContentDigest, _ fill: (URL) throws(BlobStoreError) -> Void) throws(BlobStoreError) {
+        let temporaries = root.appendingPathComponent("tmp")
+        let destination = url(of: digest)
+        try Self.makeDirectories([root, temporaries, root.appendingPathComponent("sha256"), destination.deletingLastPathComponent()])
+        let temporary = temporaries.appendingPathComponent("\(digest.hex).\(getpid()).\(UInt64.random(in: 0...UInt64.max))")
+        do {
+            try fill(temporary)
+        } catch {
+            unlink(temporary.path)
+            throw error
+        }
+        guard rename(temporary.path, destination.path) == 0 else {
+            let message = String(cString: strerror(errno))
+            unlink(temporary.path)
+            throw BlobStoreError("cannot rename a blob into \(destination.path): \(message)")
+        }
+        try Self.syncDirectory(destination.deletingLastPathComponent())
+    }
+
+    /// Creates each missing folder in order, fsyncing its parent so that the folder survives a crash.
+    private static func makeDirectories(_ folders: [URL]) throws(BlobStoreError) {
+        for folder in folders {
+            if mkdir(folder.path, 0o755) == 0 {
+                try syncDirectory(folder.deletingLastPathComponent())
+            } else if errno != EEXIST {
+                throw BlobStoreError("cannot create \(folder.path): \(String(cString: strerror(errno)))")
+            }
+        }
+    }
+
+    private static func syncDirectory(_ folder: URL) throws(BlobStoreError) {
+        let descriptor = open(folder.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw BlobStoreError("cannot open \(folder.path): \(String(cString: strerror(errno)))") }
+        defer { close(descriptor) }
+        guard fsync(descriptor) == 0 else {
+            throw BlobStoreError("cannot make \(folder.path) durable (fsync): \(String(cString: strerror(errno)))")
+        }
+    }
+
+    /// Creates `url` (which must not exist), lets `body` write to it, then fsyncs it.
+    private static func withCreatedFile(_ url: URL, _ body: (Int32) throws(BlobStoreError) -> Void) throws(BlobStoreError) {
+        let descriptor = open(url.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+        guard descriptor >= 0 else { throw BlobStoreError("cannot create \(url.path): \(String(cString: strerror(errno)))") }
+        defer { close(descriptor) }
+        try body(descriptor)
+        guard fsync(descriptor) == 0 else { throw BlobStoreError("cannot fsync \(url.path): \(String(cString: strerror(errno)))") }
+    }
+
+    private static func writeAll(_ buffer: UnsafeRawBufferPointer, to descriptor: Int32, path: URL) throws(BlobStoreError) {
+        guard let base = buffer.baseAddress else { return }
+        var written = 0
+        while written < buffer.count {
+            let count = systemWrite(descriptor, base + written, buffer.count - written)
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw BlobStoreError("cannot write \(path.path): \(String(cString: strerror(errno)))")
+            }
+            written += count
+        }
+    }
+
+    /// Reads `url` in chunks, giving each to `body`.
+    private static func read(_ url: URL, _ body: (UnsafeRawBufferPointer) throws(BlobStoreError) -> Void) throws(BlobStoreError) {
+        let descriptor = open(url.path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw BlobStoreError("cannot open \(url.path): \(String(cString: strerror(errno)))") }
+        defer { close(descriptor) }
+        let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: chunkBytes, alignment: 16)
+        defer { chunk.deallocate() }
+        while true {
+            let count = systemRead(descriptor, chunk.baseAddress, chunkBytes)
+            if count < 0 {
+                if errno == EINTR { continue }
+                throw BlobStoreError("cannot read \(url.path): \(String(cString: strerror(errno)))")
+            }
+            if count == 0 { return }
+            try body(UnsafeRawBufferPointer(rebasing: chunk[..<count]))
+        }
+    }
+
+    /// The SHA-256 and size of the file at `url`, read in chunks: memory stays flat at any size.
+    static func hash(_ url: URL) throws(BlobStoreError) -> (digest: ContentDigest, size: Int64) {
+        var hasher = SHA256()
+        var size: Int64 = 0
+        try read(url) { bytes in
+            hasher.update(bufferPointer: bytes)
+            size += Int64(bytes.count)
+        }
+        return (ContentDigest(hasher.finalize()), size)
+    }
+
+    /// Copies `source` to a new file at `destination`, fsynced, hashing the bytes as they are written.
+    private static func copy(_ source: URL, to destination: URL) throws(BlobStoreError) -> (digest: ContentDigest, size: Int64) {
+        var hasher = SHA256()
+        var size: Int64 = 0
+        try withCreatedFile(destination) { descriptor throws(BlobStoreError) in
+            try read(source) { bytes throws(BlobStoreError) in
+                hasher.update(bufferPointer: bytes)
+                size += Int64(bytes.count)
+                try writeAll(bytes, to: descriptor, path: destination)
+            }
+        }
+        return (ContentDigest(hasher.finalize()), size)
+    }
+}
+
+/// `write(2)`, named apart from the store's own `write`.
+private func systemWrite(_ descriptor: Int32, _ bytes: UnsafeRawPointer, _ count: Int) -> Int {
+    #if canImport(Glibc)
+        Glibc.write(descriptor, bytes, count)
+    #elseif canImport(Musl)
+        Musl.write(descriptor, bytes, count)
+    #else
+        Darwin.write(descriptor, bytes, count)
+    #endif
+}
+
+/// `read(2)`, named apart from the store's own `read`.
+private func systemRead(_ descriptor: Int32, _ bytes: UnsafeMutableRawPointer?, _ count: Int) -> Int {
+    #if canImport(Glibc)
+        Glibc.read(descriptor, bytes, count)
+    #elseif canImport(Musl)
+        Musl.read(descriptor, bytes, count)
+    #else
+        Darwin.read(descriptor, bytes, count)
+    #endif
+}
+
+/// A blob store operation that failed: a clear message naming the file.
+public struct BlobStoreError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// What failed, and on which file.
+    public var message: String
+    /// An error saying `message`.
+    public init(_ message: String) { self.message = message }
+    /// The message.
+    public var description: String { message }
+}
