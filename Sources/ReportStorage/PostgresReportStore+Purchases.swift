@@ -9,25 +9,12 @@ import Purchases
 /// for the rest of the transaction before its binding is read, so two first presentations of one
 /// purchase bind it once.
 extension PostgresReportStore: PurchaseStore {
-    /// Batches commit side by side on the pool's connections.
-    public var concurrentRecords: Int { 4 }
-
     public func record(_ submissions: [PurchaseSubmission]) async throws -> [PurchaseOutcome] {
-        // Recorded in the order of the purchases' locks, so that batches committing side by side
-        // take their locks in one order and never wait for each other in a circle.
-        let order = submissions.indices.sorted { Self.lockKey(submissions[$0]) < Self.lockKey(submissions[$1]) }
-        let outcomes = try await transaction("cannot record purchases") { connection, logger in
-            var outcomes: [Int: PurchaseOutcome] = [:]
-            for index in order { outcomes[index] = try await Self.record(submissions[index], connection, logger) }
+        try await transaction("cannot record purchases") { connection, logger in
+            var outcomes: [PurchaseOutcome] = []
+            for submission in submissions { outcomes.append(try await Self.record(submission, connection, logger)) }
             return outcomes
         }
-        return submissions.indices.map { outcomes[$0] ?? PurchaseOutcome() }
-    }
-
-    /// The first advisory lock a submission takes.
-    private static func lockKey(_ submission: PurchaseSubmission) -> String {
-        let first = submission.transactions.first { $0.transactionId != nil }
-        return "\(submission.app)/\(first?.originalTransactionId ?? first?.transactionId ?? "")"
     }
 
     public func customer(app: String, id: String) async throws -> CustomerRecord? {

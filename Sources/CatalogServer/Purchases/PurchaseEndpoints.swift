@@ -118,8 +118,7 @@ final class PurchaseSettingsCache: Sendable {
 
 /// Commits submissions that arrive together in one transaction, as ``GroupCommitter`` does for
 /// reports: one flush per batch, each caller answered once its own submission is durable, and a
-/// bounded queue (``CommitQueueFull`` past it). A store whose transactions run side by side
-/// (``PurchaseStore/concurrentRecords``, PostgreSQL's) commits that many batches at once.
+/// bounded queue (``CommitQueueFull`` past it).
 final class PurchaseCommitter: Sendable {
     private let store: any PurchaseStore
     private let maximumBatch: Int
@@ -128,20 +127,15 @@ final class PurchaseCommitter: Sendable {
 
     typealias Completion = @Sendable (Result<PurchaseOutcome, any Error>) -> Void
 
-    private let lanes: Int
-
     private struct State {
         var pending: [(PurchaseSubmission, Completion)] = []
-        /// Batches being committed now, at most `lanes`.
-        var committing = 0
+        var committing = false
     }
 
     init(store: any PurchaseStore, maximumBatch: Int = 1024, maximumQueued: Int) {
         self.store = store
+        self.maximumBatch = maximumBatch
         self.maximumQueued = maximumQueued
-        lanes = max(1, store.concurrentRecords)
-        // Side by side, smaller batches: what waits is shared among the lanes rather than taken by one.
-        self.maximumBatch = lanes > 1 ? min(maximumBatch, 64) : maximumBatch
     }
 
     /// Records `submission` with whatever else is waiting; returns once that transaction is durable.
@@ -155,8 +149,8 @@ final class PurchaseCommitter: Sendable {
         let start: Bool? = state.withLock { state in
             guard state.pending.count < maximumQueued else { return nil }
             state.pending.append((submission, completion))
-            guard state.committing < lanes else { return false }
-            state.committing += 1
+            guard !state.committing else { return false }
+            state.committing = true
             return true
         }
         switch start {
@@ -170,7 +164,7 @@ final class PurchaseCommitter: Sendable {
         let batch = state.withLock { state in
             let batch = Array(state.pending.prefix(maximumBatch))
             state.pending.removeFirst(batch.count)
-            if batch.isEmpty { state.committing -= 1 }
+            if batch.isEmpty { state.committing = false }
             return batch
         }
         guard !batch.isEmpty else { return }

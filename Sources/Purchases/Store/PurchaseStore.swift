@@ -213,15 +213,9 @@ public protocol PurchaseStore: Sendable {
     /// Deletes the payloads that notifications brought (not the raw notifications, the customers,
     /// their bindings or what apps sent), before a rebuild replays the notifications; returns how many.
     func clearNotificationEvidence(app: String?) async throws -> Int
-    /// How many ``record(_:)`` calls may run at once to good effect: 1 for a store with one writer
-    /// (SQLite), more for one whose transactions run side by side (PostgreSQL).
-    var concurrentRecords: Int { get }
 }
 
 extension PurchaseStore {
-    /// One at a time.
-    public var concurrentRecords: Int { 1 }
-
     /// ``record(_:)`` for a caller that does not wait: `completion` gets what it returns.
     public func record(_ submissions: [PurchaseSubmission], completion: @escaping @Sendable (Result<[PurchaseOutcome], any Error>) -> Void)
     {
