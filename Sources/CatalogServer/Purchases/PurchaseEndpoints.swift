@@ -75,10 +75,11 @@ public struct AppPurchases: Sendable {
 
 /// The apps' purchase settings, read from the catalog sources and kept until the app's published
 /// revision changes: settings take effect when they are published, like the products they name.
+/// One reading per app and revision, however many requests arrive meanwhile: they wait for it.
 final class PurchaseSettingsCache: Sendable {
     private let workflow: CatalogWorkflow
     private let trust: PurchaseTrust
-    private let entries = Mutex<[String: (revision: Int, app: AppPurchases)]>([:])
+    private let entries = Mutex<[String: (revision: Int, reading: Task<Result<AppPurchases, PurchaseConfigurationError>, Never>)]>([:])
 
     init(workflow: CatalogWorkflow, trust: PurchaseTrust) {
         self.workflow = workflow
@@ -86,15 +87,28 @@ final class PurchaseSettingsCache: Sendable {
     }
 
     /// `app`'s settings at published `revision`, or why there are none.
-    func app(_ app: String, revision: Int) -> Result<AppPurchases, PurchaseConfigurationError> {
-        if let entry = entries.withLock({ $0[app] }), entry.revision == revision { return .success(entry.app) }
+    func app(_ app: String, revision: Int) async -> Result<AppPurchases, PurchaseConfigurationError> {
+        let (workflow, trust) = (workflow, trust)
+        let reading = entries.withLock { entries in
+            if let entry = entries[app], entry.revision == revision { return entry.reading }
+            let reading = Task { Self.read(app, workflow: workflow, trust: trust) }
+            entries[app] = (revision, reading)
+            return reading
+        }
+        let result = await reading.value
+        // A failure is not kept: the sources may be fixed before the next publication.
+        if case .failure = result { entries.withLock { if $0[app]?.revision == revision { $0[app] = nil } } }
+        return result
+    }
+
+    private static func read(_ app: String, workflow: CatalogWorkflow, trust: PurchaseTrust) -> Result<
+        AppPurchases, PurchaseConfigurationError
+    > {
         guard let catalog = workflow.validate().catalogs.first(where: { $0.app == app }) else {
             return .failure(PurchaseConfigurationError("the catalog sources of '\(app)' do not validate; fix them to take purchases"))
         }
         do {
-            let made = try AppPurchases(catalog, trust: trust)
-            entries.withLock { $0[app] = (revision, made) }
-            return .success(made)
+            return .success(try AppPurchases(catalog, trust: trust))
         } catch {
             return .failure(error)
         }
@@ -398,7 +412,7 @@ struct PurchaseEndpoints: Sendable {
             at = parsed
         }
         let config: AppPurchases
-        switch settings.app(app, revision: revision) {
+        switch await settings.app(app, revision: revision) {
         case .failure(let error): return JSONError.response(.serviceUnavailable, "\(error)")
         case .success(let found): config = found
         }
@@ -427,7 +441,7 @@ struct PurchaseEndpoints: Sendable {
         if let length = request.headers[.contentLength].flatMap(Int.init), length > limit {
             return .failure(Refusal(response: JSONError.response(.contentTooLarge, "the body is \(length) bytes; the limit is \(limit)")))
         }
-        switch settings.app(app, revision: revision) {
+        switch await settings.app(app, revision: revision) {
         case .failure(let error):
             return .failure(Refusal(response: JSONError.response(.serviceUnavailable, "\(error)")))
         case .success(let config):
