@@ -214,7 +214,7 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
-        .testTarget(name: "ContentTests", dependencies: ["Content", "Purchases", .product(name: "Crypto", package: "swift-crypto")]),
+        .testTarget(name: "ContentTests", dependencies: ["Content", "Purchases"]),
         .testTarget(
             name: "catalogTests",
             dependencies: ["catalog", "CatalogKit", "CatalogTestSupport", "ReportStorage", "Purchases", "PurchasesTestSupport", "Time", "HTTPSemantics"]

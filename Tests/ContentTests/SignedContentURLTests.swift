@@ -99,6 +99,12 @@ import Testing
             name: "a huge expiry", alter: { path, _, token in (path, "exp=99999999999999999999999&kid=k1&sig=\(token.signature)") },
             code: .malformed),
         Attack(
+            name: "the same expiry spelled with a leading zero",
+            alter: { path, _, token in (path, "exp=0\(token.expires)&kid=k1&sig=\(token.signature)") }, code: .malformed),
+        Attack(
+            name: "the same parameters in another order",
+            alter: { path, _, token in (path, "kid=k1&exp=\(token.expires)&sig=\(token.signature)") }, code: .malformed),
+        Attack(
             name: "a negative expiry", alter: { path, _, token in (path, "exp=-1&kid=k1&sig=\(token.signature)") }, code: .malformed),
     ]
 

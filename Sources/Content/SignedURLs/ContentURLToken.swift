@@ -5,8 +5,8 @@ import Foundation
 ///
 /// The URL is `/v1/content/{sha256}?exp={unix seconds}&kid={key id}&sig={base64url HMAC}`. It
 /// carries everything needed to decide, with no cookie and no session, so a CDN or a cache in
-/// front may serve it, and it has exactly one spelling: lower-case hex, the three parameters once
-/// each in that order when made, no others accepted, the signature in canonical base64url.
+/// front may serve it, and it has exactly one spelling: lower-case hex, exactly the three parameters
+/// in that order, the expiry with no leading zero, the signature in canonical base64url.
 public struct ContentURLToken: Sendable, Hashable {
     /// The SHA-256 of the file.
     public var digest: ContentDigest
@@ -55,39 +55,26 @@ public struct ContentURLToken: Sendable, Hashable {
         }
         // A query is at most three short parameters; anything longer is refused before it is split.
         guard query.utf8.count <= 256 else { return .failure(ContentURLRefusal(.malformed, "the query is too long")) }
-        let query = String(query)
-        var expires: Int64?
-        var keyId: String?
-        var signature: String?
-        for parameter in query.split(separator: "&", omittingEmptySubsequences: false) {
-            let parts = parameter.split(separator: "=", maxSplits: 1, omittingEmptySubsequences: false)
-            guard parts.count == 2 else {
-                return .failure(ContentURLRefusal(.malformed, "a query parameter is name=value: \(parameter.prefix(40).debugDescription)"))
-            }
-            let (name, value) = (parts[0], parts[1])
-            switch name {
-            case "exp" where expires == nil:
-                guard (1...18).contains(value.utf8.count), value.utf8.allSatisfy({ (0x30...0x39).contains($0) }), let seconds = Int64(value)
-                else { return .failure(ContentURLRefusal(.malformed, "exp is whole seconds since 1970, in at most 18 digits")) }
-                expires = seconds
-            case "kid" where keyId == nil:
-                guard isValidKeyId(value) else { return .failure(ContentURLRefusal(.malformed, "kid is 1 to 64 of A-Z a-z 0-9 . _ -")) }
-                keyId = String(value)
-            case "sig" where signature == nil:
-                guard value.utf8.count == 43, let bytes = Base64URL.decode(value), bytes.count == 32 else {
-                    return .failure(ContentURLRefusal(.malformed, "sig is an HMAC-SHA256 in base64url: 43 characters"))
-                }
-                signature = String(value)
-            case "exp", "kid", "sig":
-                return .failure(ContentURLRefusal(.malformed, "the query names \(name) twice"))
-            default:
-                return .failure(
-                    ContentURLRefusal(.malformed, "a content URL has exp, kid and sig only, not \(name.prefix(40).debugDescription)"))
-            }
+        // Exactly exp, kid and sig, in that order (alphabetical, so a CDN that sorts a query keeps
+        // it): another order or one more parameter would be a second spelling of one URL.
+        let parameters = String(query).split(separator: "&", omittingEmptySubsequences: false)
+        guard parameters.count == 3, parameters[0].hasPrefix("exp="), parameters[1].hasPrefix("kid="), parameters[2].hasPrefix("sig=")
+        else {
+            return .failure(ContentURLRefusal(.malformed, "a content URL's query is exp=…&kid=…&sig=…: those three, in that order"))
         }
-        guard let expires, let keyId, let signature else {
-            return .failure(ContentURLRefusal(.malformed, "a content URL carries exp, kid and sig"))
+        let (exp, kid, sig) = (parameters[0].dropFirst(4), parameters[1].dropFirst(4), parameters[2].dropFirst(4))
+        // No leading zero: the signature covers the number, so "0123" would be a second spelling of
+        // the URL "123" (a second copy in every cache).
+        guard (1...18).contains(exp.utf8.count), exp.utf8.allSatisfy({ (0x30...0x39).contains($0) }), exp == "0" || exp.first != "0",
+            let expires = Int64(exp)
+        else {
+            return .failure(ContentURLRefusal(.malformed, "exp is whole seconds since 1970, at most 18 digits, no leading zero"))
         }
+        guard isValidKeyId(kid) else { return .failure(ContentURLRefusal(.malformed, "kid is 1 to 64 of A-Z a-z 0-9 . _ -")) }
+        guard sig.utf8.count == 43, let bytes = Base64URL.decode(sig), bytes.count == 32 else {
+            return .failure(ContentURLRefusal(.malformed, "sig is an HMAC-SHA256 in base64url: 43 characters"))
+        }
+        let (keyId, signature) = (String(kid), String(sig))
         return .success(ContentURLToken(digest: digest, expires: expires, keyId: keyId, signature: signature))
     }
 }
