@@ -57,7 +57,8 @@ import Time
     }
 
     static func withServer(
-        policy: String = "keep", receipts: PKI? = nil, store makeStore: ((SQLiteReportStore) -> any CatalogStore)? = nil,
+        policy: String = "keep", receipts: PKI? = nil, limit: RateLimit? = RateLimit(perMinute: 600, burst: 120),
+        store makeStore: ((SQLiteReportStore) -> any CatalogStore)? = nil,
         _ body: @Sendable (any TestClientProtocol, Server) async throws -> Void
     ) async throws {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("purchases-\(UUID().uuidString)")
@@ -83,6 +84,7 @@ import Time
         configuration.clock = { during }
         var purchases = PurchasesConfiguration()
         purchases.trust = PurchaseTrust(jwsRoots: [pki.root], receiptRoots: [receipts?.root ?? pki.root])
+        purchases.perAddress = limit
         let server = Server(root: root, store: store, pki: pki, backend: secrets[0], viewer: secrets[1], metrics: metrics)
         let application = buildApplication(
             publicDirectory: tree, port: 0, configuration: configuration, reloadInterval: .milliseconds(50), reportStore: store,
@@ -268,6 +270,24 @@ import Time
                     uri: "/v1/apps/\(Self.app)/customers/1000000001", method: .get, headers: server.headers(server.backend)
                 ).status == .notFound,
                 "the product the catalog does not know is left out")
+        }
+    }
+
+    /// The flood: past the network's rate a request is 429 with `Retry-After` before anything is
+    /// read or verified, and a body past the bound is 413 unread.
+    @Test func purchasesAreRateLimitedAndSizeBounded() async throws {
+        try await Self.withServer(limit: RateLimit(perMinute: 1, burst: 2)) { client, server in
+            let jws = try server.pki.jws(payload: PKI.transaction())
+            let huge = ByteBuffer(string: "{\"receipt\":\"" + String(repeating: "A", count: 600 * 1024) + "\"}")
+            let tooLarge = try await client.execute(uri: Self.purchasesPath, method: .post, headers: server.headers(), body: huge)
+            #expect(tooLarge.status == .contentTooLarge)
+            let allowed = try await client.execute(
+                uri: Self.purchasesPath, method: .post, headers: server.headers(), body: Self.purchase(jws, token: nil))
+            #expect(allowed.status == .ok)
+            let limited = try await client.execute(
+                uri: Self.purchasesPath, method: .post, headers: server.headers(), body: Self.purchase(jws, token: nil))
+            #expect(limited.status == .tooManyRequests)
+            #expect(limited.headers[.retryAfter] != nil)
         }
     }
 
