@@ -18,6 +18,7 @@ struct ImportPlistCommand: AsyncParsableCommand {
             """
     )
 
+    @OptionGroup var config: ConfigOptions
     @OptionGroup var options: CatalogOptions
 
     @Argument(help: "The property list file.")
@@ -34,8 +35,9 @@ struct ImportPlistCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        let workflow = try options.workflow(config.settings())
         let result = try await exitOnFailure {
-            try options.workflow.importProductList(from: URL(fileURLWithPath: file), displayPath: file, app: app, overwrite: overwrite)
+            try workflow.importProductList(from: URL(fileURLWithPath: file), displayPath: file, app: app, overwrite: overwrite)
         }
         if let shape = result.shape { print("\(file): read \(shape)") }
         try finish(result, app: app)

@@ -17,7 +17,8 @@ struct OperatorEnvironmentTests {
         let environment = ["CATALOG_STORE": store]
         try await CommandTests.withWorkspace { workspace in
             try CommandTests.writeDemo(workspace)
-            let created = try await CommandTests.run(["token", "create", "ops", "--role", "editor"], in: workspace.root, environment: environment)
+            let created = try await CommandTests.run(
+                ["token", "create", "ops", "--role", "editor"], in: workspace.root, environment: environment)
             #expect(created.status == 0, "\(created.stderr)")
             let token = created.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
 
@@ -43,7 +44,8 @@ struct OperatorEnvironmentTests {
             let audited = try await TestPostgres.current.psql(
                 "SELECT count(*) FROM audit_log", database: String(store.split(separator: "/").last ?? ""))
             #expect(audited.trimmingCharacters(in: .whitespacesAndNewlines) != "0", "\(audited)")
-            #expect(!workspace.exists("var"), "a command made a store of its own: \(workspace.files().keys.filter { $0.hasPrefix("var/") })")
+            #expect(
+                !workspace.exists("var"), "a command made a store of its own: \(workspace.files().keys.filter { $0.hasPrefix("var/") })")
         }
     }
 }
