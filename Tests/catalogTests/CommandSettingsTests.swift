@@ -47,9 +47,13 @@ import Testing
         try await CommandTests.withWorkspace { workspace in
             try workspace.write("catalog/com.example.app.plist", FeedbackCommandTests.catalog)
             #expect(try await workspace.run("build").status == 0)
-            try await FeedbackCommandTests.storeReports(invalidReports("com.example.level2", installs: 20, at: .now), in: workspace)
+            // level2 quarantined, level1 suspect: a suspect is what an empty store "cleared".
+            try await FeedbackCommandTests.storeReports(
+                invalidReports("com.example.level2", installs: 20, at: .now)
+                    + invalidReports("com.example.level1", installs: 5, at: .now, installPrefix: "other"), in: workspace)
             let judged = try await workspace.run("feedback")
             #expect(judged.status == 0 && judged.stdout.contains("quarantined com.example.level2"), "\(judged.stdout)")
+            #expect(judged.stdout.contains("suspect com.example.level1"), "\(judged.stdout)")
             let file = try #require(workspace.read("catalog/com.example.app.feedback.plist"))
 
             let wrong = try await workspace.run("feedback", "--store", "sqlite:var/empty.sqlite")
