@@ -22,7 +22,7 @@ struct BuildCommand: AsyncParsableCommand {
     @Flag(help: "Print the product-level changes a build would publish, and write nothing.")
     var dryRun = false
 
-    @Option(help: "Why: recorded with the author in each new revision, shown by 'catalog history'.")
+    @Option(help: "Why: recorded with the author in each new revision, shown by 'catalog history'. Default: none.")
     var message: String?
 
     func run() async throws {

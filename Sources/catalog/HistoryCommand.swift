@@ -18,7 +18,7 @@ struct HistoryCommand: AsyncParsableCommand {
     @Argument(help: "The app's bundle identifier.")
     var app: String
 
-    @Option(help: "Show at most this many revisions.")
+    @Option(help: "Show at most this many revisions. Default: all.")
     var limit: Int?
 
     @Flag(help: "Print a JSON array instead of text.")

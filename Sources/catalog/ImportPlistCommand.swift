@@ -24,7 +24,7 @@ struct ImportPlistCommand: AsyncParsableCommand {
     @Argument(help: "The property list file.")
     var file: String
 
-    @Option(help: "The app's bundle identifier.")
+    @Option(help: "The app's bundle identifier. Required.")
     var app: String
 
     @Flag(help: "Replace what the catalog says about products the file also lists.")

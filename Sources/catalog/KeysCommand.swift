@@ -79,7 +79,7 @@ struct KeysCommand: ParsableCommand {
             }
         }
 
-        @Option(help: ArgumentHelp("The new signing key's file; must not exist.", valueName: "file"))
+        @Option(help: ArgumentHelp("The new signing key's file; must not exist. Required.", valueName: "file"))
         var output: String
 
         @Option(
@@ -129,7 +129,8 @@ struct KeysCommand: ParsableCommand {
         }
 
         @Option(
-            help: ArgumentHelp("The signing key file that publishes from now on; it is rewritten with the statement.", valueName: "file"))
+            help: ArgumentHelp(
+                "The signing key file that publishes from now on; it is rewritten with the statement. Required.", valueName: "file"))
         var signingKey: String
 
         func run() throws {

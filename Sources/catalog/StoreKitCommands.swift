@@ -51,7 +51,7 @@ struct ImportStoreKitCommand: AsyncParsableCommand {
     @Argument(help: "The .storekit file.")
     var file: String
 
-    @Option(help: "The app's bundle identifier.")
+    @Option(help: "The app's bundle identifier. Required.")
     var app: String
 
     @Flag(help: "Replace what the catalog says about products the file also defines.")

@@ -20,7 +20,7 @@ struct TokenCommand: AsyncParsableCommand {
         @Argument(help: "The token's name: what the audit log shows as the actor.")
         var name: String
 
-        @Option(help: "editor (reads and changes) or viewer (reads).")
+        @Option(help: "editor (reads and changes) or viewer (reads). Required.")
         var role: EditorRole
 
         func validate() throws {

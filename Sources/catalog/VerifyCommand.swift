@@ -24,7 +24,7 @@ struct VerifyCommand: AsyncParsableCommand {
     @Argument(help: "A feed URL, or a feed file (products.json, catalog.json, or their .gz copy).")
     var feed: String
 
-    @Option(help: ArgumentHelp("The root public key (root.pub.jwk); repeatable.", valueName: "file"))
+    @Option(help: ArgumentHelp("The root public key (root.pub.jwk); repeatable. Required.", valueName: "file"))
     var rootKey: [String]
 
     @Option(help: ArgumentHelp("The signature file. Default: the one beside FILE (FILE.jws).", valueName: "file"))

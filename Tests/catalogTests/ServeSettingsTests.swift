@@ -166,6 +166,20 @@ import Testing
         }
     }
 
+    /// The operators' table (docs/operations.md, "Settings") has a row for every setting, with its variable.
+    @Test func theOperatorsGuideListsEverySetting() throws {
+        let guide = try String(
+            contentsOf: NewcomerTests.repository.appendingPathComponent("docs/operations.md"), encoding: .utf8)
+        let rows = guide.split(separator: "\n").filter { $0.hasPrefix("| `--") }
+        for setting in Setting.all {
+            #expect(
+                rows.contains {
+                    ($0.hasPrefix("| `\(setting.flag) ") || $0.hasPrefix("| `\(setting.flag)`")) && $0.contains("`\(setting.variable)`")
+                },
+                "docs/operations.md has no row for \(setting.flag) (\(setting.variable))")
+        }
+    }
+
     @Test func everySettingIsPrintedAndCanBeSetFromTheEnvironmentAndTheFile() async throws {
         #expect(Setting.all.count == Setting.named.count, "a name is in the table twice")
         try await Self.withSampleWorkspace { workspace in
