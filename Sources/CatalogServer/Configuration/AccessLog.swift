@@ -11,11 +11,15 @@ import Logging
 public struct AccessLog: Sendable {
     /// Off unless asked (`--access-log on`): a line costs 25-50 µs of CPU (docs/operations.md).
     public var enabled = false
+    /// One in this many feed requests answered on the lean path is logged; 0: none (`--access-log-feed-sample`).
     public var feedSampling = 0
+    /// Clients' full addresses rather than their networks (`--log-full-addresses on`).
     public var fullAddresses = false
+    /// How much of a client's address is its network: the reports' prefixes.
     public var prefixes = NetworkPrefixLengths()
     /// Made again once the logging system is set up: a logger keeps the handler it was made with.
     public var logger = Logger(label: "catalog.access")
 
+    /// Off, with the default prefixes.
     public init() {}
 }

@@ -13,10 +13,11 @@ public struct FeedsConfiguration: Sendable {
     /// How often a replica asks the store for new publications besides its announcements.
     public var poll: Duration = .seconds(2)
     /// Cache-Control of the current feeds (``ServeConfiguration/cacheControl``).
-    public var cacheControl = "public, max-age=300"
+    public var cacheControl = ServeConfiguration().cacheControl
     /// How often the editor node runs the feedback loop and publishes (`--auto-feedback`); nil: never.
     public var autoFeedback: Duration?
 
+    /// The defaults of `catalog serve`.
     public init() {}
 
     /// Whether this node is a serving replica.

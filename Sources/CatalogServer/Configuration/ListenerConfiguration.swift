@@ -11,5 +11,6 @@ public struct ListenerConfiguration: Sendable {
     /// The PEM certificate chain and private key files: HTTPS instead of plain HTTP; nil: plain HTTP.
     public var tls: (certificate: String, key: String)?
 
+    /// The defaults of `catalog serve`.
     public init() {}
 }

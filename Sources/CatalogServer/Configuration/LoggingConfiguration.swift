@@ -14,6 +14,7 @@ public struct LoggingConfiguration: Sendable {
     /// The access log (its prefixes are the reports' network prefixes).
     public var accessLog = AccessLog()
 
+    /// The defaults of `catalog serve`.
     public init() {}
 
     /// Sets the process's logging system up as configured; once, before the first logger is made.

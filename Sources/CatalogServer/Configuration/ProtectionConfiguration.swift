@@ -5,21 +5,24 @@ import NIOCore
 /// limit, the report rate limits and the proxies whose forwarding header is believed
 /// (docs/operations.md, "Limits that protect the server" and "Behind a TLS proxy").
 public struct ProtectionConfiguration: Sendable {
+    // The defaults are those of the two configurations these settings fill, written there once.
+
     /// See ``ServeConfiguration/readDeadline``.
-    public var readDeadline: TimeAmount = .seconds(10)
+    public var readDeadline = ServeConfiguration().readDeadline
     /// See ``ServeConfiguration/idleTimeout``.
-    public var idleTimeout: TimeAmount = .seconds(30)
+    public var idleTimeout = ServeConfiguration().idleTimeout
     /// Open connections at most; nil: ``defaultMaxConnections()`` once the descriptor limit is raised.
     public var maxConnections: Int?
     /// Reports per minute from one client network; nil for no limit.
-    public var perAddress: RateLimit? = RateLimit(perMinute: 600, burst: 120)
+    public var perAddress = ReportsConfiguration().perAddress
     /// Reports per minute from one install; nil for no limit.
-    public var perInstall: RateLimit? = RateLimit(perMinute: 30, burst: 10)
+    public var perInstall = ReportsConfiguration().perInstall
     /// See ``ReportsConfiguration/trustedProxies``.
-    public var trustedProxies: [AddressRange] = []
+    public var trustedProxies = ReportsConfiguration().trustedProxies
     /// See ``ReportsConfiguration/forwardingHeader``.
-    public var forwardingHeader = ForwardingHeader.xForwardedFor
+    public var forwardingHeader = ReportsConfiguration().forwardingHeader
 
+    /// The defaults of `catalog serve`.
     public init() {}
 
     /// A limit with a burst of a fifth of a minute's worth (at least 10), or none for 0.

@@ -115,8 +115,8 @@ struct ProtectionOptions: ParsableArguments {
 
     func resolve(_ settings: Settings) throws -> ProtectionConfiguration {
         var protection = ProtectionConfiguration()
-        let readDeadline = try settings.value(.readDeadline, flag: readDeadline, default: Seconds(10))?.seconds ?? 10
-        let idleTimeout = try settings.value(.idleTimeout, flag: idleTimeout, default: Seconds(30))?.seconds ?? 30
+        let readDeadline = try settings.value(.readDeadline, flag: readDeadline, default: Seconds(protection.readDeadline))?.seconds ?? 0
+        let idleTimeout = try settings.value(.idleTimeout, flag: idleTimeout, default: Seconds(protection.idleTimeout))?.seconds ?? 0
         guard (1...3600).contains(readDeadline), (1...86_400).contains(idleTimeout) else {
             throw ValidationError("--read-deadline must be 1 to 3600 seconds and --idle-timeout 1 to 86400")
         }
@@ -126,8 +126,10 @@ struct ProtectionOptions: ParsableArguments {
         if let maxConnections = protection.maxConnections, maxConnections < 1 {
             throw ValidationError("--max-connections must be 1 or more")
         }
-        let perAddress = try settings.value(.reportLimitAddress, flag: reportLimitAddress, default: 600) ?? 600
-        let perInstall = try settings.value(.reportLimitInstall, flag: reportLimitInstall, default: 30) ?? 30
+        let perAddress =
+            try settings.value(.reportLimitAddress, flag: reportLimitAddress, default: protection.perAddress?.perMinute ?? 0) ?? 0
+        let perInstall =
+            try settings.value(.reportLimitInstall, flag: reportLimitInstall, default: protection.perInstall?.perMinute ?? 0) ?? 0
         guard perAddress >= 0, perInstall >= 0 else { throw ValidationError("report limits cannot be negative") }
         protection.perAddress = ProtectionConfiguration.limit(perMinute: perAddress)
         protection.perInstall = ProtectionConfiguration.limit(perMinute: perInstall)
@@ -138,7 +140,8 @@ struct ProtectionOptions: ParsableArguments {
             return range
         }
         protection.forwardingHeader =
-            try settings.value(.trustedProxyHeader, flag: trustedProxyHeader, default: .xForwardedFor) ?? .xForwardedFor
+            try settings.value(.trustedProxyHeader, flag: trustedProxyHeader, default: protection.forwardingHeader)
+            ?? protection.forwardingHeader
         return protection
     }
 }
@@ -198,10 +201,12 @@ struct ReportsOptions: ParsableArguments {
 
     func resolve(_ settings: Settings, store: StoreURL) throws -> Resolved {
         var reports = ReportsConfiguration()
+        let defaults = reports.networkPrefixes
         reports.networkPrefixes = NetworkPrefixLengths(
-            ipv4: try settings.value(.reportNetworkIPv4Prefix, flag: reportNetworkIpv4Prefix, default: 24) ?? 24,
-            ipv6: try settings.value(.reportNetworkIPv6Prefix, flag: reportNetworkIpv6Prefix, default: 48) ?? 48,
-            ipv6Evidence: try settings.value(.reportEvidenceIPv6Prefix, flag: reportEvidenceIpv6Prefix, default: 32) ?? 32)
+            ipv4: try settings.value(.reportNetworkIPv4Prefix, flag: reportNetworkIpv4Prefix, default: defaults.ipv4) ?? defaults.ipv4,
+            ipv6: try settings.value(.reportNetworkIPv6Prefix, flag: reportNetworkIpv6Prefix, default: defaults.ipv6) ?? defaults.ipv6,
+            ipv6Evidence: try settings.value(.reportEvidenceIPv6Prefix, flag: reportEvidenceIpv6Prefix, default: defaults.ipv6Evidence)
+                ?? defaults.ipv6Evidence)
         let prefixes = reports.networkPrefixes
         guard (8...32).contains(prefixes.ipv4), (16...128).contains(prefixes.ipv6), (16...128).contains(prefixes.ipv6Evidence) else {
             throw ValidationError(
@@ -211,9 +216,10 @@ struct ReportsOptions: ParsableArguments {
             try settings.value(.reportNetworkSecretFile, flag: reportNetworkSecretFile, default: store.defaultNetworkSecretPath)
             ?? store.defaultNetworkSecretPath
         let roots = try settings.values(.appleRootCertificate, flags: appleRootCertificate)
-        reports.perAppQuota = try settings.value(.reportQuota, flag: reportQuota, default: 1_000_000) ?? 1_000_000
+        reports.perAppQuota = try settings.value(.reportQuota, flag: reportQuota, default: reports.perAppQuota) ?? reports.perAppQuota
         guard reports.perAppQuota >= 1 else { throw ValidationError("--report-quota must be 1 or more") }
-        let days = try settings.value(.retentionDays, flag: retentionDays, default: 90) ?? 90
+        let defaultDays = Int(reports.retention.components.seconds / 86_400)
+        let days = try settings.value(.retentionDays, flag: retentionDays, default: defaultDays) ?? defaultDays
         guard (1...36_600).contains(days) else { throw ValidationError("--retention-days must be 1 to 36600 (100 years)") }
         reports.retention = .seconds(Int64(days) * 86_400)
         return Resolved(
@@ -264,7 +270,8 @@ struct FeedsOptions: ParsableArguments {
         feeds.cacheControl = try settings.value(.cacheControl, flag: cacheControl, default: feeds.cacheControl) ?? feeds.cacheControl
         feeds.source = try settings.value(.feeds, flag: self.feeds, default: .public) ?? .public
         feeds.cache = try settings.value(.feedsCache, flag: feedsCache, default: nil as String?)
-        let poll = try settings.value(.feedsPoll, flag: feedsPoll, default: Interval("2s")) ?? Interval("2s")
+        let defaultPoll = Interval("\(feeds.poll.components.seconds)s")
+        let poll = try settings.value(.feedsPoll, flag: feedsPoll, default: defaultPoll) ?? defaultPoll
         let autoFeedback = try settings.value(.autoFeedback, flag: autoFeedback, default: nil as Interval?)
         if let autoFeedback, autoFeedback.seconds > 366 * 86_400 {
             throw ValidationError("--auto-feedback \(autoFeedback) is longer than a year (366d)")
@@ -315,8 +322,8 @@ struct LoggingOptions: ParsableArguments {
     /// The logging settings; the access log names clients by `prefixes`, as the rate limits do.
     func resolve(_ settings: Settings, prefixes: NetworkPrefixLengths) throws -> LoggingConfiguration {
         var logging = LoggingConfiguration()
-        logging.level = try settings.value(.logLevel, flag: logLevel, default: .info) ?? .info
-        logging.format = try settings.value(.logFormat, flag: logFormat, default: .text) ?? .text
+        logging.level = try settings.value(.logLevel, flag: logLevel, default: logging.level) ?? logging.level
+        logging.format = try settings.value(.logFormat, flag: logFormat, default: logging.format) ?? logging.format
         logging.accessLog.enabled = try settings.value(.accessLog, flag: accessLog, default: .off) == .on
         logging.accessLog.feedSampling = try settings.value(.accessLogFeedSample, flag: accessLogFeedSample, default: 0) ?? 0
         logging.accessLog.fullAddresses = try settings.value(.logFullAddresses, flag: logFullAddresses, default: .off) == .on
@@ -332,8 +339,9 @@ struct Seconds: ExpressibleByArgument, CustomStringConvertible, Sendable {
     let seconds: Int64
     let description: String
 
-    init(_ seconds: Int64) {
-        self.seconds = seconds
+    /// A default, such as ``ServeConfiguration/readDeadline``, in whole seconds.
+    init(_ amount: TimeAmount) {
+        seconds = amount.nanoseconds / 1_000_000_000
         description = "\(seconds)s"
     }
 
