@@ -138,8 +138,9 @@ struct FeedbackCommand: AsyncParsableCommand {
         guard !refused.isEmpty else { return }
         for app in refused {
             printError(
-                "the verdicts of '\(app)' rest on reports, and the store \(url) holds none of its reports: judged against it, every one "
-                    + "would be cleared. Is this the server's store? Set --store, CATALOG_STORE or the --config file's \"store\" as catalog serve has it"
+                "the verdicts of '\(app)' rest on reports, and the store \(url) holds none of its reports: judged against it, its "
+                    + "suspects would be cleared. Is this the server's store? Set --store, CATALOG_STORE or the --config file's \"store\" "
+                    + "as catalog serve has it. If its reports were all pruned, clear what is stale with 'catalog feedback release'"
             )
         }
         throw ExitCode(1)
