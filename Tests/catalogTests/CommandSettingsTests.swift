@@ -24,6 +24,22 @@ import Testing
         }
     }
 
+    /// `build` and `validate` find the sources and the published tree where `serve` does: in
+    /// `CATALOG_CATALOG` / `CATALOG_PUBLIC` and the `--config` file.
+    @Test func buildReadsTheFoldersFromTheEnvironmentAndTheFile() async throws {
+        try await CommandTests.withWorkspace { workspace in
+            try workspace.write("sources/com.example.app.plist", FeedbackCommandTests.catalog)
+            try workspace.write("settings.json", #"{"catalog": "sources", "public": "site"}"#)
+            let fromFile = try await workspace.run("build", "--config", "settings.json")
+            #expect(fromFile.status == 0, "\(fromFile.stderr)")
+            #expect(workspace.exists("site/v1/apps/com.example.app/products.json"))
+            let fromEnvironment = try await CommandTests.run(
+                ["validate"], in: workspace.root, environment: ["CATALOG_CATALOG": "sources", "CATALOG_PUBLIC": "site"])
+            #expect(fromEnvironment.status == 0 && fromEnvironment.stdout.contains("1 app"), "\(fromEnvironment.stderr)")
+            #expect(!workspace.exists("public"))
+        }
+    }
+
     /// `catalog reports --store URL` from a folder with no `catalog/`: the reports, without verdicts.
     @Test func reportsNeedNoSourcesFolder() async throws {
         try await CommandTests.withWorkspace { workspace in
