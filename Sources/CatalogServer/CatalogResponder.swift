@@ -9,30 +9,6 @@ import NIOCore
 import ServiceLifecycle
 import Time
 
-/// What `catalog serve` answers with, and how.
-public struct ServeConfiguration: Sendable {
-    /// Cache-Control of the current feeds.
-    public var cacheControl = "public, max-age=300"
-    /// Cache-Control of revision snapshots, which never change.
-    public var immutableCacheControl = "public, max-age=31536000, immutable"
-    /// Each request must be read completely within this time of its first byte, however steadily
-    /// its bytes trickle in; a client that reads none of its answers for this long is closed too.
-    public var readDeadline: TimeAmount = .seconds(10)
-    /// A keep-alive connection with no request in progress and nothing unanswered closes after this.
-    public var idleTimeout: TimeAmount = .seconds(30)
-    /// Open connections at most; one past it is closed as soon as it is accepted.
-    public var maxConnections = defaultMaxConnections()
-    /// What each request logs (`--access-log`, `--access-log-feed-sample`).
-    public var accessLog = AccessLog()
-    /// The time responses are dated by and scheduled changes switch at; tests fix it.
-    public var clock: @Sendable () -> Timestamp = { .now }
-    /// A serving replica (`catalog serve --feeds store`): its feeds come from the shared store,
-    /// it holds no catalog sources, and `/v1/admin/` sends editors to the editor node.
-    public var isReplica = false
-
-    public init() {}
-}
-
 /// The routes of docs/contract.md section 3, matched by path segments.
 ///
 /// A small fixed set of routes needs no general router, and matching them directly gives

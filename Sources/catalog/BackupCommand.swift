@@ -14,13 +14,14 @@ struct BackupCommand: AsyncParsableCommand {
             """
     )
 
+    @OptionGroup var config: ConfigOptions
     @OptionGroup var storeOptions: StoreOptions
 
     @Argument(help: ArgumentHelp("The new file; it must not exist.", valueName: "file"))
     var file: String
 
     func run() async throws {
-        guard case .sqlite(let path) = try storeOptions.url else {
+        guard case .sqlite(let path) = try storeOptions.url(config.settings()) else {
             printError("catalog backup copies a SQLite store; back a PostgreSQL store up with pg_dump")
             throw ExitCode(1)
         }

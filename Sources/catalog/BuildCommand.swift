@@ -14,6 +14,7 @@ struct BuildCommand: AsyncParsableCommand {
             """
     )
 
+    @OptionGroup var config: ConfigOptions
     @OptionGroup var options: CatalogOptions
     @OptionGroup var storeOptions: StoreOptions
     @OptionGroup var signing: SigningOptions
@@ -21,15 +22,19 @@ struct BuildCommand: AsyncParsableCommand {
     @Flag(help: "Print the product-level changes a build would publish, and write nothing.")
     var dryRun = false
 
-    @Option(help: "Why: recorded with the author in each new revision, shown by 'catalog history'.")
+    @Option(help: "Why: recorded with the author in each new revision, shown by 'catalog history'. Default: none.")
     var message: String?
 
     func run() async throws {
         let now = Timestamp.now
-        let tree = PublicTree(root: options.workflow.publicDirectory)
+        let settings = try config.settings()
+        let workflow = try options.workflow(settings, signing: signing)
+        // Resolved before anything is published: a store named wrongly is said before, not after.
+        let store = try storeOptions.url(settings)
+        let tree = PublicTree(root: workflow.publicDirectory)
         let manifestsBefore = Dictionary(uniqueKeysWithValues: tree.publishedApps().map { ($0, tree.currentManifestHash($0)) })
         let build = try await exitOnFailure {
-            try signing.workflow(options).build(
+            try workflow.build(
                 at: now, dryRun: dryRun, note: RevisionNote(author: LocalUser.name, message: message?.isEmpty == false ? message : nil))
         }
         report(build.diagnostics)
@@ -46,7 +51,7 @@ struct BuildCommand: AsyncParsableCommand {
         guard !dryRun, !published.isEmpty else { return }
         // Published: the audit log says who and what. A store that cannot be written is an error
         // after the fact, but never a silent gap in the log.
-        try await storeOptions.withStore(logger: Logger(label: "catalog.build")) { store in
+        try await StoreOptions.withStore(store, logger: Logger(label: "catalog.build")) { store in
             for plan in published {
                 try await store.recordPublication(
                     .publication(plan, actor: LocalUser.name, at: now, manifestBefore: manifestsBefore[plan.app] ?? nil, tree: tree),

@@ -16,13 +16,15 @@ struct ConvertCommand: AsyncParsableCommand {
             """
     )
 
+    @OptionGroup var config: ConfigOptions
     @OptionGroup var options: CatalogOptions
 
     @Argument(help: "The app's bundle identifier.")
     var app: String
 
     func run() async throws {
-        let converted = try await exitOnFailure { try options.workflow.convertIdentifierArrays(app: app) }
+        let workflow = try options.workflow(config.settings())
+        let converted = try await exitOnFailure { try workflow.convertIdentifierArrays(app: app) }
         if converted.isEmpty { print("\(app): already in the full form; nothing to convert") }
         for file in converted { print("\(app): converted \(file) to the full form; every identifier kept") }
     }

@@ -13,6 +13,7 @@ struct DiffCommand: AsyncParsableCommand {
             """
     )
 
+    @OptionGroup var config: ConfigOptions
     @OptionGroup var options: CatalogOptions
 
     @Argument(help: "The app's bundle identifier.")
@@ -32,7 +33,8 @@ struct DiffCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let result = try await exitOnFailure { try options.workflow.diff(app: app, from: from, to: to, at: .now) }
+        let workflow = try options.workflow(config.settings())
+        let result = try await exitOnFailure { try workflow.diff(app: app, from: from, to: to, at: .now) }
         let changes = result.diff.outline
         print("\(result.app): \(result.from?.description ?? "nothing published") → \(result.to): \(changes)")
         for line in diffLines(result.diff) { print(line) }

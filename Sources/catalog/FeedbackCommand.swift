@@ -2,6 +2,7 @@ import ArgumentParser
 import CatalogKit
 import Foundation
 import Logging
+import ReportStorage
 import Time
 
 struct FeedbackCommand: AsyncParsableCommand {
@@ -31,13 +32,20 @@ struct FeedbackCommand: AsyncParsableCommand {
                 """
         )
 
+        @OptionGroup var config: ConfigOptions
         @OptionGroup var options: CatalogOptions
         @OptionGroup var storeOptions: StoreOptions
 
         func run() async throws {
             let now = Timestamp.now
-            let run = try await storeOptions.withStore(logger: Logger(label: "catalog.feedback")) { store in
-                let run = try await exitOnFailure { try await options.workflow.runFeedback(store: store, at: now) }
+            let settings = try config.settings()
+            let workflow = try options.workflow(settings)
+            let url = try storeOptions.url(settings)
+            // Verdicts are only as good as the store they were judged from: say which one.
+            FileHandle.standardError.write(Array("judging the reports in \(url)\n".utf8))
+            let run = try await StoreOptions.withStore(url, logger: Logger(label: "catalog.feedback")) { store in
+                try await FeedbackCommand.refuseJudgingWithoutReports(workflow, store: store, url: url)
+                let run = try await exitOnFailure { try await workflow.runFeedback(store: store, at: now) }
                 for entry in AuditEntry.feedback(run.changes, actor: LocalUser.name, at: now) { try await store.appendAudit(entry) }
                 return run
             }
@@ -55,6 +63,7 @@ struct FeedbackCommand: AsyncParsableCommand {
             discussion: "Run 'catalog build' afterwards to take it off sale. Exit status: 0 quarantined, 1 on errors, 64 on misuse."
         )
 
+        @OptionGroup var config: ConfigOptions
         @OptionGroup var options: CatalogOptions
         @OptionGroup var storeOptions: StoreOptions
 
@@ -65,8 +74,10 @@ struct FeedbackCommand: AsyncParsableCommand {
         var identifier: String
 
         func run() async throws {
-            try await FeedbackCommand.decide(storeOptions) { now in
-                try options.workflow.confirmQuarantine(app: app, identifier: identifier, by: LocalUser.name, at: now)
+            let settings = try config.settings()
+            let workflow = try options.workflow(settings)
+            try await FeedbackCommand.decide(storeOptions.url(settings)) { now in
+                try workflow.confirmQuarantine(app: app, identifier: identifier, by: LocalUser.name, at: now)
             }
         }
     }
@@ -78,6 +89,7 @@ struct FeedbackCommand: AsyncParsableCommand {
             discussion: "Run 'catalog build' afterwards to offer it again. Exit status: 0 released, 1 on errors, 64 on misuse."
         )
 
+        @OptionGroup var config: ConfigOptions
         @OptionGroup var options: CatalogOptions
         @OptionGroup var storeOptions: StoreOptions
 
@@ -88,20 +100,49 @@ struct FeedbackCommand: AsyncParsableCommand {
         var identifier: String
 
         func run() async throws {
-            try await FeedbackCommand.decide(storeOptions) { now in
-                try options.workflow.releaseFeedback(app: app, identifier: identifier, at: now)
+            let settings = try config.settings()
+            let workflow = try options.workflow(settings)
+            try await FeedbackCommand.decide(storeOptions.url(settings)) { now in
+                try workflow.releaseFeedback(app: app, identifier: identifier, at: now)
             }
         }
     }
 
     /// An editor's decision on one verdict: made in the feedback file, then recorded in the
     /// audit log (who made it), then printed.
-    static func decide(_ storeOptions: StoreOptions, _ decision: (Timestamp) throws -> VerdictChange) async throws {
+    static func decide(_ url: StoreURL, _ decision: (Timestamp) throws -> VerdictChange) async throws {
         let now = Timestamp.now
         let change = try await exitOnFailure { try decision(now) }
-        try await storeOptions.withStore(logger: Logger(label: "catalog.feedback")) { store in
+        try await StoreOptions.withStore(url, logger: Logger(label: "catalog.feedback")) { store in
             for entry in AuditEntry.feedback([change], actor: LocalUser.name, at: now) { try await store.appendAudit(entry) }
         }
         print(change)
+    }
+
+    /// Issue 27: run against the wrong store (an empty one, say, where the server's is
+    /// PostgreSQL), the loop found no reports, called every suspect "no longer suspect" and
+    /// cleared them all. An app whose verdicts rest on reports is not judged by a store that
+    /// holds none of that app's reports: the run stops, naming the app and the store, and
+    /// writes nothing.
+    static func refuseJudgingWithoutReports(_ workflow: CatalogWorkflow, store: any CatalogStore, url: StoreURL) async throws {
+        let suffix = ".feedback.plist"
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: workflow.catalogDirectory.path)) ?? []
+        var refused: [String] = []
+        for name in names.sorted() where name.hasSuffix(suffix) {
+            let app = String(name.dropLast(suffix.count))
+            guard let file = FeedbackFile.read(workflow.feedbackURL(app), displayPath: name).file,
+                file.verdicts.values.contains(where: { $0.evidence != nil })
+            else { continue }
+            if try await store.aggregate(AggregateQuery(app: app)).isEmpty { refused.append(app) }
+        }
+        guard !refused.isEmpty else { return }
+        for app in refused {
+            printError(
+                "the verdicts of '\(app)' rest on reports, and the store \(url) holds none of its reports: judged against it, its "
+                    + "suspects would be cleared. Is this the server's store? Set --store, CATALOG_STORE or the --config file's \"store\" "
+                    + "as catalog serve has it. If its reports were all pruned, clear what is stale with 'catalog feedback release'"
+            )
+        }
+        throw ExitCode(1)
     }
 }

@@ -20,7 +20,9 @@ struct FetchCommand: AsyncParsableCommand {
     @Flag(help: "Revalidate with the server even while the cached feed is fresh.")
     var refresh = false
 
-    @Option(help: ArgumentHelp("A root public key (root.pub.jwk) the feed's signature must chain to; repeatable.", valueName: "file"))
+    @Option(
+        help: ArgumentHelp(
+            "A root public key (root.pub.jwk) the feed's signature must chain to; repeatable. Default: none.", valueName: "file"))
     var rootKey: [String] = []
 
     @Option(

@@ -12,12 +12,13 @@ struct HistoryCommand: AsyncParsableCommand {
             """
     )
 
+    @OptionGroup var config: ConfigOptions
     @OptionGroup var options: CatalogOptions
 
     @Argument(help: "The app's bundle identifier.")
     var app: String
 
-    @Option(help: "Show at most this many revisions.")
+    @Option(help: "Show at most this many revisions. Default: all.")
     var limit: Int?
 
     @Flag(help: "Print a JSON array instead of text.")
@@ -29,7 +30,8 @@ struct HistoryCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let revisions = try await exitOnFailure { try options.workflow.history(app: app, limit: limit) }
+        let workflow = try options.workflow(config.settings())
+        let revisions = try await exitOnFailure { try workflow.history(app: app, limit: limit) }
         if json {
             print(String(decoding: try prettyJSON(revisions), as: UTF8.self))
             return

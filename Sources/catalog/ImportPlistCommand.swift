@@ -18,12 +18,13 @@ struct ImportPlistCommand: AsyncParsableCommand {
             """
     )
 
+    @OptionGroup var config: ConfigOptions
     @OptionGroup var options: CatalogOptions
 
     @Argument(help: "The property list file.")
     var file: String
 
-    @Option(help: "The app's bundle identifier.")
+    @Option(help: "The app's bundle identifier. Required.")
     var app: String
 
     @Flag(help: "Replace what the catalog says about products the file also lists.")
@@ -34,8 +35,9 @@ struct ImportPlistCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        let workflow = try options.workflow(config.settings())
         let result = try await exitOnFailure {
-            try options.workflow.importProductList(from: URL(fileURLWithPath: file), displayPath: file, app: app, overwrite: overwrite)
+            try workflow.importProductList(from: URL(fileURLWithPath: file), displayPath: file, app: app, overwrite: overwrite)
         }
         if let shape = result.shape { print("\(file): read \(shape)") }
         try finish(result, app: app)

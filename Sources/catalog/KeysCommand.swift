@@ -30,14 +30,20 @@ struct KeysCommand: ParsableCommand {
                 "Make a root key and a first signing key it certifies: root.jwk (keep offline), root.pub.jwk (pin in the app), signing.jwk."
         )
 
-        @Option(help: ArgumentHelp("Where to write the three files; none of them may exist yet.", valueName: "directory"))
-        var directory: String = "keys"
+        @Option(
+            help: ArgumentHelp("The folder to write the three files in; none of them may exist yet. Default: keys.", valueName: "directory")
+        )
+        var output: String?
+
+        /// The flag's name before issue 27 (`--output`, as `rotate` and `export` name where they write).
+        @Option(name: .customLong("directory"), help: .hidden)
+        var deprecatedDirectory: String?
 
         @Option(help: KeysCommand.certificateHelp)
         var certificateLifetime: Interval?
 
         func run() throws {
-            let folder = URL(fileURLWithPath: directory, isDirectory: true)
+            let folder = URL(fileURLWithPath: output ?? deprecatedDirectory ?? "keys", isDirectory: true)
             let files = ["root.jwk", "root.pub.jwk", "signing.jwk"].map { folder.appendingPathComponent($0) }
             for file in files where FileManager.default.fileExists(atPath: file.path) {
                 throw ValidationError("\(file.path) exists; keys are never overwritten")
@@ -58,20 +64,34 @@ struct KeysCommand: ParsableCommand {
             abstract:
                 "Make a new signing key certified by the root; the old one stays valid until its certificate expires or it is revoked.")
 
-        @Option(help: ArgumentHelp("The root key file.", valueName: "file"))
-        var root: String
+        @Option(help: ArgumentHelp("The root key file (root.jwk). Required.", valueName: "file"))
+        var rootKey: String?
 
-        @Option(help: ArgumentHelp("The new signing key's file; must not exist.", valueName: "file"))
+        /// The flag's name before issue 27 (`--root-key`, as `fetch` and `verify` name the root).
+        @Option(name: .customLong("root"), help: .hidden)
+        var deprecatedRoot: String?
+
+        /// `--root-key`, or the deprecated `--root`.
+        var root: String {
+            get throws {
+                guard let file = rootKey ?? deprecatedRoot else { throw ValidationError("give the root key file with --root-key") }
+                return file
+            }
+        }
+
+        @Option(help: ArgumentHelp("The new signing key's file; must not exist. Required.", valueName: "file"))
         var output: String
 
-        @Option(help: ArgumentHelp("The signing key being replaced: its revocation statement, if any, carries over.", valueName: "file"))
+        @Option(
+            help: ArgumentHelp(
+                "The signing key being replaced: its revocation statement, if any, carries over. Default: none.", valueName: "file"))
         var previous: String?
 
         @Option(help: KeysCommand.certificateHelp)
         var certificateLifetime: Interval?
 
         func run() throws {
-            let rootKey = try KeysCommand.read(root)
+            let rootKey = try KeysCommand.read(try root)
             let revocations = try previous.map { try KeysCommand.read($0).revocations } ?? nil
             let signing = KeysCommand.certify(Ed25519PrivateKey(), by: rootKey, lifetime: certificateLifetime, revocations: revocations)
             try KeysCommand.writePrivate(signing.jwk, to: URL(fileURLWithPath: output))
@@ -93,18 +113,31 @@ struct KeysCommand: ParsableCommand {
         @Argument(parsing: .allUnrecognized, help: "The key ids to revoke (as 'catalog keys show' prints them).")
         var kids: [String]
 
-        @Option(help: ArgumentHelp("The root key file.", valueName: "file"))
-        var root: String
+        @Option(help: ArgumentHelp("The root key file (root.jwk). Required.", valueName: "file"))
+        var rootKey: String?
+
+        /// The flag's name before issue 27 (`--root-key`, as `fetch` and `verify` name the root).
+        @Option(name: .customLong("root"), help: .hidden)
+        var deprecatedRoot: String?
+
+        /// `--root-key`, or the deprecated `--root`.
+        var root: String {
+            get throws {
+                guard let file = rootKey ?? deprecatedRoot else { throw ValidationError("give the root key file with --root-key") }
+                return file
+            }
+        }
 
         @Option(
-            help: ArgumentHelp("The signing key file that publishes from now on; it is rewritten with the statement.", valueName: "file"))
+            help: ArgumentHelp(
+                "The signing key file that publishes from now on; it is rewritten with the statement. Required.", valueName: "file"))
         var signingKey: String
 
         func run() throws {
             for kid in kids where !KeyID.isValid(kid) {
                 throw ValidationError("'\(kid)' is not a key id such as 'catalog keys show' prints")
             }
-            let rootKey = try KeysCommand.read(root)
+            let rootKey = try KeysCommand.read(try root)
             let signing = try KeysCommand.read(signingKey)
             guard !kids.contains(signing.kid) else { throw ValidationError("\(signingKey) holds key \(signing.kid) itself; rotate first") }
             let earlier = try signing.revocations.map { try KeyRevocations.read($0) }

@@ -17,13 +17,14 @@ struct ReportsCommand: AsyncParsableCommand {
             """
     )
 
+    @OptionGroup var config: ConfigOptions
     @OptionGroup var options: CatalogOptions
     @OptionGroup var storeOptions: StoreOptions
 
-    @Option(help: "Only this app (bundle identifier).")
+    @Option(help: "Only this app (bundle identifier). Default: every app.")
     var app: String?
 
-    @Option(help: ArgumentHelp("Only reports received within this time: 90s, 30m, 24h, 7d, 2w.", valueName: "duration"))
+    @Option(help: ArgumentHelp("Only reports received within this time: 90s, 30m, 24h, 7d, 2w. Default: all.", valueName: "duration"))
     var since: Interval?
 
     @Flag(help: "Print JSON instead of a table.")
@@ -36,8 +37,15 @@ struct ReportsCommand: AsyncParsableCommand {
     func run() async throws {
         let now = Timestamp.now
         let from = since?.before(now)
-        let document = try await storeOptions.withStore(logger: Logger(label: "catalog.reports")) { store in
-            try await options.workflow.reports(store: store, app: app, since: from, at: now)
+        let settings = try config.settings()
+        // The reports are the store's: without sources here, they are shown without verdicts.
+        let paths = try options.paths(settings, sourcesRequired: false)
+        if !paths.hasSources {
+            FileHandle.standardError.write(Array("no catalog sources at '\(paths.catalog)': verdicts are not shown\n".utf8))
+        }
+        let workflow = paths.workflow
+        let document = try await storeOptions.withStore(settings, logger: Logger(label: "catalog.reports")) { store in
+            try await workflow.reports(store: store, app: app, since: from, at: now)
         }
         let aggregates = document.aggregates
         if json {
@@ -50,11 +58,11 @@ struct ReportsCommand: AsyncParsableCommand {
         if aggregates.isEmpty {
             print("No reports\(since.map { " in the last \($0)" } ?? "")\(app.map { " for \($0)" } ?? "").")
         } else {
-            print(table(aggregates))
+            print(table(aggregates, workflow))
         }
     }
 
-    private func table(_ found: [ReportsDocument.Row]) -> String {
+    private func table(_ found: [ReportsDocument.Row], _ workflow: CatalogWorkflow) -> String {
         var rows = [
             [
                 "APP", "IDENTIFIER", "VERDICT", "PLATFORM", "ENVIRONMENT", "INSTALLS", "REPORTS", "INVALID RATE", "FIRST SEEN", "LAST SEEN",
@@ -62,7 +70,7 @@ struct ReportsCommand: AsyncParsableCommand {
             ]
         ]
         let states = Dictionary(
-            uniqueKeysWithValues: Set(found.map(\.aggregate.app)).map { ($0, QuarantineState(app: $0, options.workflow)) })
+            uniqueKeysWithValues: Set(found.map(\.aggregate.app)).map { ($0, QuarantineState(app: $0, workflow)) })
         for (aggregate, verdict) in found.map({ ($0.aggregate, $0.verdict) }) {
             rows.append([
                 aggregate.app, aggregate.identifier,

@@ -18,6 +18,7 @@ struct RollbackCommand: AsyncParsableCommand {
             """
     )
 
+    @OptionGroup var config: ConfigOptions
     @OptionGroup var options: CatalogOptions
     @OptionGroup var storeOptions: StoreOptions
     @OptionGroup var signing: SigningOptions
@@ -38,10 +39,13 @@ struct RollbackCommand: AsyncParsableCommand {
 
     func run() async throws {
         let now = Timestamp.now
-        let tree = PublicTree(root: options.workflow.publicDirectory)
+        let settings = try config.settings()
+        let workflow = try options.workflow(settings, signing: signing)
+        let store = try storeOptions.url(settings)
+        let tree = PublicTree(root: workflow.publicDirectory)
         let manifestBefore = tree.currentManifestHash(app)
         let rollback = try await exitOnFailure {
-            try signing.workflow(options).rollback(
+            try workflow.rollback(
                 app: app, to: revision, at: now, author: LocalUser.name, message: message?.isEmpty == false ? message : nil)
         }
         print(summary(rollback.plan))
@@ -53,7 +57,7 @@ struct RollbackCommand: AsyncParsableCommand {
         }
         for id in rollback.verdicts.released { print("  \(id): released since revision \(rollback.restored), stays on sale") }
         print("Commit the sources: the next 'catalog build' publishes nothing new.")
-        try await storeOptions.withStore(logger: Logger(label: "catalog.rollback")) { store in
+        try await StoreOptions.withStore(store, logger: Logger(label: "catalog.rollback")) { store in
             try await store.recordPublication(
                 .publication(
                     rollback.plan, rolledBackTo: rollback.restored, actor: LocalUser.name, at: now, manifestBefore: manifestBefore,

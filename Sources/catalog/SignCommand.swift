@@ -15,6 +15,7 @@ struct SignCommand: ParsableCommand {
             """
     )
 
+    @OptionGroup var config: ConfigOptions
     @OptionGroup var options: CatalogOptions
     @OptionGroup var signing: SigningOptions
 
@@ -28,7 +29,7 @@ struct SignCommand: ParsableCommand {
     var within: Interval?
 
     func run() throws {
-        let workflow = try signing.workflow(options)
+        let workflow = try options.workflow(config.settings(), signing: signing)
         guard let signer = workflow.signer else {
             throw ValidationError("no signing key: pass --signing-key FILE or set CATALOG_SIGNING_KEY")
         }

@@ -44,12 +44,13 @@ struct ImportStoreKitCommand: AsyncParsableCommand {
             """
     )
 
+    @OptionGroup var config: ConfigOptions
     @OptionGroup var options: CatalogOptions
 
     @Argument(help: "The .storekit file.")
     var file: String
 
-    @Option(help: "The app's bundle identifier.")
+    @Option(help: "The app's bundle identifier. Required.")
     var app: String
 
     @Flag(help: "Replace what the catalog says about products the file also defines.")
@@ -60,8 +61,9 @@ struct ImportStoreKitCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
+        let workflow = try options.workflow(config.settings())
         let result = try await exitOnFailure {
-            try options.workflow.importStoreKit(from: URL(fileURLWithPath: file), displayPath: file, app: app, overwrite: overwrite)
+            try workflow.importStoreKit(from: URL(fileURLWithPath: file), displayPath: file, app: app, overwrite: overwrite)
         }
         try finish(result, app: app)
     }
@@ -91,6 +93,7 @@ struct ExportStoreKitCommand: AsyncParsableCommand {
             """
     )
 
+    @OptionGroup var config: ConfigOptions
     @OptionGroup var options: CatalogOptions
 
     @Argument(help: "The app's bundle identifier.")
@@ -106,7 +109,7 @@ struct ExportStoreKitCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let export = options.workflow.exportStoreKit(app: app)
+        let export = try options.workflow(config.settings()).exportStoreKit(app: app)
         report(export.diagnostics)
         guard let bytes = export.bytes else { throw ExitCode(1) }
         let path = output ?? "\(app).storekit"

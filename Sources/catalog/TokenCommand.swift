@@ -14,12 +14,13 @@ struct TokenCommand: AsyncParsableCommand {
     struct Create: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Make a token and print it once.")
 
+        @OptionGroup var config: ConfigOptions
         @OptionGroup var storeOptions: StoreOptions
 
         @Argument(help: "The token's name: what the audit log shows as the actor.")
         var name: String
 
-        @Option(help: "editor (reads and changes), viewer (reads) or backend (reads customers only, for the developer's server).")
+        @Option(help: "editor (reads and changes), viewer (reads) or backend (reads customers only, for the developer's server). Required.")
         var role: EditorRole
 
         func validate() throws {
@@ -29,7 +30,7 @@ struct TokenCommand: AsyncParsableCommand {
         func run() async throws {
             let secret = TokenSecret.generate()
             let now = Timestamp.now
-            try await storeOptions.withStore(logger: Logger(label: "catalog.token")) { store in
+            try await storeOptions.withStore(config.settings(), logger: Logger(label: "catalog.token")) { store in
                 // One transaction: a token is never stored without its audit entry.
                 do {
                     try await store.createToken(
@@ -48,10 +49,13 @@ struct TokenCommand: AsyncParsableCommand {
     struct List: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "List tokens: name, role, created, revoked.")
 
+        @OptionGroup var config: ConfigOptions
         @OptionGroup var storeOptions: StoreOptions
 
         func run() async throws {
-            let tokens = try await storeOptions.withStore(logger: Logger(label: "catalog.token")) { try await $0.tokens() }
+            let tokens = try await storeOptions.withStore(config.settings(), logger: Logger(label: "catalog.token")) {
+                try await $0.tokens()
+            }
             let rows =
                 [["NAME", "ROLE", "CREATED", "REVOKED"]]
                 + tokens.map { [$0.name, $0.role.rawValue, $0.createdAt.iso8601, $0.revokedAt?.iso8601 ?? "-"] }
@@ -62,6 +66,7 @@ struct TokenCommand: AsyncParsableCommand {
     struct Revoke: AsyncParsableCommand {
         static let configuration = CommandConfiguration(abstract: "Revoke a token: it stops working at once.")
 
+        @OptionGroup var config: ConfigOptions
         @OptionGroup var storeOptions: StoreOptions
 
         @Argument(help: "The token's name.")
@@ -69,7 +74,7 @@ struct TokenCommand: AsyncParsableCommand {
 
         func run() async throws {
             let now = Timestamp.now
-            try await storeOptions.withStore(logger: Logger(label: "catalog.token")) { store in
+            try await storeOptions.withStore(config.settings(), logger: Logger(label: "catalog.token")) { store in
                 let entry = AuditEntry(at: now, actor: LocalUser.name, action: .tokenRevoke, summary: "revoked token '\(name)'")
                 guard try await store.revokeToken(named: name, at: now, audit: entry) else {
                     printError("no active token named '\(name)'")
@@ -89,12 +94,13 @@ struct AuditCommand: AsyncParsableCommand {
         abstract: "Show the audit log: every publish, verdict, release and token change, newest first."
     )
 
+    @OptionGroup var config: ConfigOptions
     @OptionGroup var storeOptions: StoreOptions
 
-    @Option(help: "Only this app's entries.")
+    @Option(help: "Only this app's entries. Default: every app's.")
     var app: String?
 
-    @Option(help: "At most this many entries.")
+    @Option(help: "At most this many entries. Default: 100.")
     var limit = 100
 
     @Flag(help: "Print JSON instead of a table.")
@@ -105,7 +111,7 @@ struct AuditCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let entries = try await storeOptions.withStore(logger: Logger(label: "catalog.audit")) {
+        let entries = try await storeOptions.withStore(config.settings(), logger: Logger(label: "catalog.audit")) {
             try await $0.auditLog(app: app, limit: limit)
         }
         if json {

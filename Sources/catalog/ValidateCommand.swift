@@ -8,10 +8,11 @@ struct ValidateCommand: ParsableCommand {
         discussion: "Exit status: 0 when there are no errors (warnings allowed), 1 on errors, 64 on misuse."
     )
 
+    @OptionGroup var config: ConfigOptions
     @OptionGroup var options: CatalogOptions
 
     func run() throws {
-        let validation = options.workflow.validate()
+        let validation = try options.workflow(config.settings()).validate()
         report(validation.diagnostics)
         if validation.hasErrors { throw ExitCode(1) }
         let products = validation.catalogs.reduce(0) { $0 + $1.products.count }

@@ -24,14 +24,17 @@ struct VerifyCommand: AsyncParsableCommand {
     @Argument(help: "A feed URL, or a feed file (products.json, catalog.json, or their .gz copy).")
     var feed: String
 
-    @Option(help: ArgumentHelp("The root public key (root.pub.jwk); repeatable.", valueName: "file"))
+    @Option(help: ArgumentHelp("The root public key (root.pub.jwk); repeatable. Required.", valueName: "file"))
     var rootKey: [String]
 
-    @Option(help: ArgumentHelp("The signature file, instead of the one beside FILE.", valueName: "file"))
+    @Option(help: ArgumentHelp("The signature file. Default: the one beside FILE (FILE.jws).", valueName: "file"))
     var signature: String?
 
-    @Option(help: ArgumentHelp("Seconds past its expiry a signature is still accepted. Default: 86400.", valueName: "seconds"))
-    var grace: Int = 86_400
+    @Option(
+        help: ArgumentHelp(
+            "How long past its expiry a signature is still accepted (1d, 12h; a bare number is seconds). Default: 1d.",
+            valueName: "duration"))
+    var grace: Seconds?
 
     func run() async throws {
         let roots = try SigningOptions.rootKeys(rootKey)
@@ -42,7 +45,8 @@ struct VerifyCommand: AsyncParsableCommand {
             throw ExitCode(1)
         }
         do {
-            let verified = try FeedSignatureVerifier(roots: roots, grace: TimeInterval(grace)).verify(detached, over: body, now: Date())
+            let verified = try FeedSignatureVerifier(roots: roots, grace: TimeInterval(grace?.seconds ?? 86_400)).verify(
+                detached, over: body, now: Date())
             let claims = verified.claims
             if let location {
                 var query = URLComponents(string: feed)?.queryItems ?? []

@@ -65,7 +65,8 @@ import Time
                 "reported invalid by 20 production installs from 20 networks since \(manifest.publishedAt.iso8601), invalid rate 1.0"
             let feedback = try await workspace.run("feedback")
             #expect(feedback.status == 0)
-            #expect(feedback.stderr == "")
+            // Issue 27: the run says which store it judged (it said nothing, and judged an empty one).
+            #expect(feedback.stderr == "judging the reports in sqlite:var/catalog.sqlite\n")
             #expect(feedback.stdout == "com.example.app: quarantined com.example.level2 (\(reason))\n")
             let file = try #require(workspace.read("catalog/com.example.app.feedback.plist"))
             #expect(file.contains("<string>\(reason)</string>"))
@@ -173,6 +174,7 @@ import Time
             #expect(run.status == 1)
             #expect(
                 run.stderr == """
+                    judging the reports in sqlite:var/catalog.sqlite
                     catalog/com.example.app.feedback.plist:4:1: error: the root must be a <dict>, found <array>
                     1 error, 0 warnings
 

@@ -15,13 +15,16 @@ struct ServeProcess {
     let port: Int
     let log: URL
 
-    init(in workspace: CommandTests.Workspace, _ arguments: [String] = []) throws {
+    /// `environment` is added to this process's own, whose `CATALOG_` variables are left out
+    /// (as ``CommandTests/run(_:in:environment:)`` does), so that only the test's settings count.
+    init(in workspace: CommandTests.Workspace, _ arguments: [String] = [], environment: [String: String] = [:]) throws {
         port = try LoopbackListener().port  // free now: the listener closes at once
         log = workspace.root.appendingPathComponent("serve-\(port).log")
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         process.executableURL = try CommandTests.executable()
         process.arguments = ["serve", "--port", String(port)] + arguments
         process.currentDirectoryURL = workspace.root
+        process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("CATALOG_") }.merging(environment) { $1 }
         process.standardOutput = FileHandle.nullDevice
         process.standardError = try FileHandle(forWritingTo: log)
         try process.run()

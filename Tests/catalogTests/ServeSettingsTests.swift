@@ -1,6 +1,8 @@
 import Foundation
 import Testing
 
+@testable import catalog
+
 #if canImport(FoundationNetworking)
     import FoundationNetworking
 #endif
@@ -10,7 +12,7 @@ import Testing
 /// environment, never printed. `--print-config` shows what `run` would use, resolved the same way.
 @Suite struct ServeSettingsTests {
     /// The effective value and source of each line of `--print-config`, by setting name.
-    private static func effective(_ output: String) -> [String: (value: String, source: String)] {
+    static func effective(_ output: String) -> [String: (value: String, source: String)] {
         var settings: [String: (value: String, source: String)] = [:]
         for line in output.split(separator: "\n") {
             guard let equals = line.range(of: " = "), let hash = line.range(of: "  # ", options: .backwards) else { continue }
@@ -125,6 +127,88 @@ import Testing
                 ["serve", "--trusted-proxy", "127.0.0.1", "--admin-port", "9999", "--print-config"], in: workspace.root)
             #expect(narrow.status == 0, "\(narrow.stderr)")
             #expect(!narrow.stdout.contains("# warning"), "\(narrow.stdout)")
+        }
+    }
+}
+
+/// Issue 27: every setting is named once, in ``Setting/all``; this walks that table, so that a
+/// setting added to it is shown by `--print-config` and can be set from the environment and from
+/// the `--config` file, or this fails naming it.
+@Suite struct SettingsTableTests {
+    /// A valid value for each setting, other than its default, and the flags it needs beside it
+    /// to be valid at all (a TLS key needs a certificate). A setting missing here fails the walk.
+    private static let samples: [String: (value: String, companions: [String])] = {
+        let postgres = ["--store", "postgres://catalog@db.example/catalog"]
+        return [
+            "catalog": ("sources", []), "public": ("published", []), "store": ("sqlite:other.sqlite", []),
+            "store-password-file": ("password", postgres), "signing-key": ("keys/signing.jwk", []), "signature-lifetime": ("3d", []),
+            "log-level": ("debug", []), "log-format": ("json", []), "access-log": ("on", []), "access-log-feed-sample": ("5", []),
+            "log-full-addresses": ("on", []), "host": ("127.0.0.2", []), "port": ("9009", []),
+            "tls-certificate": ("cert.pem", ["--tls-key", "key.pem"]), "tls-key": ("key.pem", ["--tls-certificate", "cert.pem"]),
+            "admin-port": ("9010", []), "admin-host": ("127.0.0.3", []), "read-deadline": ("7s", []), "idle-timeout": ("45s", []),
+            "max-connections": ("500", []), "report-limit-address": ("100", []), "report-limit-install": ("5", []),
+            "trusted-proxy": ("10.0.0.0/8", []), "trusted-proxy-header": ("forwarded", []), "report-network-ipv4-prefix": ("20", []),
+            "report-network-ipv6-prefix": ("40", []), "report-evidence-ipv6-prefix": ("30", []),
+            "report-network-secret-file": ("secret.key", []),
+            "apple-root-certificate": ("root.pem", []), "report-quota": ("5000", []), "retention-days": ("30", []),
+            "cache-control": ("no-cache", []), "feeds": ("store", postgres), "feeds-cache": ("cache", ["--feeds", "store"] + postgres),
+            "feeds-poll": ("5s", []), "auto-feedback": ("1h", []),
+        ]
+    }()
+
+    /// A workspace where every sample is valid: the sources folder, a signing key, a password file.
+    private static func withSampleWorkspace(_ body: (CommandTests.Workspace) async throws -> Void) async throws {
+        try await CommandTests.withWorkspace { workspace in
+            try FileManager.default.createDirectory(at: workspace.root.appendingPathComponent("sources"), withIntermediateDirectories: true)
+            #expect(try await workspace.run("keys", "create", "--output", "keys").status == 0)
+            try workspace.write("password", "secret\n")
+            try await body(workspace)
+        }
+    }
+
+    /// The operators' table (docs/operations.md, "Settings") has a row for every setting, with its variable.
+    @Test func theOperatorsGuideListsEverySetting() throws {
+        let guide = try String(
+            contentsOf: NewcomerTests.repository.appendingPathComponent("docs/operations.md"), encoding: .utf8)
+        let rows = guide.split(separator: "\n").filter { $0.hasPrefix("| `--") }
+        for setting in Setting.all {
+            #expect(
+                rows.contains {
+                    ($0.hasPrefix("| `\(setting.flag) ") || $0.hasPrefix("| `\(setting.flag)`")) && $0.contains("`\(setting.variable)`")
+                },
+                "docs/operations.md has no row for \(setting.flag) (\(setting.variable))")
+        }
+    }
+
+    @Test func everySettingIsPrintedAndCanBeSetFromTheEnvironmentAndTheFile() async throws {
+        #expect(Setting.all.count == Setting.named.count, "a name is in the table twice")
+        try await Self.withSampleWorkspace { workspace in
+            let defaults = try await CommandTests.run(["serve", "--print-config"], in: workspace.root)
+            #expect(defaults.status == 0, "\(defaults.stderr)")
+            let printed = ServeSettingsTests.effective(defaults.stdout)
+            for setting in Setting.all {
+                #expect(printed[setting.name]?.source == "default", "\(setting.name) is not in --print-config: \(defaults.stdout)")
+                guard let sample = Self.samples[setting.name] else {
+                    Issue.record("no sample value for \(setting.name): add one to SettingsTableTests.samples")
+                    continue
+                }
+                let shown = setting.isSecret ? "<redacted>" : sample.value
+                let fromEnvironment = try await CommandTests.run(
+                    ["serve", "--print-config"] + sample.companions, in: workspace.root, environment: [setting.variable: sample.value])
+                #expect(fromEnvironment.status == 0, "\(setting.variable): \(fromEnvironment.stderr)")
+                let viaEnvironment = ServeSettingsTests.effective(fromEnvironment.stdout)[setting.name]
+                #expect(
+                    viaEnvironment?.value == shown && viaEnvironment?.source == setting.variable,
+                    "\(setting.variable): \(fromEnvironment.stdout)")
+
+                let json = setting.isList ? "[\"\(sample.value)\"]" : "\"\(sample.value)\""
+                try workspace.write("settings.json", "{\"\(setting.name)\": \(json)}")
+                let fromFile = try await CommandTests.run(
+                    ["serve", "--print-config", "--config", "settings.json"] + sample.companions, in: workspace.root)
+                #expect(fromFile.status == 0, "\(setting.name) in the file: \(fromFile.stderr)")
+                let viaFile = ServeSettingsTests.effective(fromFile.stdout)[setting.name]
+                #expect(viaFile?.value == shown && viaFile?.source == "settings.json", "\(setting.name) in the file: \(fromFile.stdout)")
+            }
         }
     }
 }

@@ -6,12 +6,19 @@ import ServiceLifecycle
 /// `catalog serve --signing-key`: re-issues the current feeds' signatures once half their lifetime
 /// has run (and at start, for feeds published unsigned or long ago), over the same bytes. The
 /// reload service sees the new signatures and serves them; feeds and validators stay as they are.
-struct SignatureRefreshService: Service {
+public struct SignatureRefreshService: Service {
     let workflow: CatalogWorkflow
     let lifetime: TimeInterval
     let logger: Logger
 
-    func run() async throws {
+    /// Keeps the signatures of `workflow`'s published feeds, each trusted for `lifetime`, fresh.
+    public init(workflow: CatalogWorkflow, lifetime: TimeInterval, logger: Logger) {
+        self.workflow = workflow
+        self.lifetime = lifetime
+        self.logger = logger
+    }
+
+    public func run() async throws {
         // Checked often enough that a signature is never served in the last half of its life.
         let interval = Duration.seconds(Int64(max(1, min(3600, lifetime / 4))))
         do {

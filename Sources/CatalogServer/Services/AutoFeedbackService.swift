@@ -1,5 +1,4 @@
 import CatalogKit
-import CatalogServer
 import Logging
 import ServiceLifecycle
 import Time
@@ -7,14 +6,23 @@ import Time
 /// `catalog serve --auto-feedback INTERVAL`: `catalog feedback` then `catalog build`, at start
 /// and then every interval, logging every verdict change and every revision it publishes. The
 /// server picks the new revision up by itself (its reload service watches the tree).
-struct AutoFeedbackService: Service {
+public struct AutoFeedbackService: Service {
     let workflow: CatalogWorkflow
     let store: any CatalogStore
     let interval: Duration
     let metrics: ServerMetrics
     let logger: Logger
 
-    func run() async throws {
+    /// Runs `workflow`'s feedback loop on `store` at start and then every `interval`.
+    public init(workflow: CatalogWorkflow, store: any CatalogStore, interval: Duration, metrics: ServerMetrics, logger: Logger) {
+        self.workflow = workflow
+        self.store = store
+        self.interval = interval
+        self.metrics = metrics
+        self.logger = logger
+    }
+
+    public func run() async throws {
         do {
             try await cancelWhenGracefulShutdown {
                 guard let shared = store as? any PublicationStore else { return try await loop() }

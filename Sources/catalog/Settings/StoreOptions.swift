@@ -8,31 +8,51 @@ import ReportStorage
     import Glibc
 #endif
 
-/// `--store URL`, shared by every command that reads or writes reports.
+/// `--store URL` and `--store-password-file`, shared by every command that reads or writes the
+/// store, read as ``Settings`` says: flag, `CATALOG_STORE`, the `--config` file, default. So
+/// `catalog token create` makes its token in the store `catalog serve` reads, wherever the
+/// operator put its URL.
 struct StoreOptions: ParsableArguments {
     @Option(
-        name: .customLong("store"),
-        help: ArgumentHelp("Where reports are kept: sqlite:PATH or postgres://user[:password]@host[:port]/database.", valueName: "url"))
-    var storeURL: String = "\(StoreURL.default)"
+        name: Setting.store.long,
+        help: ArgumentHelp(
+            "Where reports, tokens and the audit log are kept: sqlite:PATH or postgres://user[:password]@host[:port]/database. Default: \(StoreURL.default). A secret: prefer CATALOG_STORE or --store-password-file to the command line.",
+            valueName: "url"))
+    var storeURL: String?
 
-    func validate() throws {
-        _ = try url
-    }
+    @Option(
+        name: Setting.storePasswordFile.long,
+        help: ArgumentHelp(
+            "A file holding the PostgreSQL password (one line), used instead of one in --store. Default: none.", valueName: "file"))
+    var storePasswordFile: String?
 
-    var url: StoreURL {
-        get throws {
-            do {
-                return try StoreURL(parsing: storeURL)
-            } catch {
-                throw ValidationError(error.description)
-            }
+    /// The store as configured, with the password of `--store-password-file` if one is given.
+    func url(_ settings: Settings) throws -> StoreURL {
+        var store: StoreURL
+        do {
+            store = try StoreURL(
+                parsing: try settings.value(.store, flag: storeURL, default: "\(StoreURL.default)") ?? "\(StoreURL.default)")
+        } catch let error as StoreURLError {
+            throw ValidationError(error.description)
         }
+        if let file = try settings.value(.storePasswordFile, flag: storePasswordFile, default: nil as String?) {
+            guard case .postgres(var connection) = store else {
+                throw ValidationError("\(Setting.storePasswordFile) is for a PostgreSQL store; \(store) is not one")
+            }
+            guard let text = try? String(contentsOfFile: file, encoding: .utf8) else {
+                throw ValidationError("cannot read the password file \(file)")
+            }
+            connection.password = String(text.prefix { $0 != "\n" && $0 != "\r" })
+            store = .postgres(connection)
+        }
+        settings.record("store (effective)", store.description, "password \(store.hasPassword ? "<redacted>" : "none")")
+        return store
     }
 
-    /// Opens the store, runs `body` with it and closes it, whatever `body` does. A store that
-    /// cannot be opened is a clear message and exit status 1.
-    func withStore<Result>(logger: Logger, _ body: (any CatalogStore) async throws -> Result) async throws -> Result {
-        try await Self.withStore(try url, logger: logger, body)
+    /// Opens the configured store, runs `body` with it and closes it, whatever `body` does. A
+    /// store that cannot be opened is a clear message and exit status 1.
+    func withStore<Result>(_ settings: Settings, logger: Logger, _ body: (any CatalogStore) async throws -> Result) async throws -> Result {
+        try await Self.withStore(try url(settings), logger: logger, body)
     }
 
     /// Opens the store at `url`, runs `body` with it and closes it (see the method above).

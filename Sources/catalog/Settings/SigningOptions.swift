@@ -3,23 +3,29 @@ import CatalogKit
 import FeedSigning
 import Foundation
 
-/// The signing key of the commands that publish, from `--signing-key` or `CATALOG_SIGNING_KEY`.
+/// The signing key of the commands that publish (`--signing-key`, `--signature-lifetime`), read
+/// as ``Settings`` says: flag, `CATALOG_SIGNING_KEY`, the `--config` file, default.
 struct SigningOptions: ParsableArguments {
     @Option(
+        name: Setting.signingKey.long,
         help: ArgumentHelp(
-            "A signing key file from 'catalog keys create' or 'catalog keys rotate': every feed published is signed (a .jws beside it). Default: CATALOG_SIGNING_KEY, else unsigned.",
+            "A signing key file from 'catalog keys create' or 'catalog keys rotate': every feed published is signed (a .jws beside it). A secret: keep the file 0600. Default: none, unsigned.",
             valueName: "file"))
     var signingKey: String?
 
     @Option(
+        name: Setting.signatureLifetime.long,
         help: ArgumentHelp(
-            "How long each signature is trusted (7d, 36h, …); never past the key's certificate. Default: 7d.", valueName: "interval"))
+            "How long each signature is trusted (7d, 36h, …); re-issued when half has run; never past the key's certificate. Default: 7d.",
+            valueName: "interval"))
     var signatureLifetime: Interval?
 
-    /// The signer, or nil when no key is configured.
-    func signer() throws -> FeedSigner? {
-        guard let path = signingKey ?? ProcessInfo.processInfo.environment["CATALOG_SIGNING_KEY"], !path.isEmpty else { return nil }
-        return try Self.signer(keyFile: path, lifetime: signatureLifetime)
+    /// The signer, or nil when no key is configured. Both settings are read whether or not
+    /// there is a key, so that `--print-config` shows both.
+    func signer(_ settings: Settings) throws -> FeedSigner? {
+        let lifetime = try settings.value(.signatureLifetime, flag: signatureLifetime, default: nil as Interval?)
+        guard let path = try settings.value(.signingKey, flag: signingKey, default: nil as String?), !path.isEmpty else { return nil }
+        return try Self.signer(keyFile: path, lifetime: lifetime)
     }
 
     static func signer(keyFile path: String, lifetime: Interval?) throws -> FeedSigner {
@@ -38,12 +44,5 @@ struct SigningOptions: ParsableArguments {
             guard let data = FileManager.default.contents(atPath: path) else { throw ValidationError("cannot read \(path)") }
             do { return try Ed25519PublicKey(jwk: data) } catch { throw ValidationError("\(path): \(error)") }
         }
-    }
-
-    /// `options.workflow` with the signer applied.
-    func workflow(_ options: CatalogOptions) throws -> CatalogWorkflow {
-        var workflow = options.workflow
-        workflow.signer = try signer()
-        return workflow
     }
 }
