@@ -27,6 +27,7 @@ struct CustomersShowCommand: AsyncParsableCommand {
             """
     )
 
+    @OptionGroup var config: ConfigOptions
     @OptionGroup var catalogOptions: CatalogOptions
     @OptionGroup var storeOptions: StoreOptions
 
@@ -44,10 +45,11 @@ struct CustomersShowCommand: AsyncParsableCommand {
     }
 
     func run() async throws {
-        let settings = try PurchaseCommands.settings(of: app, catalog: catalogOptions, roots: [])
+        let configured = try config.settings()
+        let settings = try PurchaseCommands.settings(of: app, catalog: try catalogOptions.paths(configured), roots: [])
         let instant = at.flatMap(CustomerAnswer.instant) ?? Date()
         let logger = Logger(label: "catalog.customers")
-        try await storeOptions.withStore(logger: logger) { store in
+        try await storeOptions.withStore(configured, logger: logger) { store in
             guard let purchases = store as? any PurchaseStore else {
                 printError("this store keeps no purchases")
                 throw ExitCode(1)
@@ -76,6 +78,7 @@ struct PurchasesRebuildCommand: AsyncParsableCommand {
             """
     )
 
+    @OptionGroup var config: ConfigOptions
     @OptionGroup var catalogOptions: CatalogOptions
     @OptionGroup var storeOptions: StoreOptions
 
@@ -86,11 +89,13 @@ struct PurchasesRebuildCommand: AsyncParsableCommand {
     var apps: [String] = []
 
     func run() async throws {
-        let names = apps.isEmpty ? catalogOptions.workflow.validate().catalogs.map(\.app) : apps
+        let configured = try config.settings()
+        let paths = try catalogOptions.paths(configured)
+        let names = apps.isEmpty ? paths.workflow.validate().catalogs.map(\.app) : apps
         let logger = Logger(label: "catalog.purchases")
         var settings: [String: AppPurchases] = [:]
-        for name in names { settings[name] = try PurchaseCommands.settings(of: name, catalog: catalogOptions, roots: rootCertificate) }
-        try await storeOptions.withStore(logger: logger) { store in
+        for name in names { settings[name] = try PurchaseCommands.settings(of: name, catalog: paths, roots: rootCertificate) }
+        try await storeOptions.withStore(configured, logger: logger) { store in
             guard let purchases = store as? any PurchaseStore else {
                 printError("this store keeps no purchases")
                 throw ExitCode(1)
@@ -130,7 +135,7 @@ struct PurchasesRebuildCommand: AsyncParsableCommand {
 /// What the purchase commands share.
 enum PurchaseCommands {
     /// The purchase settings of `app`'s validated sources, trusting Apple's roots and `roots`.
-    static func settings(of app: String, catalog: CatalogOptions, roots: [String]) throws -> AppPurchases {
+    static func settings(of app: String, catalog: CatalogPaths, roots: [String]) throws -> AppPurchases {
         let validation = catalog.workflow.validate()
         guard let found = validation.catalogs.first(where: { $0.app == app }) else {
             report(validation.diagnostics.filter { $0.severity == .error })

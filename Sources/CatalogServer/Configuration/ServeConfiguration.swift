@@ -1,6 +1,6 @@
 import CatalogKit
 import NIOCore
-import PropertyList
+import Time
 
 /// What `catalog serve` answers with, and how.
 public struct ServeConfiguration: Sendable {
