@@ -478,7 +478,7 @@ struct ServeCommand: AsyncParsableCommand {
         reports.perAppQuota = resolved.reportQuota
         do {
             if !resolved.appleRootCertificates.isEmpty {
-                reports.appTransactions = try AppTransactionVerifier(rootCertificateFiles: resolved.appleRootCertificates)
+                reports.appTransactions = try ReportAppTransactions(rootCertificateFiles: resolved.appleRootCertificates)
             }
         } catch {
             printError("\(error)")

@@ -3,6 +3,7 @@ import Crypto
 import HTTPTypes
 import Hummingbird
 import NIOCore
+import Purchases
 import Time
 
 /// How the report endpoint protects the store, and how long raw reports are kept.
@@ -34,7 +35,7 @@ public struct ReportsConfiguration: Sendable {
     public var networkSecret: [UInt8] = SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) }
     /// Verifies the StoreKit `AppTransaction` a report may carry; nil: none is verified, and
     /// every report counts as unverified.
-    public var appTransactions: AppTransactionVerifier?
+    public var appTransactions: ReportAppTransactions?
     /// Raw reports kept per app; past it the oldest are pruned first (by the retention service).
     public var perAppQuota = 1_000_000
 
@@ -85,10 +86,16 @@ struct ReportIntake: Sendable {
     let byInstall: RateLimiter?
     let clients: ClientAddressResolver
     let networks: NetworkHasher
-    let appTransactions: AppTransactionVerifier?
+    let appTransactions: ReportAppTransactions?
+    /// An app's purchase settings as the purchase endpoints read them, or nil when it has none to
+    /// read (no catalog sources, or sources that do not validate).
+    let purchaseSettings: @Sendable (String) -> AppStoreApp?
     let metrics: ServerMetrics?
 
-    init(store: any ReportStore, configuration: ReportsConfiguration, metrics: ServerMetrics? = nil) {
+    init(
+        store: any ReportStore, configuration: ReportsConfiguration, metrics: ServerMetrics? = nil,
+        purchaseSettings: @escaping @Sendable (String) -> AppStoreApp? = { _ in nil }
+    ) {
         self.store = store
         #if DEBUG
             committer = GroupCommitter(
@@ -102,6 +109,7 @@ struct ReportIntake: Sendable {
         clients = ClientAddressResolver(trustedProxies: configuration.trustedProxies, header: configuration.forwardingHeader)
         networks = NetworkHasher(secret: configuration.networkSecret, prefixes: configuration.networkPrefixes)
         appTransactions = configuration.appTransactions
+        self.purchaseSettings = purchaseSettings
         self.metrics = metrics
     }
 
@@ -178,7 +186,8 @@ struct ReportIntake: Sendable {
             return commit(report, named: named, completion: completion)
         }
         Task {
-            if case .success(let verified) = await verifier.verify(appTransaction, bundleID: app),
+            let bound = ReportAppTransactions.app(bundleID: app, settings: purchaseSettings(app))
+            if case .success(let verified) = await verifier.verify(appTransaction, app: bound),
                 verified.environment == report.environment?.rawValue
             {
                 report.verifiedInstall = verified.installKey
