@@ -27,8 +27,32 @@ public func buildApplication(
 ) -> some ApplicationProtocol {
     let store = FeedStore(tree: publicDirectory, logger: logger)
     metrics.recordFeeds(store.index, reloaded: false)
-    // One intake for both paths that receive reports: one committer, one set of rate limits.
-    let intake = reportStore.map { ReportIntake(store: $0, configuration: reportsConfiguration, metrics: metrics) }
+    // Purchases need the app settings of the catalog sources and a store that keeps purchases.
+    let purchases: PurchaseEndpoints? = {
+        guard let reportStore, let workflow, let purchaseStore = reportStore as? any PurchaseStore else { return nil }
+        let appleRoots: PurchaseTrust
+        do {
+            appleRoots = try PurchaseTrust.apple()
+        } catch {
+            logger.error("purchases.trust", metadata: ["error": "\(error)"])
+            return nil
+        }
+        let trust =
+            purchasesConfiguration.trust ?? appleRoots.adding(reportsConfiguration.appTransactions?.trust.jwsRoots ?? [])
+        return PurchaseEndpoints(
+            store: purchaseStore, tokens: reportStore, workflow: workflow, trust: trust, configuration: purchasesConfiguration,
+            metrics: metrics)
+    }()
+    // One intake for both paths that receive reports: one committer, one set of rate limits. The
+    // AppTransactions reports carry are bound to the app's purchase settings where there are some.
+    let intake = reportStore.map { reportStore in
+        ReportIntake(
+            store: reportStore, configuration: reportsConfiguration, metrics: metrics,
+            purchaseSettings: { app in
+                guard let purchases, let revision = store.index.apps[app]?.manifest.revision else { return nil }
+                return try? purchases.settings.app(app, revision: revision).get().verifier.app
+            })
+    }
     let connectionLimit = ConnectionLimit(maximum: configuration.maxConnections, metrics: metrics)
     let server = HTTPServerBuilder { responder in
         let http1 = FeedHTTP1Channel(
@@ -53,22 +77,6 @@ public func buildApplication(
                 metrics: metrics, interval: reportsConfiguration.pruneInterval, clock: configuration.clock, logger: logger))
     }
     let admin = reportStore.flatMap { store in workflow.map { AdminAPI(store: store, workflow: $0, clock: configuration.clock) } }
-    // Purchases need the app settings of the catalog sources and a store that keeps purchases.
-    let purchases: PurchaseEndpoints? = {
-        guard let reportStore, let workflow, let purchaseStore = reportStore as? any PurchaseStore else { return nil }
-        let appleRoots: PurchaseTrust
-        do {
-            appleRoots = try PurchaseTrust.apple()
-        } catch {
-            logger.error("purchases.trust", metadata: ["error": "\(error)"])
-            return nil
-        }
-        let trust =
-            purchasesConfiguration.trust ?? appleRoots.adding(reportsConfiguration.appTransactions?.rootCertificates ?? [])
-        return PurchaseEndpoints(
-            store: purchaseStore, tokens: reportStore, workflow: workflow, trust: trust, configuration: purchasesConfiguration,
-            metrics: metrics)
-    }()
     if let adminListener {
         // A second listener, run beside the first as one of its services: plain HTTP/1 through
         // Hummingbird (no lean paths: nothing there is hot), for editors and operators only.

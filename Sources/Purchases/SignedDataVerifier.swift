@@ -76,6 +76,14 @@ public final class SignedDataVerifier: Sendable {
         return appTransaction
     }
 
+    /// A JWS's payload decoded as `T`, with Apple's dates, and nothing checked: no signature, no
+    /// chain, no claim. For a caller that reads fields the models leave out from a JWS that one of
+    /// the `verifyAndDecode…` methods has already accepted (report intake reads a purchase
+    /// transaction's fields to refuse one sent as an AppTransaction).
+    public static func unverifiedPayload<T: Decodable>(of jws: String, as type: T.Type) throws(PurchaseRefusal) -> T {
+        try CompactJWS(jws).decodePayload(T.self)
+    }
+
     /// A notification and its nested tokens, each verified.
     public struct VerifiedNotification: Sendable, Hashable {
         /// The notification.

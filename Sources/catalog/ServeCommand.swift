@@ -154,7 +154,7 @@ struct ServeCommand: AsyncParsableCommand {
         resolved.protection.apply(to: &configuration, reports: &reports)
         do {
             if !resolved.reports.appleRootCertificates.isEmpty {
-                reports.appTransactions = try AppTransactionVerifier(rootCertificateFiles: resolved.reports.appleRootCertificates)
+                reports.appTransactions = try ReportAppTransactions(rootCertificateFiles: resolved.reports.appleRootCertificates)
             }
         } catch {
             printError("\(error)")

@@ -7,7 +7,7 @@ import X509
 
 /// A stand-in for Apple's PKI: a root, a WWDR-like intermediate and a receipt-signing-like leaf, all P-256, with Apple's
 /// marker extensions where Apple puts them, and a signer of AppTransaction JWSs with the leaf key. Any test in this
-/// target can use it to make AppTransactions that `AppTransactionVerifier` accepts (with `verifier()`), or ones it must not.
+/// target can use it to make AppTransactions that `ReportAppTransactions` accepts (with `verifier()`), or ones it must not.
 struct AppStoreTestPKI {
     /// Apple's marker on the WWDR intermediate.
     static let intermediateMarkerOID: ASN1ObjectIdentifier = [1, 2, 840, 113635, 100, 6, 2, 1]
@@ -37,7 +37,7 @@ struct AppStoreTestPKI {
     let intermediate: Certificate
     let leaf: Certificate
 
-    /// The root's DER, what `AppTransactionVerifier(rootCertificates:)` takes.
+    /// The root's DER, as a root certificate file holds it.
     var rootDER: [UInt8] { Self.der(root) }
     /// The root as a PEM file would hold it.
     var rootPEM: String {
@@ -155,8 +155,8 @@ struct AppStoreTestPKI {
     }
 
     /// A verifier that trusts this PKI's root only.
-    func verifier() throws -> AppTransactionVerifier {
-        try AppTransactionVerifier(rootCertificates: [rootDER])
+    func verifier() throws -> ReportAppTransactions {
+        try ReportAppTransactions(roots: [root])
     }
 
     /// The payload of an AppTransaction as StoreKit 2 signs it, with the fields the verifier reads set from the

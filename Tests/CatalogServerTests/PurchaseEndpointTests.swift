@@ -59,6 +59,7 @@ import Time
     static func withServer(
         policy: String = "keep", receipts: PKI? = nil, limit: RateLimit? = RateLimit(perMinute: 600, burst: 120),
         store makeStore: ((SQLiteReportStore) -> any CatalogStore)? = nil,
+        reports: ReportsConfiguration = ReportsConfiguration(),
         _ body: @Sendable (any TestClientProtocol, Server) async throws -> Void
     ) async throws {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("purchases-\(UUID().uuidString)")
@@ -88,7 +89,8 @@ import Time
         let server = Server(root: root, store: store, pki: pki, backend: secrets[0], viewer: secrets[1], metrics: metrics)
         let application = buildApplication(
             publicDirectory: tree, port: 0, configuration: configuration, reloadInterval: .milliseconds(50), reportStore: store,
-            workflow: workflow, purchasesConfiguration: purchases, metrics: metrics, logger: Logger(label: "test"))
+            reportsConfiguration: reports, workflow: workflow, purchasesConfiguration: purchases, metrics: metrics,
+            logger: Logger(label: "test"))
         try await application.test(.live) { client in try await body(client, server) }
     }
 
@@ -112,6 +114,30 @@ import Time
                     "signedTransactionInfo": try pki.jws(payload: PKI.transaction(["bundleId": bundle])),
                     "signedRenewalInfo": try pki.jws(payload: PKI.renewalInfo()),
                 ], ["notificationUUID": uuid]))
+    }
+
+    /// Issue 27, row 7: a report's AppTransaction is bound to the app's purchase settings. The app names
+    /// Apple id 1234567890, so a genuine production AppTransaction of the same bundle naming another Apple
+    /// id counts as unverified (bound to the bundle alone, it verified).
+    @Test func reportsAppTransactionsAreBoundToThePurchaseSettingsAppleId() async throws {
+        let pki = try PKI.ecdsa()
+        var reports = ReportsConfiguration()
+        reports.appTransactions = try ReportAppTransactions(roots: [pki.root])
+        let genuine = try pki.jws(payload: PKI.appTransaction(["appTransactionId": "install-1"]))
+        let otherApp = try pki.jws(payload: PKI.appTransaction(["appTransactionId": "install-2", "appAppleId": 999]))
+        try await Self.withServer(reports: reports) { client, server in
+            for (index, jws) in [genuine, otherApp].enumerated() {
+                let body =
+                    #"{"invalidProductIdentifiers":["com.example.app.coins"],"environment":"production","installId":"i\#(index)","appTransaction":"\#(jws)"}"#
+                let answer = try await client.execute(
+                    uri: "/v1/apps/\(Self.app)/invalid-identifiers", method: .post, headers: server.headers(),
+                    body: ByteBuffer(string: body))
+                #expect(answer.status == .accepted, "\(String(buffer: answer.body))")
+            }
+            let metrics = String(decoding: server.metrics.render(), as: UTF8.self)
+            #expect(metrics.contains(#"catalog_reports_app_transactions_total{result="verified"} 1"#), "\(metrics)")
+            #expect(metrics.contains(#"catalog_reports_app_transactions_total{result="unverified"} 1"#), "\(metrics)")
+        }
     }
 
     @Test func aNotificationIsStoredOnceAndItsCustomerRead() async throws {

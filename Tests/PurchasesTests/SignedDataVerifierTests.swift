@@ -228,6 +228,41 @@ import X509
         #expect(unsetRefusal?.code == .wrongApp)
     }
 
+    /// Apple documents `appTransactionId` as a string; a number is taken as its digits, while a
+    /// fraction or another type is still malformed.
+    @Test func anAppTransactionIdSentAsANumberIsTakenAsItsDigits() async throws {
+        let pki = try PKI.ecdsa()
+        let verifier = SignedDataVerifier(trust: pki.trust, app: Self.app)
+        let numeric = try await verifier.verifyAndDecodeAppTransaction(
+            try pki.jws(payload: PKI.appTransaction(["appTransactionId": 704_289_572])))
+        #expect(numeric.appTransactionId == "704289572")
+        let string = try await verifier.verifyAndDecodeAppTransaction(try pki.jws(payload: PKI.appTransaction()))
+        #expect(string.appTransactionId == "704289572")
+        for value: any Sendable in [1.5, ["704289572"], true] {
+            let refusal = await Self.refusal {
+                _ = try await verifier.verifyAndDecodeAppTransaction(try pki.jws(payload: PKI.appTransaction(["appTransactionId": value])))
+            }
+            #expect(refusal?.code == .malformed, "\(value)")
+        }
+    }
+
+    /// A caller with no Apple id to bind to (report intake for an app without purchase settings)
+    /// turns the refusal of an unset Apple id off; a set one is still checked.
+    @Test func anUnsetAppleIdIsSkippedOnlyWhenTheAppSaysSo() async throws {
+        let pki = try PKI.ecdsa()
+        let production = try pki.jws(payload: PKI.appTransaction())
+        let lenient = SignedDataVerifier(
+            trust: pki.trust, app: AppStoreApp(bundleId: "com.example.app", refusesAppAppleIdWhenUnset: false))
+        #expect(try await lenient.verifyAndDecodeAppTransaction(production).appAppleId == 1_234_567_890)
+        let bound = SignedDataVerifier(
+            trust: pki.trust, app: AppStoreApp(bundleId: "com.example.app", appAppleId: 999, refusesAppAppleIdWhenUnset: false))
+        let refusal = await Self.refusal { _ = try await bound.verifyAndDecodeAppTransaction(production) }
+        #expect(refusal?.code == .wrongApp)
+        // The default is unchanged: an app's settings without an Apple id refuse it.
+        let strict = SignedDataVerifier(trust: pki.trust, app: AppStoreApp(bundleId: "com.example.app"))
+        #expect(await Self.refusal { _ = try await strict.verifyAndDecodeAppTransaction(production) }?.code == .wrongApp)
+    }
+
     @Test func xcodeEvidenceIsAcceptedOnlyWithTheCertificateTheAppsSettingsName() async throws {
         let apple = try PKI.ecdsa()
         let xcode = try PKI.xcode()

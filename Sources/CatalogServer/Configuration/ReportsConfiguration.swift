@@ -30,7 +30,7 @@ public struct ReportsConfiguration: Sendable {
     public var networkSecret: [UInt8] = SymmetricKey(size: .bits256).withUnsafeBytes { Array($0) }
     /// Verifies the StoreKit `AppTransaction` a report may carry; nil: none is verified, and
     /// every report counts as unverified.
-    public var appTransactions: AppTransactionVerifier?
+    public var appTransactions: ReportAppTransactions?
     /// Raw reports kept per app; past it the oldest are pruned first (by the retention service).
     public var perAppQuota = 1_000_000
 

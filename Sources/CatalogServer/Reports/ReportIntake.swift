@@ -3,6 +3,7 @@ import Crypto
 import HTTPTypes
 import Hummingbird
 import NIOCore
+import Purchases
 import Time
 
 /// What the report endpoint answers, whichever path received the request: a status and a JSON
@@ -49,10 +50,16 @@ struct ReportIntake: Sendable {
     let byInstall: RateLimiter?
     let clients: ClientAddressResolver
     let networks: NetworkHasher
-    let appTransactions: AppTransactionVerifier?
+    let appTransactions: ReportAppTransactions?
+    /// An app's purchase settings as the purchase endpoints read them, or nil when it has none to
+    /// read (no catalog sources, or sources that do not validate).
+    let purchaseSettings: @Sendable (String) -> AppStoreApp?
     let metrics: ServerMetrics?
 
-    init(store: any ReportStore, configuration: ReportsConfiguration, metrics: ServerMetrics? = nil) {
+    init(
+        store: any ReportStore, configuration: ReportsConfiguration, metrics: ServerMetrics? = nil,
+        purchaseSettings: @escaping @Sendable (String) -> AppStoreApp? = { _ in nil }
+    ) {
         self.store = store
         #if DEBUG
             committer = GroupCommitter(
@@ -66,6 +73,7 @@ struct ReportIntake: Sendable {
         clients = ClientAddressResolver(trustedProxies: configuration.trustedProxies, header: configuration.forwardingHeader)
         networks = NetworkHasher(secret: configuration.networkSecret, prefixes: configuration.networkPrefixes)
         appTransactions = configuration.appTransactions
+        self.purchaseSettings = purchaseSettings
         self.metrics = metrics
     }
 
@@ -142,7 +150,8 @@ struct ReportIntake: Sendable {
             return commit(report, named: named, completion: completion)
         }
         Task {
-            if case .success(let verified) = await verifier.verify(appTransaction, bundleID: app),
+            let bound = ReportAppTransactions.app(bundleID: app, settings: purchaseSettings(app))
+            if case .success(let verified) = await verifier.verify(appTransaction, app: bound),
                 verified.environment == report.environment?.rawValue
             {
                 report.verifiedInstall = verified.installKey

@@ -142,6 +142,42 @@ public struct AppTransaction: Codable, Sendable, Hashable {
     public var originalPlatform: String?
 }
 
+extension AppTransaction {
+    /// Decodes Apple's fields. `appTransactionId` is documented as a string; a JSON integer is taken
+    /// too (and written back as its decimal digits), so that an AppTransaction that sends a number is
+    /// not refused for the spelling of an id. A fraction or any other type is still malformed.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        receiptType = try container.decodeIfPresent(AppStoreEnvironment.self, forKey: .receiptType)
+        appAppleId = try container.decodeIfPresent(Int64.self, forKey: .appAppleId)
+        bundleId = try container.decodeIfPresent(String.self, forKey: .bundleId)
+        applicationVersion = try container.decodeIfPresent(String.self, forKey: .applicationVersion)
+        versionExternalIdentifier = try container.decodeIfPresent(Int64.self, forKey: .versionExternalIdentifier)
+        receiptCreationDate = try container.decodeIfPresent(Date.self, forKey: .receiptCreationDate)
+        originalPurchaseDate = try container.decodeIfPresent(Date.self, forKey: .originalPurchaseDate)
+        originalApplicationVersion = try container.decodeIfPresent(String.self, forKey: .originalApplicationVersion)
+        deviceVerification = try container.decodeIfPresent(String.self, forKey: .deviceVerification)
+        deviceVerificationNonce = try container.decodeIfPresent(String.self, forKey: .deviceVerificationNonce)
+        preorderDate = try container.decodeIfPresent(Date.self, forKey: .preorderDate)
+        appTransactionId = try container.decodeIfPresent(StringOrIntegerID.self, forKey: .appTransactionId)?.value
+        originalPlatform = try container.decodeIfPresent(String.self, forKey: .originalPlatform)
+    }
+}
+
+/// An id sent as a JSON string, or as a JSON integer (taken as its decimal digits); nothing else.
+struct StringOrIntegerID: Decodable {
+    var value: String
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        if let string = try? container.decode(String.self) {
+            value = string
+        } else {
+            value = String(try container.decode(Int64.self))
+        }
+    }
+}
+
 /// A notification's `data`: the app and the signed transaction and renewal info it is about.
 public struct NotificationData: Codable, Sendable, Hashable {
     /// The environment.
