@@ -50,7 +50,7 @@ public func buildApplication(
             store: reportStore, configuration: reportsConfiguration, metrics: metrics,
             purchaseSettings: { app in
                 guard let purchases, let revision = store.index.apps[app]?.manifest.revision else { return nil }
-                return try? purchases.settings.app(app, revision: revision).get().verifier.app
+                return try? await purchases.settings.app(app, revision: revision).get().verifier.app
             })
     }
     let connectionLimit = ConnectionLimit(maximum: configuration.maxConnections, metrics: metrics)

@@ -53,12 +53,12 @@ struct ReportIntake: Sendable {
     let appTransactions: ReportAppTransactions?
     /// An app's purchase settings as the purchase endpoints read them, or nil when it has none to
     /// read (no catalog sources, or sources that do not validate).
-    let purchaseSettings: @Sendable (String) -> AppStoreApp?
+    let purchaseSettings: @Sendable (String) async -> AppStoreApp?
     let metrics: ServerMetrics?
 
     init(
         store: any ReportStore, configuration: ReportsConfiguration, metrics: ServerMetrics? = nil,
-        purchaseSettings: @escaping @Sendable (String) -> AppStoreApp? = { _ in nil }
+        purchaseSettings: @escaping @Sendable (String) async -> AppStoreApp? = { _ in nil }
     ) {
         self.store = store
         #if DEBUG
@@ -150,7 +150,7 @@ struct ReportIntake: Sendable {
             return commit(report, named: named, completion: completion)
         }
         Task {
-            let bound = ReportAppTransactions.app(bundleID: app, settings: purchaseSettings(app))
+            let bound = ReportAppTransactions.app(bundleID: app, settings: await purchaseSettings(app))
             if case .success(let verified) = await verifier.verify(appTransaction, app: bound),
                 verified.environment == report.environment?.rawValue
             {
