@@ -164,7 +164,8 @@ let package = Package(
         .testTarget(
             name: "CatalogServerTests",
             dependencies: [
-                "CatalogServer", "CatalogKit", "FeedSigning", "CatalogTestSupport", "ReportStorage", "Time", "HTTPSemantics", "Purchases", "PurchasesTestSupport",
+                "CatalogServer", "CatalogKit", "FeedSigning", "CatalogTestSupport", "ReportStorage", "Time", "HTTPSemantics", "Purchases",
+                "PurchasesTestSupport",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
@@ -217,7 +218,10 @@ let package = Package(
         .testTarget(name: "ContentTests", dependencies: ["Content", "Purchases"]),
         .testTarget(
             name: "catalogTests",
-            dependencies: ["catalog", "CatalogKit", "CatalogTestSupport", "ReportStorage", "Purchases", "PurchasesTestSupport", "Time", "HTTPSemantics"]
+            dependencies: [
+                "catalog", "CatalogKit", "CatalogTestSupport", "ReportStorage", "Purchases", "PurchasesTestSupport", "Time",
+                "HTTPSemantics",
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]
