@@ -157,7 +157,8 @@ let package = Package(
         .testTarget(
             name: "CatalogServerTests",
             dependencies: [
-                "CatalogServer", "CatalogKit", "FeedSigning", "CatalogTestSupport", "ReportStorage", "Time", "HTTPSemantics", "Purchases", "PurchasesTestSupport",
+                "CatalogServer", "CatalogKit", "FeedSigning", "CatalogTestSupport", "ReportStorage", "Time", "HTTPSemantics", "Purchases",
+                "PurchasesTestSupport",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
@@ -180,7 +181,8 @@ let package = Package(
         .testTarget(
             name: "CatalogClientTests",
             dependencies: [
-                "CatalogClient", "CatalogServer", "CatalogKit", "CatalogTestSupport", "ReportStorage", "Time",
+                "CatalogClient", "CatalogServer", "CatalogKit", "CatalogTestSupport", "ReportStorage", "Time", "Purchases",
+                "PurchasesTestSupport",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
@@ -209,7 +211,10 @@ let package = Package(
         ),
         .testTarget(
             name: "catalogTests",
-            dependencies: ["catalog", "CatalogKit", "CatalogTestSupport", "ReportStorage", "Purchases", "PurchasesTestSupport", "Time", "HTTPSemantics"]
+            dependencies: [
+                "catalog", "CatalogKit", "CatalogTestSupport", "ReportStorage", "Purchases", "PurchasesTestSupport", "Time",
+                "HTTPSemantics",
+            ]
         ),
     ],
     swiftLanguageModes: [.v6]
