@@ -18,7 +18,7 @@ extension CatalogClient {
     ///
     /// - Parameters:
     ///   - signedTransaction: StoreKit 2's `Transaction` `jwsRepresentation` (`VerificationResult`'s),
-    ///     however the app got it: on Apple platforms, ``sendPurchase(_:appAccountToken:)`` takes the
+    ///     however the app got it: on Apple platforms, `sendPurchase(_:appAccountToken:)` takes the
     ///     `VerificationResult` itself.
     ///   - appTransaction: `AppTransaction.shared`'s `jwsRepresentation`, which names the Apple
     ///     account (`appTransactionId`) to the server. When nil, the client fetches it itself where

@@ -28,6 +28,8 @@ import Foundation
 ///
 /// Reports go into a queue on disk first, so they survive the app being killed, and are sent in
 /// the background, each with its own `reportId` so that the server counts a retried report once.
+/// Purchases go to the server the same way, and its answer, the customer's entitlements, is kept
+/// for offline use (<doc:VerifyPurchases>).
 public actor CatalogClient {
     /// How this client was set up.
     public nonisolated let configuration: Configuration
