@@ -188,7 +188,8 @@ let package = Package(
         .testTarget(
             name: "CatalogClientTests",
             dependencies: [
-                "CatalogClient", "CatalogServer", "CatalogKit", "CatalogTestSupport", "ReportStorage", "Time",
+                "CatalogClient", "CatalogServer", "CatalogKit", "CatalogTestSupport", "ReportStorage", "Time", "Purchases",
+                "PurchasesTestSupport",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),

@@ -28,12 +28,15 @@ import Foundation
 ///
 /// Reports go into a queue on disk first, so they survive the app being killed, and are sent in
 /// the background, each with its own `reportId` so that the server counts a retried report once.
+/// Purchases go to the server the same way, and its answer, the customer's entitlements, is kept
+/// for offline use (<doc:VerifyPurchases>).
 public actor CatalogClient {
     /// How this client was set up.
     public nonisolated let configuration: Configuration
     let transport: HTTPTransport
     let cache: FeedCache
     let outbox: ReportOutbox
+    let purchases: PurchaseOutbox
     /// Parsed feeds by URL, so that a fresh-cache answer costs neither a read nor a parse.
     private var memory: [URL: MemoryEntry] = [:]
     /// Requests under way by URL: a call for a feed already being fetched waits for that request.
@@ -62,8 +65,14 @@ public actor CatalogClient {
         trust = FeedTrust(configuration: configuration)
         let outbox = ReportOutbox(configuration: configuration, transport: transport)
         self.outbox = outbox
-        // Reports an earlier process queued but could not send go out without waiting for a new one.
-        Task { await outbox.resume() }
+        let purchases = PurchaseOutbox(configuration: configuration, transport: transport)
+        self.purchases = purchases
+        // Reports and purchases an earlier process queued but could not send go out without
+        // waiting for a new one.
+        Task {
+            await outbox.resume()
+            await purchases.resume()
+        }
     }
 
     // MARK: - Fetching
@@ -373,6 +382,8 @@ public actor CatalogClient {
         var error = CatalogClientError(
             code: retryable ? .server : .rejected, message: "HTTP \(answer.status): \(serverMessage(answer))", status: answer.status)
         error.retryAfter = retryable ? retryAfterDelay(answer.header("Retry-After"), now: Date()) : nil
+        let object = try? JSONSerialization.jsonObject(with: answer.body) as? [String: Any]
+        error.serverCode = (object?["error"] as? [String: Any])?["code"] as? String
         return error
     }
 

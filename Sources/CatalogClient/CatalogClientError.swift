@@ -1,6 +1,6 @@
 import Foundation
 
-/// Why a list did not come from the server just now, or why a report was not sent.
+/// Why a list did not come from the server just now, or why a report or a purchase was not sent.
 ///
 /// A struct with a ``Code`` rather than an enum, so that new cases do not break callers' switches.
 public struct CatalogClientError: Error, Sendable, Hashable, CustomStringConvertible {
@@ -27,8 +27,8 @@ public struct CatalogClientError: Error, Sendable, Hashable, CustomStringConvert
         /// The answer was larger than ``CatalogClient/Configuration/maximumResponseBytes``, by its
         /// `Content-Length` or once decompressed: the client stopped reading it.
         public static let responseTooLarge = Code(value: .responseTooLarge)
-        /// Reports have nowhere to go: the report URL answered 404 or 405 without the error body
-        /// `catalog serve` sends, as a static host or CDN does. Reports stay queued (within
+        /// Reports (or purchases) have nowhere to go: the report URL answered 404 or 405 without the error body
+        /// `catalog serve` sends, as a static host or CDN does. Reports and purchases stay queued (within
         /// ``CatalogClient/Configuration/maximumQueuedReports`` and
         /// ``CatalogClient/Configuration/maximumReportAge``) and are tried again after a back-off;
         /// point ``CatalogClient/Configuration/reportServer`` at a `catalog serve`.
@@ -57,6 +57,11 @@ public struct CatalogClientError: Error, Sendable, Hashable, CustomStringConvert
     public var status: Int?
     /// Seconds the server asked to wait before trying again (`Retry-After`), when it did.
     public var retryAfter: TimeInterval?
+    /// The server's own code for a refusal, when it sent one (`{"error":{"code":…}}`): for a
+    /// purchase, `not-authenticated`, `wrong-app`, `sandbox-evidence`, `production-evidence`,
+    /// `environment-not-accepted`, `malformed`, `unknown-product` or `bound-to-another-customer`
+    /// (docs/purchases.md, "Refusals").
+    public var serverCode: String?
 
     /// An error of `code`; `status` when the server answered.
     public init(code: Code, message: String, status: Int? = nil) {

@@ -11,8 +11,9 @@ extension CatalogClient {
         /// serves them and as the published `public/` tree lays them out on a static host or CDN
         /// (each platform and app-version band at a path of its own, listed by `variants.json`).
         public var server: URL
-        /// Where reports go, when not to ``server``: the base URL of a `catalog serve` (reports are
-        /// posted to `v1/apps/<app>/invalid-identifiers` below it). Set it when feeds come from a
+        /// Where reports and purchases go, when not to ``server``: the base URL of a `catalog serve`
+        /// (reports are posted to `v1/apps/<app>/invalid-identifiers` below it, purchases to
+        /// `v1/apps/<app>/purchases`). Set it when feeds come from a
         /// static host or CDN, which cannot take reports; nil (the default) sends them to ``server``.
         public var reportServer: URL?
         /// The app's bundle identifier, as the catalog names it.
@@ -56,6 +57,16 @@ extension CatalogClient {
         public var maximumQueuedReports = 200
         /// Reports older than this are dropped unsent: stale evidence misleads the feedback loop.
         public var maximumReportAge: TimeInterval = 7 * 24 * 3600
+        /// Send queued purchases in the background, as soon as they are queued and whenever a
+        /// back-off ends. Off: only ``CatalogClient/sendPendingPurchases()`` sends them.
+        public var sendsPurchasesAutomatically = true
+        /// Waits between purchase deliveries after a failure, when the server sends no `Retry-After`:
+        /// shorter than reports', since the customer waits for what they bought.
+        public var purchaseBackoff = Backoff(initial: 2, maximum: 600)
+        /// Queued purchases beyond this many are dropped, oldest first (and logged). A purchase is
+        /// never dropped for its age: the App Store's evidence stays valid, and the server records
+        /// it once however late it comes.
+        public var maximumQueuedPurchases = 100
         /// Where the client says what it dropped or could not store. By default the unified log on
         /// Apple platforms, standard error elsewhere.
         public var log: @Sendable (String) -> Void = Configuration.defaultLog
@@ -122,6 +133,9 @@ extension CatalogClient {
         var variantIndexURL: URL { server.appendingPathComponent("v1/apps/\(app)/\(FeedVariants.indexName)") }
 
         var reportURL: URL { (reportServer ?? server).appendingPathComponent("v1/apps/\(app)/invalid-identifiers") }
+
+        /// `POST v1/apps/<app>/purchases` on the `catalog serve` that takes reports: a static host cannot.
+        var purchaseURL: URL { (reportServer ?? server).appendingPathComponent("v1/apps/\(app)/purchases") }
     }
 
     /// The identifiers in a file the app ships: a JSON array of strings, or a property list whose
