@@ -69,6 +69,15 @@ public func buildApplication(
             store: purchaseStore, tokens: reportStore, workflow: workflow, trust: trust, configuration: purchasesConfiguration,
             metrics: metrics)
     }()
+    // Webhooks of entitlement changes, from the store's outbox (docs/purchases.md, "Webhooks").
+    if let purchases, let workflow, let outbox = purchases.store as? any WebhookOutbox & PurchaseStore,
+        let trust = purchasesConfiguration.trust ?? (try? PurchaseTrust.apple())
+    {
+        let targets = WebhookTargets(workflow: workflow, trust: trust, logger: logger)
+        services.append(
+            WebhookDeliveryService(
+                store: outbox, targets: { targets.target($0) }, metrics: WebhookMetrics(registry: metrics.registry), logger: logger))
+    }
     if let adminListener {
         // A second listener, run beside the first as one of its services: plain HTTP/1 through
         // Hummingbird (no lean paths: nothing there is hot), for editors and operators only.

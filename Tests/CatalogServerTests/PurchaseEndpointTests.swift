@@ -12,6 +12,7 @@ import PurchasesTestSupport
 import ReportStorage
 import Synchronization
 import Testing
+import Time
 
 /// The purchase endpoints through real HTTP on loopback, on a real catalog and SQLite store, with
 /// evidence signed by a PKI the test makes (docs/purchases.md).
