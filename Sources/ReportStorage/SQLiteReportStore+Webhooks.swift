@@ -52,7 +52,8 @@ extension SQLiteReportStore: WebhookOutbox {
                 WHERE sequence = ?1
                 """,
                 [
-                    .integer(sequence), .integer(Int64(attempts)), retryAt.map { .integer(Int64($0.timeIntervalSince1970.rounded(.up))) } ?? .null,
+                    .integer(sequence), .integer(Int64(attempts)),
+                    retryAt.map { .integer(Int64($0.timeIntervalSince1970.rounded(.up))) } ?? .null,
                     .text(error), .integer(Int64(now.timeIntervalSince1970)),
                 ])
         }

@@ -110,11 +110,14 @@ struct PurchaseSettingsRules {
         if let (path, file) = webhookSecretFile {
             if path.value.allSatisfy(\.isWhitespace) {
                 diagnostics.append(
-                    .error("webhookSecretFile is empty; give the path of the file that holds the webhook's secret", file: file, at: path.position))
+                    .error(
+                        "webhookSecretFile is empty; give the path of the file that holds the webhook's secret", file: file,
+                        at: path.position))
             } else {
                 result.webhookSecretFile = path.value
                 if webhookURL == nil {
-                    diagnostics.append(.warning("webhookSecretFile is set but webhookURL is not; it is not used", file: file, at: path.position))
+                    diagnostics.append(
+                        .warning("webhookSecretFile is set but webhookURL is not; it is not used", file: file, at: path.position))
                 }
             }
         }
@@ -135,7 +138,9 @@ struct PurchaseSettingsRules {
         }
         if webhookSecretFile == nil {
             diagnostics.append(
-                .error("webhookURL needs webhookSecretFile, the file that holds the secret that signs each webhook", file: file, at: text.position))
+                .error(
+                    "webhookURL needs webhookSecretFile, the file that holds the secret that signs each webhook", file: file,
+                    at: text.position))
             return
         }
         result.webhookURL = url

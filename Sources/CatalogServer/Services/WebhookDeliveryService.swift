@@ -70,7 +70,8 @@ public struct WebhookRetryPolicy: Sendable, Hashable {
 
     /// The defaults: 30 s doubling to 6 h, 15 attempts, 3 days (about 2.5 days of retries at most).
     public init(
-        firstDelay: TimeInterval = 30, maximumDelay: TimeInterval = 6 * 3600, maximumAttempts: Int = 15, maximumAge: TimeInterval = 3 * 86400
+        firstDelay: TimeInterval = 30, maximumDelay: TimeInterval = 6 * 3600, maximumAttempts: Int = 15,
+        maximumAge: TimeInterval = 3 * 86400
     ) {
         self.firstDelay = firstDelay
         self.maximumDelay = maximumDelay
@@ -186,7 +187,10 @@ public struct WebhookDeliveryService: Service {
     private func deliver(_ event: WebhookEvent) async {
         let attempts = event.attempts + 1
         guard let target = await targets(event.app) else {
-            await settle { try await outbox.markWebhookFailed(event.sequence, attempts: event.attempts, retryAt: nil, error: "the app has no webhookURL", at: now()) }
+            await settle {
+                try await outbox.markWebhookFailed(
+                    event.sequence, attempts: event.attempts, retryAt: nil, error: "the app has no webhookURL", at: now())
+            }
             return
         }
         let failure: String
@@ -194,7 +198,8 @@ public struct WebhookDeliveryService: Service {
             let body = try await body(of: event, catalog: target.catalog)
             let timestamp = Int64(now().timeIntervalSince1970)
             let headers = [
-                ("Content-Type", "application/json"), (WebhookSignature.header, WebhookSignature.sign(body: body, secret: target.secret, timestamp: timestamp)),
+                ("Content-Type", "application/json"),
+                (WebhookSignature.header, WebhookSignature.sign(body: body, secret: target.secret, timestamp: timestamp)),
                 ("Catalog-Event-Id", event.id),
             ]
             let status = try await transport.post(target.url, headers: headers, body: body)
@@ -205,12 +210,17 @@ public struct WebhookDeliveryService: Service {
             }
             failure = "the receiver answered \(status)"
         } catch {
+            // Stopped mid-request: not the receiver's failure. The event stays as it was, pending
+            // and due, and the next run sends it again.
+            if Task.isCancelled || error is CancellationError { return }
             failure = "\(error)"
         }
         let at = now()
         if policy.givesUp(afterAttempts: attempts, createdAt: event.createdAt, now: at) {
             metrics?.recordDead()
-            logger.error("webhooks.dead", metadata: ["event": "\(event.id)", "feed.app": "\(event.app)", "attempts": "\(attempts)", "error": "\(failure)"])
+            logger.error(
+                "webhooks.dead",
+                metadata: ["event": "\(event.id)", "feed.app": "\(event.app)", "attempts": "\(attempts)", "error": "\(failure)"])
             await settle { try await outbox.markWebhookFailed(event.sequence, attempts: attempts, retryAt: nil, error: failure, at: at) }
         } else {
             metrics?.recordRetried()

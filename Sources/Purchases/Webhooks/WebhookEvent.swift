@@ -115,7 +115,8 @@ public struct WebhookEvent: Sendable, Hashable {
             events.append(
                 WebhookEvent(
                     id: eventId([
-                        submission.app, WebhookEventType.transferred.rawValue, transfer.originalTransactionId, String(transfer.fromCustomer),
+                        submission.app, WebhookEventType.transferred.rawValue, transfer.originalTransactionId,
+                        String(transfer.fromCustomer),
                         String(transfer.toCustomer), String(Int64(transfer.at.timeIntervalSince1970)),
                     ]), app: submission.app, type: .transferred, customerId: transfer.toCustomer,
                     originalTransactionId: transfer.originalTransactionId, transactionId: product?.transactionId,
