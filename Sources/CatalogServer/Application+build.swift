@@ -69,8 +69,9 @@ public func buildApplication(
             store: purchaseStore, tokens: reportStore, workflow: workflow, trust: trust, configuration: purchasesConfiguration,
             metrics: metrics)
     }()
-    // Webhooks of entitlement changes, from the store's outbox (docs/purchases.md, "Webhooks").
-    if let purchases, let workflow, let outbox = purchases.store as? any WebhookOutbox & PurchaseStore,
+    // Webhooks of entitlement changes, from the store's outbox (docs/purchases.md, "Webhooks"); on
+    // the editor node only, as purchases are: a replica's role has no rights on the purchase tables.
+    if !configuration.isReplica, let purchases, let workflow, let outbox = purchases.store as? any WebhookOutbox & PurchaseStore,
         let trust = purchasesConfiguration.trust ?? (try? PurchaseTrust.apple())
     {
         let targets = WebhookTargets(workflow: workflow, trust: trust, logger: logger)
