@@ -5,6 +5,7 @@ import HTTPTypes
 import Hummingbird
 import Logging
 import NIOCore
+import Prometheus
 import Purchases
 import PurchasesTestSupport
 import ReportStorage
@@ -114,11 +115,11 @@ enum WebhookScenarios {
 
     static func service(
         _ store: Store, receiver: URL, clock: Clock, transport: any WebhookTransport = URLSessionWebhookTransport(timeout: 5),
-        policy: WebhookRetryPolicy = WebhookRetryPolicy()
+        policy: WebhookRetryPolicy = WebhookRetryPolicy(), metrics: WebhookMetrics? = nil
     ) -> WebhookDeliveryService {
         WebhookDeliveryService(
             store: store, targets: { _ in WebhookTarget(url: receiver, secret: secret, catalog: catalog) }, transport: transport,
-            policy: policy, now: { clock.date }, sleep: { try await Task.sleep(for: $0) }, jitter: { 0 })
+            policy: policy, metrics: metrics, now: { clock.date }, sleep: { try await Task.sleep(for: $0) }, jitter: { 0 })
     }
 
     /// A subscription started by a notification, and the same transaction sent by the app, is one
@@ -194,7 +195,10 @@ enum WebhookScenarios {
         let renewal = transaction(["transactionId": "2000000000000003", "signedDate": PKI.milliseconds(PKI.date(2025, 1, 31))])
         _ = try await store.record([notification(uuid: "n-2", type: "DID_RENEW", renewal)])
         #expect(try await store.pendingWebhookEvents(limit: 10).count == 2)
-        let delivery = service(store, receiver: receiver.url, clock: clock, policy: WebhookRetryPolicy(maximumAttempts: 4))
+        let registry = PrometheusCollectorRegistry()
+        let delivery = service(
+            store, receiver: receiver.url, clock: clock, policy: WebhookRetryPolicy(maximumAttempts: 4),
+            metrics: WebhookMetrics(registry: registry))
         #expect(try await delivery.deliverDue() == 1, "the renewal waits behind the customer's first event")
         for delay: TimeInterval in [15, 30, 60] {
             clock.advance(delay - 1)
@@ -213,6 +217,12 @@ enum WebhookScenarios {
         let last = try #require(receiver.requests.last)
         let json = try #require(try JSONSerialization.jsonObject(with: Data(last.body)) as? [String: Any])
         #expect(json["type"] as? String == "renewed")
+        var exposition: [UInt8] = []
+        registry.emit(into: &exposition)
+        let text = String(decoding: exposition, as: UTF8.self)
+        for line in ["catalog_webhooks_dead_total 1", "catalog_webhooks_retried_total 3", "catalog_webhooks_delivered_total 1"] {
+            #expect(text.contains(line), "\(line) in \(text)")
+        }
     }
 
     /// A delivery stopped mid-request settles nothing: the event stays pending, and the next
