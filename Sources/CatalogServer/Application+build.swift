@@ -77,6 +77,16 @@ public func buildApplication(
                 metrics: metrics, interval: reportsConfiguration.pruneInterval, clock: configuration.clock, logger: logger))
     }
     let admin = reportStore.flatMap { store in workflow.map { AdminAPI(store: store, workflow: $0, clock: configuration.clock) } }
+    // Webhooks of entitlement changes, from the store's outbox (docs/purchases.md, "Webhooks"); on
+    // the editor node only, as purchases are: a replica's role has no rights on the purchase tables.
+    if !configuration.isReplica, let purchases, let workflow, let outbox = purchases.store as? any WebhookOutbox & PurchaseStore,
+        let trust = purchasesConfiguration.trust ?? (try? PurchaseTrust.apple())
+    {
+        let targets = WebhookTargets(workflow: workflow, trust: trust, logger: logger)
+        services.append(
+            WebhookDeliveryService(
+                store: outbox, targets: { targets.target($0) }, metrics: WebhookMetrics(registry: metrics.registry), logger: logger))
+    }
     if let adminListener {
         // A second listener, run beside the first as one of its services: plain HTTP/1 through
         // Hummingbird (no lean paths: nothing there is hot), for editors and operators only.

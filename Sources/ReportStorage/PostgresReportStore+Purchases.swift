@@ -237,6 +237,8 @@ extension PostgresReportStore: PurchaseStore {
                 """, logger: logger
             )
         }
+        // In this transaction, so that evidence acknowledged is never without its webhook events.
+        try await enqueueWebhooks(for: submission, outcome: outcome, connection, logger)
         return outcome
     }
 

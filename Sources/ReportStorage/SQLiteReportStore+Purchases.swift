@@ -195,6 +195,8 @@ extension SQLiteReportStore.Writer {
                     .text(ContentHash.sha256Hex(Array(payload.utf8))), .text(submission.source.rawValue), .integer(now),
                 ])
         }
+        // In this transaction, so that evidence acknowledged is never without its webhook events.
+        try enqueueWebhooks(for: submission, outcome: outcome)
         return outcome
     }
 

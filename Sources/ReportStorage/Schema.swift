@@ -156,6 +156,32 @@ enum Schema {
                 CREATE INDEX purchase_transfers_by_from ON purchase_transfers (from_customer);
                 CREATE INDEX purchase_transfers_by_to ON purchase_transfers (to_customer);
                 """),
+        // The webhook outbox (docs/purchases.md, "Webhooks"): events written in the transaction of
+        // the evidence that caused them, settled by the delivery service. `state` is pending,
+        // delivered or dead; times are whole seconds.
+        Migration(
+            version: 6,
+            sql: """
+                CREATE TABLE purchase_webhook_events (
+                    sequence INTEGER PRIMARY KEY,
+                    event_id TEXT NOT NULL UNIQUE,
+                    app TEXT NOT NULL,
+                    type TEXT NOT NULL,
+                    customer_id INTEGER,
+                    original_transaction_id TEXT NOT NULL,
+                    transaction_id TEXT,
+                    product_id TEXT,
+                    environment TEXT,
+                    occurred_at_ms INTEGER,
+                    created_at INTEGER NOT NULL,
+                    state TEXT NOT NULL DEFAULT 'pending',
+                    attempts INTEGER NOT NULL DEFAULT 0,
+                    next_attempt_at INTEGER NOT NULL,
+                    last_error TEXT,
+                    finished_at INTEGER
+                );
+                CREATE INDEX purchase_webhook_events_pending ON purchase_webhook_events (state, customer_id, sequence);
+                """),
     ]
 
     static let postgres: [Migration] = [
@@ -327,6 +353,30 @@ enum Schema {
                 );
                 CREATE INDEX purchase_transfers_by_from ON purchase_transfers (from_customer);
                 CREATE INDEX purchase_transfers_by_to ON purchase_transfers (to_customer);
+                """),
+        // SQLite's version 6, the same meaning.
+        Migration(
+            version: 8,
+            sql: """
+                CREATE TABLE purchase_webhook_events (
+                    sequence BIGSERIAL PRIMARY KEY,
+                    event_id TEXT NOT NULL UNIQUE,
+                    app TEXT NOT NULL,
+                    type TEXT NOT NULL,
+                    customer_id BIGINT,
+                    original_transaction_id TEXT NOT NULL,
+                    transaction_id TEXT,
+                    product_id TEXT,
+                    environment TEXT,
+                    occurred_at_ms BIGINT,
+                    created_at BIGINT NOT NULL,
+                    state TEXT NOT NULL DEFAULT 'pending',
+                    attempts INTEGER NOT NULL DEFAULT 0,
+                    next_attempt_at BIGINT NOT NULL,
+                    last_error TEXT,
+                    finished_at BIGINT
+                );
+                CREATE INDEX purchase_webhook_events_pending ON purchase_webhook_events (state, customer_id, sequence);
                 """),
     ]
 

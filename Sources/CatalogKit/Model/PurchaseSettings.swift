@@ -1,3 +1,5 @@
+import Foundation
+
 /// The environments the App Store signs evidence in, as an app's `environments` setting names them.
 public enum PurchaseEnvironment: String, CaseIterable, Sendable, Hashable, Codable {
     /// Real purchases.
@@ -32,6 +34,10 @@ public struct PurchaseSettings: Sendable, Hashable {
     /// The path of the certificate exported from Xcode that signs StoreKit testing evidence, as
     /// written (relative paths are resolved by the server against its working directory).
     public var xcodeCertificate: String?
+    /// Where webhooks of entitlement changes are posted (`webhookURL`); nil: none are sent.
+    public var webhookURL: URL?
+    /// The path of the file holding the webhook's HMAC secret (`webhookSecretFile`), as written.
+    public var webhookSecretFile: String?
 
     /// The defaults: no Apple id, production and sandbox, `keep`, no Xcode certificate.
     public init(

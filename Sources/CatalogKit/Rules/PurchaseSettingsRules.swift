@@ -9,6 +9,8 @@ struct PurchaseSettingsRules {
     private var environments: (Located<[Located<String>]>, file: String)?
     private var transferPolicy: (Located<String>, file: String)?
     private var xcodeCertificate: (Located<String>, file: String)?
+    private var webhookURL: (Located<String>, file: String)?
+    private var webhookSecretFile: (Located<String>, file: String)?
 
     /// Whether any purchase setting is written: the app takes purchases.
     var isSet: Bool { appAppleId != nil || environments != nil || transferPolicy != nil || xcodeCertificate != nil }
@@ -31,6 +33,8 @@ struct PurchaseSettingsRules {
         note(settings.environments, "environments", &environments)
         note(settings.transferPolicy, "transferPolicy", &transferPolicy)
         note(settings.xcodeCertificate, "xcodeCertificate", &xcodeCertificate)
+        note(settings.webhookURL, "webhookURL", &webhookURL)
+        note(settings.webhookSecretFile, "webhookSecretFile", &webhookSecretFile)
     }
 
     /// Checks the settings read, and fills in the defaults.
@@ -96,7 +100,50 @@ struct PurchaseSettingsRules {
                 )
             }
         }
+        checkWebhook(&result, into: &diagnostics)
         return result
+    }
+
+    /// `webhookURL`: absolute, https (http only to a loopback host, for a receiver on the same
+    /// machine), with `webhookSecretFile` beside it, which is a path: the secret never sits in the catalog.
+    private func checkWebhook(_ result: inout PurchaseSettings, into diagnostics: inout [Diagnostic]) {
+        if let (path, file) = webhookSecretFile {
+            if path.value.allSatisfy(\.isWhitespace) {
+                diagnostics.append(
+                    .error(
+                        "webhookSecretFile is empty; give the path of the file that holds the webhook's secret", file: file,
+                        at: path.position))
+            } else {
+                result.webhookSecretFile = path.value
+                if webhookURL == nil {
+                    diagnostics.append(
+                        .warning("webhookSecretFile is set but webhookURL is not; it is not used", file: file, at: path.position))
+                }
+            }
+        }
+        guard let (text, file) = webhookURL else { return }
+        let loopback: Set<String> = ["localhost", "127.0.0.1", "::1", "[::1]"]
+        guard let url = URL(string: text.value), let scheme = url.scheme?.lowercased(), let host = url.host, !host.isEmpty,
+            scheme == "https" || scheme == "http"
+        else {
+            diagnostics.append(.error("webhookURL '\(text.value)' is not an absolute http or https URL", file: file, at: text.position))
+            return
+        }
+        if scheme == "http" && !loopback.contains(host.lowercased()) {
+            diagnostics.append(
+                .error(
+                    "webhookURL must use https (http only to a loopback host): webhooks carry what customers own", file: file,
+                    at: text.position))
+            return
+        }
+        if webhookSecretFile == nil {
+            diagnostics.append(
+                .error(
+                    "webhookURL needs webhookSecretFile, the file that holds the secret that signs each webhook", file: file,
+                    at: text.position))
+            return
+        }
+        result.webhookURL = url
     }
 
     /// A product's `entitlements` list: each name like a product id (it is matched and shown beside

@@ -34,6 +34,8 @@ struct CatalogXMLSourceDecoder {
         settings.appAppleId = integer(root, "appAppleId", file: file, into: &diagnostics)
         settings.transferPolicy = root.located("transferPolicy")
         settings.xcodeCertificate = root.located("xcodeCertificate")
+        settings.webhookURL = root.located("webhookURL")
+        settings.webhookSecretFile = root.located("webhookSecretFile")
         var products = CheckedProducts()
         for child in root.children {
             switch child.name {

@@ -89,6 +89,10 @@ public struct AppSettingsDefinition: Sendable {
     public var transferPolicy: Located<String>?
     /// The `xcodeCertificate` setting: a path.
     public var xcodeCertificate: Located<String>?
+    /// The `webhookURL` setting as written.
+    public var webhookURL: Located<String>?
+    /// The `webhookSecretFile` setting: a path.
+    public var webhookSecretFile: Located<String>?
 }
 
 /// A `feedbackPolicy` as a source spells it, before the rules check its bounds.

@@ -73,6 +73,9 @@ struct PlistSourceDecoder {
                     settings.transferPolicy = entry.value.string(key: "transferPolicy", file: file, into: &diagnostics)
                 case "xcodeCertificate":
                     settings.xcodeCertificate = entry.value.string(key: "xcodeCertificate", file: file, into: &diagnostics)
+                case "webhookURL": settings.webhookURL = entry.value.string(key: "webhookURL", file: file, into: &diagnostics)
+                case "webhookSecretFile":
+                    settings.webhookSecretFile = entry.value.string(key: "webhookSecretFile", file: file, into: &diagnostics)
                 case "products":
                     // Its elements were streamed to decodeProduct as they were read; only its kind is left to check.
                     guard case .array = entry.value.value else {
@@ -100,7 +103,8 @@ struct PlistSourceDecoder {
 
     /// The keys of the full form's root dict.
     static let settingKeys: Set<String> = [
-        "app", "platforms", "feedbackPolicy", "appAppleId", "environments", "transferPolicy", "xcodeCertificate", "products",
+        "app", "platforms", "feedbackPolicy", "appAppleId", "environments", "transferPolicy", "xcodeCertificate", "webhookURL",
+        "webhookSecretFile", "products",
     ]
 
     /// The error for a file that would publish no products because it is a product list of

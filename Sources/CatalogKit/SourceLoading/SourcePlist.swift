@@ -8,7 +8,8 @@ import PropertyList
 /// a file rewritten twice is byte-identical and diffs show only what changed.
 public enum SourcePlist {
     static let settingsOrder = [
-        "app", "platforms", "feedbackPolicy", "appAppleId", "environments", "transferPolicy", "xcodeCertificate", "products",
+        "app", "platforms", "feedbackPolicy", "appAppleId", "environments", "transferPolicy", "xcodeCertificate", "webhookURL",
+        "webhookSecretFile", "products",
     ]
     static let productOrder = [
         "id", "type", "referenceName", "status", "platforms", "minimumAppVersion", "availableFrom", "availableUntil", "subscription",

@@ -220,6 +220,56 @@ import Testing
             ])
     }
 
+    /// `webhookURL` and `webhookSecretFile` (docs/purchases.md, "Webhooks"): the URL reaches the
+    /// catalog only when it is https (or http to loopback) and has a secret file beside it; a
+    /// plain-http URL elsewhere would send what customers own, and a signature anyone could check
+    /// against a sniffed body, in the clear.
+    @Test func webhookSettings() throws {
+        try withCatalog { catalog in
+            try catalog.write(
+                "com.example.game.plist",
+                plist(
+                    """
+                    <dict>
+                    \t<key>webhookURL</key>
+                    \t<string>https://backend.example.com/hooks/app-store</string>
+                    \t<key>webhookSecretFile</key>
+                    \t<string>secrets/webhook</string>
+                    \t<key>products</key>
+                    \t<array/>
+                    </dict>
+                    """))
+            let validation = catalog.workflow.validate()
+            #expect(validation.diagnostics.map(\.description) == [])
+            let settings = try #require(validation.catalogs.first?.purchaseSettings)
+            #expect(settings.webhookURL == URL(string: "https://backend.example.com/hooks/app-store"))
+            #expect(settings.webhookSecretFile == "secrets/webhook")
+        }
+        func lines(_ url: String, secret: String?) throws -> [String] {
+            let secretLines = secret.map { "\t<key>webhookSecretFile</key>\n\t<string>\($0)</string>\n" } ?? ""
+            return try validate([
+                "com.example.game.plist": plist("<dict>\n\t<key>webhookURL</key>\n\t<string>\(url)</string>\n\(secretLines)</dict>")
+            ])
+        }
+        #expect(
+            try lines("http://backend.example.com/hook", secret: "s") == [
+                "\(RuleFixtures.game):6:2: error: webhookURL must use https (http only to a loopback host): webhooks carry what customers own"
+            ])
+        #expect(try lines("http://127.0.0.1:9000/hook", secret: "s") == [])
+        #expect(
+            try lines("backend.example.com/hook", secret: "s") == [
+                "\(RuleFixtures.game):6:2: error: webhookURL 'backend.example.com/hook' is not an absolute http or https URL"
+            ])
+        #expect(
+            try lines("https://backend.example.com/hook", secret: nil) == [
+                "\(RuleFixtures.game):6:2: error: webhookURL needs webhookSecretFile, the file that holds the secret that signs each webhook"
+            ])
+        #expect(
+            try lines("https://backend.example.com/hook", secret: " ") == [
+                "\(RuleFixtures.game):8:2: error: webhookSecretFile is empty; give the path of the file that holds the webhook's secret"
+            ])
+    }
+
     @Test func purchaseSettingsInTwoFilesOfAFolder() throws {
         let file = plist(
             "<dict>\n\t<key>transferPolicy</key>\n\t<string>keep</string>\n\t<key>appAppleId</key>\n\t<integer>7</integer>\n</dict>")
