@@ -18,6 +18,15 @@ struct ReplicaTests {
     private static let app = "com.example.app"
     private static let feed = "/v1/apps/\(app)/products.json"
 
+    /// A connection per request, never one kept from before: the process-wide session may hold a
+    /// keep-alive connection to a port an earlier test's server used, and a server whose listener
+    /// closed can still answer on it, with its own feeds, after a new server took the port.
+    private static let session: URLSession = {
+        let configuration = URLSessionConfiguration.ephemeral
+        configuration.httpAdditionalHeaders = ["Connection": "close"]
+        return URLSession(configuration: configuration)
+    }()
+
     /// A workspace with the demo catalog, built into its own database of the suite's server.
     private static func editorWorkspace() async throws -> (CommandTests.Workspace, store: String) {
         let server = try TestPostgres.current
@@ -31,7 +40,7 @@ struct ReplicaTests {
 
     /// Body, ETag and Last-Modified of `GET path`, nil if it was not a 200.
     private static func get(_ path: String, from server: ServeProcess) async -> (body: Data, etag: String?, lastModified: String?)? {
-        guard let (data, response) = try? await URLSession.shared.data(from: server.url(path)),
+        guard let (data, response) = try? await Self.session.data(from: server.url(path)),
             let http = response as? HTTPURLResponse, http.statusCode == 200
         else { return nil }
         return (data, http.value(forHTTPHeaderField: "ETag"), http.value(forHTTPHeaderField: "Last-Modified"))
@@ -45,7 +54,7 @@ struct ReplicaTests {
     }
 
     private static func describe(_ path: String, from server: ServeProcess) async -> String {
-        guard let (data, response) = try? await URLSession.shared.data(from: server.url(path)), let http = response as? HTTPURLResponse
+        guard let (data, response) = try? await Self.session.data(from: server.url(path)), let http = response as? HTTPURLResponse
         else {
             return "nothing"
         }
@@ -105,7 +114,7 @@ struct ReplicaTests {
         #expect(
             reached,
             "revision 2 never reached the replica: it answers \(replicaAnswer), the editor \(Self.describe(second)); \(replica.logText)")
-        let metrics = String(decoding: try await URLSession.shared.data(from: replica.url("/metrics")).0, as: UTF8.self)
+        let metrics = String(decoding: try await Self.session.data(from: replica.url("/metrics")).0, as: UTF8.self)
         #expect(metrics.contains("catalog_feeds_store_listening 1"), "\(metrics)")
         let snapshot = "/v1/apps/\(Self.app)/revisions/1/products.json"
         #expect(try await Self.serves(replica, snapshot, like: await Self.get(snapshot, from: editor)))
@@ -131,7 +140,7 @@ struct ReplicaTests {
                 "a replica with a cache did not serve it without its store: it answers \(restartedAnswer), the editor \(Self.describe(second)); \(restarted.logText)"
             )
         }
-        let (_, readiness) = try await URLSession.shared.data(from: restarted.url("/readyz"))
+        let (_, readiness) = try await Self.session.data(from: restarted.url("/readyz"))
         #expect((readiness as? HTTPURLResponse)?.statusCode == 503)
     }
 
@@ -146,7 +155,7 @@ struct ReplicaTests {
             var request = URLRequest(url: replica.url(path))
             request.httpMethod = method
             request.setValue("Bearer anything", forHTTPHeaderField: "Authorization")
-            let (data, response) = try await URLSession.shared.data(for: request)
+            let (data, response) = try await Self.session.data(for: request)
             #expect((response as? HTTPURLResponse)?.statusCode == 421)
             #expect(String(decoding: data, as: UTF8.self).contains("--feeds public"))
         }
