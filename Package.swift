@@ -63,7 +63,7 @@ let package = Package(
         .target(name: "PropertyList", dependencies: ["CLibXML2", "Time"]),
         // HTTP's own rules, with no NIO and no domain: dates (RFC 9110 §5.6.7), conditional requests
         // and If-Match (§13), Accept-Encoding (§12.5.3). The server decides responses with them; the
-        // domain uses only the date format, to keep each feed's Last-Modified formatted once, at load.
+        // domain needs none of it (a feed's Last-Modified is formatted by Time's `imfFixdate`).
         .target(name: "HTTPSemantics", dependencies: ["Time"]),
         // Feed signatures (detached JWS, EdDSA): made by CatalogKit, checked by CatalogClient. Apple
         // platforms have CryptoKit; elsewhere swift-crypto provides the same API.
@@ -76,7 +76,7 @@ let package = Package(
         .target(
             name: "CatalogKit",
             dependencies: [
-                "Time", "HTTPSemantics", "PropertyList", "FeedSigning", "CLibDeflate", "CISAL", "CDirectIO",
+                "Time", "PropertyList", "FeedSigning", "CLibDeflate", "CISAL", "CDirectIO",
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             resources: [.copy("Resources/catalog.xsd")]

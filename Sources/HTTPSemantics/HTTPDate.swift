@@ -2,18 +2,12 @@ import Time
 
 /// HTTP dates (RFC 9110 §5.6.7): always sent as IMF-fixdate, read in all three forms.
 public enum HTTPDate {
-    static let dayNames = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+    static let dayNames = Timestamp.dayNames
     static let longDayNames = ["Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"]
-    static let monthNames = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+    static let monthNames = Timestamp.monthNames
 
-    /// `Sun, 06 Nov 1994 08:49:37 GMT`.
-    public static func format(_ moment: Timestamp) -> String {
-        let c = moment.components
-        return "\(dayNames[c.weekday]), \(pad(c.day, 2)) \(monthNames[c.month - 1]) \(pad(c.year, 4)) "
-            + "\(pad(c.hour, 2)):\(pad(c.minute, 2)):\(pad(c.second, 2)) GMT"
-    }
-
-    private static func pad(_ value: Int, _ width: Int) -> String { Timestamp.zeroPadded(value, width: width) }
+    /// `Sun, 06 Nov 1994 08:49:37 GMT` (``Timestamp/imfFixdate``).
+    public static func format(_ moment: Timestamp) -> String { moment.imfFixdate }
 
     /// Parses IMF-fixdate, the obsolete RFC 850 form and asctime; nil for anything else.
     ///

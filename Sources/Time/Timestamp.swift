@@ -154,3 +154,19 @@ extension Timestamp {
 
     private static func pad(_ value: Int, _ width: Int) -> String { zeroPadded(value, width: width) }
 }
+
+extension Timestamp {
+    /// The days of the week as IMF-fixdate names them, Sunday first (``components``' `weekday`).
+    public static let dayNames = ["Sun", "Mon", "Tue", "Wed", "Thu", "Fri", "Sat"]
+    /// The months as IMF-fixdate names them, January first.
+    public static let monthNames = ["Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"]
+
+    /// The moment as IMF-fixdate, `Sun, 06 Nov 1994 08:49:37 GMT`: the form HTTP sends its dates in
+    /// (RFC 9110 §5.6.7). Here, in the leaf, so that the domain can keep a feed's Last-Modified
+    /// formatted once, at load, without knowing HTTP; `HTTPSemantics.HTTPDate` reads every form.
+    public var imfFixdate: String {
+        let c = components
+        return "\(Self.dayNames[c.weekday]), \(Self.pad(c.day, 2)) \(Self.monthNames[c.month - 1]) \(Self.pad(c.year, 4)) "
+            + "\(Self.pad(c.hour, 2)):\(Self.pad(c.minute, 2)):\(Self.pad(c.second, 2)) GMT"
+    }
+}

@@ -1,6 +1,5 @@
 import FeedSigning
 import Foundation
-import HTTPSemantics
 import Time
 
 /// One encoding of one feed, ready to send: bytes and their strong entity tag.
@@ -260,7 +259,7 @@ public struct FeedIndex: Sendable {
         return ServedFeed(
             identity: FeedRepresentation(bytes: identity, entityTag: record.entityTag),
             gzip: FeedRepresentation(bytes: gzip, entityTag: record.gzip.entityTag),
-            lastModified: record.lastModified, lastModifiedHeader: HTTPDate.format(record.lastModified), signature: signature)
+            lastModified: record.lastModified, lastModifiedHeader: record.lastModified.imfFixdate, signature: signature)
     }
 
     /// The feed for a request's app and query parameters (`platform`, `appVersion`; both optional),
@@ -306,7 +305,7 @@ extension FeedIndex {
 extension ServedFeed {
     fileprivate func with(lastModified: Timestamp, signature: String?) -> ServedFeed {
         ServedFeed(
-            identity: identity, gzip: gzip, lastModified: lastModified, lastModifiedHeader: HTTPDate.format(lastModified),
+            identity: identity, gzip: gzip, lastModified: lastModified, lastModifiedHeader: lastModified.imfFixdate,
             signature: signature)
     }
 }
