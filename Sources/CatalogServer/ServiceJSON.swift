@@ -4,8 +4,10 @@ import Foundation
 /// declared once, and `ServiceJSONTests` holds every one of them to its schema in `openapi.yaml`.
 ///
 /// Feeds are not among them: their bytes are hashed into their ETags, so `JSONWriter` spells them out
-/// (see its file). Nor, for now, are the answers of the report path (measured by `scripts/bench-ingest`,
-/// where an encoder per report would cost) and of the editor API; their schemas are checked all the same.
+/// (see its file). Nor are error bodies and the answers of the report path (measured by
+/// `scripts/bench-ingest`, where an encoder per report would cost); their schemas are checked all the same.
+/// The purchase endpoints' answers (`CustomerAnswer`, `NotificationAnswer`, `RefusalAnswer`) and the
+/// webhook body (`WebhookBody`, whose encoded bytes are what is signed) are encoded here.
 enum ServiceJSON {
     /// The value's JSON, keys sorted: Foundation's encoder on Linux writes an object's keys in no fixed
     /// order, and an answer should not change its bytes from one request to the next.
