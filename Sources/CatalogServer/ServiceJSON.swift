@@ -9,11 +9,16 @@ import Foundation
 /// The purchase endpoints' answers (`CustomerAnswer`, `NotificationAnswer`, `RefusalAnswer`) and the
 /// webhook body (`WebhookBody`, whose encoded bytes are what is signed) are encoded here.
 enum ServiceJSON {
+    /// The one encoder configuration of these answers: keys sorted, slashes as they are.
+    static var encoder: JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }
+
     /// The value's JSON, keys sorted: Foundation's encoder on Linux writes an object's keys in no fixed
     /// order, and an answer should not change its bytes from one request to the next.
     static func encode(_ value: some Encodable) -> [UInt8] {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         // The types here hold strings, integers and arrays of them, which always encode.
         return (try? [UInt8](encoder.encode(value))) ?? Array(#"{"error":{"message":"unencodable answer"}}"#.utf8)
     }

@@ -1,3 +1,4 @@
+import CatalogKit
 import Foundation
 import Purchases
 import Testing
@@ -297,5 +298,55 @@ import Yams
             String(decoding: bytes, as: UTF8.self).replacingOccurrences(of: #""customer":null"#, with: #""customer":{"customer":"7"}"#).utf8
         )
         if !bound { #expect(!Self.problems(try Self.parse(drifted), try Self.component("WebhookEvent")).isEmpty) }
+    }
+
+    // MARK: - Editor API
+
+    static let diff = DiffAnswer(
+        added: ["com.example.new"], removed: ["com.example.old"], released: ["com.example.held"],
+        changed: [.init(id: "com.example.pro", details: ["price: tier 3 -> tier 4"])],
+        quarantined: [.init(id: "com.example.bad", reason: "invalid in 3 reports")])
+    static let sourceRevision = String(repeating: "ab", count: 32)
+
+    @Test(arguments: [false, true])
+    func publicationAnswersAreAsDocumented(dryRun: Bool) throws {
+        let answer = PublicationAnswer(
+            app: "com.example.served", dryRun: dryRun, unchanged: false, revision: 3, diff: Self.diff, sourceRevision: Self.sourceRevision)
+        let bytes = ServiceJSON.encode(answer)
+        #expect(Self.problems(try Self.parse(bytes), try Self.schema("/v1/admin/apps/{app}/publish", "post", "200")) == [])
+        #expect(try JSONDecoder().decode(PublicationAnswer.self, from: Data(bytes)) == answer)
+    }
+
+    @Test func historyDiffAnswersAreAsDocumented() throws {
+        let schema = try Self.schema("/v1/admin/apps/{app}/diff", "get", "200")
+        typealias Side = CatalogWorkflow.DiffSide
+        let sides: [(from: Side?, to: Side)] = [(nil, .revision(1)), (.revision(1), .revision(2)), (.revision(2), .sources)]
+        for (from, to) in sides {
+            let bytes = ServiceJSON.encode(HistoryDiffAnswer(app: "com.example.served", from: from, to: to, diff: Self.diff))
+            #expect(Self.problems(try Self.parse(bytes), schema) == [])
+            guard case .object(let object) = try Self.parse(bytes) else {
+                Issue.record("the answer is not an object")
+                continue
+            }
+            // `from` is required: null for the first revision, never left out.
+            #expect(object["from"]?.isNull == (from == nil))
+            if case .sources = to {
+                guard case .string(let text)? = object["to"] else {
+                    Issue.record("to is not a string")
+                    continue
+                }
+                #expect(text == "sources")
+            }
+        }
+    }
+
+    @Test func rollbackAnswersAreAsDocumented() throws {
+        let answer = RollbackAnswer(
+            app: "com.example.served", restored: 1, revision: 4, unchanged: false, written: "Products/catalog.plist",
+            removed: ["Products/extra.plist"], keptRetired: ["com.example.new"], diff: Self.diff, sourceRevision: Self.sourceRevision)
+        let bytes = ServiceJSON.encode(answer)
+        let schema = try Self.schema("/v1/admin/apps/{app}/revisions/{revision}/rollback", "post", "200")
+        #expect(Self.problems(try Self.parse(bytes), schema) == [])
+        #expect(try JSONDecoder().decode(RollbackAnswer.self, from: Data(bytes)) == answer)
     }
 }

@@ -69,60 +69,12 @@ extension AdminAPI {
             }
         }
         let plan = publication.plan
-        var json = JSONWriter()
-        json.beginObject()
-        json.key("app")
-        json.string(app)
-        json.key("dryRun")
-        json.boolean(dryRun)
-        json.key("unchanged")
-        json.boolean(plan.isUnchanged)
-        json.key("revision")
-        json.integer(Int64(plan.revision))
-        json.key("diff")
-        Self.write(plan.diff, to: &json)
-        json.key("sourceRevision")
-        json.string(publication.after)
-        json.endObject()
-        var response = JSONResponse.ok(String(decoding: json.bytes, as: UTF8.self))
+        let answer = PublicationAnswer(
+            app: app, dryRun: dryRun, unchanged: plan.isUnchanged, revision: plan.revision, diff: DiffAnswer(plan.diff),
+            sourceRevision: publication.after)
+        var response = JSONResponse.ok(ServiceJSON.encode(answer))
         response.headers[.eTag] = Self.entityTag(publication.after)
         return response
-    }
-
-    /// A product diff as JSON: what `catalog diff` and `build --dry-run` print.
-    static func write(_ diff: ProductDiff, to json: inout JSONWriter) {
-        json.beginObject()
-        for (key, ids) in [("added", diff.added), ("removed", diff.removed), ("released", diff.released)] {
-            json.key(key)
-            json.beginArray()
-            for id in ids { json.string(id) }
-            json.endArray()
-        }
-        json.key("changed")
-        json.beginArray()
-        for change in diff.changed {
-            json.beginObject()
-            json.key("id")
-            json.string(change.id)
-            json.key("details")
-            json.beginArray()
-            for detail in change.details { json.string(detail) }
-            json.endArray()
-            json.endObject()
-        }
-        json.endArray()
-        json.key("quarantined")
-        json.beginArray()
-        for quarantine in diff.quarantined {
-            json.beginObject()
-            json.key("id")
-            json.string(quarantine.id)
-            json.key("reason")
-            json.string(quarantine.reason)
-            json.endObject()
-        }
-        json.endArray()
-        json.endObject()
     }
 
     /// An editor's decision on one identifier's verdict (a release, or a confirmed quarantine),

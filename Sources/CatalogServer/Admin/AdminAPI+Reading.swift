@@ -178,9 +178,5 @@ extension AdminAPI {
         return JSONResponse.ok(String(decoding: try Self.encoder.encode(["entries": entries]), as: UTF8.self))
     }
 
-    static var encoder: JSONEncoder {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return encoder
-    }
+    static var encoder: JSONEncoder { ServiceJSON.encoder }
 }
