@@ -349,4 +349,14 @@ import Yams
         #expect(Self.problems(try Self.parse(bytes), schema) == [])
         #expect(try JSONDecoder().decode(RollbackAnswer.self, from: Data(bytes)) == answer)
     }
+
+    @Test(arguments: DecisionAnswer.Decision.allCases)
+    func decisionAnswersAreAsDocumented(decision: DecisionAnswer.Decision) throws {
+        let answer = DecisionAnswer(
+            decision: decision, id: "com.example.held", summary: "released com.example.held", sourceRevision: Self.sourceRevision)
+        let bytes = ServiceJSON.encode(answer)
+        let path = decision == .released ? "/v1/admin/apps/{app}/feedback/{id}/release" : "/v1/admin/apps/{app}/feedback/{id}/quarantine"
+        #expect(Self.problems(try Self.parse(bytes), try Self.schema(path, "post", "200")) == [])
+        #expect(try JSONDecoder().decode(DecisionAnswer.self, from: Data(bytes)) == answer)
+    }
 }

@@ -78,9 +78,9 @@ extension AdminAPI {
     }
 
     /// An editor's decision on one identifier's verdict (a release, or a confirmed quarantine),
-    /// audited in the same turn of the change queue (a failed audit write undoes it); answers `{"<key>": id, "summary": …, "sourceRevision": …}`.
+    /// audited in the same turn of the change queue (a failed audit write undoes it); answers `{"<decision>": id, "summary": …, "sourceRevision": …}`.
     func decide(
-        app: String, id: String, actor: String, key: String,
+        app: String, id: String, actor: String, key: DecisionAnswer.Decision,
         _ decision: @escaping @Sendable (CatalogWorkflow, Timestamp) throws -> VerdictChange
     ) async throws -> Response {
         let workflow = self.workflow
@@ -103,16 +103,8 @@ extension AdminAPI {
                 }
             }
         }
-        var json = JSONWriter()
-        json.beginObject()
-        json.key(key)
-        json.string(id)
-        json.key("summary")
-        json.string(change.description)
-        json.key("sourceRevision")
-        json.string(after)
-        json.endObject()
-        var response = JSONResponse.ok(String(decoding: json.bytes, as: UTF8.self))
+        let answer = DecisionAnswer(decision: key, id: id, summary: change.description, sourceRevision: after)
+        var response = JSONResponse.ok(ServiceJSON.encode(answer))
         response.headers[.eTag] = Self.entityTag(after)
         return response
     }

@@ -90,3 +90,50 @@ struct RollbackAnswer: Codable, Sendable, Equatable {
     var diff: DiffAnswer
     var sourceRevision: String
 }
+
+/// `POST …/feedback/{id}/release` and `…/quarantine`: `{"released": id, …}` or `{"quarantined": id, …}`,
+/// what the decision changed, and the new source revision.
+struct DecisionAnswer: Codable, Sendable, Equatable {
+    /// The decision, which names the member that holds the identifier.
+    enum Decision: String, Codable, Sendable, CaseIterable {
+        case released, quarantined
+    }
+
+    var decision: Decision
+    var id: String
+    var summary: String
+    var sourceRevision: String
+
+    init(decision: Decision, id: String, summary: String, sourceRevision: String) {
+        self.decision = decision
+        self.id = id
+        self.summary = summary
+        self.sourceRevision = sourceRevision
+    }
+
+    private struct Key: CodingKey {
+        var stringValue: String
+        var intValue: Int? { nil }
+        init(_ name: String) { stringValue = name }
+        init?(stringValue: String) { self.init(stringValue) }
+        init?(intValue: Int) { nil }
+    }
+
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: Key.self)
+        try container.encode(id, forKey: Key(decision.rawValue))
+        try container.encode(summary, forKey: Key("summary"))
+        try container.encode(sourceRevision, forKey: Key("sourceRevision"))
+    }
+
+    init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: Key.self)
+        guard let decision = Decision.allCases.first(where: { container.contains(Key($0.rawValue)) }) else {
+            throw DecodingError.dataCorrupted(.init(codingPath: decoder.codingPath, debugDescription: "neither released nor quarantined"))
+        }
+        self.init(
+            decision: decision, id: try container.decode(String.self, forKey: Key(decision.rawValue)),
+            summary: try container.decode(String.self, forKey: Key("summary")),
+            sourceRevision: try container.decode(String.self, forKey: Key("sourceRevision")))
+    }
+}
