@@ -359,4 +359,25 @@ import Yams
         #expect(Self.problems(try Self.parse(bytes), try Self.schema(path, "post", "200")) == [])
         #expect(try JSONDecoder().decode(DecisionAnswer.self, from: Data(bytes)) == answer)
     }
+
+    @Test func editorAppListsAreAsDocumented() throws {
+        let list = EditorAppList(apps: [
+            .init(app: "com.example.served", sourceRevision: Self.sourceRevision, publishedRevision: 2),
+            .init(app: "com.example.draft", sourceRevision: Self.sourceRevision, publishedRevision: nil),
+        ])
+        let bytes = ServiceJSON.encode(list)
+        #expect(Self.problems(try Self.parse(bytes), try Self.schema("/v1/admin/apps", "get", "200")) == [])
+        #expect(try JSONDecoder().decode(EditorAppList.self, from: Data(bytes)) == list)
+        // A never-published app's revision is null, not left out.
+        #expect(String(decoding: bytes, as: UTF8.self).contains(#""publishedRevision":null"#))
+    }
+
+    @Test func dailyReportsAreAsDocumented() throws {
+        let answer = DailyReportsAnswer(
+            app: "com.example.served", identifier: "com.example.pro",
+            days: [.init(day: "2026-02-28", reports: 0), .init(day: "2026-03-01", reports: 4)])
+        let bytes = ServiceJSON.encode(answer)
+        #expect(Self.problems(try Self.parse(bytes), try Self.schema("/v1/admin/apps/{app}/reports/daily", "get", "200")) == [])
+        #expect(try JSONDecoder().decode(DailyReportsAnswer.self, from: Data(bytes)) == answer)
+    }
 }

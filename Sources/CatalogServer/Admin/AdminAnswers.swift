@@ -137,3 +137,46 @@ struct DecisionAnswer: Codable, Sendable, Equatable {
             sourceRevision: try container.decode(String.self, forKey: Key("sourceRevision")))
     }
 }
+
+/// `GET /v1/admin/apps`: every app with sources, its source revision and its published revision
+/// (null when it was never published).
+struct EditorAppList: Codable, Sendable, Equatable {
+    /// One app.
+    struct App: Codable, Sendable, Equatable {
+        var app: String
+        var sourceRevision: String
+        var publishedRevision: Int?
+
+        private enum CodingKeys: String, CodingKey { case app, sourceRevision, publishedRevision }
+
+        init(app: String, sourceRevision: String, publishedRevision: Int?) {
+            self.app = app
+            self.sourceRevision = sourceRevision
+            self.publishedRevision = publishedRevision
+        }
+
+        /// Written as null, not left out: the schema (and the dashboard) expect the member.
+        func encode(to encoder: any Encoder) throws {
+            var container = encoder.container(keyedBy: CodingKeys.self)
+            try container.encode(app, forKey: .app)
+            try container.encode(sourceRevision, forKey: .sourceRevision)
+            try container.encode(publishedRevision, forKey: .publishedRevision)
+        }
+    }
+
+    var apps: [App]
+}
+
+/// `GET /v1/admin/apps/{app}/reports/daily`: one identifier's reports per UTC day, oldest first.
+struct DailyReportsAnswer: Codable, Sendable, Equatable {
+    /// One day.
+    struct Day: Codable, Sendable, Equatable {
+        /// `YYYY-MM-DD`.
+        var day: String
+        var reports: Int
+    }
+
+    var app: String
+    var identifier: String
+    var days: [Day]
+}
