@@ -120,6 +120,7 @@ let package = Package(
         .target(
             name: "Purchases",
             dependencies: [
+                "FeedSigning",
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -210,7 +211,7 @@ let package = Package(
         .testTarget(
             name: "PurchasesTests",
             dependencies: [
-                "Purchases", "PurchasesTestSupport",
+                "Purchases", "PurchasesTestSupport", "FeedSigning",
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "Crypto", package: "swift-crypto"),

@@ -382,8 +382,7 @@ public actor CatalogClient {
         var error = CatalogClientError(
             code: retryable ? .server : .rejected, message: "HTTP \(answer.status): \(serverMessage(answer))", status: answer.status)
         error.retryAfter = retryable ? retryAfterDelay(answer.header("Retry-After"), now: Date()) : nil
-        let object = try? JSONSerialization.jsonObject(with: answer.body) as? [String: Any]
-        error.serverCode = (object?["error"] as? [String: Any])?["code"] as? String
+        error.serverCode = ServiceErrorBody(answer.body)?.code
         return error
     }
 
@@ -391,17 +390,12 @@ public actor CatalogClient {
     /// it is the service refusing (an app it does not publish), one without it is a host that has
     /// no such route at all.
     static func isServiceError(_ answer: HTTPAnswer) -> Bool {
-        let object = try? JSONSerialization.jsonObject(with: answer.body) as? [String: Any]
-        return (object?["error"] as? [String: Any])?["message"] is String
+        ServiceErrorBody(answer.body) != nil
     }
 
     /// The server's `{"error":{"message":…}}`, or the start of whatever else it sent.
     static func serverMessage(_ answer: HTTPAnswer) -> String {
-        if let object = try? JSONSerialization.jsonObject(with: answer.body) as? [String: Any],
-            let message = (object["error"] as? [String: Any])?["message"] as? String
-        {
-            return message
-        }
+        if let body = ServiceErrorBody(answer.body) { return body.message }
         return String(decoding: answer.body.prefix(200), as: UTF8.self)
     }
 

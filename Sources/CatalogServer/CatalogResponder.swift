@@ -447,6 +447,13 @@ enum JSONResponse {
             status: .ok, headers: [.contentType: "application/json", .cacheControl: "no-store"],
             body: ResponseBody(byteBuffer: ByteBuffer(string: json)))
     }
+
+    /// 200 with bytes `ServiceJSON` encoded.
+    static func ok(_ json: [UInt8]) -> Response {
+        Response(
+            status: .ok, headers: [.contentType: "application/json", .cacheControl: "no-store"],
+            body: ResponseBody(byteBuffer: ByteBuffer(bytes: json)))
+    }
 }
 
 /// The store did not answer readiness's ping in time.

@@ -4,14 +4,21 @@ import Foundation
 /// declared once, and `ServiceJSONTests` holds every one of them to its schema in `openapi.yaml`.
 ///
 /// Feeds are not among them: their bytes are hashed into their ETags, so `JSONWriter` spells them out
-/// (see its file). Nor, for now, are the answers of the report path (measured by `scripts/bench-ingest`,
-/// where an encoder per report would cost) and of the editor API; their schemas are checked all the same.
+/// (see its file). Nor are error bodies and the answers of the report path (measured by
+/// `scripts/bench-ingest`, where an encoder per report would cost); their schemas are checked all the same.
+/// The purchase endpoints' answers (`CustomerAnswer`, `NotificationAnswer`, `RefusalAnswer`) and the
+/// webhook body (`WebhookBody`, whose encoded bytes are what is signed) are encoded here.
 enum ServiceJSON {
+    /// The one encoder configuration of these answers: keys sorted, slashes as they are.
+    static var encoder: JSONEncoder {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return encoder
+    }
+
     /// The value's JSON, keys sorted: Foundation's encoder on Linux writes an object's keys in no fixed
     /// order, and an answer should not change its bytes from one request to the next.
     static func encode(_ value: some Encodable) -> [UInt8] {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
         // The types here hold strings, integers and arrays of them, which always encode.
         return (try? [UInt8](encoder.encode(value))) ?? Array(#"{"error":{"message":"unencodable answer"}}"#.utf8)
     }

@@ -1,37 +1,83 @@
 import Foundation
 
-/// Base64url without padding (RFC 7515 §2, RFC 4648 §5): how JWS encodes every part.
+/// Base64url without padding (RFC 7515 §2, RFC 4648 §5): how JWS encodes every part. The one
+/// base64url of the project: feed and root signatures, content URL tokens, editor tokens and every
+/// App Store JWS (`Purchases`) go through it.
+///
+/// It works byte by byte: a JWS is decoded on every purchase and notification, and Foundation's string
+/// replacing and re-encoding cost more than the ES256 check itself (measured with `scripts/bench-purchases`).
+/// Decoding is strict: only the 64 characters, no padding, and no stray bits in the last character, so
+/// that one value has one spelling (a signature cannot be respelled into another accepted token).
+///
+/// Plist `<data>` keeps its own decoder (`PropertyList`'s `Base64`): it is standard base64, `+` and `/`
+/// with `=` padding, and whitespace between groups is allowed there; `PropertyList` depends on nothing,
+/// and a mode here would put those leniencies one flag away from every signature check.
 public enum Base64URL {
+    private static let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
+
+    /// Each byte's 6-bit value, or 0xFF when it is not a base64url character.
+    private static let values: [UInt8] = {
+        var table = [UInt8](repeating: 0xFF, count: 256)
+        for (index, character) in alphabet.enumerated() { table[Int(character)] = UInt8(index) }
+        return table
+    }()
+
     /// `bytes` in base64url, without padding.
     public static func encode(_ bytes: some Sequence<UInt8>) -> String {
-        Data(bytes).base64EncodedString()
-            .replacingOccurrences(of: "+", with: "-")
-            .replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
+        var output: [UInt8] = []
+        output.reserveCapacity(bytes.underestimatedCount * 4 / 3 + 3)
+        var buffer: UInt32 = 0
+        var bits: UInt32 = 0
+        for byte in bytes {
+            buffer = (buffer << 8) | UInt32(byte)
+            bits += 8
+            while bits >= 6 {
+                bits -= 6
+                output.append(alphabet[Int((buffer >> bits) & 63)])
+            }
+            buffer &= (1 << bits) - 1
+        }
+        if bits > 0 { output.append(alphabet[Int((buffer << (6 - bits)) & 63)]) }
+        return String(decoding: output, as: UTF8.self)
     }
 
     /// The bytes `text` encodes, or nil when it is not canonical base64url: other characters,
-    /// padding, or a spelling that does not re-encode to itself (so one value has one spelling).
+    /// padding, or stray bits in the last character.
     public static func decode(_ text: some StringProtocol) -> Data? {
-        guard text.utf8.allSatisfy(isAlphabet) else { return nil }
-        var standard = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        switch standard.utf8.count % 4 {
-        case 0: break
-        case 2: standard += "=="
-        case 3: standard += "="
-        default: return nil
+        decode(bytes: text.utf8).map { Data($0) }
+    }
+
+    /// The bytes `text` (UTF-8) encodes, or nil when it is not canonical unpadded base64url.
+    public static func decode<Bytes: Collection<UInt8>>(bytes text: Bytes) -> [UInt8]? {
+        let remainder = text.count % 4
+        guard remainder != 1 else { return nil }
+        var output: [UInt8] = []
+        output.reserveCapacity(text.count * 3 / 4)
+        var accumulator: UInt32 = 0
+        var bits: UInt32 = 0
+        var last: UInt8 = 0
+        // One table lookup per character, without bounds checks: the index is a byte, the table 256 long.
+        let valid = values.withUnsafeBufferPointer { table in
+            for character in text {
+                let value = table[Int(character)]
+                guard value != 0xFF else { return false }
+                accumulator = (accumulator << 6) | UInt32(value)
+                bits += 6
+                if bits >= 8 {
+                    bits -= 8
+                    output.append(UInt8(truncatingIfNeeded: accumulator >> bits))
+                }
+                last = value
+            }
+            return true
         }
-        guard let data = Data(base64Encoded: standard), encode(data) == text else { return nil }
-        return data
+        guard valid else { return nil }
+        // Bits left over must be zero: "AB" and "AC" must not both decode to the same byte.
+        if remainder == 2, last & 0x0F != 0 { return nil }
+        if remainder == 3, last & 0x03 != 0 { return nil }
+        return output
     }
 
     /// Whether `byte` is one of base64url's 64 characters.
-    static func isAlphabet(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-            UInt8(ascii: "-"), UInt8(ascii: "_"):
-            true
-        default: false
-        }
-    }
+    public static func isAlphabet(_ byte: UInt8) -> Bool { values[Int(byte)] != 0xFF }
 }

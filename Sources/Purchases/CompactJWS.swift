@@ -1,3 +1,4 @@
+import FeedSigning
 import Foundation
 
 /// A compact JWS split into its parts, nothing in it believed yet.
@@ -28,7 +29,7 @@ struct CompactJWS {
         guard dots.count == 2 else {
             throw PurchaseRefusal(.malformed, "not a compact JWS: \(dots.count + 1) dot-separated parts, not 3")
         }
-        guard let headerBytes = Base64URLBytes.decode(bytes[..<dots[0]]) else {
+        guard let headerBytes = Base64URL.decode(bytes: bytes[..<dots[0]]) else {
             throw PurchaseRefusal(.malformed, "JWS header is not base64url")
         }
         do {
@@ -36,12 +37,12 @@ struct CompactJWS {
         } catch {
             throw PurchaseRefusal(.malformed, "JWS header is not a JSON object of the expected shape")
         }
-        guard let payloadBytes = Base64URLBytes.decode(bytes[(dots[0] + 1)..<dots[1]]) else {
+        guard let payloadBytes = Base64URL.decode(bytes: bytes[(dots[0] + 1)..<dots[1]]) else {
             throw PurchaseRefusal(.malformed, "JWS payload is not base64url")
         }
         payload = payloadBytes
         // An empty signature (alg none) decodes to no bytes; the algorithm check refuses it.
-        guard let signatureBytes = Base64URLBytes.decode(bytes[(dots[1] + 1)...]) else {
+        guard let signatureBytes = Base64URL.decode(bytes: bytes[(dots[1] + 1)...]) else {
             throw PurchaseRefusal(.malformed, "JWS signature is not base64url")
         }
         signature = signatureBytes

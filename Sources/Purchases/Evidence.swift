@@ -1,3 +1,4 @@
+import FeedSigning
 import Foundation
 
 /// What a piece of evidence is, told from its shape before anything in it is believed.
@@ -20,7 +21,7 @@ public enum EvidenceKind: String, Sendable, Hashable, Codable {
         let text = trimmingASCIIWhitespace(bytes)
         if text.first == UInt8(ascii: "{") { return .notification }
         let parts = text.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
-        guard parts.count == 3, let payload = Base64URLBytes.decode(parts[1]), payload.first == UInt8(ascii: "{") else {
+        guard parts.count == 3, let payload = Base64URL.decode(bytes: parts[1]), payload.first == UInt8(ascii: "{") else {
             return .receipt
         }
         // A key's presence tells the kind; a byte search is enough, since it only picks the check.

@@ -1,4 +1,6 @@
+import CatalogKit
 import Foundation
+import Purchases
 import Testing
 import Yams
 
@@ -59,6 +61,10 @@ import Yams
             }
         }
 
+        var isNull: Bool {
+            if case .null = self { true } else { false }
+        }
+
         var typeName: String {
             switch self {
             case .boolean: "boolean"
@@ -80,6 +86,11 @@ import Yams
     /// every member they hold.
     static func problems(_ value: Value, _ node: [String: Any], at path: String = "$") -> [String] {
         let schema = resolve(node)
+        // One of several shapes: the value conforms when it conforms to one; otherwise the nearest miss.
+        if let alternatives = schema["oneOf"] as? [[String: Any]], !alternatives.isEmpty {
+            let misses = alternatives.map { problems(value, $0, at: path) }
+            return misses.min { $0.count < $1.count } ?? []
+        }
         if let types = (schema["type"] as? [String]) ?? (schema["type"] as? String).map({ [$0] }),
             !types.contains(where: { value.hasType($0) })
         {
@@ -109,6 +120,12 @@ import Yams
             break
         }
         return found
+    }
+
+    /// A named schema of `components`.
+    static func component(_ name: String) throws -> [String: Any] {
+        let components = try #require(document["components"] as? [String: Any])
+        return try #require((components["schemas"] as? [String: Any])?[name] as? [String: Any], "\(name)")
     }
 
     static func parse(_ bytes: [UInt8]) throws -> Value {
@@ -165,5 +182,202 @@ import Yams
         #expect(
             String(decoding: first, as: UTF8.self)
                 == #"{"apps":[{"app":"com.example.served","publishedAt":"2026-03-01T12:00:00Z","revision":2}]}"#)
+    }
+
+    // MARK: - Purchases
+
+    static let now = Date(timeIntervalSince1970: 1_772_366_400)  // 2026-03-01T12:00:00Z
+
+    /// A transaction as the store keeps it: Apple's field names, instants in milliseconds.
+    static func transaction(_ fields: [String: Any]) throws -> JWSTransactionDecodedPayload {
+        let data = try JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys])
+        return try #require(StoredPayload.decode(JWSTransactionDecodedPayload.self, String(decoding: data, as: UTF8.self)))
+    }
+
+    /// A customer with something in every member of the answer: an active subscription (a period, an
+    /// entitlement, an offer), a consumable (credits), a refunded purchase, and a transfer.
+    static func customer() throws -> (CustomerRecord, LedgerCatalog) {
+        let ms = { (days: Double) in Int64((now.timeIntervalSince1970 + days * 86_400) * 1000) }
+        let subscription = try transaction([
+            "transactionId": "1001", "originalTransactionId": "1000", "productId": "pro.monthly", "type": "Auto-Renewable Subscription",
+            "quantity": 1, "inAppOwnershipType": "PURCHASED", "environment": "Production", "bundleId": "com.example.served",
+            "subscriptionGroupIdentifier": "g1", "purchaseDate": ms(-10), "expiresDate": ms(20), "signedDate": ms(-10),
+            "offerType": 1, "offerIdentifier": "intro", "offerDiscountType": "FREE_TRIAL",
+        ])
+        let coins = try transaction([
+            "transactionId": "2000", "originalTransactionId": "2000", "productId": "coins", "type": "Consumable", "quantity": 3,
+            "inAppOwnershipType": "PURCHASED", "environment": "Production", "purchaseDate": ms(-2), "signedDate": ms(-2),
+        ])
+        let refunded = try transaction([
+            "transactionId": "3000", "originalTransactionId": "3000", "productId": "lifetime", "type": "Non-Consumable", "quantity": 1,
+            "inAppOwnershipType": "PURCHASED", "environment": "Sandbox", "purchaseDate": ms(-5), "signedDate": ms(-1),
+            "revocationDate": ms(-1), "revocationReason": 1,
+        ])
+        let record = CustomerRecord(
+            id: 7, app: "com.example.served",
+            keys: [CustomerKey(kind: .originalTransactionId, value: "1000"), CustomerKey(kind: .originalTransactionId, value: "2000")],
+            originalTransactionIds: ["1000", "2000", "3000"], transactions: [subscription, coins, refunded], renewalInfos: [],
+            transfers: [TransferEvent(originalTransactionId: "1000", fromCustomer: 3, toCustomer: 7, outcome: .transferred, at: now)])
+        let catalog = LedgerCatalog(products: [
+            "pro.monthly": LedgerProduct(entitlements: ["pro"]), "coins": LedgerProduct(entitlements: []),
+            "lifetime": LedgerProduct(entitlements: ["pro"]),
+        ])
+        return (record, catalog)
+    }
+
+    @Test(arguments: [true, false])
+    func customerAnswersAreAsDocumented(full: Bool) throws {
+        let (record, catalog) = try Self.customer()
+        let answer = CustomerAnswer(record, at: Self.now, catalog: catalog, full: full)
+        let value = try Self.parse(answer.json)
+        #expect(Self.problems(value, try Self.schema("/v1/apps/{app}/customers/{id}", "get", "200")) == [])
+        #expect(Self.problems(value, try Self.schema("/v1/apps/{app}/purchases", "post", "200")) == [])
+        #expect(try JSONDecoder().decode(CustomerAnswer.Body.self, from: Data(answer.json)) == answer.body)
+        // Every list holds something, so that each item's members were held to their schema.
+        #expect(answer.body.entitlements.map(\.entitlement) == ["pro"])
+        #expect(answer.body.credits.map(\.quantity) == [3])
+        #expect(answer.body.keys.count == 2)
+        if full {
+            #expect(answer.body.purchases?.count == 3)
+            #expect(answer.body.purchases?.contains { $0.revocationReason == 1 } == true)
+            #expect(answer.body.periods?.first?.offerType == 1)
+            #expect(answer.body.periods?.first?.active == true)
+            #expect(answer.body.transfers?.count == 1)
+        } else {
+            #expect(answer.body.purchases == nil && answer.body.periods == nil && answer.body.transfers == nil)
+        }
+    }
+
+    /// The checker looks inside the customer's lists: a member an item has and the schema does not
+    /// document is found.
+    @Test func anUndocumentedMemberOfACustomersEntitlementIsFound() throws {
+        let schema = try Self.schema("/v1/apps/{app}/customers/{id}", "get", "200")
+        let drifted =
+            #"{"customer":1,"keys":[],"credits":[],"entitlements":[{"entitlement":"pro","environment":"Production","productId":"p","transactionId":"1","inGracePeriod":false,"owner":"x"}]}"#
+        #expect(Self.problems(try Self.parse(Array(drifted.utf8)), schema) == ["$.entitlements[0].owner is not documented"])
+    }
+
+    @Test(arguments: [false, true])
+    func notificationAnswersAreAsDocumented(duplicate: Bool) throws {
+        let answer = NotificationAnswer(notificationUUID: "5f2a", stored: duplicate ? nil : true, duplicate: duplicate ? true : nil)
+        let bytes = ServiceJSON.encode(answer)
+        #expect(Self.problems(try Self.parse(bytes), try Self.schema("/v1/apps/{app}/notifications/app-store", "post", "200")) == [])
+        #expect(try JSONDecoder().decode(NotificationAnswer.self, from: Data(bytes)) == answer)
+    }
+
+    @Test(arguments: [nil, 21_002])
+    func refusalsAreAsDocumented(status: Int?) throws {
+        let refusal = RefusalAnswer(error: .init(message: "the signature does not verify", code: "forged", status: status))
+        let bytes = ServiceJSON.encode(refusal)
+        for path in ["/v1/apps/{app}/purchases", "/v1/apps/{app}/notifications/app-store"] {
+            #expect(Self.problems(try Self.parse(bytes), try Self.schema(path, "post", "403")) == [])
+        }
+        #expect(try JSONDecoder().decode(RefusalAnswer.self, from: Data(bytes)) == refusal)
+    }
+
+    @Test(arguments: [true, false])
+    func webhookBodiesAreAsDocumented(bound: Bool) throws {
+        let (record, catalog) = try Self.customer()
+        let body = WebhookBody(
+            id: "0f6e", type: WebhookEventType.renewed.rawValue, app: "com.example.served", environment: "Production",
+            originalTransactionId: "1000", transactionId: "1001", productId: "pro.monthly", occurredAt: CustomerAnswer.rfc3339(Self.now),
+            createdAt: CustomerAnswer.rfc3339(Self.now),
+            customer: bound ? CustomerAnswer(record, at: Self.now, catalog: catalog, full: false).body : nil)
+        let bytes = ServiceJSON.encode(body)
+        #expect(Self.problems(try Self.parse(bytes), try Self.component("WebhookEvent")) == [])
+        #expect(try JSONDecoder().decode(WebhookBody.self, from: Data(bytes)) == body)
+        // The receiver always finds `customer`, null when no customer is bound.
+        if case .object(let object) = try Self.parse(bytes) {
+            #expect(object["customer"] != nil)
+            #expect(object["customer"]?.isNull == !bound)
+        } else {
+            Issue.record("the body is not an object")
+        }
+        // Drift inside the customer is found through `oneOf`.
+        let drifted = Array(
+            String(decoding: bytes, as: UTF8.self).replacingOccurrences(of: #""customer":null"#, with: #""customer":{"customer":"7"}"#).utf8
+        )
+        if !bound { #expect(!Self.problems(try Self.parse(drifted), try Self.component("WebhookEvent")).isEmpty) }
+    }
+
+    // MARK: - Editor API
+
+    static let diff = DiffAnswer(
+        added: ["com.example.new"], removed: ["com.example.old"], released: ["com.example.held"],
+        changed: [.init(id: "com.example.pro", details: ["price: tier 3 -> tier 4"])],
+        quarantined: [.init(id: "com.example.bad", reason: "invalid in 3 reports")])
+    static let sourceRevision = String(repeating: "ab", count: 32)
+
+    @Test(arguments: [false, true])
+    func publicationAnswersAreAsDocumented(dryRun: Bool) throws {
+        let answer = PublicationAnswer(
+            app: "com.example.served", dryRun: dryRun, unchanged: false, revision: 3, diff: Self.diff, sourceRevision: Self.sourceRevision)
+        let bytes = ServiceJSON.encode(answer)
+        #expect(Self.problems(try Self.parse(bytes), try Self.schema("/v1/admin/apps/{app}/publish", "post", "200")) == [])
+        #expect(try JSONDecoder().decode(PublicationAnswer.self, from: Data(bytes)) == answer)
+    }
+
+    @Test func historyDiffAnswersAreAsDocumented() throws {
+        let schema = try Self.schema("/v1/admin/apps/{app}/diff", "get", "200")
+        typealias Side = CatalogWorkflow.DiffSide
+        let sides: [(from: Side?, to: Side)] = [(nil, .revision(1)), (.revision(1), .revision(2)), (.revision(2), .sources)]
+        for (from, to) in sides {
+            let bytes = ServiceJSON.encode(HistoryDiffAnswer(app: "com.example.served", from: from, to: to, diff: Self.diff))
+            #expect(Self.problems(try Self.parse(bytes), schema) == [])
+            guard case .object(let object) = try Self.parse(bytes) else {
+                Issue.record("the answer is not an object")
+                continue
+            }
+            // `from` is required: null for the first revision, never left out.
+            #expect(object["from"]?.isNull == (from == nil))
+            if case .sources = to {
+                guard case .string(let text)? = object["to"] else {
+                    Issue.record("to is not a string")
+                    continue
+                }
+                #expect(text == "sources")
+            }
+        }
+    }
+
+    @Test func rollbackAnswersAreAsDocumented() throws {
+        let answer = RollbackAnswer(
+            app: "com.example.served", restored: 1, revision: 4, unchanged: false, written: "Products/catalog.plist",
+            removed: ["Products/extra.plist"], keptRetired: ["com.example.new"], diff: Self.diff, sourceRevision: Self.sourceRevision)
+        let bytes = ServiceJSON.encode(answer)
+        let schema = try Self.schema("/v1/admin/apps/{app}/revisions/{revision}/rollback", "post", "200")
+        #expect(Self.problems(try Self.parse(bytes), schema) == [])
+        #expect(try JSONDecoder().decode(RollbackAnswer.self, from: Data(bytes)) == answer)
+    }
+
+    @Test(arguments: DecisionAnswer.Decision.allCases)
+    func decisionAnswersAreAsDocumented(decision: DecisionAnswer.Decision) throws {
+        let answer = DecisionAnswer(
+            decision: decision, id: "com.example.held", summary: "released com.example.held", sourceRevision: Self.sourceRevision)
+        let bytes = ServiceJSON.encode(answer)
+        let path = decision == .released ? "/v1/admin/apps/{app}/feedback/{id}/release" : "/v1/admin/apps/{app}/feedback/{id}/quarantine"
+        #expect(Self.problems(try Self.parse(bytes), try Self.schema(path, "post", "200")) == [])
+        #expect(try JSONDecoder().decode(DecisionAnswer.self, from: Data(bytes)) == answer)
+    }
+
+    @Test func editorAppListsAreAsDocumented() throws {
+        let list = EditorAppList(apps: [
+            .init(app: "com.example.served", sourceRevision: Self.sourceRevision, publishedRevision: 2),
+            .init(app: "com.example.draft", sourceRevision: Self.sourceRevision, publishedRevision: nil),
+        ])
+        let bytes = ServiceJSON.encode(list)
+        #expect(Self.problems(try Self.parse(bytes), try Self.schema("/v1/admin/apps", "get", "200")) == [])
+        #expect(try JSONDecoder().decode(EditorAppList.self, from: Data(bytes)) == list)
+        // A never-published app's revision is null, not left out.
+        #expect(String(decoding: bytes, as: UTF8.self).contains(#""publishedRevision":null"#))
+    }
+
+    @Test func dailyReportsAreAsDocumented() throws {
+        let answer = DailyReportsAnswer(
+            app: "com.example.served", identifier: "com.example.pro",
+            days: [.init(day: "2026-02-28", reports: 0), .init(day: "2026-03-01", reports: 4)])
+        let bytes = ServiceJSON.encode(answer)
+        #expect(Self.problems(try Self.parse(bytes), try Self.schema("/v1/admin/apps/{app}/reports/daily", "get", "200")) == [])
+        #expect(try JSONDecoder().decode(DailyReportsAnswer.self, from: Data(bytes)) == answer)
     }
 }

@@ -1,4 +1,5 @@
 import Crypto
+import FeedSigning
 import Time
 
 /// What a token lets its holder do: viewers read, editors change, the developer's backend reads
@@ -49,29 +50,12 @@ public enum TokenSecret {
     public static func generate() -> String {
         var generator = SystemRandomNumberGenerator()
         let bytes = (0..<32).map { _ in UInt8.random(in: .min ... .max, using: &generator) }
-        return "cat_" + base64URL(bytes)
+        return "cat_" + Base64URL.encode(bytes)
     }
 
     /// The hex SHA-256 of `secret`'s UTF-8 bytes: what the store keeps and looks tokens up by.
     public static func hash(_ secret: String) -> String {
         ContentHash.sha256Hex(Array(secret.utf8))
-    }
-
-    private static func base64URL(_ bytes: [UInt8]) -> String {
-        let alphabet = Array("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_".utf8)
-        var output: [UInt8] = []
-        var buffer: UInt32 = 0
-        var bits = 0
-        for byte in bytes {
-            buffer = buffer << 8 | UInt32(byte)
-            bits += 8
-            while bits >= 6 {
-                bits -= 6
-                output.append(alphabet[Int(buffer >> UInt32(bits) & 63)])
-            }
-        }
-        if bits > 0 { output.append(alphabet[Int(buffer << UInt32(6 - bits) & 63)]) }
-        return String(decoding: output, as: UTF8.self)
     }
 
     /// Token names: what audit entries show as the actor.

@@ -69,66 +69,18 @@ extension AdminAPI {
             }
         }
         let plan = publication.plan
-        var json = JSONWriter()
-        json.beginObject()
-        json.key("app")
-        json.string(app)
-        json.key("dryRun")
-        json.boolean(dryRun)
-        json.key("unchanged")
-        json.boolean(plan.isUnchanged)
-        json.key("revision")
-        json.integer(Int64(plan.revision))
-        json.key("diff")
-        Self.write(plan.diff, to: &json)
-        json.key("sourceRevision")
-        json.string(publication.after)
-        json.endObject()
-        var response = JSONResponse.ok(String(decoding: json.bytes, as: UTF8.self))
+        let answer = PublicationAnswer(
+            app: app, dryRun: dryRun, unchanged: plan.isUnchanged, revision: plan.revision, diff: DiffAnswer(plan.diff),
+            sourceRevision: publication.after)
+        var response = JSONResponse.ok(ServiceJSON.encode(answer))
         response.headers[.eTag] = Self.entityTag(publication.after)
         return response
     }
 
-    /// A product diff as JSON: what `catalog diff` and `build --dry-run` print.
-    static func write(_ diff: ProductDiff, to json: inout JSONWriter) {
-        json.beginObject()
-        for (key, ids) in [("added", diff.added), ("removed", diff.removed), ("released", diff.released)] {
-            json.key(key)
-            json.beginArray()
-            for id in ids { json.string(id) }
-            json.endArray()
-        }
-        json.key("changed")
-        json.beginArray()
-        for change in diff.changed {
-            json.beginObject()
-            json.key("id")
-            json.string(change.id)
-            json.key("details")
-            json.beginArray()
-            for detail in change.details { json.string(detail) }
-            json.endArray()
-            json.endObject()
-        }
-        json.endArray()
-        json.key("quarantined")
-        json.beginArray()
-        for quarantine in diff.quarantined {
-            json.beginObject()
-            json.key("id")
-            json.string(quarantine.id)
-            json.key("reason")
-            json.string(quarantine.reason)
-            json.endObject()
-        }
-        json.endArray()
-        json.endObject()
-    }
-
     /// An editor's decision on one identifier's verdict (a release, or a confirmed quarantine),
-    /// audited in the same turn of the change queue (a failed audit write undoes it); answers `{"<key>": id, "summary": …, "sourceRevision": …}`.
+    /// audited in the same turn of the change queue (a failed audit write undoes it); answers `{"<decision>": id, "summary": …, "sourceRevision": …}`.
     func decide(
-        app: String, id: String, actor: String, key: String,
+        app: String, id: String, actor: String, key: DecisionAnswer.Decision,
         _ decision: @escaping @Sendable (CatalogWorkflow, Timestamp) throws -> VerdictChange
     ) async throws -> Response {
         let workflow = self.workflow
@@ -151,16 +103,8 @@ extension AdminAPI {
                 }
             }
         }
-        var json = JSONWriter()
-        json.beginObject()
-        json.key(key)
-        json.string(id)
-        json.key("summary")
-        json.string(change.description)
-        json.key("sourceRevision")
-        json.string(after)
-        json.endObject()
-        var response = JSONResponse.ok(String(decoding: json.bytes, as: UTF8.self))
+        let answer = DecisionAnswer(decision: key, id: id, summary: change.description, sourceRevision: after)
+        var response = JSONResponse.ok(ServiceJSON.encode(answer))
         response.headers[.eTag] = Self.entityTag(after)
         return response
     }

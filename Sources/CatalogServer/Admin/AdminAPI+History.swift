@@ -42,22 +42,8 @@ extension AdminAPI {
             let found = try workflow.diff(app: app, from: from, to: to, at: clock())
             result = (found.from, found.to, found.diff)
         }
-        var json = JSONWriter()
-        json.beginObject()
-        json.key("app")
-        json.string(app)
-        for (key, side) in [("from", result.from), ("to", result.to)] {
-            json.key(key)
-            switch side {
-            case .revision(let number)?: json.integer(Int64(number))
-            case .sources?: json.string("sources")
-            case nil: json.null()
-            }
-        }
-        json.key("diff")
-        Self.write(result.diff, to: &json)
-        json.endObject()
-        return JSONResponse.ok(String(decoding: json.bytes, as: UTF8.self))
+        let answer = HistoryDiffAnswer(app: app, from: result.from, to: result.to, diff: DiffAnswer(result.diff))
+        return JSONResponse.ok(ServiceJSON.encode(answer))
     }
 
     /// Republishes an old revision's content as a new one and writes it into the sources, as
@@ -86,30 +72,10 @@ extension AdminAPI {
             }
         }
         let plan = rollback.plan
-        var json = JSONWriter()
-        json.beginObject()
-        json.key("app")
-        json.string(app)
-        json.key("restored")
-        json.integer(Int64(revision))
-        json.key("revision")
-        json.integer(Int64(plan.revision))
-        json.key("unchanged")
-        json.boolean(plan.isUnchanged)
-        json.key("written")
-        json.string(rollback.written)
-        for (key, values) in [("removed", rollback.removed), ("keptRetired", rollback.keptRetired)] {
-            json.key(key)
-            json.beginArray()
-            for value in values { json.string(value) }
-            json.endArray()
-        }
-        json.key("diff")
-        Self.write(plan.diff, to: &json)
-        json.key("sourceRevision")
-        json.string(after)
-        json.endObject()
-        var response = JSONResponse.ok(String(decoding: json.bytes, as: UTF8.self))
+        let answer = RollbackAnswer(
+            app: app, restored: revision, revision: plan.revision, unchanged: plan.isUnchanged, written: rollback.written,
+            removed: rollback.removed, keptRetired: rollback.keptRetired, diff: DiffAnswer(plan.diff), sourceRevision: after)
+        var response = JSONResponse.ok(ServiceJSON.encode(answer))
         response.headers[.eTag] = Self.entityTag(after)
         return response
     }

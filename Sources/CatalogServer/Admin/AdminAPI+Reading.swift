@@ -9,25 +9,13 @@ import Time
 /// Reading: apps, an app's state, reports and their daily counts, the audit log.
 extension AdminAPI {
     func apps() throws -> Response {
-        var json = JSONWriter()
-        json.beginObject()
-        json.key("apps")
-        json.beginArray()
         let tree = PublicTree(root: workflow.publicDirectory)
+        var apps: [EditorAppList.App] = []
         for app in workflow.sourceApps() {
             guard let revision = try workflow.sourceRevision(app) else { continue }
-            json.beginObject()
-            json.key("app")
-            json.string(app)
-            json.key("sourceRevision")
-            json.string(revision)
-            json.key("publishedRevision")
-            if let manifest = try tree.currentManifest(app) { json.integer(Int64(manifest.revision)) } else { json.null() }
-            json.endObject()
+            apps.append(.init(app: app, sourceRevision: revision, publishedRevision: try tree.currentManifest(app)?.revision))
         }
-        json.endArray()
-        json.endObject()
-        return JSONResponse.ok(String(decoding: json.bytes, as: UTF8.self))
+        return JSONResponse.ok(ServiceJSON.encode(EditorAppList(apps: apps)))
     }
 
     func appState(_ app: String) throws -> Response {
@@ -149,25 +137,14 @@ extension AdminAPI {
         let counts = try await store.dailyCounts(
             app: app, identifier: identifier, since: Timestamp(secondsSince1970: first * DailyReportCount.secondsPerDay))
         let byDay = Dictionary(counts.map { ($0.day, $0.reports) }, uniquingKeysWith: +)
-        var json = JSONWriter()
-        json.beginObject()
-        json.key("app")
-        json.string(app)
-        json.key("identifier")
-        json.string(identifier)
-        json.key("days")
-        json.beginArray()
-        for day in first...today {
-            json.beginObject()
-            json.key("day")
-            json.string(String(Timestamp(secondsSince1970: day * DailyReportCount.secondsPerDay).iso8601.prefix(10)))
-            json.key("reports")
-            json.integer(Int64(byDay[day] ?? 0))
-            json.endObject()
-        }
-        json.endArray()
-        json.endObject()
-        return JSONResponse.ok(String(decoding: json.bytes, as: UTF8.self))
+        let answer = DailyReportsAnswer(
+            app: app, identifier: identifier,
+            days: (first...today).map { day in
+                .init(
+                    day: String(Timestamp(secondsSince1970: day * DailyReportCount.secondsPerDay).iso8601.prefix(10)),
+                    reports: byDay[day] ?? 0)
+            })
+        return JSONResponse.ok(ServiceJSON.encode(answer))
     }
 
     func audit(_ request: Request) async throws -> Response {
@@ -178,9 +155,5 @@ extension AdminAPI {
         return JSONResponse.ok(String(decoding: try Self.encoder.encode(["entries": entries]), as: UTF8.self))
     }
 
-    static var encoder: JSONEncoder {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        return encoder
-    }
+    static var encoder: JSONEncoder { ServiceJSON.encoder }
 }

@@ -59,11 +59,11 @@ struct AdminAPI: Sendable {
             case .reports(let app): return try await reports(request, app: app)
             case .dailyReports(let app): return try await dailyReports(request, app: app)
             case .release(let app, let id):
-                return try await decide(app: app, id: id, actor: token.name, key: "released") { workflow, now in
+                return try await decide(app: app, id: id, actor: token.name, key: .released) { workflow, now in
                     try workflow.releaseFeedback(app: app, identifier: id, at: now)
                 }
             case .quarantine(let app, let id):
-                return try await decide(app: app, id: id, actor: token.name, key: "quarantined") { workflow, now in
+                return try await decide(app: app, id: id, actor: token.name, key: .quarantined) { workflow, now in
                     try workflow.confirmQuarantine(app: app, identifier: id, by: token.name, at: now)
                 }
             case .revisions(let app): return try revisions(request, app: app)

@@ -238,14 +238,9 @@ struct PurchaseEndpoints: Sendable {
         case .success(let outcome):
             metrics.recordNotification(duplicate: outcome.duplicate)
             for transfer in outcome.transfers { metrics.recordTransfer(transfer.outcome.rawValue) }
-            var json = JSONWriter()
-            json.beginObject()
-            json.key("notificationUUID")
-            json.string(uuid)
-            json.key(outcome.duplicate ? "duplicate" : "stored")
-            json.boolean(true)
-            json.endObject()
-            return Self.ok(json.bytes)
+            let answer = NotificationAnswer(
+                notificationUUID: uuid, stored: outcome.duplicate ? nil : true, duplicate: outcome.duplicate ? true : nil)
+            return Self.ok(ServiceJSON.encode(answer))
         case .failure(let error):
             return Self.storeFailure(error, metrics: metrics)
         }
@@ -471,14 +466,10 @@ struct PurchaseEndpoints: Sendable {
             case .unknownProduct: .unprocessableContent
             default: .forbidden
             }
-        return JSONError.response(status, refusal.reason) { json in
-            json.key("code")
-            json.string(refusal.code.rawValue)
-            if let status = refusal.code.appleStatus {
-                json.key("status")
-                json.integer(Int64(status))
-            }
-        }
+        let body = RefusalAnswer(error: .init(message: refusal.reason, code: refusal.code.rawValue, status: refusal.code.appleStatus))
+        return Response(
+            status: status, headers: [.contentType: "application/json"],
+            body: ResponseBody(byteBuffer: ByteBuffer(bytes: ServiceJSON.encode(body))))
     }
 
     /// 503 so that Apple, or the app, sends it again.
@@ -502,148 +493,170 @@ struct PurchaseEndpoints: Sendable {
     }
 }
 
+/// `POST …/notifications/app-store`'s answer: the notification's id, and `stored` the first time or
+/// `duplicate` when it was already stored.
+struct NotificationAnswer: Codable, Sendable, Equatable {
+    var notificationUUID: String
+    var stored: Bool?
+    var duplicate: Bool?
+}
+
+/// Refused evidence: the reason, its stable code (docs/purchases.md, "Refusals") and Apple's old status
+/// where one fits.
+struct RefusalAnswer: Codable, Sendable, Equatable {
+    /// What was refused.
+    struct Detail: Codable, Sendable, Equatable {
+        var message: String
+        var code: String
+        var status: Int?
+    }
+
+    var error: Detail
+}
+
 /// A customer as the endpoints answer it (docs/purchases.md, "Reading a customer"): keys, and per
 /// environment every purchase, every period (Apple's field names, `start` and `end` as RFC 3339
 /// instants), the entitlements and credits at `at`, and transfers.
 public struct CustomerAnswer: Sendable {
     /// The answer's JSON.
     public let json: [UInt8]
+    /// The answer as a value, for an answer that holds it (a webhook's body).
+    let body: Body
+
+    /// The answer's members; `purchases`, `periods` and `transfers` only in a full answer.
+    struct Body: Codable, Sendable, Equatable {
+        var customer: Int64
+        var at: String?
+        var keys: [Key]
+        var entitlements: [Entitlement]
+        var credits: [Credit]
+        var purchases: [Purchase]?
+        var periods: [Period]?
+        var transfers: [Transfer]?
+    }
+
+    /// One of the customer's keys.
+    struct Key: Codable, Sendable, Equatable {
+        var kind: String
+        var value: String
+    }
+
+    /// An entitlement active at `at`.
+    struct Entitlement: Codable, Sendable, Equatable {
+        var entitlement: String
+        var environment: String
+        var productId: String
+        var transactionId: String
+        var expiresDate: String?
+        var inGracePeriod: Bool
+    }
+
+    /// A consumable's credits at `at`.
+    struct Credit: Codable, Sendable, Equatable {
+        var productId: String
+        var environment: String
+        var quantity: Int
+    }
+
+    /// One purchase, Apple's field names.
+    struct Purchase: Codable, Sendable, Equatable {
+        var environment: String
+        var transactionId: String
+        var originalTransactionId: String?
+        var productId: String
+        var type: String?
+        var purchaseDate: String
+        var quantity: Int
+        var inAppOwnershipType: String?
+        var revocationDate: String?
+        var revocationReason: Int?
+        var signedDate: String?
+    }
+
+    /// One subscription period, Apple's field names.
+    struct Period: Codable, Sendable, Equatable {
+        var environment: String
+        var transactionId: String
+        var originalTransactionId: String?
+        var productId: String
+        var subscriptionGroupIdentifier: String?
+        var type: String?
+        var start: String
+        var end: String?
+        var expiresDate: String?
+        var offerType: Int?
+        var offerIdentifier: String?
+        var offerDiscountType: String?
+        var inAppOwnershipType: String?
+        var revocationDate: String?
+        var revocationReason: Int?
+        var isUpgraded: Bool
+        var gracePeriodExpiresDate: String?
+        var isInBillingRetryPeriod: Bool
+        var active: Bool
+    }
+
+    /// A purchase that moved to or from the customer.
+    struct Transfer: Codable, Sendable, Equatable {
+        var originalTransactionId: String
+        var fromCustomer: Int64
+        var toCustomer: Int64
+        var outcome: String
+        var at: String
+    }
 
     /// The answer for `record` at `at`: with every purchase, period and transfer when `full`.
     public init(_ record: CustomerRecord, at: Date, catalog: LedgerCatalog, full: Bool) {
-        var json = JSONWriter()
-        func date(_ key: String, _ value: Date?) {
-            guard let value else { return }
-            json.key(key)
-            json.string(Self.rfc3339(value))
-        }
-        func text(_ key: String, _ value: String?) {
-            guard let value else { return }
-            json.key(key)
-            json.string(value)
-        }
         let ledgers = record.environments.map { record.ledger(environment: $0, catalog: catalog) }
-        json.beginObject()
-        json.key("customer")
-        json.integer(record.id)
-        date("at", at)
-        json.key("keys")
-        json.beginArray()
-        for key in record.keys {
-            json.beginObject()
-            text("kind", key.kind.rawValue)
-            text("value", key.value)
-            json.endObject()
-        }
-        json.endArray()
-        json.key("entitlements")
-        json.beginArray()
-        for ledger in ledgers {
-            for grant in ledger.entitlements(at: at) {
-                json.beginObject()
-                text("entitlement", grant.entitlement)
-                text("environment", ledger.environment.rawValue)
-                text("productId", grant.productId)
-                text("transactionId", grant.transactionId)
-                date("expiresDate", grant.expiresDate)
-                json.key("inGracePeriod")
-                json.boolean(grant.inGracePeriod)
-                json.endObject()
-            }
-        }
-        json.endArray()
-        json.key("credits")
-        json.beginArray()
-        for ledger in ledgers {
-            for (product, quantity) in ledger.credits(at: at).sorted(by: { $0.key < $1.key }) {
-                json.beginObject()
-                text("productId", product)
-                text("environment", ledger.environment.rawValue)
-                json.key("quantity")
-                json.integer(Int64(quantity))
-                json.endObject()
-            }
-        }
-        json.endArray()
+        let date = Self.rfc3339
+        var body = Body(
+            customer: record.id, at: date(at),
+            keys: record.keys.map { Key(kind: $0.kind.rawValue, value: $0.value) },
+            entitlements: ledgers.flatMap { ledger in
+                ledger.entitlements(at: at).map { grant in
+                    Entitlement(
+                        entitlement: grant.entitlement, environment: ledger.environment.rawValue, productId: grant.productId,
+                        transactionId: grant.transactionId, expiresDate: grant.expiresDate.map(date), inGracePeriod: grant.inGracePeriod)
+                }
+            },
+            credits: ledgers.flatMap { ledger in
+                ledger.credits(at: at).sorted { $0.key < $1.key }.map {
+                    Credit(productId: $0.key, environment: ledger.environment.rawValue, quantity: $0.value)
+                }
+            })
         if full {
-            json.key("purchases")
-            json.beginArray()
-            for ledger in ledgers {
-                for purchase in ledger.purchases {
-                    json.beginObject()
-                    text("environment", ledger.environment.rawValue)
-                    text("transactionId", purchase.transactionId)
-                    text("originalTransactionId", purchase.originalTransactionId)
-                    text("productId", purchase.productId)
-                    text("type", purchase.type?.rawValue)
-                    date("purchaseDate", purchase.purchaseDate)
-                    json.key("quantity")
-                    json.integer(Int64(purchase.quantity))
-                    text("inAppOwnershipType", purchase.inAppOwnershipType?.rawValue)
-                    date("revocationDate", purchase.revocationDate)
-                    if let reason = purchase.revocationReason {
-                        json.key("revocationReason")
-                        json.integer(Int64(reason.rawValue))
-                    }
-                    date("signedDate", purchase.signedDate)
-                    json.endObject()
+            body.purchases = ledgers.flatMap { ledger in
+                ledger.purchases.map { purchase in
+                    Purchase(
+                        environment: ledger.environment.rawValue, transactionId: purchase.transactionId,
+                        originalTransactionId: purchase.originalTransactionId, productId: purchase.productId, type: purchase.type?.rawValue,
+                        purchaseDate: date(purchase.purchaseDate), quantity: purchase.quantity,
+                        inAppOwnershipType: purchase.inAppOwnershipType?.rawValue, revocationDate: purchase.revocationDate.map(date),
+                        revocationReason: purchase.revocationReason.map { Int($0.rawValue) }, signedDate: purchase.signedDate.map(date))
                 }
             }
-            json.endArray()
-            json.key("periods")
-            json.beginArray()
-            for ledger in ledgers {
-                for period in ledger.periods {
-                    json.beginObject()
-                    text("environment", ledger.environment.rawValue)
-                    text("transactionId", period.transactionId)
-                    text("originalTransactionId", period.originalTransactionId)
-                    text("productId", period.productId)
-                    text("subscriptionGroupIdentifier", period.subscriptionGroupIdentifier)
-                    text("type", period.type?.rawValue)
-                    date("start", period.start)
-                    date("end", period.end)
-                    date("expiresDate", period.expiresDate)
-                    if let offer = period.offerType {
-                        json.key("offerType")
-                        json.integer(Int64(offer.rawValue))
-                    }
-                    text("offerIdentifier", period.offerIdentifier)
-                    text("offerDiscountType", period.offerDiscountType?.rawValue)
-                    text("inAppOwnershipType", period.inAppOwnershipType?.rawValue)
-                    date("revocationDate", period.revocationDate)
-                    if let reason = period.revocationReason {
-                        json.key("revocationReason")
-                        json.integer(Int64(reason.rawValue))
-                    }
-                    json.key("isUpgraded")
-                    json.boolean(period.isUpgraded)
-                    date("gracePeriodExpiresDate", period.gracePeriodExpiresDate)
-                    json.key("isInBillingRetryPeriod")
-                    json.boolean(period.isInBillingRetryPeriod)
-                    json.key("active")
-                    json.boolean(period.isActive(at: at))
-                    json.endObject()
+            body.periods = ledgers.flatMap { ledger in
+                ledger.periods.map { period in
+                    Period(
+                        environment: ledger.environment.rawValue, transactionId: period.transactionId,
+                        originalTransactionId: period.originalTransactionId, productId: period.productId,
+                        subscriptionGroupIdentifier: period.subscriptionGroupIdentifier, type: period.type?.rawValue,
+                        start: date(period.start), end: period.end.map(date), expiresDate: period.expiresDate.map(date),
+                        offerType: period.offerType.map { Int($0.rawValue) }, offerIdentifier: period.offerIdentifier,
+                        offerDiscountType: period.offerDiscountType?.rawValue, inAppOwnershipType: period.inAppOwnershipType?.rawValue,
+                        revocationDate: period.revocationDate.map(date), revocationReason: period.revocationReason.map { Int($0.rawValue) },
+                        isUpgraded: period.isUpgraded, gracePeriodExpiresDate: period.gracePeriodExpiresDate.map(date),
+                        isInBillingRetryPeriod: period.isInBillingRetryPeriod, active: period.isActive(at: at))
                 }
             }
-            json.endArray()
-            json.key("transfers")
-            json.beginArray()
-            for transfer in record.transfers {
-                json.beginObject()
-                text("originalTransactionId", transfer.originalTransactionId)
-                json.key("fromCustomer")
-                json.integer(transfer.fromCustomer)
-                json.key("toCustomer")
-                json.integer(transfer.toCustomer)
-                text("outcome", transfer.outcome.rawValue)
-                date("at", transfer.at)
-                json.endObject()
+            body.transfers = record.transfers.map {
+                Transfer(
+                    originalTransactionId: $0.originalTransactionId, fromCustomer: $0.fromCustomer, toCustomer: $0.toCustomer,
+                    outcome: $0.outcome.rawValue, at: date($0.at))
             }
-            json.endArray()
         }
-        json.endObject()
-        self.json = json.bytes
+        self.body = body
+        json = ServiceJSON.encode(body)
     }
 
     /// An RFC 3339 instant, with or without fractional seconds (`?at=`, `--at`).

@@ -239,30 +239,13 @@ public struct WebhookDeliveryService: Service {
     /// `GET /v1/apps/{app}/customers/{id}` answers it now (keys and entitlements).
     func body(of event: WebhookEvent, catalog: LedgerCatalog) async throws -> [UInt8] {
         let record = try await purchases.customer(app: event.app, id: event.originalTransactionId)
-        var json = JSONWriter()
-        func text(_ key: String, _ value: String?) {
-            guard let value else { return }
-            json.key(key)
-            json.string(value)
-        }
-        json.beginObject()
-        text("id", event.id)
-        text("type", event.type.rawValue)
-        text("app", event.app)
-        text("environment", event.environment)
-        text("originalTransactionId", event.originalTransactionId)
-        text("transactionId", event.transactionId)
-        text("productId", event.productId)
-        text("occurredAt", event.occurredAt.map(CustomerAnswer.rfc3339))
-        text("createdAt", CustomerAnswer.rfc3339(event.createdAt))
-        json.key("customer")
-        if let record {
-            json.raw(CustomerAnswer(record, at: now(), catalog: catalog, full: false).json)
-        } else {
-            json.null()
-        }
-        json.endObject()
-        return json.compactBytes
+        let body = WebhookBody(
+            id: event.id, type: event.type.rawValue, app: event.app, environment: event.environment,
+            originalTransactionId: event.originalTransactionId, transactionId: event.transactionId, productId: event.productId,
+            occurredAt: event.occurredAt.map(CustomerAnswer.rfc3339), createdAt: CustomerAnswer.rfc3339(event.createdAt),
+            customer: record.map { CustomerAnswer($0, at: now(), catalog: catalog, full: false).body })
+        // These bytes, encoded once, are both what is signed and what is sent.
+        return ServiceJSON.encode(body)
     }
 }
 
@@ -301,5 +284,40 @@ final class WebhookTargets: Sendable {
         }
         cache.withLock { $0[app] = (now, target) }
         return target
+    }
+}
+
+/// A webhook's body (docs/purchases.md, "Webhooks"): what changed, and the customer as
+/// `GET /v1/apps/{app}/customers/{id}` answers it (keys and entitlements), or null when none is bound.
+struct WebhookBody: Codable, Sendable, Equatable {
+    var id: String
+    var type: String
+    var app: String
+    var environment: String?
+    var originalTransactionId: String
+    var transactionId: String?
+    var productId: String?
+    var occurredAt: String?
+    var createdAt: String
+    var customer: CustomerAnswer.Body?
+
+    private enum CodingKeys: String, CodingKey {
+        case id, type, app, environment, originalTransactionId, transactionId, productId, occurredAt, createdAt, customer
+    }
+
+    /// As synthesized, except that `customer` is written as null when there is none: the receiver
+    /// always finds the member.
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id, forKey: .id)
+        try container.encode(type, forKey: .type)
+        try container.encode(app, forKey: .app)
+        try container.encodeIfPresent(environment, forKey: .environment)
+        try container.encode(originalTransactionId, forKey: .originalTransactionId)
+        try container.encodeIfPresent(transactionId, forKey: .transactionId)
+        try container.encodeIfPresent(productId, forKey: .productId)
+        try container.encodeIfPresent(occurredAt, forKey: .occurredAt)
+        try container.encode(createdAt, forKey: .createdAt)
+        try container.encode(customer, forKey: .customer)
     }
 }

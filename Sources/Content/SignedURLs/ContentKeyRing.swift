@@ -1,4 +1,5 @@
 import Crypto
+import FeedSigning
 import Foundation
 
 /// One secret that signs content URLs, named by the id the URLs carry.
@@ -93,7 +94,7 @@ public struct ContentKeyRing: Sendable {
         }
         var keys: [ContentSigningKey] = []
         for (id, text) in file.keys.sorted(by: { $0.key < $1.key }) {
-            guard let secret = Base64URL.decode(text) else { throw ContentKeyError("the content key \(id) is not base64url") }
+            guard let secret = Base64URL.decode(bytes: text.utf8) else { throw ContentKeyError("the content key \(id) is not base64url") }
             keys.append(try ContentSigningKey(id: id, secret: secret))
         }
         try self.init(keys: keys, current: file.current, maximumLifetime: maximumLifetime)
@@ -131,7 +132,7 @@ public struct ContentKeyRing: Sendable {
             return ContentURLRefusal(
                 .tooFarAhead, "the URL claims to be valid until \(token.expires), more than \(Int64(maximumLifetime)) s from now")
         }
-        guard let signature = Base64URL.decode(token.signature), signature.count == 32 else {
+        guard let signature = Base64URL.decode(bytes: token.signature.utf8), signature.count == 32 else {
             return ContentURLRefusal(.malformed, "the signature is not 32 bytes of base64url")
         }
         let message = ContentURLToken.message(digest: token.digest, expires: token.expires, keyId: token.keyId)
@@ -149,35 +150,6 @@ public struct ContentKeyRing: Sendable {
         case .success(let token):
             if let refusal = verify(token, now: now) { return .failure(refusal) }
             return .success(token)
-        }
-    }
-}
-
-/// base64url without padding (RFC 4648 §5), the alphabet of URL signatures and key files.
-enum Base64URL {
-    static func encode(_ bytes: [UInt8]) -> String {
-        Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
-            .replacingOccurrences(of: "=", with: "")
-    }
-
-    /// The bytes of `text`; nil unless it is base64url without padding, in its one canonical form
-    /// (unused trailing bits zero), so that one signature has one spelling.
-    static func decode(_ text: some StringProtocol) -> [UInt8]? {
-        guard text.utf8.allSatisfy(isAlphabet), text.utf8.count % 4 != 1 else { return nil }
-        var standard = text.replacingOccurrences(of: "-", with: "+").replacingOccurrences(of: "_", with: "/")
-        standard += String(repeating: "=", count: (4 - standard.utf8.count % 4) % 4)
-        guard let data = Data(base64Encoded: standard) else { return nil }
-        let bytes = Array(data)
-        guard encode(bytes) == String(text) else { return nil }
-        return bytes
-    }
-
-    static func isAlphabet(_ character: UInt8) -> Bool {
-        switch character {
-        case UInt8(ascii: "A")...UInt8(ascii: "Z"), UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "0")...UInt8(ascii: "9"),
-            UInt8(ascii: "-"), UInt8(ascii: "_"):
-            true
-        default: false
         }
     }
 }

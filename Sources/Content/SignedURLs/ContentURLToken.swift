@@ -1,3 +1,4 @@
+import FeedSigning
 import Foundation
 
 /// What a content URL carries: the file's SHA-256, an expiry, the signing key's id and an
@@ -71,7 +72,7 @@ public struct ContentURLToken: Sendable, Hashable {
             return .failure(ContentURLRefusal(.malformed, "exp is whole seconds since 1970, at most 18 digits, no leading zero"))
         }
         guard isValidKeyId(kid) else { return .failure(ContentURLRefusal(.malformed, "kid is 1 to 64 of A-Z a-z 0-9 . _ -")) }
-        guard sig.utf8.count == 43, let bytes = Base64URL.decode(sig), bytes.count == 32 else {
+        guard sig.utf8.count == 43, let bytes = Base64URL.decode(bytes: sig.utf8), bytes.count == 32 else {
             return .failure(ContentURLRefusal(.malformed, "sig is an HMAC-SHA256 in base64url: 43 characters"))
         }
         let (keyId, signature) = (String(kid), String(sig))

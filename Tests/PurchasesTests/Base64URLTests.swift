@@ -1,22 +1,26 @@
+import FeedSigning
 import Foundation
 import Testing
 
 @testable import Purchases
 
-/// The byte-level base64url decoder every JWS goes through: Foundation's answers, and one spelling per value.
-@Suite struct Base64URLBytesTests {
+/// The one base64url (FeedSigning's, which every JWS goes through): Foundation's answers, and one spelling per value.
+@Suite struct Base64URLTests {
     @Test func decodesWhatFoundationEncodes() {
         for length in 0..<40 {
             let bytes = (0..<length).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) }
             let text = Data(bytes).base64EncodedString().replacingOccurrences(of: "+", with: "-").replacingOccurrences(of: "/", with: "_")
                 .replacingOccurrences(of: "=", with: "")
-            #expect(Base64URLBytes.decode(Array(text.utf8)) == bytes, "\(length) bytes")
+            #expect(Base64URL.decode(bytes: Array(text.utf8)) == bytes, "\(length) bytes")
+            #expect(Base64URL.encode(bytes) == text, "\(length) bytes")
+            #expect(Base64URL.decode(text) == Data(bytes), "\(length) bytes")
         }
     }
 
     @Test(arguments: ["AB", "AAB", "A", "AAAAA", "AA==", "A+", "A/", "A A", "ä"])
     func refusesNonCanonicalOrForeignSpellings(text: String) {
-        #expect(Base64URLBytes.decode(Array(text.utf8)) == nil)
+        #expect(Base64URL.decode(bytes: Array(text.utf8)) == nil)
+        #expect(Base64URL.decode(text) == nil)
     }
 
     @Test func trimsOnlyASCIIWhitespace() {
