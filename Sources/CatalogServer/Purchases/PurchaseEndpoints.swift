@@ -115,77 +115,14 @@ final class PurchaseSettingsCache: Sendable {
     }
 }
 
-/// Commits submissions that arrive together in one transaction, as ``GroupCommitter`` does for
-/// reports: one flush per batch, each caller answered once its own submission is durable, and a
-/// bounded queue (``CommitQueueFull`` past it).
-final class PurchaseCommitter: Sendable {
-    private let store: any PurchaseStore
-    private let maximumBatch: Int
-    private let maximumQueued: Int
-    private let state = Mutex(State())
-
-    typealias Completion = @Sendable (Result<PurchaseOutcome, any Error>) -> Void
-
-    private struct State {
-        var pending: [(PurchaseSubmission, Completion)] = []
-        var committing = false
-    }
-
-    init(store: any PurchaseStore, maximumBatch: Int = 1024, maximumQueued: Int) {
-        self.store = store
-        self.maximumBatch = maximumBatch
-        self.maximumQueued = maximumQueued
-    }
-
-    /// Records `submission` with whatever else is waiting; returns once that transaction is durable.
-    func submit(_ submission: PurchaseSubmission) async -> Result<PurchaseOutcome, any Error> {
-        await withCheckedContinuation { continuation in
-            submit(submission) { continuation.resume(returning: $0) }
-        }
-    }
-
-    private func submit(_ submission: PurchaseSubmission, completion: @escaping Completion) {
-        let start: Bool? = state.withLock { state in
-            guard state.pending.count < maximumQueued else { return nil }
-            state.pending.append((submission, completion))
-            guard !state.committing else { return false }
-            state.committing = true
-            return true
-        }
-        switch start {
-        case nil: completion(.failure(CommitQueueFull()))
-        case true?: commitNext()
-        case false?: break
-        }
-    }
-
-    private func commitNext() {
-        let batch = state.withLock { state in
-            let batch = Array(state.pending.prefix(maximumBatch))
-            state.pending.removeFirst(batch.count)
-            if batch.isEmpty { state.committing = false }
-            return batch
-        }
-        guard !batch.isEmpty else { return }
-        store.record(batch.map(\.0)) { result in
-            switch result {
-            case .success(let outcomes):
-                for ((_, completion), outcome) in zip(batch, outcomes) { completion(.success(outcome)) }
-            case .failure(let error):
-                for (_, completion) in batch { completion(.failure(error)) }
-            }
-            self.commitNext()
-        }
-    }
-}
-
 /// The three purchase endpoints (docs/purchases.md): the App Store's notifications, the app's
 /// purchases, and a customer read by the developer's backend.
 struct PurchaseEndpoints: Sendable {
     let store: any PurchaseStore
     let tokens: any EditorStore
     let settings: PurchaseSettingsCache
-    let committer: PurchaseCommitter
+    /// Submissions that arrive together go in one transaction, as reports do.
+    let committer: GroupCommitter<PurchaseSubmission, PurchaseOutcome>
     let byAddress: RateLimiter?
     let metrics: ServerMetrics
 
@@ -201,7 +138,7 @@ struct PurchaseEndpoints: Sendable {
         self.store = store
         self.tokens = tokens
         settings = PurchaseSettingsCache(workflow: workflow, trust: trust)
-        committer = PurchaseCommitter(store: store, maximumQueued: configuration.maximumQueued)
+        committer = GroupCommitter(maximumBatch: 1024, maximumQueued: configuration.maximumQueued) { store.record($0, completion: $1) }
         byAddress = configuration.perAddress.map { RateLimiter($0) }
         self.metrics = metrics
     }
@@ -234,7 +171,7 @@ struct PurchaseEndpoints: Sendable {
         else {
             return refuse(PurchaseRefusal(.malformed, "the notification has no notificationUUID"), endpoint: "notifications")
         }
-        switch await committer.submit(submission) {
+        switch await committer.outcome(of: submission) {
         case .success(let outcome):
             metrics.recordNotification(duplicate: outcome.duplicate)
             for transfer in outcome.transfers { metrics.recordTransfer(transfer.outcome.rawValue) }
@@ -337,7 +274,7 @@ struct PurchaseEndpoints: Sendable {
             app: app, receivedAt: now, source: .app, transactions: transactions, claimant: claimant, otherKeys: otherKeys,
             transferPolicy: config.transferPolicy)
         let outcome: PurchaseOutcome
-        switch await committer.submit(submission) {
+        switch await committer.outcome(of: submission) {
         case .success(let recorded): outcome = recorded
         case .failure(let error): return Self.storeFailure(error, metrics: metrics)
         }

@@ -45,7 +45,7 @@ struct ReportAnswer: Sendable {
 /// handler's for plain ones) ask the same two questions: ``checkHead`` and ``receive``.
 struct ReportIntake: Sendable {
     let store: any ReportStore
-    let committer: GroupCommitter
+    let committer: ReportCommitter
     let byAddress: RateLimiter?
     let byInstall: RateLimiter?
     let clients: ClientAddressResolver
