@@ -57,4 +57,21 @@ enum DurableFile {
             throw CatalogClientError(code: .storage, message: "cannot create \(url.path): \(error)")
         }
     }
+
+    /// The queued `.json` files of an outbox's `directory`, oldest first (their names start with the
+    /// time they were queued); half-written ones from a killed process are skipped.
+    static func queued(in directory: URL) -> [URL] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
+        return names.filter { $0.hasSuffix(".json") && !$0.hasPrefix(temporaryPrefix) }.sorted()
+            .map { directory.appendingPathComponent($0) }
+    }
+
+    /// Removes the oldest queued files of `directory` beyond `limit`; the files it removed.
+    static func trimQueue(in directory: URL, keeping limit: Int) -> [URL] {
+        let files = queued(in: directory)
+        guard files.count > limit else { return [] }
+        let dropped = Array(files.prefix(files.count - limit))
+        for file in dropped { try? FileManager.default.removeItem(at: file) }
+        return dropped
+    }
 }

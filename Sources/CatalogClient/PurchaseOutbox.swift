@@ -93,18 +93,11 @@ actor PurchaseOutbox {
         return id
     }
 
-    /// Queued purchase files, oldest first; half-written ones from a killed process are skipped.
-    private func queuedFiles() -> [URL] {
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: queueDirectory.path)) ?? []
-        return names.filter { $0.hasSuffix(".json") && !$0.hasPrefix(DurableFile.temporaryPrefix) }.sorted()
-            .map { queueDirectory.appendingPathComponent($0) }
-    }
+    /// Queued purchase files, oldest first.
+    private func queuedFiles() -> [URL] { DurableFile.queued(in: queueDirectory) }
 
     private func trimQueue() {
-        let files = queuedFiles()
-        guard files.count > configuration.maximumQueuedPurchases else { return }
-        for file in files.prefix(files.count - configuration.maximumQueuedPurchases) {
-            try? FileManager.default.removeItem(at: file)
+        for file in DurableFile.trimQueue(in: queueDirectory, keeping: configuration.maximumQueuedPurchases) {
             configuration.log("purchase \(file.lastPathComponent) dropped: the queue holds at most \(configuration.maximumQueuedPurchases)")
         }
     }

@@ -149,19 +149,12 @@ actor ReportOutbox {
         return made
     }
 
-    /// Queued report files, oldest first; half-written ones from a killed process are skipped.
-    private func queuedFiles() -> [URL] {
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []
-        return names.filter { $0.hasSuffix(".json") && !$0.hasPrefix(DurableFile.temporaryPrefix) }.sorted()
-            .map { directory.appendingPathComponent($0) }
-    }
+    /// Queued report files, oldest first.
+    private func queuedFiles() -> [URL] { DurableFile.queued(in: directory) }
 
     /// Drops the oldest reports beyond the queue's limit.
     private func trimQueue() {
-        let files = queuedFiles()
-        guard files.count > configuration.maximumQueuedReports else { return }
-        for file in files.prefix(files.count - configuration.maximumQueuedReports) {
-            try? FileManager.default.removeItem(at: file)
+        for _ in DurableFile.trimQueue(in: directory, keeping: configuration.maximumQueuedReports) {
             configuration.log("report dropped: the queue holds at most \(configuration.maximumQueuedReports)")
         }
     }
