@@ -43,15 +43,18 @@ public func buildApplication(
             store: purchaseStore, tokens: reportStore, workflow: workflow, trust: trust, configuration: purchasesConfiguration,
             metrics: metrics)
     }()
+    // An app's purchase settings at the revision it serves, read once per revision: for the report
+    // intake's AppTransactions and the webhooks alike.
+    let publishedSettings: @Sendable (String) async -> AppPurchases? = { app in
+        guard let purchases, let revision = store.index.apps[app]?.manifest.revision else { return nil }
+        return try? await purchases.settings.app(app, revision: revision).get()
+    }
     // One intake for both paths that receive reports: one committer, one set of rate limits. The
     // AppTransactions reports carry are bound to the app's purchase settings where there are some.
     let intake = reportStore.map { reportStore in
         ReportIntake(
             store: reportStore, configuration: reportsConfiguration, metrics: metrics,
-            purchaseSettings: { app in
-                guard let purchases, let revision = store.index.apps[app]?.manifest.revision else { return nil }
-                return try? await purchases.settings.app(app, revision: revision).get().verifier.app
-            })
+            purchaseSettings: { await publishedSettings($0)?.verifier.app })
     }
     let connectionLimit = ConnectionLimit(maximum: configuration.maxConnections, metrics: metrics)
     let server = HTTPServerBuilder { responder in
@@ -79,13 +82,11 @@ public func buildApplication(
     let admin = reportStore.flatMap { store in workflow.map { AdminAPI(store: store, workflow: $0, clock: configuration.clock) } }
     // Webhooks of entitlement changes, from the store's outbox (docs/purchases.md, "Webhooks"); on
     // the editor node only, as purchases are: a replica's role has no rights on the purchase tables.
-    if !configuration.isReplica, let purchases, let workflow, let outbox = purchases.store as? any WebhookOutbox & PurchaseStore,
-        let trust = purchasesConfiguration.trust ?? (try? PurchaseTrust.apple())
-    {
-        let targets = WebhookTargets(workflow: workflow, trust: trust, logger: logger)
+    if !configuration.isReplica, let purchases, let outbox = purchases.store as? any WebhookOutbox & PurchaseStore {
+        let targets = WebhookTargets(settings: publishedSettings, logger: logger)
         services.append(
             WebhookDeliveryService(
-                store: outbox, targets: { targets.target($0) }, metrics: WebhookMetrics(registry: metrics.registry), logger: logger))
+                store: outbox, targets: { await targets.target($0) }, metrics: WebhookMetrics(registry: metrics.registry), logger: logger))
     }
     if let adminListener {
         // A second listener, run beside the first as one of its services: plain HTTP/1 through

@@ -33,6 +33,10 @@ public struct AppPurchases: Sendable {
     public let productTypes: [String: Purchases.ProductType]
     /// What happens to a purchase presented by another customer.
     public let transferPolicy: PurchaseTransferPolicy
+    /// Where webhooks of entitlement changes go (`webhookURL`); nil: none are sent.
+    public let webhookURL: URL?
+    /// The file holding the webhook's HMAC secret (`webhookSecretFile`), as written.
+    public let webhookSecretFile: String?
 
     /// The settings of the validated `catalog`, trusting `trust`'s roots; fails when the Xcode
     /// certificate it names cannot be read.
@@ -70,6 +74,8 @@ public struct AppPurchases: Sendable {
         self.catalog = LedgerCatalog(products: products)
         productTypes = types
         transferPolicy = settings.transferPolicy == .transfer ? .transfer : .keep
+        webhookURL = settings.webhookURL
+        webhookSecretFile = settings.webhookSecretFile
     }
 }
 

@@ -249,41 +249,45 @@ public struct WebhookDeliveryService: Service {
     }
 }
 
-/// Each app's ``WebhookTarget`` from its catalog sources (`webhookURL`, `webhookSecretFile`), read
-/// again at most every `refresh`, so that a new URL or a rotated secret takes effect without a restart.
+/// Each app's ``WebhookTarget``: its URL and catalog from the app's purchase settings at its
+/// published revision (``PurchaseSettingsCache``, read once per revision, as the endpoints read
+/// them), and its secret file read again at most every `refresh`, so that a rotated secret takes
+/// effect without a restart.
 final class WebhookTargets: Sendable {
-    private let workflow: CatalogWorkflow
-    private let trust: PurchaseTrust
+    private let settings: @Sendable (String) async -> AppPurchases?
     private let refresh: TimeInterval
     private let logger: Logger
-    private let cache = Mutex<[String: (read: Date, target: WebhookTarget?)]>([:])
+    private let secrets = Mutex<[String: (read: Date, secret: [UInt8]?)]>([:])
 
-    init(workflow: CatalogWorkflow, trust: PurchaseTrust, refresh: TimeInterval = 30, logger: Logger) {
-        self.workflow = workflow
-        self.trust = trust
+    init(settings: @escaping @Sendable (String) async -> AppPurchases?, refresh: TimeInterval = 30, logger: Logger) {
+        self.settings = settings
         self.refresh = refresh
         self.logger = logger
     }
 
     /// `app`'s target; nil when it sets no `webhookURL`, or its secret file cannot be read (logged).
-    func target(_ app: String) -> WebhookTarget? {
+    func target(_ app: String) async -> WebhookTarget? {
+        guard let purchases = await settings(app), let url = purchases.webhookURL, let path = purchases.webhookSecretFile,
+            let secret = secret(at: path)
+        else { return nil }
+        return WebhookTarget(url: url, secret: secret, catalog: purchases.catalog)
+    }
+
+    /// The secret in `path`, surrounding whitespace trimmed; nil when it cannot be read (logged).
+    private func secret(at path: String) -> [UInt8]? {
         let now = Date()
-        if let entry = cache.withLock({ $0[app] }), now.timeIntervalSince(entry.read) < refresh { return entry.target }
-        var target: WebhookTarget?
-        if let catalog = workflow.validate().catalogs.first(where: { $0.app == app }), let url = catalog.purchaseSettings.webhookURL,
-            let path = catalog.purchaseSettings.webhookSecretFile
-        {
-            do {
-                let secret = try Data(contentsOf: URL(fileURLWithPath: path))
-                let trimmed = String(decoding: secret, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-                guard !trimmed.isEmpty else { throw PurchaseConfigurationError("\(path) is empty") }
-                target = WebhookTarget(url: url, secret: Array(trimmed.utf8), catalog: try AppPurchases(catalog, trust: trust).catalog)
-            } catch {
-                logger.error("webhooks.secret", metadata: ["feed.app": "\(app)", "error": "\(error)"])
-            }
+        if let entry = secrets.withLock({ $0[path] }), now.timeIntervalSince(entry.read) < refresh { return entry.secret }
+        var secret: [UInt8]?
+        do {
+            let bytes = try Data(contentsOf: URL(fileURLWithPath: path))
+            let trimmed = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            guard !trimmed.isEmpty else { throw PurchaseConfigurationError("\(path) is empty") }
+            secret = Array(trimmed.utf8)
+        } catch {
+            logger.error("webhooks.secret", metadata: ["file": "\(path)", "error": "\(error)"])
         }
-        cache.withLock { $0[app] = (now, target) }
-        return target
+        secrets.withLock { $0[path] = (now, secret) }
+        return secret
     }
 }
 
