@@ -27,6 +27,15 @@ public struct PublicTree: Sendable {
     public let root: URL
     /// The private records; never under `root`.
     public let records: URL
+    /// The content store: purchased content's files, named by SHA-256 (`sha256/ab/abcdef…`);
+    /// `public.content/` beside `public/`, never under it, never copied to a host.
+    public var content: URL {
+        let records = records.standardizedFileURL
+        let name =
+            records.lastPathComponent.hasSuffix(".records")
+            ? String(records.lastPathComponent.dropLast(".records".count)) + ".content" : records.lastPathComponent + ".content"
+        return records.deletingLastPathComponent().appendingPathComponent(name, isDirectory: true)
+    }
 
     /// Every product with every field, one JSON object per line, gzip-compressed.
     public static let snapshotName = "products.jsonl.gz"
@@ -54,6 +63,13 @@ public struct PublicTree: Sendable {
     /// One revision's records: `v1/apps/<app>/revisions/<n>` in the records tree.
     public func recordsDirectory(_ app: String, _ revision: Int) -> URL {
         recordsRevisionsDirectory(app).appendingPathComponent(String(revision), isDirectory: true)
+    }
+
+    /// A revision's content manifest, `v1/apps/<app>/revisions/<n>/content.json` in the records
+    /// tree: the items, versions, files, sizes and digests that revision delivers (absent when it
+    /// delivers none). It travels to replicas with the other records.
+    public func contentManifestURL(_ app: String, _ revision: Int) -> URL {
+        recordsDirectory(app, revision).appendingPathComponent("content.json")
     }
 
     /// A record file of a revision: in the records tree, or where a tree published before the
