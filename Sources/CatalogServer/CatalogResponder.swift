@@ -420,8 +420,9 @@ extension UInt8 {
 /// `{"error":{"message":"…"}}` with the right status, as every error of the service.
 ///
 /// Written by hand, not by `JSONEncoder`: error bodies are answered on the report path (a 429 or a 400
-/// for every refused report), whose cost `scripts/bench-ingest` measures (docs/benchmarks.md, "JSON on
-/// the report path"). `ServiceJSONTests.errorsAreAsDocumented` holds them to their schema all the same.
+/// for every refused report), where two other encoders measured slower and the report's answer no
+/// different (docs/benchmarks.md, "JSON on the report path"); error bodies were not measured on their
+/// own. `ServiceJSONTests.errorsAreAsDocumented` holds them to their schema all the same.
 enum JSONError {
     /// `members` are further members of the error object (diagnostics, the current state), each
     /// already one JSON value.

@@ -5,7 +5,7 @@ import Foundation
 ///
 /// Feeds are not among them: their bytes are hashed into their ETags, so `JSONWriter` spells them out
 /// (see its file). Nor are error bodies and the answers of the report path (measured by
-/// `scripts/bench-ingest`, where an encoder per report would cost); their schemas are checked all the same.
+/// `scripts/bench-ingest`: docs/benchmarks.md, "JSON on the report path"); their schemas are checked all the same.
 /// The purchase endpoints' answers (`CustomerAnswer`, `NotificationAnswer`, `RefusalAnswer`) and the
 /// webhook body (`WebhookBody`, whose encoded bytes are what is signed) are encoded here.
 enum ServiceJSON {
