@@ -32,8 +32,7 @@ extension AdminAPI {
                         afterHash: result.after))
             }
         }
-        let answer = EditAnswer(
-            product: FeedRenderer.encode(result.product, for: .snapshot), file: result.file, sourceRevision: result.after)
+        let answer = EditAnswer(product: result.product, file: result.file, sourceRevision: result.after)
         var response = JSONResponse.ok(answer.json)
         if case .create = edit { response.status = .created }
         response.headers[.eTag] = Self.entityTag(result.after)

@@ -286,8 +286,8 @@ struct EditAnswer: Codable, Sendable, Equatable {
 
     private enum CodingKeys: String, CodingKey { case file, sourceRevision }
 
-    init(product: [UInt8], file: String, sourceRevision: String) {
-        self.product = product
+    init(product: Product, file: String, sourceRevision: String) {
+        self.product = FeedRenderer.encode(product, for: .snapshot)
         self.file = file
         self.sourceRevision = sourceRevision
     }
