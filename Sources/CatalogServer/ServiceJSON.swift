@@ -5,7 +5,7 @@ import Foundation
 ///
 /// Feeds are not among them: their bytes are hashed into their ETags, so `JSONWriter` spells them out
 /// (see its file). Nor are error bodies and the answers of the report path (measured by
-/// `scripts/bench-ingest`, where an encoder per report would cost); their schemas are checked all the same.
+/// `scripts/bench-ingest`: docs/benchmarks.md, "JSON on the report path"); their schemas are checked all the same.
 /// The purchase endpoints' answers (`CustomerAnswer`, `NotificationAnswer`, `RefusalAnswer`) and the
 /// webhook body (`WebhookBody`, whose encoded bytes are what is signed) are encoded here.
 enum ServiceJSON {
@@ -21,6 +21,31 @@ enum ServiceJSON {
     static func encode(_ value: some Encodable) -> [UInt8] {
         // The types here hold strings, integers and arrays of them, which always encode.
         return (try? [UInt8](encoder.encode(value))) ?? Array(#"{"error":{"message":"unencodable answer"}}"#.utf8)
+    }
+
+    /// The value's JSON object with `members` added after its own (sorted) ones, each member's bytes
+    /// already one complete JSON value, copied as they are.
+    ///
+    /// For products, which the feed writer renders (`FeedRenderer.encode(_:for:)`): decoded and
+    /// encoded again by Foundation, a real `1.0` in their metadata would come out as `1`, which
+    /// `ProductJSON` reads back as an integer, so an editor who sent a product back unchanged would
+    /// change its source. `members` keys are plain names, written without escaping.
+    static func encode(_ value: some Encodable, appending members: [(key: String, json: [UInt8])]) -> [UInt8] {
+        var bytes = encode(value)
+        guard bytes.count >= 2, bytes.first == UInt8(ascii: "{"), bytes.last == UInt8(ascii: "}") else { return bytes }
+        bytes.removeLast()
+        for (key, json) in members {
+            if bytes.count > 1 { bytes.append(UInt8(ascii: ",")) }
+            bytes += Array("\"\(key)\":".utf8)
+            bytes += json
+        }
+        bytes.append(UInt8(ascii: "}"))
+        return bytes
+    }
+
+    /// A JSON array of values that are each already JSON.
+    static func array(_ items: [[UInt8]]) -> [UInt8] {
+        [UInt8(ascii: "[")] + Array(items.joined(separator: [UInt8(ascii: ",")])) + [UInt8(ascii: "]")]
     }
 }
 

@@ -206,6 +206,10 @@ extension PostgresReportStore {
     }
 
     /// The batch as a JSON array of objects keyed by column; a missing key reads as NULL.
+    ///
+    /// Written by hand, not by `JSONEncoder`: on the report path, an encoder cost a median 9.9 µs more
+    /// server CPU per report (`BENCH_STORE=postgres scripts/bench-ingest`, 5 pairs, slower in each;
+    /// docs/benchmarks.md, "JSON on the report path").
     private static func batchJSON(_ reports: [InvalidIdentifierReport]) -> String {
         var json = JSONWriter(capacity: reports.count * 256)
         func field(_ key: String, _ value: String?) {

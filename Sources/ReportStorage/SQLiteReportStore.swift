@@ -328,6 +328,9 @@ public final class SQLiteReportStore: ReportStore {
 }
 
 /// A JSON array of strings, as SQLite's `json_each` reads it.
+///
+/// Written by hand, a value per report like PostgreSQL's batch, where `JSONEncoder` measured slower
+/// (docs/benchmarks.md, "JSON on the report path"); not measured on its own.
 private func jsonArray(_ strings: [String]) -> String {
     var json = JSONWriter(capacity: strings.reduce(2) { $0 + $1.utf8.count + 3 })
     json.beginArray()

@@ -2,6 +2,7 @@ import CatalogKit
 import Foundation
 import Purchases
 import Testing
+import Time
 import Yams
 
 @testable import CatalogServer
@@ -96,15 +97,22 @@ import Yams
         {
             return ["\(path): \(value.typeName) is not \(types.joined(separator: " or "))"]
         }
+        if let values = schema["enum"] as? [String] {
+            guard case .string(let text) = value, values.contains(text) else {
+                return ["\(path): \(value) is not one of \(values.joined(separator: ", "))"]
+            }
+        }
         var found: [String] = []
         switch value {
         case .object(let object):
             let properties = schema["properties"] as? [String: Any] ?? [:]
+            // A map (verdicts by identifier) or a product's further keys: the schema of every other member.
+            let others = schema["additionalProperties"] as? [String: Any]
             for required in schema["required"] as? [String] ?? [] where object[required] == nil {
                 found.append("\(path): \(required) is required and missing")
             }
             for (key, member) in object.sorted(by: { $0.key < $1.key }) {
-                guard let documented = properties[key] as? [String: Any] else {
+                guard let documented = properties[key] as? [String: Any] ?? others else {
                     found.append("\(path).\(key) is not documented")
                     continue
                 }
@@ -379,5 +387,135 @@ import Yams
         let bytes = ServiceJSON.encode(answer)
         #expect(Self.problems(try Self.parse(bytes), try Self.schema("/v1/admin/apps/{app}/reports/daily", "get", "200")) == [])
         #expect(try JSONDecoder().decode(DailyReportsAnswer.self, from: Data(bytes)) == answer)
+    }
+
+    // MARK: - Editor API: an app's state and an edit
+
+    /// A real catalog folder: one app whose product fills every member of the `Product` schema (a
+    /// real `1.0` in its metadata among them), a second product with a rule broken softly (a warning),
+    /// and a feedback file with a verdict of each kind.
+    static func editorWorkflow(published: Bool) throws -> (CatalogWorkflow, URL) {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("service-json-\(UUID().uuidString)")
+        let catalog = root.appendingPathComponent("catalog")
+        try FileManager.default.createDirectory(at: catalog, withIntermediateDirectories: true)
+        let app = "com.example.served"
+        let source = """
+            <?xml version="1.0" encoding="UTF-8"?>
+            <plist version="1.0"><dict><key>platforms</key><array><string>iOS</string><string>macOS</string></array>
+            <key>products</key><array>
+            <dict><key>id</key><string>com.example.served.pro</string><key>type</key><string>auto-renewable</string>
+            <key>referenceName</key><string>Pro "monthly"</string><key>status</key><string>cleared</string>
+            <key>platforms</key><array><string>iOS</string></array><key>minimumAppVersion</key><string>2.1</string>
+            <key>availableFrom</key><date>2026-01-01T00:00:00Z</date><key>availableUntil</key><date>2030-01-01T00:00:00Z</date>
+            <key>subscription</key><dict><key>group</key><string>pro</string><key>period</key><string>P1M</string><key>rank</key><integer>1</integer></dict>
+            <key>displayOrder</key><integer>2</integer>
+            <key>metadata</key><dict><key>weight</key><real>1.0</real><key>tiers</key><array><integer>3</integer><true/></array></dict></dict>
+            <dict><key>id</key><string>com.example.served.coins</string><key>type</key><string>consumable</string><key>colour</key><string>gold</string></dict>
+            <dict><key>id</key><string>com.example.served.gems</string><key>type</key><string>consumable</string></dict>
+            </array></dict></plist>
+            """
+        try Data(source.utf8).write(to: catalog.appendingPathComponent("\(app).plist"))
+        let workflow = CatalogWorkflow(
+            catalogDirectory: catalog, catalogDisplayPath: "catalog", publicDirectory: root.appendingPathComponent("public"))
+        if published { #expect(!(try workflow.build(at: Timestamp(secondsSince1970: 1_772_366_400), dryRun: false)).hasErrors) }
+        let feedback = """
+            <?xml version="1.0" encoding="UTF-8"?>
+            <plist version="1.0"><dict><key>verdicts</key><dict>
+            <key>com.example.served.gems</key><dict><key>status</key><string>quarantined</string>
+            <key>reason</key><string>reported invalid by 23 installs</string><key>since</key><date>2026-03-01T12:00:00Z</date></dict>
+            <key>com.example.served.coins</key><dict><key>status</key><string>suspect</string>
+            <key>reason</key><string>written by hand</string><key>since</key><date>2026-03-01T11:00:00Z</date></dict>
+            </dict></dict></plist>
+            """
+        try Data(feedback.utf8).write(to: workflow.feedbackURL(app))
+        return (workflow, root)
+    }
+
+    @Test(arguments: [false, true])
+    func appStatesAreAsDocumented(published: Bool) throws {
+        let (workflow, root) = try Self.editorWorkflow(published: published)
+        defer { try? FileManager.default.removeItem(at: root) }
+        let state = try workflow.appState("com.example.served")
+        let bytes = AppStateAnswer(state).json
+        #expect(Self.problems(try Self.parse(bytes), try Self.schema("/v1/admin/apps/{app}", "get", "200")) == [])
+        let answer = try JSONDecoder().decode(AppStateAnswer.self, from: Data(bytes))
+        #expect(answer == AppStateAnswer(state).with(products: []))
+        // Every member held something to check.
+        #expect(answer.verdicts.keys.sorted() == ["com.example.served.coins", "com.example.served.gems"])
+        #expect(answer.diagnostics.contains { $0.severity == "warning" && $0.message.contains("colour") })
+        #expect((answer.published != nil) == published)
+        // Never published: `published` is null, not left out.
+        if !published { #expect(String(decoding: bytes, as: UTF8.self).contains(#""published":null"#)) }
+        // The products are the feed writer's bytes, unchanged: the real stays `1.0`.
+        let products = state.products.map { String(decoding: FeedRenderer.encode($0, for: .snapshot), as: UTF8.self) }
+        #expect(products.count == 3)
+        #expect(String(decoding: bytes, as: UTF8.self).hasSuffix(#","products":["# + products.joined(separator: ",") + "]}"))
+        #expect(products[0].contains(#""weight":1.0"#))
+    }
+
+    @Test func editsAreAsDocumented() throws {
+        let (workflow, root) = try Self.editorWorkflow(published: false)
+        defer { try? FileManager.default.removeItem(at: root) }
+        let product = try #require(try workflow.appState("com.example.served").products.first)
+        let answer = EditAnswer(product: product, file: "catalog/com.example.served.plist", sourceRevision: Self.sourceRevision)
+        let bytes = answer.json
+        #expect(Self.problems(try Self.parse(bytes), try Self.schema("/v1/admin/apps/{app}/products/{id}", "put", "200")) == [])
+        #expect(try JSONDecoder().decode(EditAnswer.self, from: Data(bytes)) == answer.with(product: []))
+        // The feed writer's bytes, unchanged.
+        let written = String(decoding: FeedRenderer.encode(product, for: .snapshot), as: UTF8.self)
+        #expect(String(decoding: bytes, as: UTF8.self).hasSuffix(#","product":"# + written + "}"))
+        #expect(written.contains(#""weight":1.0"#))
+    }
+
+    /// The editor API's refusals that carry more than a message: a 422 with the diagnostics, a 412 with
+    /// the current state.
+    @Test func invalidAndStaleErrorsAreAsDocumented() throws {
+        let (workflow, root) = try Self.editorWorkflow(published: true)
+        defer { try? FileManager.default.removeItem(at: root) }
+        let state = try workflow.appState("com.example.served")
+        let invalid = JSONError.body("the change breaks a rule", appending: [("diagnostics", DiagnosticAnswer.json(state.diagnostics))])
+        #expect(!state.diagnostics.isEmpty)
+        #expect(Self.problems(try Self.parse(invalid), try Self.schema("/v1/admin/apps/{app}/products", "post", "422")) == [])
+        let stale = JSONError.body("the app changed", appending: [("current", AppStateAnswer(state).json)])
+        #expect(Self.problems(try Self.parse(stale), try Self.schema("/v1/admin/apps/{app}/products", "post", "412")) == [])
+    }
+
+    /// The checker reads a map's members and a product's further keys against `additionalProperties`,
+    /// and an `enum`: drift there is found too.
+    @Test func driftInsideAVerdictOrAProductIsFound() throws {
+        let schema = try Self.schema("/v1/admin/apps/{app}", "get", "200")
+        let (workflow, root) = try Self.editorWorkflow(published: true)
+        defer { try? FileManager.default.removeItem(at: root) }
+        let text = String(decoding: AppStateAnswer(try workflow.appState("com.example.served")).json, as: UTF8.self)
+        for (from, to, problem) in [
+            (#""status":"suspect""#, #""status":"doubtful""#, "$.verdicts.com.example.served.coins.status"),
+            (#""reason":"written by hand""#, #""reason":3"#, "$.verdicts.com.example.served.coins.reason: integer is not string"),
+            (#""weight":1.0"#, #""weight":null"#, "$.products[0].metadata.weight: null is not"),
+            (#""status":"cleared""#, #""status":"sold""#, "$.products[0].status"),
+        ] {
+            // The first occurrence only: every product has a status.
+            let range = try #require(text.range(of: from), "\(from)")
+            let drifted = text.replacingCharacters(in: range, with: to)
+            let found = Self.problems(try Self.parse(Array(drifted.utf8)), schema)
+            #expect(found.count == 1 && found.first?.hasPrefix(problem) == true, "\(found)")
+        }
+    }
+}
+
+extension AppStateAnswer {
+    /// The same answer with other products: what the encoder alone holds, for comparing.
+    func with(products: [[UInt8]]) -> Self {
+        var copy = self
+        copy.products = products
+        return copy
+    }
+}
+
+extension EditAnswer {
+    /// The same answer with another product.
+    func with(product: [UInt8]) -> Self {
+        var copy = self
+        copy.product = product
+        return copy
     }
 }

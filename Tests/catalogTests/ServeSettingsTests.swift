@@ -1,4 +1,5 @@
 import Foundation
+import ReportStorage
 import Testing
 
 @testable import catalog
@@ -65,6 +66,31 @@ import Testing
         (["CATALOG_TRUSTED_PROXY": "10.0.0.0/8,nowhere"], "", "--trusted-proxy 'nowhere' is not an address or CIDR block"),
     ])
     func aBadValueIsRefusedWhereverItComesFrom(environment: [String: String], file: String, message: String) async throws {
+        try await Self.expectRefusal(environment: environment, file: file, message: message)
+    }
+
+    /// `--retention-days` takes the span syntax of every other duration (`90d`, `12w`, `36h`), and a
+    /// bare number is still days, from a flag, the environment or the file alike.
+    static let retentions: [(flags: [String], environment: [String: String], seconds: Int64)] = [
+        (["--retention-days", "12w"], [:], 12 * 604_800), (["--retention-days", "36h"], [:], 36 * 3600),
+        (["--retention-days", "30"], [:], 30 * 86_400), ([], ["CATALOG_RETENTION_DAYS": "2w"], 14 * 86_400),
+        ([], ["CATALOG_RETENTION_DAYS": "7"], 7 * 86_400), ([], [:], 90 * 86_400),
+    ]
+
+    @Test(arguments: retentions)
+    func retentionIsASpanOrABareNumberOfDays(flags: [String], environment: [String: String], seconds: Int64) throws {
+        let options = try ReportsOptions.parse(flags)
+        let resolved = try options.resolve(Settings(configFile: nil, environment: environment), store: .sqlite(path: "var/catalog.sqlite"))
+        #expect(resolved.configuration.retention == .seconds(seconds))
+    }
+
+    @Test(arguments: [
+        (["CATALOG_RETENTION_DAYS": "12h"], "", "--retention-days must be from 1d to 36600d (100 years); got 12h"),
+        ([:], #"{"retention-days": 0}"#, "--retention-days must be from 1d to 36600d (100 years); got 0"),
+        ([:], #"{"retention-days": "36601d"}"#, "--retention-days must be from 1d to 36600d"),
+        (["CATALOG_RETENTION_DAYS": "90 days"], "", "CATALOG_RETENTION_DAYS: '90 days' is not a valid value for --retention-days"),
+    ])
+    func aRetentionOutsideItsRangeIsRefused(environment: [String: String], file: String, message: String) async throws {
         try await Self.expectRefusal(environment: environment, file: file, message: message)
     }
 

@@ -4,6 +4,7 @@ import os
 import pwd
 import socket
 import subprocess
+import urllib.parse
 
 PG_BIN = "/usr/lib/postgresql/15/bin"
 
@@ -69,6 +70,7 @@ def attach(folder):
     server.as_postgres = os.geteuid() == 0
     with open(os.path.join(folder, "url")) as file:
         server.url = file.read().strip()
+    server.port = urllib.parse.urlsplit(server.url).port
     return server
 
 

@@ -3,7 +3,8 @@
 /// Feeds are byte-for-byte reproducible artefacts (their ETag is a hash of their bytes),
 /// so their encoding is spelled out here rather than left to an encoder's choices (Foundation's
 /// `JSONEncoder` on Linux, for one, writes an object's keys in no fixed order). The server's other
-/// JSON answers are `Codable` values, encoded with sorted keys (`ServiceJSON` in CatalogServer).
+/// JSON answers are `Codable` values, encoded with sorted keys (`ServiceJSON` in CatalogServer), except
+/// on the report path, where `JSONEncoder` measured slower (docs/benchmarks.md, "JSON on the report path").
 /// Commas are inserted automatically between values and between key/value pairs.
 public struct JSONWriter: Sendable {
     /// The JSON written so far.

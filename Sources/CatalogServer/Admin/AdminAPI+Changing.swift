@@ -32,16 +32,8 @@ extension AdminAPI {
                         afterHash: result.after))
             }
         }
-        var json = JSONWriter()
-        json.beginObject()
-        json.key("product")
-        json.raw(FeedRenderer.encode(result.product, for: .snapshot))
-        json.key("file")
-        json.string(result.file)
-        json.key("sourceRevision")
-        json.string(result.after)
-        json.endObject()
-        var response = JSONResponse.ok(String(decoding: json.bytes, as: UTF8.self))
+        let answer = EditAnswer(product: result.product, file: result.file, sourceRevision: result.after)
+        var response = JSONResponse.ok(answer.json)
         if case .create = edit { response.status = .created }
         response.headers[.eTag] = Self.entityTag(result.after)
         return response

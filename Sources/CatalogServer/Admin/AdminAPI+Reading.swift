@@ -20,85 +20,12 @@ extension AdminAPI {
 
     func appState(_ app: String) throws -> Response {
         let state = try workflow.appState(app)
-        var response = JSONResponse.ok(String(decoding: Self.encode(state), as: UTF8.self))
+        var response = JSONResponse.ok(AppStateAnswer(state).json)
         response.headers[.eTag] = Self.entityTag(state.sourceRevision)
         return response
     }
 
     static func entityTag(_ revision: String) -> String { "\"\(revision)\"" }
-
-    static func encode(_ state: CatalogWorkflow.AppState) -> [UInt8] {
-        var json = JSONWriter()
-        json.beginObject()
-        json.key("app")
-        json.string(state.app)
-        json.key("sourceRevision")
-        json.string(state.sourceRevision)
-        json.key("files")
-        json.beginArray()
-        for file in state.files { json.string(file) }
-        json.endArray()
-        json.key("editable")
-        json.boolean(state.notEditable == nil)
-        if let reason = state.notEditable {
-            json.key("notEditableReason")
-            json.string(reason)
-        }
-        json.key("published")
-        if let manifest = state.published {
-            json.beginObject()
-            json.key("revision")
-            json.integer(Int64(manifest.revision))
-            json.key("publishedAt")
-            json.string(manifest.publishedAt.iso8601)
-            json.endObject()
-        } else {
-            json.null()
-        }
-        json.key("products")
-        json.beginArray()
-        for product in state.products { json.raw(FeedRenderer.encode(product, for: .snapshot)) }
-        json.endArray()
-        json.key("verdicts")
-        json.beginObject()
-        for (id, verdict) in state.feedback.verdicts.sorted(by: { $0.key < $1.key }) {
-            json.key(id)
-            json.beginObject()
-            json.key("status")
-            json.string(verdict.status.rawValue)
-            json.key("reason")
-            json.string(verdict.reason)
-            json.key("since")
-            json.string(verdict.since.iso8601)
-            json.endObject()
-        }
-        json.endObject()
-        json.key("diagnostics")
-        writeDiagnostics(state.diagnostics, to: &json)
-        json.endObject()
-        return json.bytes
-    }
-
-    static func writeDiagnostics(_ diagnostics: [Diagnostic], to json: inout JSONWriter) {
-        json.beginArray()
-        for diagnostic in diagnostics {
-            json.beginObject()
-            json.key("severity")
-            json.string(diagnostic.severity.rawValue)
-            json.key("file")
-            json.string(diagnostic.file)
-            json.key("line")
-            json.integer(Int64(diagnostic.position.line))
-            json.key("column")
-            json.integer(Int64(diagnostic.position.column))
-            json.key("message")
-            json.string(diagnostic.message)
-            json.key("text")
-            json.string(diagnostic.description)
-            json.endObject()
-        }
-        json.endArray()
-    }
 
     func reports(_ request: Request, app: String) async throws -> Response {
         let now = clock()

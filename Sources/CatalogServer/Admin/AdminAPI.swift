@@ -187,19 +187,14 @@ struct AdminAPI: Sendable {
         case .notEditable:
             return JSONError.response(.conflict, error.description)
         case .invalid:
-            return JSONError.response(.unprocessableContent, error.description) { json in
-                json.key("diagnostics")
-                Self.writeDiagnostics(error.diagnostics, to: &json)
-            }
+            return JSONError.response(
+                .unprocessableContent, error.description, appending: [("diagnostics", DiagnosticAnswer.json(error.diagnostics))])
         case .stale:
             // The current state, so that the editor can merge and retry with its ETag.
             guard let app, let state = try? workflow.appState(app) else {
                 return JSONError.response(.preconditionFailed, error.description)
             }
-            var response = JSONError.response(.preconditionFailed, error.description) { json in
-                json.key("current")
-                json.raw(Self.encode(state))
-            }
+            var response = JSONError.response(.preconditionFailed, error.description, appending: [("current", AppStateAnswer(state).json)])
             response.headers[.eTag] = Self.entityTag(state.sourceRevision)
             return response
         }

@@ -1,5 +1,6 @@
 import CatalogKit
 import Foundation
+import PropertyList
 
 /// A product diff as the editor API answers it: what `catalog diff` and `build --dry-run` print
 /// (the `Diff` schema of `openapi.yaml`).
@@ -179,4 +180,118 @@ struct DailyReportsAnswer: Codable, Sendable, Equatable {
     var app: String
     var identifier: String
     var days: [Day]
+}
+
+/// One diagnostic as `catalog validate` reports it (the `Diagnostic` schema of `openapi.yaml`): in an
+/// app's state and in a 422's `error.diagnostics`.
+struct DiagnosticAnswer: Codable, Sendable, Equatable {
+    var severity: String
+    var file: String
+    var line: Int
+    var column: Int
+    var message: String
+    /// The whole line as `catalog validate` prints it.
+    var text: String
+
+    init(_ diagnostic: Diagnostic) {
+        severity = diagnostic.severity.rawValue
+        file = diagnostic.file
+        line = diagnostic.position.line
+        column = diagnostic.position.column
+        message = diagnostic.message
+        text = diagnostic.description
+    }
+
+    /// The diagnostics as a JSON array, for an error body's `diagnostics`.
+    static func json(_ diagnostics: [Diagnostic]) -> [UInt8] {
+        ServiceJSON.encode(diagnostics.map(DiagnosticAnswer.init))
+    }
+}
+
+/// `GET /v1/admin/apps/{app}`, and a 412's `error.current`: one app as an editor sees it (the
+/// `AppState` schema). Its `json` holds the products as the feed writer wrote them (see
+/// ``ServiceJSON/encode(_:appending:)`` for why they are not re-encoded).
+struct AppStateAnswer: Codable, Sendable, Equatable {
+    /// The app's current revision.
+    struct Published: Codable, Sendable, Equatable {
+        var revision: Int
+        /// ISO 8601, UTC, to the second.
+        var publishedAt: String
+    }
+
+    /// One verdict of the feedback file.
+    struct Verdict: Codable, Sendable, Equatable {
+        /// `suspect` or `quarantined`.
+        var status: String
+        var reason: String
+        /// ISO 8601, UTC, to the second.
+        var since: String
+    }
+
+    var app: String
+    var sourceRevision: String
+    var files: [String]
+    var editable: Bool
+    var notEditableReason: String?
+    /// Null when the app was never published.
+    var published: Published?
+    /// By identifier.
+    var verdicts: [String: Verdict]
+    var diagnostics: [DiagnosticAnswer]
+    /// Each product's JSON (`FeedRenderer.encode(_:for: .snapshot)`): written by ``json``, not by the encoder.
+    var products: [[UInt8]] = []
+
+    private enum CodingKeys: String, CodingKey {
+        case app, sourceRevision, files, editable, notEditableReason, published, verdicts, diagnostics
+    }
+
+    init(_ state: CatalogWorkflow.AppState) {
+        app = state.app
+        sourceRevision = state.sourceRevision
+        files = state.files
+        editable = state.notEditable == nil
+        notEditableReason = state.notEditable
+        published = state.published.map { Published(revision: $0.revision, publishedAt: $0.publishedAt.iso8601) }
+        verdicts = state.feedback.verdicts.mapValues {
+            Verdict(status: $0.status.rawValue, reason: $0.reason, since: $0.since.iso8601)
+        }
+        diagnostics = state.diagnostics.map(DiagnosticAnswer.init)
+        products = state.products.map { FeedRenderer.encode($0, for: .snapshot) }
+    }
+
+    /// Written as null, not left out: the schema requires `published`.
+    func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(app, forKey: .app)
+        try container.encode(sourceRevision, forKey: .sourceRevision)
+        try container.encode(files, forKey: .files)
+        try container.encode(editable, forKey: .editable)
+        try container.encodeIfPresent(notEditableReason, forKey: .notEditableReason)
+        try container.encode(published, forKey: .published)
+        try container.encode(verdicts, forKey: .verdicts)
+        try container.encode(diagnostics, forKey: .diagnostics)
+    }
+
+    /// The answer's bytes, products included.
+    var json: [UInt8] { ServiceJSON.encode(self, appending: [("products", ServiceJSON.array(products))]) }
+}
+
+/// A product created, changed or retired (the `Edited` response of `openapi.yaml`): the product as the
+/// sources now define it, the file it is in, and the new source revision.
+struct EditAnswer: Codable, Sendable, Equatable {
+    var file: String
+    var sourceRevision: String
+    /// The product's JSON (`FeedRenderer.encode(_:for: .snapshot)`): written by ``json``, not by the encoder.
+    var product: [UInt8] = []
+
+    private enum CodingKeys: String, CodingKey { case file, sourceRevision }
+
+    init(product: Product, file: String, sourceRevision: String) {
+        self.product = FeedRenderer.encode(product, for: .snapshot)
+        self.file = file
+        self.sourceRevision = sourceRevision
+    }
+
+    /// The answer's bytes, the product included.
+    var json: [UInt8] { ServiceJSON.encode(self, appending: [("product", product)]) }
 }

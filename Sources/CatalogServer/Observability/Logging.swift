@@ -7,6 +7,11 @@ import Time
 
 /// `--log-format json`: one JSON object per line on standard error (`time`, `level`, `label`,
 /// `message`, then the metadata), for log shippers; `text` is swift-log's own stream format.
+///
+/// Written by hand, not by `JSONEncoder`: with `--access-log on` a line is written per request, and
+/// an encoder cost a median 16.0 µs more server CPU per report (`BENCH_SERVE_ARGS="--access-log on
+/// --log-format json" scripts/bench-ingest`, 3 pairs, slower in each; docs/benchmarks.md, "JSON on
+/// the report path").
 public struct JSONLogHandler: LogHandler {
     public var logLevel: Logger.Level = .info
     public var metadata: Logger.Metadata = [:]

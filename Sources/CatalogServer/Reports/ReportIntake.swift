@@ -181,6 +181,10 @@ struct ReportIntake: Sendable {
 
     /// `{"accepted":3}`: how many identifiers the report named; `stored` when fewer were kept
     /// one by one (the others were never published by the app), `duplicate` for a retry.
+    ///
+    /// Written by hand, on the report path beside the error bodies (``JSONError``). A `Codable`
+    /// answer measured no different (docs/benchmarks.md, "JSON on the report path"), so this is
+    /// habit, not speed; `ServiceJSONTests.reportAnswersAreAsDocumented` holds it to its schema.
     static func accepted(count: Int, stored: Int, duplicate: Bool) -> [UInt8] {
         var json = JSONWriter()
         json.beginObject()

@@ -187,8 +187,10 @@ struct ReportsOptions: ParsableArguments {
 
     @Option(
         name: Setting.retentionDays.long,
-        help: ArgumentHelp("Days raw reports are kept before they are pruned. Default: 90.", valueName: "days"))
-    var retentionDays: Int?
+        help: ArgumentHelp(
+            "How long raw reports are kept before they are pruned: a span such as 90d, 12w or 36h, from 1d to 36600d; a bare number is days. Default: 90d.",
+            valueName: "span"))
+    var retentionDays: Days?
 
     /// The report settings, and where the network secret's file is (`named`: given, not the
     /// default beside the store). The secret itself is the store's business, settled at start.
@@ -218,10 +220,12 @@ struct ReportsOptions: ParsableArguments {
         let roots = try settings.values(.appleRootCertificate, flags: appleRootCertificate)
         reports.perAppQuota = try settings.value(.reportQuota, flag: reportQuota, default: reports.perAppQuota) ?? reports.perAppQuota
         guard reports.perAppQuota >= 1 else { throw ValidationError("--report-quota must be 1 or more") }
-        let defaultDays = Int(reports.retention.components.seconds / 86_400)
-        let days = try settings.value(.retentionDays, flag: retentionDays, default: defaultDays) ?? defaultDays
-        guard (1...36_600).contains(days) else { throw ValidationError("--retention-days must be 1 to 36600 (100 years)") }
-        reports.retention = .seconds(Int64(days) * 86_400)
+        let defaultSpan = Days(reports.retention)
+        let span = try settings.value(.retentionDays, flag: retentionDays, default: defaultSpan) ?? defaultSpan
+        guard (86_400...36_600 * 86_400).contains(span.seconds) else {
+            throw ValidationError("--retention-days must be from 1d to 36600d (100 years); got \(span)")
+        }
+        reports.retention = .seconds(span.seconds)
         return Resolved(
             configuration: reports, networkSecretFile: secretFile, networkSecretFileNamed: secretFile != store.defaultNetworkSecretPath,
             appleRootCertificates: roots)
@@ -351,6 +355,31 @@ struct Seconds: ExpressibleByArgument, CustomStringConvertible, Sendable {
             description = interval.description
         } else if let bare = Int64(argument), bare >= 0 {
             seconds = bare
+            description = argument
+        } else {
+            return nil
+        }
+    }
+}
+
+/// A duration where a flag once took a number of days (`--retention-days`): an ``Interval`` (`90d`,
+/// `12w`, `36h`), the one syntax of durations on the command line, or, as before, a bare number of days.
+struct Days: ExpressibleByArgument, CustomStringConvertible, Sendable {
+    let seconds: Int64
+    let description: String
+
+    /// A default, such as ``ReportsConfiguration/retention``, in whole seconds.
+    init(_ duration: Duration) {
+        seconds = duration.components.seconds
+        description = seconds % 86_400 == 0 ? "\(seconds / 86_400)d" : "\(seconds)s"
+    }
+
+    init?(argument: String) {
+        if let interval = Interval(argument) {
+            seconds = interval.seconds
+            description = interval.description
+        } else if let bare = Int64(argument), (0...Int64.max / 86_400).contains(bare) {
+            seconds = bare * 86_400
             description = argument
         } else {
             return nil
