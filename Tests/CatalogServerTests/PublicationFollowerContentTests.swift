@@ -3,6 +3,7 @@ import CatalogServer
 import CatalogTestSupport
 import Content
 import Foundation
+import Logging
 import ReportStorage
 import Testing
 
@@ -136,5 +137,96 @@ extension PublicationFollowerTests {
             #expect(!replica.contains(stray), "a blob no manifest names was kept")
             #expect(try replica.list() == manifest.digests.sorted())
         }
+    }
+}
+
+extension PublicationFollowerTests {
+    /// The transfer of a blob is cut off after its first chunk (the connection lost, or the
+    /// replica stopped): no part of it is stored, not even its temporary file, and its revision
+    /// is not current. The next catch-up, with the store back, brings it whole.
+    @Test func aTransferCutOffMidBlobLeavesNoPartialBlob() async throws {
+        try await withEditorAndReplica { store, fixture, tree in
+            let large = Self.randomBytes(3 * (1 << 20) + 5)
+            let manifest = try Self.addContent(["video.bin": large], to: fixture.publicTree, revision: 1)
+            try await store.recordPublication(nil, app: Self.app, tree: fixture.publicTree)
+            let video = try #require(manifest.digests.first)
+            let replica = BlobStore(root: tree.content)
+
+            await #expect(throws: CutOff.self) {
+                try await PublicationFollowerService.catchUp(store: CuttingStore(store: store), tree: tree)
+            }
+            #expect(!replica.contains(video), "a blob cut off mid-transfer was stored")
+            #expect(try replica.list().isEmpty)
+            #expect(Self.temporaryFiles(replica).isEmpty, "a blob cut off mid-transfer left its temporary file")
+            #expect(try tree.currentManifest(Self.app) == nil, "a revision whose content was cut off became current")
+
+            #expect(try await PublicationFollowerService.catchUp(store: store, tree: tree) > 0)
+            #expect(try tree.currentManifest(Self.app)?.revision == 1)
+            #expect(FileManager.default.contents(atPath: replica.url(of: video).path) == large)
+        }
+    }
+
+    /// A replica killed mid-blob leaves only a temporary file, never a blob under its name; when
+    /// it starts again, the follower clears the old temporary file and brings the blob whole.
+    @Test func aReplicaKilledMidBlobStartsAgainClean() async throws {
+        try await withEditorAndReplica { store, fixture, tree in
+            let large = Self.randomBytes(2 * (1 << 20) + 3)
+            let manifest = try Self.addContent(["video.bin": large], to: fixture.publicTree, revision: 1)
+            try await store.recordPublication(nil, app: Self.app, tree: fixture.publicTree)
+            let video = try #require(manifest.digests.first)
+            // What a kill -9 after the first chunk leaves: the first MiB aside, written two hours ago.
+            let replica = BlobStore(root: tree.content)
+            let temporaries = tree.content.appendingPathComponent("tmp")
+            try FileManager.default.createDirectory(at: temporaries, withIntermediateDirectories: true)
+            let leftover = temporaries.appendingPathComponent("\(video.hex).12345.678")
+            try large.prefix(1 << 20).write(to: leftover)
+            try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(-7200)], ofItemAtPath: leftover.path)
+            #expect(try replica.list().isEmpty, "a temporary file counts as a blob")
+
+            let follower = PublicationFollowerService(
+                store: store, tree: tree, pollInterval: .milliseconds(200), metrics: ServerMetrics(), logger: Logger(label: "test"))
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask { try await follower.run() }
+                var current = false
+                for _ in 0..<200 where !current {  // twenty seconds at most: a bound, not a measure
+                    try await Task.sleep(for: .milliseconds(100))
+                    current = (try? tree.currentManifest(Self.app))??.revision == 1
+                }
+                #expect(current, "the publication never arrived")
+                group.cancelAll()
+            }
+            #expect(FileManager.default.contents(atPath: replica.url(of: video).path) == large)
+            #expect(Self.temporaryFiles(replica).isEmpty, "the killed transfer's temporary file was left")
+        }
+    }
+}
+
+/// The connection lost mid-blob.
+private struct CutOff: Error {}
+
+/// A store whose blobs stop after their first chunk, as when the connection is lost mid-transfer.
+private struct CuttingStore: PublicationStore {
+    let store: PostgresReportStore
+
+    func publishedFileHashes(app: String) async throws -> [String: String] { try await store.publishedFileHashes(app: app) }
+    func recordPublication(app: String, files: [PublishedFile], blobs: [PublishedBlob], audit: AuditEntry?) async throws {
+        try await store.recordPublication(app: app, files: files, blobs: blobs, audit: audit)
+    }
+    func publishedChanges(after change: Int64, _ receive: (PublishedFile) async throws -> Void) async throws -> Int64 {
+        try await store.publishedChanges(after: change, receive)
+    }
+    func publishedBlob(_ sha256: String, _ receive: ([UInt8]) async throws -> Void) async throws {
+        var chunks = 0
+        try await store.publishedBlob(sha256) { chunk in
+            guard chunks == 0 else { throw CutOff() }
+            chunks += 1
+            try await receive(chunk)
+        }
+    }
+    func followAnnouncements(listening: @Sendable () -> Void, announced: @Sendable () -> Void) async throws {
+        try await store.followAnnouncements(listening: listening, announced: announced)
+    }
+    func whileHoldingLock(_ name: String, _ body: @escaping @Sendable () async throws -> Void) async throws {
+        try await store.whileHoldingLock(name, body)
     }
 }
