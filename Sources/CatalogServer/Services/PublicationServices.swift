@@ -49,15 +49,14 @@ public struct PublicationFollowerService: Service {
         var written = 0
         let held = tree.storeChange
         // Each app's current files, in the order the store hands them (its manifest last).
+        // Each app the changes touch, with its current files in the order the store hands them
+        // (its manifest last).
         var current: [(app: String, files: [PublishedFile])] = []
         let last = try await store.publishedChanges(after: held) { file in
             try verify(file)
+            if !current.contains(where: { $0.app == file.app }) { current.append((file.app, [])) }
             if file.revision == nil {
-                if let index = current.firstIndex(where: { $0.app == file.app }) {
-                    current[index].files.append(file)
-                } else {
-                    current.append((file.app, [file]))
-                }
+                if let index = current.firstIndex(where: { $0.app == file.app }) { current[index].files.append(file) }
                 return
             }
             // Disk writes (each fsynced) on NIO's blocking pool, not on the threads that run tasks.
@@ -67,10 +66,15 @@ public struct PublicationFollowerService: Service {
         var failure: (any Error)?
         for (app, files) in current {
             do {
+                // The revision current once these files are written: the one a new manifest
+                // names, else the one the tree has (whose content manifest may be what changed).
+                let revision: Int?
                 if let manifest = files.last(where: \.isCurrentManifest), let bytes = manifest.bytes {
-                    let revision = try JSONDecoder().decode(RevisionManifest.self, from: Data(bytes)).revision
-                    try await store.receiveContent(app: app, revision: revision, into: tree)
+                    revision = try JSONDecoder().decode(RevisionManifest.self, from: Data(bytes)).revision
+                } else {
+                    revision = try tree.currentManifest(app)?.revision
                 }
+                if let revision { try await store.receiveContent(app: app, revision: revision, into: tree) }
                 for file in files {
                     try await NIOThreadPool.singleton.runIfActive { try tree.apply(file) }
                     written += 1
