@@ -77,6 +77,8 @@ let package = Package(
             name: "CatalogKit",
             dependencies: [
                 "Time", "PropertyList", "FeedSigning", "CLibDeflate", "CISAL", "CDirectIO",
+                // A publication names its content manifests' blobs, which a shared store records (docs/content.md).
+                "Content",
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
             resources: [.copy("Resources/catalog.xsd")]
@@ -94,7 +96,7 @@ let package = Package(
             name: "CatalogServer",
             dependencies: [
                 // The domain's store protocols only: the executable opens the stores (ReportStorage).
-                "CatalogKit", "Time", "HTTPSemantics", "Purchases",
+                "CatalogKit", "Time", "HTTPSemantics", "Purchases", "Content",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdHTTP2", package: "hummingbird"),
@@ -166,7 +168,7 @@ let package = Package(
             name: "CatalogServerTests",
             dependencies: [
                 "CatalogServer", "CatalogKit", "FeedSigning", "CatalogTestSupport", "ReportStorage", "Time", "HTTPSemantics", "Purchases",
-                "PurchasesTestSupport",
+                "PurchasesTestSupport", "Content",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
@@ -222,7 +224,7 @@ let package = Package(
             name: "catalogTests",
             dependencies: [
                 "catalog", "CatalogKit", "CatalogTestSupport", "ReportStorage", "Purchases", "PurchasesTestSupport", "Time",
-                "HTTPSemantics",
+                "HTTPSemantics", "Content",
             ]
         ),
     ],

@@ -22,8 +22,11 @@ extension PostgresReportStore: PublicationStore {
         }
     }
 
-    public func recordPublication(app: String, files: [PublishedFile], audit: AuditEntry?) async throws {
+    public func recordPublication(app: String, files: [PublishedFile], blobs: [PublishedBlob], audit: AuditEntry?) async throws {
         try await transaction("cannot record the publication of \(app)") { connection, logger in
+            // Blobs first, before the lock: a long upload holds back no other publication, and
+            // the same transaction still commits them with the manifests that name them.
+            for blob in blobs { try await Self.insertBlob(blob, connection, logger) }
             // Publications queue here, so that change numbers are taken in the order they commit:
             // a replica that has read up to change n never misses one below it committed later.
             try await connection.execute("SELECT pg_advisory_xact_lock(hashtext('catalog.publications'))", logger: logger)
@@ -64,6 +67,72 @@ extension PostgresReportStore: PublicationStore {
                     last = max(last, change)
                 }
                 return last
+            }
+        }
+    }
+
+    /// How many bytes each row of `content_chunks` holds (the last of a blob may hold fewer):
+    /// large enough that a row's overhead and a round trip are nothing beside its bytes, small
+    /// enough that one chunk is all either side holds in memory (docs/benchmarks.md, "Content store").
+    public static let contentChunkBytes = 1 << 20
+
+    /// Records a blob the store lacks, chunk by chunk from the editor's file, which is checked
+    /// against its digest as it is read: a mismatch throws, and the transaction rolls back. A
+    /// blob the store holds is not read again; a transaction writing the same blob meanwhile
+    /// makes this one wait for its outcome, and then write it or not.
+    static func insertBlob(_ blob: PublishedBlob, _ connection: PostgresConnection, _ logger: Logger) async throws {
+        let chunkBytes = contentChunkBytes
+        let inserted = try await connection.query(
+            """
+            INSERT INTO content_blobs (sha256, size, chunk_bytes) VALUES (\(blob.sha256), \(blob.size), \(Int32(chunkBytes)))
+            ON CONFLICT (sha256) DO NOTHING RETURNING sha256
+            """, logger: logger)
+        var isNew = false
+        for try await _ in inserted.decode(String.self) { isNew = true }
+        guard isNew else { return }
+        var number: Int32 = 0
+        do {
+            try await blob.forEachChunk(ofBytes: chunkBytes) { chunk in
+                try await connection.execute(
+                    "INSERT INTO content_chunks (sha256, number, bytes) VALUES (\(blob.sha256), \(number), \(ByteBuffer(bytes: chunk)))",
+                    logger: logger)
+                number += 1
+            }
+        } catch let error as CatalogError {
+            throw CallerError(error: error)
+        }
+    }
+
+    public func publishedBlob(_ sha256: String, _ receive: ([UInt8]) async throws -> Void) async throws {
+        try await withStoreErrors("cannot read the blob \(sha256)") {
+            try await client.withConnection { connection in
+                let rows = try await connection.query(
+                    "SELECT size, chunk_bytes FROM content_blobs WHERE sha256 = \(sha256)", logger: logger)
+                var found: (size: Int64, chunkBytes: Int32)?
+                for try await row in rows.decode((Int64, Int32).self) { found = row }
+                guard let (size, chunkBytes) = found, chunkBytes > 0 else {
+                    throw CallerError(
+                        error: CatalogError.corruptPublication(path: "content/\(sha256)", message: "the store holds no such blob"))
+                }
+                // One chunk a query: a row stream would buffer rows ahead of the reader, and
+                // these rows are a MiB each. Memory stays at one chunk whatever the size.
+                let count = (size + Int64(chunkBytes) - 1) / Int64(chunkBytes)
+                for number in 0..<count {
+                    let chunk = try await connection.query(
+                        "SELECT bytes FROM content_chunks WHERE sha256 = \(sha256) AND number = \(Int32(number))", logger: logger)
+                    var bytes: ByteBuffer?
+                    for try await value in chunk.decode(ByteBuffer.self) { bytes = value }
+                    guard let bytes else {
+                        throw CallerError(
+                            error: CatalogError.corruptPublication(
+                                path: "content/\(sha256)", message: "the store lacks chunk \(number) of its \(count)"))
+                    }
+                    do {
+                        try await receive(Array(bytes.readableBytesView))
+                    } catch {
+                        throw CallerError(error: error)
+                    }
+                }
             }
         }
     }

@@ -139,6 +139,10 @@ public final class PostgresReportStore: ReportStore {
             return try await body()
         } catch let error as CallerError {
             throw error.error
+        } catch let error as PostgresTransactionError where error.closureError is CallerError {
+            // The transaction rolled back because the caller's own code refused (a blob not its
+            // digest): that refusal is the error, not the store.
+            throw (error.closureError as? CallerError)?.error ?? error
         } catch {
             throw PostgresStoreError(location: location, doing: failure, error)
         }

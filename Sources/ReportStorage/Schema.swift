@@ -378,6 +378,27 @@ enum Schema {
                 );
                 CREATE INDEX purchase_webhook_events_pending ON purchase_webhook_events (state, customer_id, sequence);
                 """),
+        // Content blobs for replicas (docs/content.md, "Replicas"): each blob named by its SHA-256,
+        // its bytes in rows of a MiB (`chunk_bytes`; the last may hold fewer), written in the
+        // transaction of the publication whose content manifest first names it. Chunks are stored
+        // out of line and uncompressed: content is mostly compressed already, and a replica
+        // checks every byte against the digest anyway (docs/benchmarks.md, "Content store").
+        Migration(
+            version: 9,
+            sql: """
+                CREATE TABLE content_blobs (
+                    sha256 TEXT PRIMARY KEY,
+                    size BIGINT NOT NULL CHECK (size >= 0),
+                    chunk_bytes INTEGER NOT NULL CHECK (chunk_bytes > 0)
+                );
+                CREATE TABLE content_chunks (
+                    sha256 TEXT NOT NULL REFERENCES content_blobs (sha256) ON DELETE CASCADE,
+                    number INTEGER NOT NULL CHECK (number >= 0),
+                    bytes BYTEA NOT NULL,
+                    PRIMARY KEY (sha256, number)
+                );
+                ALTER TABLE content_chunks ALTER COLUMN bytes SET STORAGE EXTERNAL;
+                """),
     ]
 
     /// Refuses a store that a newer `catalog` migrated: this one would misread it.

@@ -19,6 +19,8 @@ public enum StoreRoles {
         ("schema_migrations", ["SELECT"]),
         ("reports", ["SELECT", "INSERT", "DELETE"]),
         ("published_files", ["SELECT"]),
+        ("content_blobs", ["SELECT"]),
+        ("content_chunks", ["SELECT"]),
         ("network_secret", ["SELECT", "INSERT"]),
     ]
     /// `reports.id` is a `BIGSERIAL`: an insert takes the sequence's next value.
@@ -27,7 +29,7 @@ public enum StoreRoles {
     static let tables = [
         "schema_migrations", "reports", "editor_tokens", "audit_log", "published_files", "network_secret", "purchase_customers",
         "purchase_customer_keys", "purchase_bindings", "purchase_transactions", "purchase_renewal_infos", "purchase_notifications",
-        "purchase_transfers",
+        "purchase_transfers", "content_blobs", "content_chunks",
     ]
     static let sequences = [
         "reports_id_seq", "publication_changes", "purchase_customers_id_seq", "purchase_notifications_sequence_seq",

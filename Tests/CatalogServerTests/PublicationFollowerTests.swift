@@ -15,7 +15,7 @@ struct PublicationFollowerTests {
 
     /// A store in a database of its own, an editor's published tree (revision 1) and an empty
     /// replica tree, for `body`; removed afterwards.
-    private func withEditorAndReplica(_ body: (PostgresReportStore, CatalogServerTests.Fixture, PublicTree) async throws -> Void)
+    func withEditorAndReplica(_ body: (PostgresReportStore, CatalogServerTests.Fixture, PublicTree) async throws -> Void)
         async throws
     {
         let server = try TestPostgres.current
@@ -165,8 +165,11 @@ private struct DeafStore: PublicationStore {
     let store: PostgresReportStore
 
     func publishedFileHashes(app: String) async throws -> [String: String] { try await store.publishedFileHashes(app: app) }
-    func recordPublication(app: String, files: [PublishedFile], audit: AuditEntry?) async throws {
-        try await store.recordPublication(app: app, files: files, audit: audit)
+    func recordPublication(app: String, files: [PublishedFile], blobs: [PublishedBlob], audit: AuditEntry?) async throws {
+        try await store.recordPublication(app: app, files: files, blobs: blobs, audit: audit)
+    }
+    func publishedBlob(_ sha256: String, _ receive: ([UInt8]) async throws -> Void) async throws {
+        try await store.publishedBlob(sha256, receive)
     }
     func publishedChanges(after change: Int64, _ receive: (PublishedFile) async throws -> Void) async throws -> Int64 {
         try await store.publishedChanges(after: change, receive)

@@ -142,11 +142,17 @@ extension PublicTree {
 public protocol PublicationStore: Sendable {
     /// The SHA-256 of every file the store holds for `app`, by path.
     func publishedFileHashes(app: String) async throws -> [String: String]
-    /// Records `files` and `audit` in one transaction, then announces them.
-    func recordPublication(app: String, files: [PublishedFile], audit: AuditEntry?) async throws
+    /// Records `files`, the `blobs` among them the store lacks, and `audit` in one transaction,
+    /// then announces them: a replica never sees a content manifest whose blobs are missing.
+    /// Each blob is read from its file in chunks, and refused (the whole rolled back) unless its
+    /// bytes are its size and digest.
+    func recordPublication(app: String, files: [PublishedFile], blobs: [PublishedBlob], audit: AuditEntry?) async throws
     /// Hands every file changed after `change` to `receive`, the files of revisions first and each
     /// app's current manifest last, and returns the last change handed over.
     func publishedChanges(after change: Int64, _ receive: (PublishedFile) async throws -> Void) async throws -> Int64
+    /// Hands the blob whose SHA-256 is `sha256` (hex) to `receive` in chunks, in order, one chunk
+    /// in memory at a time; throws when the store lacks it or a chunk of it.
+    func publishedBlob(_ sha256: String, _ receive: ([UInt8]) async throws -> Void) async throws
     /// Calls `announced` for each publication announced, from the moment this returns `listening`
     /// until the connection is lost (it throws) or the task is cancelled.
     func followAnnouncements(listening: @Sendable () -> Void, announced: @Sendable () -> Void) async throws
@@ -156,9 +162,16 @@ public protocol PublicationStore: Sendable {
     func whileHoldingLock(_ name: String, _ body: @escaping @Sendable () async throws -> Void) async throws
 }
 
+extension PublicationStore {
+    /// Records `files` and `audit`, naming no blob.
+    public func recordPublication(app: String, files: [PublishedFile], audit: AuditEntry?) async throws {
+        try await recordPublication(app: app, files: files, blobs: [], audit: audit)
+    }
+}
+
 extension EditorStore {
     /// Records a publication: its audit entry, and with a ``PublicationStore`` every file of `app`
-    /// the store lacks, in one transaction. Holds the tree's build lock meanwhile, so that what is
+    /// the store lacks and every content blob a new content manifest names, in one transaction. Holds the tree's build lock meanwhile, so that what is
     /// read is one publication's tree, never half of the next one's.
     public func recordPublication(_ entry: AuditEntry?, app: String, tree: PublicTree) async throws {
         guard let store = self as? any PublicationStore else {
@@ -168,8 +181,11 @@ extension EditorStore {
         let lock = try await BuildLock.acquire(publicDirectory: tree.root)
         defer { withExtendedLifetime(lock) {} }
         let stored = try await store.publishedFileHashes(app: app)
-        let files = try await onOwnThread { try tree.publicationChanges(app, stored: stored) }
+        let (files, blobs) = try await onOwnThread {
+            let files = try tree.publicationChanges(app, stored: stored)
+            return (files, try tree.publishedBlobs(in: files))
+        }
         guard !files.isEmpty || entry != nil else { return }
-        try await store.recordPublication(app: app, files: files, audit: entry)
+        try await store.recordPublication(app: app, files: files, blobs: blobs, audit: entry)
     }
 }

@@ -1,4 +1,5 @@
 import CatalogKit
+import Content
 import Foundation
 import Logging
 import NIOPosix
@@ -35,16 +36,59 @@ public struct PublicationFollowerService: Service {
     /// A file whose bytes do not hash to the SHA-256 recorded with them is refused before it is
     /// written (`CatalogError.corruptPublication`), and the catch-up stops there: the tree keeps
     /// the publications it holds, whole (each app's manifest comes last), and serves them.
+    ///
+    /// An app's current files (its manifest, which makes a revision current, and the signatures
+    /// and copies beside it) are written only once that revision's content is in the tree's
+    /// content store: every blob its content manifest names, read from the store in chunks and
+    /// verified as it is written (docs/content.md, "Replicas"). An app whose content cannot be
+    /// had keeps its current revision, whole, and the others move on; the store change is not
+    /// recorded then, so the next catch-up tries again. Blobs no kept content manifest names are
+    /// removed.
     @discardableResult
     public static func catchUp(store: any PublicationStore, tree: PublicTree) async throws -> Int {
         var written = 0
         let held = tree.storeChange
+        // Each app's current files, in the order the store hands them (its manifest last).
+        // Each app the changes touch, with its current files in the order the store hands them
+        // (its manifest last).
+        var current: [(app: String, files: [PublishedFile])] = []
         let last = try await store.publishedChanges(after: held) { file in
             try verify(file)
+            if !current.contains(where: { $0.app == file.app }) { current.append((file.app, [])) }
+            if file.revision == nil {
+                if let index = current.firstIndex(where: { $0.app == file.app }) { current[index].files.append(file) }
+                return
+            }
             // Disk writes (each fsynced) on NIO's blocking pool, not on the threads that run tasks.
             try await NIOThreadPool.singleton.runIfActive { try tree.apply(file) }
             written += 1
         }
+        var failure: (any Error)?
+        for (app, files) in current {
+            do {
+                // The revision current once these files are written: the one a new manifest
+                // names, else the one the tree has (whose content manifest may be what changed).
+                let revision: Int?
+                if let manifest = files.last(where: \.isCurrentManifest), let bytes = manifest.bytes {
+                    revision = try JSONDecoder().decode(RevisionManifest.self, from: Data(bytes)).revision
+                } else {
+                    revision = try tree.currentManifest(app)?.revision
+                }
+                if let revision { try await store.receiveContent(app: app, revision: revision, into: tree) }
+                for file in files {
+                    try await NIOThreadPool.singleton.runIfActive { try tree.apply(file) }
+                    written += 1
+                }
+            } catch {
+                failure = failure ?? error
+            }
+        }
+        if written > 0 {
+            try await NIOThreadPool.singleton.runIfActive {
+                try BlobStore(root: tree.content).prune(keepingNamesIn: try tree.keptContentManifests())
+            }
+        }
+        if let failure { throw failure }
         if last != held { try tree.setStoreChange(last) }
         return written
     }
@@ -62,6 +106,9 @@ public struct PublicationFollowerService: Service {
     }
 
     public func run() async throws {
+        // A replica killed while it wrote a blob left a temporary file, never a blob: those an
+        // hour old go (a write in progress is never that old since its last chunk).
+        _ = try? BlobStore(root: tree.content).removeTemporaryFiles(writtenBefore: Date().addingTimeInterval(-3600))
         // Wake-ups coalesce: one pending catch-up covers every announcement before it.
         let (wakeUps, wake) = AsyncStream.makeStream(of: Void.self, bufferingPolicy: .bufferingNewest(1))
         await withTaskGroup(of: Void.self) { group in

@@ -316,3 +316,106 @@ public struct BlobStoreError: Error, Sendable, Hashable, CustomStringConvertible
     /// The message.
     public var description: String { message }
 }
+
+extension BlobStore {
+    /// A blob written from chunks as they arrive (from a shared store, for a replica): aside in
+    /// `root/tmp/`, hashed as it is written, and put in place by ``finish()`` only when its bytes
+    /// are exactly the size and digest expected. Memory stays at one chunk whatever the size.
+    ///
+    /// Used by one task: ``append(_:)`` each chunk in order, then ``finish()``, or ``discard()``
+    /// on any failure (nothing of the blob is left then). A process killed meanwhile leaves only a
+    /// temporary file, never a blob (``removeTemporaryFiles(writtenBefore:)`` clears it).
+    ///
+    /// `@unchecked`: every stored property is a plain value; swift-crypto's `SHA256` (a value
+    /// holding its state's bytes) is not marked `Sendable`. A writer may move to another thread
+    /// for ``finish()`` (whose fsync can take a while), never be used from two at once.
+    public struct Writer: @unchecked Sendable {
+        /// The blob's digest, as expected.
+        public let digest: ContentDigest
+        /// Its size in bytes, as expected.
+        public let size: Int64
+        /// Bytes written so far.
+        public private(set) var written: Int64 = 0
+        private let temporary: URL
+        private let destination: URL
+        private let descriptor: Int32
+        private var hasher = SHA256()
+
+        fileprivate init(digest: ContentDigest, size: Int64, temporary: URL, destination: URL) throws(BlobStoreError) {
+            let descriptor = open(temporary.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
+            guard descriptor >= 0 else {
+                throw BlobStoreError("cannot create \(temporary.path): \(String(cString: strerror(errno)))")
+            }
+            self.digest = digest
+            self.size = size
+            self.temporary = temporary
+            self.destination = destination
+            self.descriptor = descriptor
+        }
+
+        /// Writes the next chunk. Refuses one that would make the blob longer than expected, so a
+        /// store that sends more than it announced cannot fill the disk.
+        public mutating func append(_ bytes: UnsafeRawBufferPointer) throws(BlobStoreError) {
+            guard Int64(bytes.count) <= size - written else {
+                throw BlobStoreError("blob \(digest.hex) is longer than the \(size) bytes expected")
+            }
+            hasher.update(bufferPointer: bytes)
+            try BlobStore.writeAll(bytes, to: descriptor, path: temporary)
+            written += Int64(bytes.count)
+        }
+
+        /// The same, from an array.
+        public mutating func append(_ bytes: [UInt8]) throws(BlobStoreError) {
+            let result = bytes.withUnsafeBytes { buffer in Result { () throws(BlobStoreError) in try append(buffer) } }
+            try result.get()
+        }
+
+        /// Checks the size and digest of what was written, makes it durable and renames it into
+        /// place; on any failure the temporary file is removed and nothing is stored. Call once.
+        @discardableResult
+        public func finish() throws(BlobStoreError) -> Receipt {
+            var closed = false
+            do throws(BlobStoreError) {
+                guard written == size else {
+                    throw BlobStoreError("blob \(digest.hex) ended after \(written) bytes, not the \(size) expected")
+                }
+                let actual = ContentDigest(hasher.finalize())
+                guard actual == digest else {
+                    throw BlobStoreError("blob \(digest.hex) arrived with bytes whose SHA-256 is \(actual.hex); not stored")
+                }
+                guard fsync(descriptor) == 0 else {
+                    throw BlobStoreError("cannot fsync \(temporary.path): \(String(cString: strerror(errno)))")
+                }
+                close(descriptor)
+                closed = true
+                guard rename(temporary.path, destination.path) == 0 else {
+                    throw BlobStoreError("cannot rename a blob into \(destination.path): \(String(cString: strerror(errno)))")
+                }
+                try BlobStore.syncDirectory(destination.deletingLastPathComponent())
+            } catch {
+                if !closed { close(descriptor) }
+                unlink(temporary.path)
+                throw error
+            }
+            return Receipt(digest: digest, size: size, written: true)
+        }
+
+        /// Abandons the blob: its temporary file is closed and removed.
+        public func discard() {
+            close(descriptor)
+            unlink(temporary.path)
+        }
+    }
+
+    /// Starts writing the blob of `digest`, `size` bytes, from chunks (``Writer``); nil when that
+    /// blob is already stored with that size, and nothing needs writing.
+    public func makeWriter(digest: ContentDigest, size: Int64) throws(BlobStoreError) -> Writer? {
+        guard size >= 0 else { throw BlobStoreError("blob \(digest.hex) cannot have a negative size (\(size))") }
+        if let stored = storedSize(digest), stored == size { return nil }
+        let temporaries = root.appendingPathComponent("tmp")
+        let destination = url(of: digest)
+        try Self.makeDirectories([root, temporaries, root.appendingPathComponent("sha256"), destination.deletingLastPathComponent()])
+        let temporary = temporaries.appendingPathComponent("\(digest.hex).\(getpid()).\(UInt64.random(in: 0...UInt64.max))")
+        return try Writer(digest: digest, size: size, temporary: temporary, destination: destination)
+    }
+}
