@@ -1,3 +1,4 @@
+import Content
 import FeedSigning
 import Foundation
 import Time
@@ -33,6 +34,10 @@ extension Publisher {
         try fileManager.createDirectory(at: staging, withIntermediateDirectories: true)
         try fileManager.createDirectory(at: recordsStaging, withIntermediateDirectories: true)
         try beforeStep("stage")
+        // The blobs before the revision: whoever sees its content.json finds every file it names.
+        if let planned = plan.content {
+            try ContentPublishing.putBlobs(planned, into: BlobStore(root: tree.content), beforeStep: beforeStep)
+        }
 
         // Render, compress and write each distinct output, two at a time on two cores; the
         // revision's own records (nil) are written beside the first output rather than after all.
@@ -40,6 +45,7 @@ extension Publisher {
         let step = beforeStep
         let history = plan.history
         let snapshot = plan.snapshot
+        let content = plan.content
         let signer = signer
         let manifestToSign = plan.manifest
         let signedAt = clock()
@@ -51,6 +57,10 @@ extension Publisher {
                     try AtomicFile.writeDurably(
                         try Gzip.compress(snapshot ?? Self.snapshot(renderer.catalog.products), effort: .fastest),
                         to: recordsStaging.appendingPathComponent(PublicTree.snapshotName))
+                    if let content {
+                        try AtomicFile.writeDurably(
+                            [UInt8](content.manifest.encoded()), to: recordsStaging.appendingPathComponent(PublicTree.contentManifestName))
+                    }
                     return nil
                 }
                 let stamp = CatalogStamp(app: app, revision: output.catalogRevision, publishedAt: output.catalogPublishedAt)

@@ -1,0 +1,131 @@
+import Content
+import Foundation
+import Time
+
+/// Publishing an app's content (docs/content.md, "Publishing"): the files hashed when a build is
+/// planned, put into the blob store before the revision that names them, the revision's
+/// `content.json` written in its records, and blobs no revision names pruned.
+enum ContentPublishing {
+    /// The content manifest of `items`, versions numbered from `previous`, each file read once to
+    /// hash it (nothing is stored); with one source file for each digest, to put it from. Nil for
+    /// an app with no items: its revision delivers no content.
+    static func plan(_ items: [CatalogContentItem], following previous: ContentManifest?) throws -> PlannedContent? {
+        guard !items.isEmpty else { return nil }
+        let files = items.flatMap(\.files)
+        // Two at a time, on two cores: hashing is most of a content build.
+        let hashed = parallelMap(files) { file in
+            Result { () throws(BlobStoreError) in try BlobStore.digest(ofFileAt: file.source) }
+        }
+        var sources: [ContentDigest: URL] = [:]
+        var digests: [URL: (digest: ContentDigest, size: Int64)] = [:]
+        for (file, result) in zip(files, hashed) {
+            do {
+                let found = try result.get()
+                digests[file.source] = found
+                sources[found.digest] = sources[found.digest] ?? file.source
+            } catch {
+                throw CatalogError.io(path: file.source.path, message: "cannot read content file: \(error)")
+            }
+        }
+        let manifestItems = items.map { item in
+            let (product, group, published): (String?, String?, Date?) =
+                switch item.availability {
+                case .product(let id): (id, nil, nil)
+                case .subscriptionGroup(let group, let published): (nil, group, published)
+                }
+            return ContentManifest.Item(
+                id: item.id, product: product, subscriptionGroup: group, published: published,
+                files: item.files.map { file in
+                    // Every file was hashed above.
+                    let found = digests[file.source] ?? (digest: ContentDigest.of(Data()), size: Int64(0))
+                    return ContentManifest.File(path: file.path, size: found.size, sha256: found.digest)
+                })
+        }
+        do {
+            return PlannedContent(manifest: try ContentManifest(items: manifestItems, following: previous), sources: sources)
+        } catch {
+            throw CatalogError.io(path: items[0].location.file, message: "content does not make a manifest: \(error)")
+        }
+    }
+
+    /// Puts every blob `content` names and the store lacks, each checked against its planned
+    /// digest, before the revision that names them is in place. A blob already stored is its
+    /// digest's bytes, so it is neither read nor copied again.
+    static func putBlobs(_ content: PlannedContent, into store: BlobStore, beforeStep: (String) throws -> Void) throws {
+        for (digest, source) in content.sources.sorted(by: { $0.key < $1.key }) where !store.contains(digest) {
+            do {
+                _ = try store.put(contentsOf: source, expected: digest)
+            } catch {
+                throw CatalogError.io(path: source.path, message: "cannot store content file: \(error)")
+            }
+            try beforeStep("content \(digest.hex)")
+        }
+    }
+
+    /// Removes the blobs that no revision of any app names, and temporary files a crash left
+    /// over an hour ago. Every revision is kept (none is ever pruned), so only blobs of builds
+    /// that failed before their revision was in place go. When any revision's manifest does not
+    /// read, nothing is removed: keeping a blob is the safe side. Callers hold the build lock.
+    static func pruneBlobs(in tree: PublicTree, now: Date) -> [ContentDigest] {
+        let store = BlobStore(root: tree.content)
+        guard FileManager.default.fileExists(atPath: tree.content.path) else { return [] }
+        var manifests: [ContentManifest] = []
+        let apps = (try? FileManager.default.contentsOfDirectory(atPath: tree.records.appendingPathComponent("v1/apps").path)) ?? []
+        for app in apps where AppName.problem(app) == nil {
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: tree.recordsRevisionsDirectory(app).path)) ?? []
+            for revision in names.compactMap({ Int($0) }) {
+                do {
+                    if let manifest = try tree.contentManifest(app, revision: revision) { manifests.append(manifest) }
+                } catch {
+                    return []
+                }
+            }
+        }
+        _ = try? store.removeTemporaryFiles(writtenBefore: now.addingTimeInterval(-3600))
+        return (try? store.prune(keepingNamesIn: manifests)) ?? []
+    }
+}
+
+/// A revision's content as planned: its manifest, and a file to put each blob from.
+public struct PlannedContent: Sendable, Hashable {
+    /// The manifest the revision publishes as `content.json`.
+    public var manifest: ContentManifest
+    /// One source file for each digest the manifest names.
+    var sources: [ContentDigest: URL]
+}
+
+extension PublicTree {
+    /// The content manifest of a revision of `app`; nil when that revision delivers no content.
+    ///
+    /// - Throws: ``CatalogError/corruptPublication(path:message:)`` when it does not read.
+    public func contentManifest(_ app: String, revision: Int) throws -> ContentManifest? {
+        let url = contentManifestURL(app, revision)
+        guard FileManager.default.fileExists(atPath: url.path) else { return nil }
+        do {
+            guard let data = FileManager.default.contents(atPath: url.path) else {
+                throw ContentManifestError("cannot read it")
+            }
+            return try ContentManifest.decode(data)
+        } catch {
+            throw CatalogError.corruptPublication(path: url.path, message: "\(error)")
+        }
+    }
+}
+
+extension CatalogWorkflow {
+    /// `catalog content ls` as a function: the content manifest of `app` at `revision` (the
+    /// current one when nil), with the revision it is of; a nil manifest when that revision
+    /// delivers no content.
+    ///
+    /// - Throws: ``HistoryError`` (missing) for an app never published or a revision it does not
+    ///   have; ``CatalogError/corruptPublication(path:message:)`` for a manifest that does not read.
+    public func content(app: String, revision: Int? = nil) throws -> (revision: Int, manifest: ContentManifest?) {
+        let tree = PublicTree(root: publicDirectory)
+        guard let current = try tree.currentManifest(app) else { throw HistoryError.missing("'\(app)' was never published") }
+        let chosen = revision ?? current.revision
+        guard (1...current.revision).contains(chosen) else {
+            throw HistoryError.missing("'\(app)' has no revision \(chosen); its revisions are 1 to \(current.revision)")
+        }
+        return (chosen, try tree.contentManifest(app, revision: chosen))
+    }
+}
