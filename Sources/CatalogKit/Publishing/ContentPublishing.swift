@@ -6,26 +6,49 @@ import Time
 /// planned, put into the blob store before the revision that names them, the revision's
 /// `content.json` written in its records, and blobs no revision names pruned.
 enum ContentPublishing {
-    /// The content manifest of `items`, versions numbered from `previous`, each file read once to
-    /// hash it (nothing is stored); with one source file for each digest, to put it from. Nil for
-    /// an app with no items: its revision delivers no content.
-    static func plan(_ items: [CatalogContentItem], following previous: ContentManifest?) throws -> PlannedContent? {
+    /// The content manifest of `items`, versions numbered from `previous`; with one source file
+    /// for each digest, to put it from. Each file is read once to hash it (nothing is stored),
+    /// unless `cache` knows it unchanged since it was last hashed. Nil for an app with no items:
+    /// its revision delivers no content.
+    static func plan(_ items: [CatalogContentItem], following previous: ContentManifest?, cache: ContentDigestCache) throws
+        -> PlannedContent?
+    {
         guard !items.isEmpty else { return nil }
+        var cache = cache
+        let now = Date()
         let files = items.flatMap(\.files)
+        // Each file's identity before it is read: a file that changes while it is hashed no longer
+        // has it, so what was read is never taken as that file's bytes again.
+        let identities = files.map { ContentDigestCache.identity(of: $0.source) }
+        var digests: [URL: (digest: ContentDigest, size: Int64)] = [:]
+        var toHash: [CatalogContentItem.File] = []
+        for (file, identity) in zip(files, identities) {
+            if let identity, let digest = cache.digest(of: file.source.path, identity: identity) {
+                digests[file.source] = (digest, identity.size)
+            } else {
+                toHash.append(file)
+            }
+        }
         // Two at a time, on two cores: hashing is most of a content build.
-        let hashed = parallelMap(files) { file in
+        let hashed = parallelMap(toHash) { file in
             Result { () throws(BlobStoreError) in try BlobStore.digest(ofFileAt: file.source) }
         }
-        var sources: [ContentDigest: URL] = [:]
-        var digests: [URL: (digest: ContentDigest, size: Int64)] = [:]
-        for (file, result) in zip(files, hashed) {
+        let identityByPath = Dictionary(zip(files.map(\.source.path), identities), uniquingKeysWith: { first, _ in first })
+        for (file, result) in zip(toHash, hashed) {
             do {
                 let found = try result.get()
                 digests[file.source] = found
-                sources[found.digest] = sources[found.digest] ?? file.source
+                if let identity = identityByPath[file.source.path] ?? nil, identity.size == found.size {
+                    cache.record(found.digest, of: file.source.path, identity: identity, now: now)
+                }
             } catch {
                 throw CatalogError.io(path: file.source.path, message: "cannot read content file: \(error)")
             }
+        }
+        cache.keep(only: Set(files.map(\.source.path)))
+        var sources: [ContentDigest: URL] = [:]
+        for file in files {
+            if let found = digests[file.source], sources[found.digest] == nil { sources[found.digest] = file.source }
         }
         let manifestItems = items.map { item in
             let (product, group, published): (String?, String?, Date?) =
@@ -42,7 +65,8 @@ enum ContentPublishing {
                 })
         }
         do {
-            return PlannedContent(manifest: try ContentManifest(items: manifestItems, following: previous), sources: sources)
+            return PlannedContent(
+                manifest: try ContentManifest(items: manifestItems, following: previous), sources: sources, digestCache: cache)
         } catch {
             throw CatalogError.io(path: items[0].location.file, message: "content does not make a manifest: \(error)")
         }
@@ -92,6 +116,8 @@ public struct PlannedContent: Sendable, Hashable {
     public var manifest: ContentManifest
     /// One source file for each digest the manifest names.
     var sources: [ContentDigest: URL]
+    /// The digests known after planning, written back when the plan is published.
+    var digestCache: ContentDigestCache
 }
 
 extension PublicTree {

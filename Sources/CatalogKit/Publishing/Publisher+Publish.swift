@@ -10,7 +10,10 @@ extension Publisher {
     /// records split out of `public/`.
     public func publish(_ plan: PublicationPlan) throws {
         try tree.moveRecordsOutOfPublic(plan.app)
+        // Only a cache: a build that cannot write it hashes the files again next time.
+        let digestCache = ContentDigestCache.url(in: tree, app: plan.app)
         guard !plan.isUnchanged else {
+            try? plan.content?.digestCache.write(to: digestCache)
             // A tree published before variants had paths of their own gets them from any build.
             if let current = plan.previous { try linkStaticCopies(plan.app, manifest: current) }
             return
@@ -36,7 +39,14 @@ extension Publisher {
         try beforeStep("stage")
         // The blobs before the revision: whoever sees its content.json finds every file it names.
         if let planned = plan.content {
-            try ContentPublishing.putBlobs(planned, into: BlobStore(root: tree.content), beforeStep: beforeStep)
+            do {
+                try ContentPublishing.putBlobs(planned, into: BlobStore(root: tree.content), beforeStep: beforeStep)
+            } catch {
+                // Bytes that did not hash as planned: the next build must read every file again.
+                try? FileManager.default.removeItem(at: digestCache)
+                throw error
+            }
+            try? planned.digestCache.write(to: digestCache)
         }
 
         // Render, compress and write each distinct output, two at a time on two cores; the

@@ -77,7 +77,8 @@ public struct Publisher: Sendable {
         // Content: every file hashed, the manifest numbered from the previous revision's. A change
         // of content alone is a new revision; its feeds keep their bytes and validators.
         let previousContent = try previous.flatMap { try tree.contentManifest(app, revision: $0.revision) }
-        let content = try ContentPublishing.plan(catalog.content, following: previousContent)
+        let content = try ContentPublishing.plan(
+            catalog.content, following: previousContent, cache: .read(ContentDigestCache.url(in: tree, app: app)))
         let isUnchanged = sameVariants && sameSchedule && changed == 0 && content?.manifest == previousContent
 
         // Every identifier this revision shows, now or by its schedule, is published from the
