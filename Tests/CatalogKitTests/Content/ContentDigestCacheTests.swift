@@ -5,6 +5,10 @@ import Testing
 
 @testable import CatalogKit
 
+#if canImport(Glibc)
+    import Glibc
+#endif
+
 /// The digests of unchanged content files are not computed again (`ContentDigestCache`), and a
 /// changed file is never taken for unchanged.
 @Suite struct ContentDigestCacheTests {
@@ -21,19 +25,26 @@ import Testing
             #expect(cache.digest(of: url.path, identity: before) == ContentDigest.of(Data("one".utf8)))
 
             // The attack on a cache of sizes and modification times: same size, the time put back.
-            let modified = try #require(try FileManager.default.attributesOfItem(atPath: url.path)[.modificationDate] as? Date)
+            var status = stat()
+            #expect(stat(url.path, &status) == 0)
+            let times = [status.st_atim, status.st_mtim]
             var after = before
             // Until the clock the file system stamps with has ticked (a few milliseconds).
             for _ in 0..<300 where after.changed == before.changed {
                 let handle = try FileHandle(forWritingTo: url)
                 try handle.write(contentsOf: Data("two".utf8))
                 try handle.close()
-                try FileManager.default.setAttributes([.modificationDate: modified], ofItemAtPath: url.path)
+                // Put back to the nanosecond, as `touch -d` or a careless sync tool would.
+                #expect(utimensat(AT_FDCWD, url.path, times, 0) == 0)
                 after = try #require(ContentDigestCache.identity(of: url))
                 if after.changed == before.changed { Thread.sleep(forTimeInterval: 0.01) }
             }
+            // Everything a cache of size, inode and modification time would compare is the same…
             #expect(after.size == before.size)
             #expect(after.inode == before.inode)
+            #expect(after.modified == before.modified)
+            #expect(after.device == before.device)
+            // …but the status-change time moved, and the cache misses.
             #expect(cache.digest(of: url.path, identity: after) == nil)
         }
     }
