@@ -13,6 +13,11 @@ extension Publisher {
         // Only a cache: a build that cannot write it hashes the files again next time.
         let digestCache = ContentDigestCache.url(in: tree, app: plan.app)
         guard !plan.isUnchanged else {
+            // A blob of the current revision that went missing (a disk restored from an older
+            // backup) is put back: only missing ones are read.
+            if let planned = plan.content {
+                try ContentPublishing.putBlobs(planned, into: BlobStore(root: tree.content), beforeStep: beforeStep)
+            }
             try? plan.content?.digestCache.write(to: digestCache)
             // A tree published before variants had paths of their own gets them from any build.
             if let current = plan.previous { try linkStaticCopies(plan.app, manifest: current) }

@@ -89,6 +89,11 @@ import Time
             #expect(plans.map(\.revision) == [1])
             #expect(snapshot(of: catalog.tree.records) == records)
             #expect(try FileManager.default.attributesOfItem(atPath: blob.path)[.modificationDate] as? Date == before)
+
+            // A blob lost from the store is put back by the next build, still unchanged.
+            try FileManager.default.removeItem(at: blob)
+            #expect(try catalog.publish(at: buildMoment.adding(120)).map(\.isUnchanged) == [true])
+            #expect(try store.verify(Self.digest("January")))
         }
     }
 
@@ -149,6 +154,48 @@ import Time
             #expect(!store.contains(orphan))
             #expect(store.contains(Self.digest("[2]")), "revision 1 still names it")
             #expect(store.contains(Self.digest("[3]")))
+        }
+    }
+
+    /// Revision 1, then a build of changed content run with `probe`.
+    static func crashRun(_ catalog: TemporaryCatalog, probe: PublishingTests.StepProbe) throws -> Result<CatalogWorkflow.Build, any Error> {
+        try write(catalog)
+        try catalog.publish(at: buildMoment)
+        try write(catalog, level2: "[2,2]")
+        try catalog.write("\(app).content/levels/3.json", "[3]")
+        try catalog.write(
+            "\(app).plist",
+            source.replacingOccurrences(of: "<string>2.json</string>", with: "<string>2.json</string>\n\t\t\t\t<string>3.json</string>"))
+        return Result { try catalog.build(at: buildMoment.adding(60)) { $0.beforeStep = probe.step } }
+    }
+
+    /// A crash at any step of a content build, blobs included, leaves a current revision whose
+    /// content.json names only blobs that are stored; the next build completes the new revision.
+    @Test func aCrashAtAnyStepLeavesEveryNamedBlobStored() throws {
+        let steps = try withCatalog { catalog in
+            let probe = PublishingTests.StepProbe(failAt: nil, currentManifest: catalog.tree.currentManifestURL(Self.app))
+            _ = try Self.crashRun(catalog, probe: probe).get()
+            #expect(try catalog.tree.contentManifest(Self.app, revision: 2)?.items.map(\.version) == [1, 1, 2])
+            return probe.steps
+        }
+        #expect(steps.filter { $0.hasPrefix("content ") }.count == 2, "two new blobs: [2,2] and [3]")
+        for failAt in 1...steps.count {
+            try withCatalog { catalog in
+                let probe = PublishingTests.StepProbe(failAt: failAt, currentManifest: catalog.tree.currentManifestURL(Self.app))
+                #expect(throws: PublishingTests.StepProbe.Crash.self, "crash at step \(failAt)") {
+                    try Self.crashRun(catalog, probe: probe).get()
+                }
+                let current = try #require(try catalog.tree.currentManifest(Self.app))
+                let content = try #require(try catalog.tree.contentManifest(Self.app, revision: current.revision))
+                let store = BlobStore(root: catalog.tree.content)
+                for digest in content.digests { #expect(store.contains(digest), "step \(failAt) (\(steps[failAt - 1])): \(digest)") }
+                try catalog.publish(at: buildMoment.adding(120))
+                let final = try #require(try catalog.tree.currentManifest(Self.app)).revision
+                #expect(try catalog.tree.contentManifest(Self.app, revision: final)?.items.map(\.version) == [1, 1, 2], "step \(failAt)")
+                for digest in try #require(try catalog.tree.contentManifest(Self.app, revision: final)).digests {
+                    #expect(try store.verify(digest), "step \(failAt)")
+                }
+            }
         }
     }
 }
