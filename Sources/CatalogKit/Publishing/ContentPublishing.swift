@@ -110,6 +110,27 @@ enum ContentPublishing {
     }
 }
 
+/// How a plan's content differs from the current revision's, by item id.
+public struct ContentChange: Sendable, Hashable {
+    /// How many items the new revision delivers.
+    public var items: Int
+    /// Items new in it, or whose files changed (a new version).
+    public var changed: [String]
+    /// Items it no longer delivers.
+    public var removed: [String]
+
+    /// The change from `previous` to `next`; nil when they are the same.
+    static func between(_ previous: ContentManifest?, _ next: ContentManifest?) -> ContentChange? {
+        guard previous != next else { return nil }
+        let before = Dictionary((previous?.items ?? []).map { ($0.id, $0.version) }, uniquingKeysWith: { first, _ in first })
+        let after = next?.items ?? []
+        let ids = Set(after.map(\.id))
+        return ContentChange(
+            items: after.count, changed: after.filter { before[$0.id] != $0.version }.map(\.id),
+            removed: (previous?.items ?? []).map(\.id).filter { !ids.contains($0) })
+    }
+}
+
 /// A revision's content as planned: its manifest, and a file to put each blob from.
 public struct PlannedContent: Sendable, Hashable {
     /// The manifest the revision publishes as `content.json`.

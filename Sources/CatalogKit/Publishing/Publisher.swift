@@ -132,6 +132,7 @@ public struct Publisher: Sendable {
             changedFeedCount: changed, totalFeedCount: records.count * 2,
             scheduledChanges: schedule.map(\.from), scheduleEndsBefore: moments.firstUnscheduled,
             sellableCount: current.sellable.count(where: { $0 }), knownCount: renderer.known.count, feedbackChanges: feedbackChanges,
-            content: content, renderer: renderer, outputs: outputs, snapshot: snapshot)
+            content: content, contentChange: ContentChange.between(previousContent, content?.manifest), renderer: renderer,
+            outputs: outputs, snapshot: snapshot)
     }
 }

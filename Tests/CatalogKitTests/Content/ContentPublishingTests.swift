@@ -107,6 +107,8 @@ import Time
             let plans = try catalog.publish(at: buildMoment.adding(60))
             #expect(plans.map(\.revision) == [2])
             #expect(plans.map(\.changedFeedCount) == [0])
+            #expect(plans.first?.contentChange?.changed == ["levels"])
+            #expect(plans.first?.contentChange?.items == 3)
             let manifest = try #require(try catalog.tree.contentManifest(Self.app, revision: 2))
             #expect(manifest.items.map(\.version) == [1, 1, 2])
             let first = try catalog.tree.manifest(Self.app, revision: 1)
@@ -116,8 +118,12 @@ import Time
             #expect(Set(try BlobStore(root: catalog.tree.content).list()).isSuperset(of: [Self.digest("[2]"), Self.digest("[2,2]")]))
             // Removing every item is a change too: the next revision has no content.json.
             try catalog.write("\(Self.app).plist", Self.noContent)
-            #expect(try catalog.publish(at: buildMoment.adding(120)).map(\.revision) == [3])
+            let removal = try catalog.publish(at: buildMoment.adding(120))
+            #expect(removal.map(\.revision) == [3])
+            #expect(removal.first?.contentChange?.removed == ["issue-1", "issue-2", "levels"])
+            #expect(removal.first?.contentChange?.items == 0)
             #expect(try catalog.tree.contentManifest(Self.app, revision: 3) == nil)
+            #expect(try catalog.build(at: buildMoment.adding(180), dryRun: true).plans.first?.contentChange == nil)
         }
     }
 
