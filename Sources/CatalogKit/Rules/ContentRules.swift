@@ -22,13 +22,16 @@ public enum ContentRules {
     /// Checks every item of `sources` against `products`; the items when no rule found an error.
     static func check(_ sources: AppSources, products: [Product], into diagnostics: inout [Diagnostic]) -> [CatalogContentItem] {
         let definitions = sources.definitions.flatMap(\.content)
-        guard !definitions.isEmpty else { return [] }
+        let folder = ContentFolder(url: sources.contentDirectory, display: sources.contentDisplayPath)
+        guard !definitions.isEmpty else {
+            warnUnlisted(in: folder, listed: [], into: &diagnostics)
+            return []
+        }
         var productsById: [String: Product] = [:]
         for product in products { productsById[product.id] = product }
         let groups = Set(products.compactMap(\.subscription?.group))
         // A product its own rules rejected was reported there; an item naming it is not reported again.
         let rejected = Set(sources.definitions.flatMap { $0.products.rejectedIDs.map(\.value) })
-        let folder = ContentFolder(url: sources.contentDirectory, display: sources.contentDisplayPath)
         var firstById: [String: SourceLocation] = [:]
         var items: [CatalogContentItem] = []
         for definition in definitions {
@@ -38,7 +41,37 @@ public enum ContentRules {
                 into: &diagnostics)
             if let item, !diagnostics[before...].contains(where: { $0.severity == .error }) { items.append(item) }
         }
+        // Only when every item checked: a file of an item with an error would be reported twice.
+        if items.count == definitions.count && !diagnostics.containsErrors {
+            warnUnlisted(in: folder, listed: Set(items.flatMap { $0.files.map(\.source.path) }), into: &diagnostics)
+        }
         return items.sorted { $0.id < $1.id }
+    }
+
+    /// The most files reported as listed by no item, before one line says how many more.
+    static let maximumUnlistedWarnings = 20
+
+    /// A warning for each regular file in the content folder that no item lists (a typo in a
+    /// path, or a file forgotten): it is not published. Hidden files (`.DS_Store`) are skipped.
+    private static func warnUnlisted(in folder: ContentFolder, listed: Set<String>, into diagnostics: inout [Diagnostic]) {
+        guard let root = folder.realPath, let walk = FileManager.default.enumerator(atPath: root) else { return }
+        var unlisted: [String] = []
+        while let relative = walk.nextObject() as? String {
+            guard !relative.split(separator: "/").contains(where: { $0.hasPrefix(".") }) else { continue }
+            guard case .regular(let url, _) = folder.find(relative, below: root), !listed.contains(url.path) else { continue }
+            unlisted.append(relative)
+        }
+        for relative in unlisted.sorted().prefix(maximumUnlistedWarnings) {
+            diagnostics.append(
+                .warning("no content item lists this file, so it is not published", file: "\(folder.display)/\(relative)", at: .startOfFile)
+            )
+        }
+        if unlisted.count > maximumUnlistedWarnings {
+            diagnostics.append(
+                .warning(
+                    "\(unlisted.count - maximumUnlistedWarnings) more files that no content item lists", file: folder.display,
+                    at: .startOfFile))
+        }
     }
 
     /// Why `id` cannot be a content item's id, or nil: like a product id, since clients name

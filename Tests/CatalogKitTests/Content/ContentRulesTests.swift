@@ -286,4 +286,19 @@ import Testing
                 ])
         }
     }
+
+    /// A file no item lists is not published: a typo in a path would otherwise go unnoticed.
+    @Test func filesNoItemListsAreWarnings() throws {
+        #expect(
+            try Self.validate(
+                Self.app(Self.item("a", product: "com.example.game.pack", files: ["levels/1.json"])),
+                files: ["levels/1.json": "{}", "levels/2.json": "[]", ".DS_Store": "", "levels/.hidden/x": ""]) == [
+                    "catalog/com.example.game.content/levels/2.json:1:1: warning: no content item lists this file, so it is not published"
+                ])
+        // With no item at all, every file is reported.
+        #expect(
+            try Self.validate(Self.app(), files: ["levels/1.json": "{}"]) == [
+                "catalog/com.example.game.content/levels/1.json:1:1: warning: no content item lists this file, so it is not published"
+            ])
+    }
 }
