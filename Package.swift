@@ -77,7 +77,8 @@ let package = Package(
             name: "CatalogKit",
             dependencies: [
                 "Time", "PropertyList", "FeedSigning", "CLibDeflate", "CISAL", "CDirectIO",
-                // A publication names its content manifests' blobs, which a shared store records (docs/content.md).
+                // `catalog build` puts content into the blob store and writes each revision's manifest;
+                // a publication names its manifests' blobs, which a shared store records (docs/content.md).
                 "Content",
                 .product(name: "Crypto", package: "swift-crypto"),
             ],
@@ -143,6 +144,7 @@ let package = Package(
             name: "catalog",
             dependencies: [
                 "CatalogKit", "CatalogServer", "ReportStorage", "CatalogClient", "FeedSigning", "CMallocTuning", "Purchases", "Time",
+                "Content",
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
@@ -158,7 +160,7 @@ let package = Package(
         .testTarget(
             name: "CatalogKitTests",
             dependencies: [
-                "CatalogKit", "FeedSigning", "CatalogTestSupport", "ReportStorage", "Time", "HTTPSemantics",
+                "CatalogKit", "FeedSigning", "CatalogTestSupport", "ReportStorage", "Time", "HTTPSemantics", "Content",
                 .product(name: "Logging", package: "swift-log"),
             ],
             // Golden feeds and their source, read at run time from beside PublishingTests.swift.

@@ -1,3 +1,4 @@
+import Content
 import FeedSigning
 import Foundation
 import PropertyList
@@ -95,6 +96,9 @@ public struct CatalogWorkflow: Sendable {
         public var plans: [PublicationPlan]
         /// Whether any diagnostic is an error: then nothing was published.
         public var hasErrors: Bool { diagnostics.containsErrors }
+        /// Content blobs the build removed because no revision names them (left by a build that
+        /// failed before its revision was in place).
+        public var prunedBlobs: [ContentDigest] = []
     }
 
     /// Validates, then publishes each app whose feeds changed, unless any app has errors:
@@ -109,7 +113,10 @@ public struct CatalogWorkflow: Sendable {
         let lock = dryRun ? nil : try BuildLock(publicDirectory: publicDirectory)
         defer { withExtendedLifetime(lock) {} }
         let plans = try publish(validation.catalogs, at: moment, dryRun: dryRun, note: note, publisher: configure)
-        return Build(diagnostics: validation.diagnostics, plans: plans)
+        var build = Build(diagnostics: validation.diagnostics, plans: plans)
+        // Under the lock still: no other build is putting blobs meanwhile.
+        if !dryRun { build.prunedBlobs = ContentPublishing.pruneBlobs(in: PublicTree(root: publicDirectory), now: Date()) }
+        return build
     }
 
     /// The publisher every path that publishes uses: one place that applies the signer.

@@ -10,6 +10,13 @@ func summary(_ plan: PublicationPlan, dryRun: Bool = false) -> String {
     var summary = "\(plan.app): \(verb) revision \(plan.revision): \(plan.sellableCount) on sale, \(plan.knownCount) known"
     if !plan.diff.isEmpty { summary += "; products \(plan.diff.summary)" }
     summary += "; \(plan.changedFeedCount) of \(plan.totalFeedCount) feeds changed"
+    if let content = plan.contentChange {
+        summary += "; content \(content.items) item\(content.items == 1 ? "" : "s")"
+        var parts: [String] = []
+        if !content.changed.isEmpty { parts.append("\(content.changed.count) new or changed") }
+        if !content.removed.isEmpty { parts.append("\(content.removed.count) removed") }
+        if !parts.isEmpty { summary += ": " + parts.joined(separator: ", ") }
+    }
     if !plan.scheduledChanges.isEmpty {
         let count = plan.scheduledChanges.count
         summary += "; \(count) scheduled change\(count == 1 ? "" : "s") until \(plan.scheduledChanges[count - 1])"

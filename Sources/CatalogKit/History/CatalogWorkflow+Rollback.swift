@@ -48,6 +48,14 @@ extension CatalogWorkflow {
                 description: "the sources of '\(app)' have errors; a rollback keeps their feedback policy and verdicts, so fix them first",
                 diagnostics: before.diagnostics)
         }
+        // A rollback rewrites the app as one canonical plist of products: content items would be
+        // dropped from the sources and the next revision would deliver none.
+        guard sources.content.isEmpty else {
+            throw HistoryError(
+                description:
+                    "'\(app)' has content items, which a rollback does not restore yet; restore the product definitions by hand (catalog diff shows them) and run catalog build"
+            )
+        }
 
         // The restored products, then those published since, all kept by the identifier rules.
         let restored = try tree.productSnapshot(app, revision: revision)

@@ -92,4 +92,7 @@ public struct AppCatalog: Sendable {
     public var files: [String]
     /// What the purchases endpoints bind the App Store's evidence to (docs/catalog-format.md).
     public var purchaseSettings = PurchaseSettings()
+    /// The content items, by id: what `catalog build` puts into the blob store and the revision's
+    /// content manifest (docs/content.md). Empty: the app delivers no content.
+    public var content: [CatalogContentItem] = []
 }

@@ -34,6 +34,11 @@ public struct PublicationPlan: Sendable {
     public var knownCount: Int
     /// Quarantines this plan publishes or lifts, compared with the current revision.
     public var feedbackChanges: [VerdictChange]
+    /// The revision's content: its manifest (`content.json` in its records) and the files its
+    /// blobs are put from; nil when it delivers none.
+    public var content: PlannedContent?
+    /// How the content differs from the current revision's; nil when it does not.
+    public var contentChange: ContentChange?
 
     let renderer: FeedRenderer
     /// One entry per distinct selection of products: the folder its files go to.

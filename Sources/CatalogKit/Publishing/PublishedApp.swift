@@ -39,6 +39,8 @@ public struct PublicTree: Sendable {
 
     /// Every product with every field, one JSON object per line, gzip-compressed.
     public static let snapshotName = "products.jsonl.gz"
+    /// A revision's content manifest, in its records (``contentManifestURL(_:_:)``).
+    public static let contentManifestName = "content.json"
     /// The files and folders of a revision that belong in the records tree.
     static let recordNames = ["identifiers.tsv", snapshotName, "scheduled"]
 
@@ -69,7 +71,7 @@ public struct PublicTree: Sendable {
     /// tree: the items, versions, files, sizes and digests that revision delivers (absent when it
     /// delivers none). It travels to replicas with the other records.
     public func contentManifestURL(_ app: String, _ revision: Int) -> URL {
-        recordsDirectory(app, revision).appendingPathComponent("content.json")
+        recordsDirectory(app, revision).appendingPathComponent(Self.contentManifestName)
     }
 
     /// A record file of a revision: in the records tree, or where a tree published before the

@@ -1,3 +1,4 @@
+import Content
 import FeedSigning
 import Foundation
 import Time
@@ -9,7 +10,15 @@ extension Publisher {
     /// records split out of `public/`.
     public func publish(_ plan: PublicationPlan) throws {
         try tree.moveRecordsOutOfPublic(plan.app)
+        // Only a cache: a build that cannot write it hashes the files again next time.
+        let digestCache = ContentDigestCache.url(in: tree, app: plan.app)
         guard !plan.isUnchanged else {
+            // A blob of the current revision that went missing (a disk restored from an older
+            // backup) is put back: only missing ones are read.
+            if let planned = plan.content {
+                try ContentPublishing.putBlobs(planned, into: BlobStore(root: tree.content), beforeStep: beforeStep)
+            }
+            try? plan.content?.digestCache.write(to: digestCache)
             // A tree published before variants had paths of their own gets them from any build.
             if let current = plan.previous { try linkStaticCopies(plan.app, manifest: current) }
             return
@@ -33,6 +42,17 @@ extension Publisher {
         try fileManager.createDirectory(at: staging, withIntermediateDirectories: true)
         try fileManager.createDirectory(at: recordsStaging, withIntermediateDirectories: true)
         try beforeStep("stage")
+        // The blobs before the revision: whoever sees its content.json finds every file it names.
+        if let planned = plan.content {
+            do {
+                try ContentPublishing.putBlobs(planned, into: BlobStore(root: tree.content), beforeStep: beforeStep)
+            } catch {
+                // Bytes that did not hash as planned: the next build must read every file again.
+                try? FileManager.default.removeItem(at: digestCache)
+                throw error
+            }
+            try? planned.digestCache.write(to: digestCache)
+        }
 
         // Render, compress and write each distinct output, two at a time on two cores; the
         // revision's own records (nil) are written beside the first output rather than after all.
@@ -40,6 +60,7 @@ extension Publisher {
         let step = beforeStep
         let history = plan.history
         let snapshot = plan.snapshot
+        let content = plan.content
         let signer = signer
         let manifestToSign = plan.manifest
         let signedAt = clock()
@@ -51,6 +72,10 @@ extension Publisher {
                     try AtomicFile.writeDurably(
                         try Gzip.compress(snapshot ?? Self.snapshot(renderer.catalog.products), effort: .fastest),
                         to: recordsStaging.appendingPathComponent(PublicTree.snapshotName))
+                    if let content {
+                        try AtomicFile.writeDurably(
+                            [UInt8](content.manifest.encoded()), to: recordsStaging.appendingPathComponent(PublicTree.contentManifestName))
+                    }
                     return nil
                 }
                 let stamp = CatalogStamp(app: app, revision: output.catalogRevision, publishedAt: output.catalogPublishedAt)

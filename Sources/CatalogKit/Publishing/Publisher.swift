@@ -74,7 +74,12 @@ public struct Publisher: Sendable {
         let sameVariants =
             previous.map { $0.variants.map { "\($0.platform)/\($0.band)" } == records.map { "\($0.platform)/\($0.band)" } } ?? false
         let sameSchedule = previous.map { ($0.schedule ?? []).map(\.fingerprint) == schedule.map(\.fingerprint) } ?? false
-        let isUnchanged = sameVariants && sameSchedule && changed == 0
+        // Content: every file hashed, the manifest numbered from the previous revision's. A change
+        // of content alone is a new revision; its feeds keep their bytes and validators.
+        let previousContent = try previous.flatMap { try tree.contentManifest(app, revision: $0.revision) }
+        let content = try ContentPublishing.plan(
+            catalog.content, following: previousContent, cache: .read(ContentDigestCache.url(in: tree, app: app)))
+        let isUnchanged = sameVariants && sameSchedule && changed == 0 && content?.manifest == previousContent
 
         // Every identifier this revision shows, now or by its schedule, is published from the
         // moment it first appears: feedback's grace period counts from then.
@@ -127,6 +132,7 @@ public struct Publisher: Sendable {
             changedFeedCount: changed, totalFeedCount: records.count * 2,
             scheduledChanges: schedule.map(\.from), scheduleEndsBefore: moments.firstUnscheduled,
             sellableCount: current.sellable.count(where: { $0 }), knownCount: renderer.known.count, feedbackChanges: feedbackChanges,
-            renderer: renderer, outputs: outputs, snapshot: snapshot)
+            content: content, contentChange: ContentChange.between(previousContent, content?.manifest), renderer: renderer,
+            outputs: outputs, snapshot: snapshot)
     }
 }

@@ -43,15 +43,17 @@ public enum CatalogRules {
                 }
             }
         }
-        guard !diagnostics.containsErrors, sources.definitions.allSatisfy({ $0.products.rejectedCount == 0 }) else {
-            return (nil, diagnostics)
-        }
         // A single file's products are taken as they are: a big catalog is not copied.
         let products =
             sources.definitions.count == 1 ? sources.definitions[0].products.products : sources.definitions.flatMap(\.products.products)
-        let catalog = AppCatalog(
+        let content = ContentRules.check(sources, products: products, into: &diagnostics)
+        guard !diagnostics.containsErrors, sources.definitions.allSatisfy({ $0.products.rejectedCount == 0 }) else {
+            return (nil, diagnostics)
+        }
+        var catalog = AppCatalog(
             app: sources.app, platforms: platforms.sorted(), feedbackPolicy: settings.policy, products: products,
             files: sources.definitions.map(\.settings.file), purchaseSettings: settings.purchases)
+        catalog.content = content
         return (catalog, diagnostics)
     }
 

@@ -13,6 +13,23 @@ public struct AppSources: Sendable {
     /// Whether some file of the app could not be read or decoded: its products are unknown,
     /// so rules about the app as a whole (such as vanished identifiers) cannot be judged.
     public var isIncomplete: Bool
+    /// The app's content folder: `<app>/content/` in a folder app, `<app>.content/` beside a
+    /// single-file one (docs/catalog-format.md, "Content"). It need not exist.
+    public var contentDirectory: URL
+    /// How the content folder appears in diagnostics.
+    public var contentDisplayPath: String
+
+    /// Sources of `app` decoded from `origin`, with its content folder at `contentDirectory`.
+    public init(
+        app: String, definitions: [SourceDefinition], origin: String, isIncomplete: Bool, contentDirectory: URL, contentDisplayPath: String
+    ) {
+        self.app = app
+        self.definitions = definitions
+        self.origin = origin
+        self.isIncomplete = isIncomplete
+        self.contentDirectory = contentDirectory
+        self.contentDisplayPath = contentDisplayPath
+    }
 }
 
 /// Finds the apps in a catalog directory and decodes their files.
@@ -33,6 +50,10 @@ public struct CatalogLoader: Sendable {
 
     static let sourceExtensions: Set<String> = ["plist", "xml"]
     static let feedbackSuffix = ".feedback.plist"
+    /// The content folder of a single-file app is `<app>.content/` beside it.
+    static let contentSuffix = ".content"
+    /// The content folder of a folder app is `content/` inside it.
+    static let contentFolderName = "content"
 
     /// Decodes every app under `directory`; `displayPath` is how that directory appears in diagnostics.
     public func load(directory: URL, displayPath: String) -> (apps: [AppSources], diagnostics: [Diagnostic]) {
@@ -44,6 +65,9 @@ public struct CatalogLoader: Sendable {
         }
         var filesByApp: [String: [(url: URL, display: String)]] = [:]
         var originByApp: [String: String] = [:]
+        var contentByApp: [String: (url: URL, display: String)] = [:]
+        // `<app>.content/` beside `<app>.plist` or `<app>.xml` holds that app's content, not an app.
+        let singleFileApps = Set(names.filter { Self.isSource($0) }.map { ($0 as NSString).deletingPathExtension })
         for name in names.sorted() where !name.hasPrefix(".") {
             let url = directory.appendingPathComponent(name)
             let display = "\(base)/\(name)"
@@ -51,8 +75,11 @@ public struct CatalogLoader: Sendable {
             guard fileManager.fileExists(atPath: url.path, isDirectory: &isDirectory) else { continue }
             let app: String
             var files: [(URL, String)]
+            let content: (url: URL, display: String)
             if isDirectory.boolValue {
+                if name.hasSuffix(Self.contentSuffix), singleFileApps.contains(String(name.dropLast(Self.contentSuffix.count))) { continue }
                 app = name
+                content = (url.appendingPathComponent(Self.contentFolderName, isDirectory: true), "\(display)/\(Self.contentFolderName)")
                 let inner = (try? fileManager.contentsOfDirectory(atPath: url.path)) ?? []
                 files = inner.sorted().filter { Self.isSource($0) }.map { (url.appendingPathComponent($0), "\(display)/\($0)") }
                 if files.isEmpty {
@@ -63,6 +90,9 @@ public struct CatalogLoader: Sendable {
                 guard Self.isSource(name) else { continue }
                 app = (name as NSString).deletingPathExtension
                 files = [(url, display)]
+                content = (
+                    directory.appendingPathComponent(app + Self.contentSuffix, isDirectory: true), "\(base)/\(app)\(Self.contentSuffix)"
+                )
             }
             if let earlier = originByApp[app] {
                 diagnostics.append(
@@ -77,6 +107,7 @@ public struct CatalogLoader: Sendable {
             }
             originByApp[app] = display
             filesByApp[app] = files
+            contentByApp[app] = content
         }
 
         var apps: [AppSources] = []
@@ -90,7 +121,11 @@ public struct CatalogLoader: Sendable {
                 if definition == nil || fileDiagnostics.containsErrors { isIncomplete = true }
                 diagnostics += fileDiagnostics
             }
-            apps.append(AppSources(app: app, definitions: definitions, origin: originByApp[app]!, isIncomplete: isIncomplete))
+            let content = contentByApp[app]!
+            apps.append(
+                AppSources(
+                    app: app, definitions: definitions, origin: originByApp[app]!, isIncomplete: isIncomplete,
+                    contentDirectory: content.url, contentDisplayPath: content.display))
         }
         return (apps, diagnostics)
     }

@@ -37,6 +37,7 @@ struct CatalogXMLSourceDecoder {
         settings.webhookURL = root.located("webhookURL")
         settings.webhookSecretFile = root.located("webhookSecretFile")
         var products = CheckedProducts()
+        var content: [ContentItemDefinition] = []
         for child in root.children {
             switch child.name {
             case "platforms": settings.platforms = list(child)
@@ -45,10 +46,26 @@ struct CatalogXMLSourceDecoder {
             case "product":
                 let definition = product(child, file: file, into: &diagnostics)
                 products.append(definition, into: &diagnostics)
+            case "content": content.append(contentItem(child, file: file, into: &diagnostics))
             default: break  // the schema admits nothing else
             }
         }
-        return SourceDefinition(settings: settings, products: products)
+        return SourceDefinition(settings: settings, products: products, content: content)
+    }
+
+    /// A `<content>` element: one item, its sale in attributes and its files as `<file>` children.
+    private func contentItem(_ element: XMLElement, file: String, into diagnostics: inout [Diagnostic]) -> ContentItemDefinition {
+        var item = ContentItemDefinition(file: file, position: element.position)
+        item.id = element.located("id")
+        item.product = element.located("product")
+        item.group = element.located("group")
+        item.folder = element.located("folder")
+        let before = diagnostics.count
+        item.published = date(element, "published", file: file, into: &diagnostics)
+        if diagnostics.count > before { item.malformedKeys.insert("published") }
+        // A path is taken as written: spaces at its ends are part of a file name.
+        item.files = Located(element.children.filter { $0.name == "file" }.map { Located($0.text, at: $0.position) }, at: element.position)
+        return item
     }
 
     private func product(_ element: XMLElement, file: String, into diagnostics: inout [Diagnostic]) -> ProductDefinition {

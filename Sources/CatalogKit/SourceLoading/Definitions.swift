@@ -110,6 +110,8 @@ public struct SourceDefinition: Sendable {
     public var settings: AppSettingsDefinition
     /// The file's products, each checked on its own.
     public var products: CheckedProducts
+    /// The file's content items, in source order.
+    public var content: [ContentItemDefinition] = []
     /// Whether the file is Apple's plain array of identifiers, which cannot give a product a
     /// status: the history rules then name `catalog convert`.
     public var isIdentifierArray = false
@@ -153,5 +155,34 @@ public struct CheckedProducts: Sendable, CustomStringConvertible {
 
     public var description: String {
         "products: \(products), rejected: \(rejectedCount) \(rejectedIDs), platform lists: \(platformLists)"
+    }
+}
+
+/// A content item as a source spells it, before the rules run (docs/catalog-format.md, "Content"):
+/// files sold with a product, or a dated item of a subscription group.
+public struct ContentItemDefinition: Sendable {
+    /// The file as diagnostics name it.
+    public var file: String
+    /// The position of the item's dict or element.
+    public var position: SourcePosition
+    /// The item's id, unique in the app.
+    public var id: Located<String>?
+    /// The product whose holders may download it.
+    public var product: Located<String>?
+    /// The subscription group (its catalog name, such as `news.plus`) whose subscribers may download it.
+    public var group: Located<String>?
+    /// When a group's item was published.
+    public var published: Located<Timestamp>?
+    /// The folder, inside the app's content folder, that `files` are relative to.
+    public var folder: Located<String>?
+    /// The item's files, each relative to `folder` (or to the content folder).
+    public var files: Located<[Located<String>]>?
+    /// Keys present with a value the decoder already reported as malformed.
+    public var malformedKeys: Set<String> = []
+
+    /// An item that starts at `position` in `file`, with no field yet.
+    public init(file: String, position: SourcePosition) {
+        self.file = file
+        self.position = position
     }
 }

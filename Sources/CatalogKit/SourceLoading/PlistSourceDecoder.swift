@@ -31,6 +31,7 @@ struct PlistSourceDecoder {
         diagnostics += problems
         guard let root = result.root else { return nil }
         var settings = AppSettingsDefinition(file: file)
+        var content: [ContentItemDefinition] = []
         switch root.value {
         case .array(let items):
             // Apple's minimal form: identifiers only. An array of dicts is another app's shape.
@@ -76,6 +77,7 @@ struct PlistSourceDecoder {
                 case "webhookURL": settings.webhookURL = entry.value.string(key: "webhookURL", file: file, into: &diagnostics)
                 case "webhookSecretFile":
                     settings.webhookSecretFile = entry.value.string(key: "webhookSecretFile", file: file, into: &diagnostics)
+                case "content": content = contentItems(entry.value, file: file, into: &diagnostics)
                 case "products":
                     // Its elements were streamed to decodeProduct as they were read; only its kind is left to check.
                     guard case .array = entry.value.value else {
@@ -96,7 +98,7 @@ struct PlistSourceDecoder {
                     file: file, at: root.position))
             return nil
         }
-        var definition = SourceDefinition(settings: settings, products: products)
+        var definition = SourceDefinition(settings: settings, products: products, content: content)
         if case .array = root.value { definition.isIdentifierArray = true }
         return definition
     }
@@ -104,7 +106,7 @@ struct PlistSourceDecoder {
     /// The keys of the full form's root dict.
     static let settingKeys: Set<String> = [
         "app", "platforms", "feedbackPolicy", "appAppleId", "environments", "transferPolicy", "xcodeCertificate", "webhookURL",
-        "webhookSecretFile", "products",
+        "webhookSecretFile", "products", "content",
     ]
 
     /// The error for a file that would publish no products because it is a product list of
@@ -155,6 +157,40 @@ struct PlistSourceDecoder {
             if diagnostics[before...].contains(where: { $0.severity == .error }) { product.malformedKeys.insert(entry.key) }
         }
         return product
+    }
+
+    /// The `content` array: one dict per item (docs/catalog-format.md, "Content").
+    private func contentItems(_ node: PropertyListNode, file: String, into diagnostics: inout [Diagnostic]) -> [ContentItemDefinition] {
+        guard case .array(let items) = node.value else {
+            diagnostics.append(
+                .error("'content' must be an <array> of item dicts, found \(node.value.kindName)", file: file, at: node.position))
+            return []
+        }
+        var result: [ContentItemDefinition] = []
+        for node in items {
+            guard case .dictionary(let dictionary) = node.value else {
+                diagnostics.append(.error("a content item must be a <dict>, found \(node.value.kindName)", file: file, at: node.position))
+                continue
+            }
+            var item = ContentItemDefinition(file: file, position: node.position)
+            for entry in dictionary.entries {
+                let before = diagnostics.count
+                let value = entry.value
+                switch entry.key {
+                case "id": item.id = value.string(key: entry.key, file: file, into: &diagnostics)
+                case "product": item.product = value.string(key: entry.key, file: file, into: &diagnostics)
+                case "group": item.group = value.string(key: entry.key, file: file, into: &diagnostics)
+                case "published": item.published = value.date(key: entry.key, file: file, into: &diagnostics)
+                case "folder": item.folder = value.string(key: entry.key, file: file, into: &diagnostics)
+                case "files": item.files = value.stringArray(key: entry.key, file: file, into: &diagnostics)
+                default:
+                    diagnostics.append(.warning("unknown content item key '\(entry.key)' is ignored", file: file, at: entry.keyPosition))
+                }
+                if diagnostics[before...].contains(where: { $0.severity == .error }) { item.malformedKeys.insert(entry.key) }
+            }
+            result.append(item)
+        }
+        return result
     }
 
     private func subscription(_ node: PropertyListNode, file: String, into diagnostics: inout [Diagnostic]) -> SubscriptionDefinition? {

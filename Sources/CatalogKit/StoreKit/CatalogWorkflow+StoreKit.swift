@@ -156,7 +156,10 @@ extension CatalogWorkflow {
         let loaded = CatalogLoader(limits: self.limits).load(directory: catalogDirectory, displayPath: catalogDisplayPath)
         var sources =
             loaded.apps.first { $0.app == app }
-            ?? AppSources(app: app, definitions: [], origin: layout.target, isIncomplete: false)
+            ?? AppSources(
+                app: app, definitions: [], origin: layout.target, isIncomplete: false,
+                contentDirectory: catalogDirectory.appendingPathComponent(app + CatalogLoader.contentSuffix, isDirectory: true),
+                contentDisplayPath: layout.target + CatalogLoader.contentSuffix)
         var decoded: [Diagnostic] = []
         let definition = PlistSourceDecoder(reader: PropertyListReader(limits: self.limits))
             .decode(SourceFile(path: layout.target, bytes: candidate), into: &decoded)

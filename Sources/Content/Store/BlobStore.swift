@@ -260,6 +260,12 @@ public struct BlobStore: Sendable {
     }
 
     /// The SHA-256 and size of the file at `url`, read in chunks: memory stays flat at any size.
+    /// The digest and size of the file at `url`, read once, storing nothing: what a build plans
+    /// with before it puts the file.
+    public static func digest(ofFileAt url: URL) throws(BlobStoreError) -> (digest: ContentDigest, size: Int64) {
+        try hash(url)
+    }
+
     static func hash(_ url: URL) throws(BlobStoreError) -> (digest: ContentDigest, size: Int64) {
         var hasher = SHA256()
         var size: Int64 = 0

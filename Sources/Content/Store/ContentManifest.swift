@@ -170,13 +170,14 @@ public struct ContentManifest: Codable, Sendable, Hashable {
         }
     }
 
-    static func isValidId(_ id: String) -> Bool {
+    /// Whether `id` can be an item's id: 1 to 200 characters, none a control character.
+    public static func isValidId(_ id: String) -> Bool {
         (1...200).contains(id.count) && !id.unicodeScalars.contains { $0.properties.generalCategory == .control }
     }
 
     /// Relative, `/`-separated, each part non-empty and neither `.` nor `..`, no backslash and no
     /// control character: a path a client can join to its folder without leaving it.
-    static func isValidPath(_ path: String) -> Bool {
+    public static func isValidPath(_ path: String) -> Bool {
         guard (1...1024).contains(path.utf8.count), !path.contains("\\"),
             !path.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
         else { return false }

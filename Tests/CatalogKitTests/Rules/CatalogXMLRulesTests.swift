@@ -179,7 +179,8 @@ import Testing
             lines == [
                 "catalog/com.example.game.xml:3:2: error: Element 'product', attribute 'colour': The attribute 'colour' is not allowed.",
                 "catalog/com.example.game.xml:4:2: error: Element 'product': The attribute 'id' is required but missing.",
-                "catalog/com.example.game.xml:5:2: error: Element 'gift': This element is not expected. Expected is ( product ).",
+                // A product or, since content items, a content element may follow the products.
+                "catalog/com.example.game.xml:5:2: error: Element 'gift': This element is not expected. Expected is one of ( product, content ).",
             ])
     }
 
