@@ -93,18 +93,7 @@ enum ContentPublishing {
     static func pruneBlobs(in tree: PublicTree, now: Date) -> [ContentDigest] {
         let store = BlobStore(root: tree.content)
         guard FileManager.default.fileExists(atPath: tree.content.path) else { return [] }
-        var manifests: [ContentManifest] = []
-        let apps = (try? FileManager.default.contentsOfDirectory(atPath: tree.records.appendingPathComponent("v1/apps").path)) ?? []
-        for app in apps where AppName.problem(app) == nil {
-            let names = (try? FileManager.default.contentsOfDirectory(atPath: tree.recordsRevisionsDirectory(app).path)) ?? []
-            for revision in names.compactMap({ Int($0) }) {
-                do {
-                    if let manifest = try tree.contentManifest(app, revision: revision) { manifests.append(manifest) }
-                } catch {
-                    return []
-                }
-            }
-        }
+        guard let manifests = try? tree.keptContentManifests() else { return [] }
         _ = try? store.removeTemporaryFiles(writtenBefore: now.addingTimeInterval(-3600))
         return (try? store.prune(keepingNamesIn: manifests)) ?? []
     }

@@ -80,27 +80,16 @@ extension PublishedFile {
 }
 
 extension PublicTree {
-    /// The content manifest of a revision of `app`; nil when that revision delivers no content.
-    ///
-    /// - Throws: ``CatalogError/corruptPublication(path:message:)`` when it is unreadable or invalid.
-    public func contentManifest(_ app: String, _ revision: Int) throws -> ContentManifest? {
-        let url = contentManifestURL(app, revision)
-        guard let data = FileManager.default.contents(atPath: url.path) else { return nil }
-        do {
-            return try ContentManifest.decode(data)
-        } catch {
-            throw CatalogError.corruptPublication(path: url.path, message: "\(error)")
-        }
-    }
-
     /// Every content manifest the records tree keeps, of every app and revision: what the content
     /// store must keep (``BlobStore/prune(keepingNamesIn:)``).
     public func keptContentManifests() throws -> [ContentManifest] {
+        // Throws on the first manifest that does not read: keeping a blob is the safe side, so a
+        // caller that prunes keeps everything then.
         let apps = records.appendingPathComponent("v1/apps", isDirectory: true)
         var manifests: [ContentManifest] = []
         for app in ((try? FileManager.default.contentsOfDirectory(atPath: apps.path)) ?? []).sorted() where AppName.problem(app) == nil {
             for name in (try? FileManager.default.contentsOfDirectory(atPath: recordsRevisionsDirectory(app).path)) ?? [] {
-                guard let revision = Int(name), let manifest = try contentManifest(app, revision) else { continue }
+                guard let revision = Int(name), let manifest = try contentManifest(app, revision: revision) else { continue }
                 manifests.append(manifest)
             }
         }
@@ -152,7 +141,7 @@ extension PublicationStore {
     ///   of that blob is left in `tree`.
     @discardableResult
     public func receiveContent(app: String, revision: Int, into tree: PublicTree) async throws -> Int {
-        guard let manifest = try tree.contentManifest(app, revision) else { return 0 }
+        guard let manifest = try tree.contentManifest(app, revision: revision) else { return 0 }
         let blobs = BlobStore(root: tree.content)
         var written = 0
         var seen: Set<ContentDigest> = []
