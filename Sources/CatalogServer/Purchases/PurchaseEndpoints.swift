@@ -130,6 +130,8 @@ struct PurchaseEndpoints: Sendable {
     /// Submissions that arrive together go in one transaction, as reports do.
     let committer: GroupCommitter<PurchaseSubmission, PurchaseOutcome>
     let byAddress: RateLimiter?
+    /// `POST …/customers/lookup` per client network, at the purchases' rate but a budget of its own.
+    let lookupsByAddress: RateLimiter?
     let metrics: ServerMetrics
 
     /// A notification body: its `signedPayload` is one JWS of at most 64 KiB, nested tokens included.
@@ -146,6 +148,7 @@ struct PurchaseEndpoints: Sendable {
         settings = PurchaseSettingsCache(workflow: workflow, trust: trust)
         committer = GroupCommitter(maximumBatch: 1024, maximumQueued: configuration.maximumQueued) { store.record($0, completion: $1) }
         byAddress = configuration.perAddress.map { RateLimiter($0) }
+        lookupsByAddress = configuration.perAddress.map { RateLimiter($0) }
         self.metrics = metrics
     }
 
@@ -191,94 +194,26 @@ struct PurchaseEndpoints: Sendable {
 
     // MARK: - Purchases
 
-    /// What an app sends after a purchase.
-    struct PurchaseRequest: Decodable {
-        var signedTransaction: String?
-        var signedAppTransaction: String?
-        var receipt: String?
-        var deviceId: String?
-        var appAccountToken: String?
-    }
-
     /// `POST /v1/apps/{app}/purchases`: verify, record, answer the customer's entitlements now.
     func purchase(_ request: Request, app: String, revision: Int?, networkKey: String?, now: Date) async -> Response {
-        guard request.method == .post else { return CatalogResponder.methodNotAllowed(request, allow: "POST") }
-        if let wait = byAddress?.take(networkKey ?? "unknown") {
-            var response = JSONError.response(.tooManyRequests, "too many purchases from this network; retry after \(wait) s")
-            response.headers[.retryAfter] = String(wait)
-            return response
-        }
         let config: AppPurchases
-        switch await prepare(request, app: app, revision: revision, limit: Self.maximumPurchaseBytes) {
+        let verified: VerifiedEvidence
+        switch await presentedEvidence(request, app: app, revision: revision, networkKey: networkKey, limiter: byAddress) {
         case .failure(let refusal): return refusal.response
-        case .success(let (found, _)): config = found
-        }
-        let sent: PurchaseRequest
-        switch await Self.body(request, limit: Self.maximumPurchaseBytes) {
-        case .failure(let refusal): return refusal.response
-        case .success(let text):
-            guard let decoded = try? JSONDecoder().decode(PurchaseRequest.self, from: Data(text.utf8)) else {
-                return JSONError.response(
-                    .badRequest,
-                    "the body must be a JSON object with signedTransaction or receipt (strings), and optionally signedAppTransaction, deviceId and appAccountToken"
-                )
+        case .success(let read):
+            config = read.settings
+            do {
+                verified = try await config.verify(read.evidence, app: app)
+            } catch {
+                switch error {
+                case .refusal(let refusal): return refuse(refusal, endpoint: "purchases")
+                case .badRequest(let message): return JSONError.response(.badRequest, message)
+                }
             }
-            sent = decoded
         }
-        if let token = sent.appAccountToken, UUID(uuidString: token) == nil {
-            return JSONError.response(.badRequest, "appAccountToken must be a UUID")
-        }
-        let transactions: [JWSTransactionDecodedPayload]
-        var otherKeys: [CustomerKey] = []
-        do {
-            switch (sent.signedTransaction, sent.receipt) {
-            case (let jws?, nil):
-                let transaction = try await config.verifier.verifyAndDecodeTransaction(jws)
-                if let product = transaction.productId, config.catalog.products[product] == nil {
-                    throw PurchaseRefusal(.unknownProduct, "the catalog of '\(app)' has no product '\(product.prefix(64))'")
-                }
-                if let appJWS = sent.signedAppTransaction {
-                    let appTransaction = try await config.verifier.verifyAndDecodeAppTransaction(appJWS)
-                    guard appTransaction.receiptType == transaction.environment else {
-                        throw PurchaseRefusal(.wrongApp, "the AppTransaction's environment is not the transaction's")
-                    }
-                    if let id = appTransaction.appTransactionId, !id.isEmpty {
-                        otherKeys.append(CustomerKey(kind: .appTransactionId, value: id))
-                    }
-                }
-                transactions = [transaction]
-            case (nil, let base64?):
-                guard let bytes = Data(base64Encoded: base64, options: .ignoreUnknownCharacters) else {
-                    throw PurchaseRefusal(.malformed, "receipt is not base64")
-                }
-                var device: [UInt8]?
-                if let deviceId = sent.deviceId {
-                    guard let parsed = Self.bytes(hex: deviceId) else {
-                        return JSONError.response(.badRequest, "deviceId must be hex (a UUID's dashes and a MAC's colons allowed)")
-                    }
-                    device = parsed
-                }
-                let receipt = try await config.verifier.verifyAndDecodeReceipt([UInt8](bytes), deviceIdentifier: device)
-                transactions = Self.transactions(of: receipt, types: config.productTypes)
-                guard !transactions.isEmpty else {
-                    throw PurchaseRefusal(.unknownProduct, "the receipt names no purchase of a product the catalog of '\(app)' knows")
-                }
-            default:
-                return JSONError.response(.badRequest, "send exactly one of signedTransaction and receipt")
-            }
-        } catch let refusal as PurchaseRefusal {
-            return refuse(refusal, endpoint: "purchases")
-        } catch {
-            return refuse(PurchaseRefusal(.malformed, "\(error)"), endpoint: "purchases")
-        }
-        guard let first = transactions.first, var claimant = CustomerKey.of(first, appAccountToken: sent.appAccountToken) else {
-            return refuse(PurchaseRefusal(.malformed, "the transaction names no transaction id"), endpoint: "purchases")
-        }
-        // An AppTransaction names the Apple account better than the original transaction does.
-        if claimant.kind == .originalTransactionId, let account = otherKeys.first { claimant = account }
         let submission = PurchaseSubmission(
-            app: app, receivedAt: now, source: .app, transactions: transactions, claimant: claimant, otherKeys: otherKeys,
-            transferPolicy: config.transferPolicy)
+            app: app, receivedAt: now, source: .app, transactions: verified.transactions, claimant: verified.claimant,
+            otherKeys: verified.otherKeys, transferPolicy: config.transferPolicy)
         let outcome: PurchaseOutcome
         switch await committer.outcome(of: submission) {
         case .success(let recorded): outcome = recorded
@@ -287,7 +222,7 @@ struct PurchaseEndpoints: Sendable {
         for transfer in outcome.transfers { metrics.recordTransfer(transfer.outcome.rawValue) }
         if let refusal = outcome.refusal { return refuse(refusal, endpoint: "purchases") }
         do {
-            guard let id = first.transactionId, let record = try await store.customer(app: app, id: id) else {
+            guard let id = verified.transactions.first?.transactionId, let record = try await store.customer(app: app, id: id) else {
                 return JSONError.response(.internalServerError, "the purchase was recorded but its customer cannot be read")
             }
             return Self.ok(CustomerAnswer(record, at: now, catalog: config.catalog, full: false).json)
@@ -366,41 +301,38 @@ struct PurchaseEndpoints: Sendable {
 
     // MARK: - Shared steps
 
-    private struct Refusal: Error {
-        var response: Response
-    }
-
     /// The checks the head decides: a published app, its settings, JSON, the size.
-    private func prepare(_ request: Request, app: String, revision: Int?, limit: Int) async -> Result<(AppPurchases, Int), Refusal> {
-        guard let revision else { return .failure(Refusal(response: JSONError.response(.notFound, "no published app '\(app)'"))) }
+    func prepare(_ request: Request, app: String, revision: Int?, limit: Int) async -> Result<(AppPurchases, Int), EndpointRefusal> {
+        guard let revision else { return .failure(EndpointRefusal(response: JSONError.response(.notFound, "no published app '\(app)'"))) }
         guard ReportIntake.isJSON(request.headers[.contentType]) else {
-            return .failure(Refusal(response: JSONError.response(.unsupportedMediaType, "send Content-Type: application/json")))
+            return .failure(EndpointRefusal(response: JSONError.response(.unsupportedMediaType, "send Content-Type: application/json")))
         }
         if let length = request.headers[.contentLength].flatMap(Int.init), length > limit {
-            return .failure(Refusal(response: JSONError.response(.contentTooLarge, "the body is \(length) bytes; the limit is \(limit)")))
+            return .failure(
+                EndpointRefusal(response: JSONError.response(.contentTooLarge, "the body is \(length) bytes; the limit is \(limit)")))
         }
         switch await settings.app(app, revision: revision) {
         case .failure(let error):
-            return .failure(Refusal(response: JSONError.response(.serviceUnavailable, "\(error)")))
+            return .failure(EndpointRefusal(response: JSONError.response(.serviceUnavailable, "\(error)")))
         case .success(let config):
             return .success((config, revision))
         }
     }
 
-    private static func body(_ request: Request, limit: Int) async -> Result<String, Refusal> {
+    static func body(_ request: Request, limit: Int) async -> Result<String, EndpointRefusal> {
         do {
             let buffer = try await request.body.collect(upTo: limit)
             return .success(String(decoding: buffer.readableBytesView, as: UTF8.self))
         } catch is NIOTooManyBytesError {
-            return .failure(Refusal(response: JSONError.response(.contentTooLarge, "the body is larger than \(limit) bytes")))
+            return .failure(EndpointRefusal(response: JSONError.response(.contentTooLarge, "the body is larger than \(limit) bytes")))
         } catch {
-            return .failure(Refusal(response: JSONError.response(.badRequest, "the body could not be read")))
+            return .failure(EndpointRefusal(response: JSONError.response(.badRequest, "the body could not be read")))
         }
     }
 
     /// A refusal, counted: 400 for malformed evidence, 409 for a purchase bound to another
     /// customer, 422 for an unknown product, 403 for the rest (forged, another app's, another environment's).
-    private func refuse(_ refusal: PurchaseRefusal, endpoint: String) -> Response {
+    func refuse(_ refusal: PurchaseRefusal, endpoint: String) -> Response {
         metrics.recordPurchaseRefusal(endpoint: endpoint, code: refusal.code.rawValue)
         let status: HTTPResponse.Status =
             switch refusal.code {
@@ -429,7 +361,7 @@ struct PurchaseEndpoints: Sendable {
         return response
     }
 
-    private static func ok(_ json: [UInt8]) -> Response {
+    static func ok(_ json: [UInt8]) -> Response {
         Response(
             status: .ok, headers: [.contentType: "application/json", .cacheControl: "no-store"],
             body: ResponseBody(byteBuffer: ByteBuffer(bytes: json)))
