@@ -27,9 +27,10 @@ public func buildApplication(
 ) -> some ApplicationProtocol {
     let store = FeedStore(tree: publicDirectory, logger: logger)
     metrics.recordFeeds(store.index, reloaded: false)
-    // Purchases need the app settings of the catalog sources and a store that keeps purchases.
+    // Purchases need a store that keeps them; the apps' settings come from each revision's
+    // purchase record, on the editor node and on replicas alike.
     let purchases: PurchaseEndpoints? = {
-        guard let reportStore, let workflow, let purchaseStore = reportStore as? any PurchaseStore else { return nil }
+        guard let reportStore, let purchaseStore = reportStore as? any PurchaseStore else { return nil }
         let appleRoots: PurchaseTrust
         do {
             appleRoots = try PurchaseTrust.apple()
@@ -40,8 +41,8 @@ public func buildApplication(
         let trust =
             purchasesConfiguration.trust ?? appleRoots.adding(reportsConfiguration.appTransactions?.trust.jwsRoots ?? [])
         return PurchaseEndpoints(
-            store: purchaseStore, tokens: reportStore, workflow: workflow, trust: trust, configuration: purchasesConfiguration,
-            metrics: metrics)
+            store: purchaseStore, tokens: reportStore, tree: publicDirectory, trust: trust, configuration: purchasesConfiguration,
+            metrics: metrics, logger: logger)
     }()
     // An app's purchase settings at the revision it serves, read once per revision: for the report
     // intake's AppTransactions and the webhooks alike.

@@ -94,12 +94,15 @@ public struct CatalogResponder: HTTPResponder {
         return (answer.response, answer.reportID)
     }
 
-    /// The purchase endpoints, on catalog sources and a store that keeps purchases; 503 elsewhere
-    /// (a replica holds no sources, so no app settings to bind evidence to).
+    /// The purchase endpoints, on a store that keeps purchases (503 elsewhere), on every node: the
+    /// apps' settings come from each revision's purchase record, which replicas receive through the
+    /// store. A backend's read by token is the editor node's, as the tokens are.
     private func purchase(_ request: Request, at route: Route, app: String, context: Context) async -> Response {
-        if configuration.isReplica {
+        if configuration.isReplica, case .customer = route {
             return JSONError.response(
-                .misdirectedRequest, "this node is a serving replica: purchases go to the editor node, which holds the app settings")
+                .misdirectedRequest,
+                "this node is a serving replica: its store role does not read tokens, so a backend reads customers on the editor node; an app reads its own by evidence (POST /v1/apps/\(app)/customers/lookup) here"
+            )
         }
         guard let purchases else { return JSONError.response(.serviceUnavailable, "this server keeps no purchases") }
         let revision = store.index.apps[app]?.manifest.revision

@@ -39,6 +39,7 @@ extension Publisher {
         let renderer = plan.renderer
         let step = beforeStep
         let history = plan.history
+        let purchases = plan.purchases
         let snapshot = plan.snapshot
         let signer = signer
         let manifestToSign = plan.manifest
@@ -48,6 +49,7 @@ extension Publisher {
             Result {
                 guard let output else {
                     try AtomicFile.writeDurably(history.tsv, to: recordsStaging.appendingPathComponent("identifiers.tsv"))
+                    try AtomicFile.writeDurably(purchases, to: recordsStaging.appendingPathComponent(PurchaseRecord.fileName))
                     try AtomicFile.writeDurably(
                         try Gzip.compress(snapshot ?? Self.snapshot(renderer.catalog.products), effort: .fastest),
                         to: recordsStaging.appendingPathComponent(PublicTree.snapshotName))

@@ -74,7 +74,11 @@ public struct Publisher: Sendable {
         let sameVariants =
             previous.map { $0.variants.map { "\($0.platform)/\($0.band)" } == records.map { "\($0.platform)/\($0.band)" } } ?? false
         let sameSchedule = previous.map { ($0.schedule ?? []).map(\.fingerprint) == schedule.map(\.fingerprint) } ?? false
-        let isUnchanged = sameVariants && sameSchedule && changed == 0
+        // The purchase endpoints of every node read the app's settings from the revision's record,
+        // so settings that change are a new revision even when no feed does.
+        let purchases = PurchaseRecord(catalog).encoded
+        let samePurchases = previous.map { tree.purchaseRecordBytes(app, revision: $0.revision) == purchases } ?? false
+        let isUnchanged = sameVariants && sameSchedule && samePurchases && changed == 0
 
         // Every identifier this revision shows, now or by its schedule, is published from the
         // moment it first appears: feedback's grace period counts from then.
@@ -127,6 +131,6 @@ public struct Publisher: Sendable {
             changedFeedCount: changed, totalFeedCount: records.count * 2,
             scheduledChanges: schedule.map(\.from), scheduleEndsBefore: moments.firstUnscheduled,
             sellableCount: current.sellable.count(where: { $0 }), knownCount: renderer.known.count, feedbackChanges: feedbackChanges,
-            renderer: renderer, outputs: outputs, snapshot: snapshot)
+            renderer: renderer, outputs: outputs, snapshot: snapshot, purchases: purchases)
     }
 }

@@ -2,6 +2,7 @@ import CatalogKit
 import Foundation
 import HTTPTypes
 import Hummingbird
+import Logging
 import NIOCore
 import Purchases
 import Synchronization
@@ -38,18 +39,27 @@ public struct AppPurchases: Sendable {
     /// The file holding the webhook's HMAC secret (`webhookSecretFile`), as written.
     public let webhookSecretFile: String?
 
-    /// The settings of the validated `catalog`, trusting `trust`'s roots; fails when the Xcode
-    /// certificate it names cannot be read.
+    /// The settings of the validated `catalog`, trusting `trust`'s roots: what its published
+    /// record would say (`catalog customers show`, `catalog purchases rebuild`).
     public init(_ catalog: AppCatalog, trust: PurchaseTrust) throws(PurchaseConfigurationError) {
-        let settings = catalog.purchaseSettings
+        try self.init(PurchaseRecord(catalog), trust: trust)
+    }
+
+    /// The settings a revision's purchase record holds, trusting `trust`'s roots; fails when the
+    /// Xcode certificate it names did not travel with it or is not one certificate.
+    public init(_ record: PurchaseRecord, trust: PurchaseTrust) throws(PurchaseConfigurationError) {
         var xcode: Certificate?
-        if let path = settings.xcodeCertificate {
-            let certificates = try PurchaseTrust.certificates(fromFiles: [path])
+        if let path = record.xcodeCertificatePath {
+            guard let base64 = record.xcodeCertificate, let bytes = Data(base64Encoded: base64) else {
+                throw PurchaseConfigurationError(
+                    record.xcodeCertificateProblem ?? "the Xcode certificate \(path) is not in the published record")
+            }
+            let certificates = try PurchaseTrust.certificates(fromBytes: [UInt8](bytes), named: path)
             guard certificates.count == 1 else { throw PurchaseConfigurationError("\(path) must hold exactly one certificate") }
             xcode = certificates.first
         }
         let environments = Set(
-            settings.environments.map { environment -> AppStoreEnvironment in
+            record.environments.map { environment -> AppStoreEnvironment in
                 switch environment {
                 case .production: .production
                 case .sandbox: .sandbox
@@ -58,11 +68,11 @@ public struct AppPurchases: Sendable {
             })
         verifier = SignedDataVerifier(
             trust: trust,
-            app: AppStoreApp(bundleId: catalog.app, appAppleId: settings.appAppleId, environments: environments, xcodeCertificate: xcode))
+            app: AppStoreApp(bundleId: record.app, appAppleId: record.appAppleId, environments: environments, xcodeCertificate: xcode))
         var products: [String: LedgerProduct] = [:]
         var types: [String: Purchases.ProductType] = [:]
-        for product in catalog.products {
-            products[product.id] = LedgerProduct(entitlements: product.unlocks, duration: product.duration.flatMap(ISO8601Period.init))
+        for product in record.products {
+            products[product.id] = LedgerProduct(entitlements: product.entitlements, duration: product.duration.flatMap(ISO8601Period.init))
             switch product.type {
             case .consumable?: types[product.id] = .consumable
             case .nonConsumable?: types[product.id] = .nonConsumable
@@ -73,48 +83,56 @@ public struct AppPurchases: Sendable {
         }
         self.catalog = LedgerCatalog(products: products)
         productTypes = types
-        transferPolicy = settings.transferPolicy == .transfer ? .transfer : .keep
-        webhookURL = settings.webhookURL
-        webhookSecretFile = settings.webhookSecretFile
+        transferPolicy = record.transferPolicy == .transfer ? .transfer : .keep
+        webhookURL = record.webhookURL.flatMap { URL(string: $0) }
+        webhookSecretFile = record.webhookSecretFile
     }
 }
 
-/// The apps' purchase settings, read from the catalog sources and kept until the app's published
-/// revision changes: settings take effect when they are published, like the products they name.
-/// One reading per app and revision, however many requests arrive meanwhile: they wait for it.
+/// The apps' purchase settings, read from the purchase record of the revision each app serves
+/// (``PurchaseRecord``, in the revision's records) and kept until that revision changes: settings
+/// take effect when they are published, like the products they name. The editor node and serving
+/// replicas read the same record (replicas receive records through the store), so one path binds
+/// evidence everywhere. One reading per app and revision, however many requests arrive meanwhile.
 final class PurchaseSettingsCache: Sendable {
-    private let workflow: CatalogWorkflow
+    private let tree: PublicTree
     private let trust: PurchaseTrust
     private let entries = Mutex<[String: (revision: Int, reading: Task<Result<AppPurchases, PurchaseConfigurationError>, Never>)]>([:])
 
-    init(workflow: CatalogWorkflow, trust: PurchaseTrust) {
-        self.workflow = workflow
+    init(tree: PublicTree, trust: PurchaseTrust) {
+        self.tree = tree
         self.trust = trust
     }
 
     /// `app`'s settings at published `revision`, or why there are none.
     func app(_ app: String, revision: Int) async -> Result<AppPurchases, PurchaseConfigurationError> {
-        let (workflow, trust) = (workflow, trust)
+        let (tree, trust) = (tree, trust)
         let reading = entries.withLock { entries in
             if let entry = entries[app], entry.revision == revision { return entry.reading }
-            let reading = Task { Self.read(app, workflow: workflow, trust: trust) }
+            let reading = Task { Self.read(app, revision: revision, tree: tree, trust: trust) }
             entries[app] = (revision, reading)
             return reading
         }
         let result = await reading.value
-        // A failure is not kept: the sources may be fixed before the next publication.
+        // A failure is not kept: a replica may be writing the revision's records right now.
         if case .failure = result { entries.withLock { if $0[app]?.revision == revision { $0[app] = nil } } }
         return result
     }
 
-    private static func read(_ app: String, workflow: CatalogWorkflow, trust: PurchaseTrust) -> Result<
+    private static func read(_ app: String, revision: Int, tree: PublicTree, trust: PurchaseTrust) -> Result<
         AppPurchases, PurchaseConfigurationError
     > {
-        guard let catalog = workflow.validate().catalogs.first(where: { $0.app == app }) else {
-            return .failure(PurchaseConfigurationError("the catalog sources of '\(app)' do not validate; fix them to take purchases"))
+        guard let bytes = tree.purchaseRecordBytes(app, revision: revision) else {
+            return .failure(
+                PurchaseConfigurationError(
+                    "revision \(revision) of '\(app)' has no purchase record (it was published before records carried one); publish the app again (catalog build) to take purchases"
+                ))
+        }
+        guard let record = PurchaseRecord.decode(bytes), record.app == app else {
+            return .failure(PurchaseConfigurationError("the purchase record of revision \(revision) of '\(app)' cannot be read"))
         }
         do {
-            return .success(try AppPurchases(catalog, trust: trust))
+            return .success(try AppPurchases(record, trust: trust))
         } catch {
             return .failure(error)
         }
@@ -133,6 +151,8 @@ struct PurchaseEndpoints: Sendable {
     /// `POST …/customers/lookup` per client network, at the purchases' rate but a budget of its own.
     let lookupsByAddress: RateLimiter?
     let metrics: ServerMetrics
+    /// Where a store failure is told in full: the answer says only to send it again.
+    let logger: Logger
 
     /// A notification body: its `signedPayload` is one JWS of at most 64 KiB, nested tokens included.
     static let maximumNotificationBytes = 65 * 1024
@@ -140,16 +160,17 @@ struct PurchaseEndpoints: Sendable {
     static let maximumPurchaseBytes = 512 * 1024
 
     init(
-        store: any PurchaseStore, tokens: any EditorStore, workflow: CatalogWorkflow, trust: PurchaseTrust,
-        configuration: PurchasesConfiguration, metrics: ServerMetrics
+        store: any PurchaseStore, tokens: any EditorStore, tree: PublicTree, trust: PurchaseTrust,
+        configuration: PurchasesConfiguration, metrics: ServerMetrics, logger: Logger
     ) {
         self.store = store
         self.tokens = tokens
-        settings = PurchaseSettingsCache(workflow: workflow, trust: trust)
+        settings = PurchaseSettingsCache(tree: tree, trust: trust)
         committer = GroupCommitter(maximumBatch: 1024, maximumQueued: configuration.maximumQueued) { store.record($0, completion: $1) }
         byAddress = configuration.perAddress.map { RateLimiter($0) }
         lookupsByAddress = configuration.perAddress.map { RateLimiter($0) }
         self.metrics = metrics
+        self.logger = logger
     }
 
     // MARK: - Notifications
@@ -188,7 +209,7 @@ struct PurchaseEndpoints: Sendable {
                 notificationUUID: uuid, stored: outcome.duplicate ? nil : true, duplicate: outcome.duplicate ? true : nil)
             return Self.ok(ServiceJSON.encode(answer))
         case .failure(let error):
-            return Self.storeFailure(error, metrics: metrics)
+            return storeFailure(error)
         }
     }
 
@@ -217,7 +238,7 @@ struct PurchaseEndpoints: Sendable {
         let outcome: PurchaseOutcome
         switch await committer.outcome(of: submission) {
         case .success(let recorded): outcome = recorded
-        case .failure(let error): return Self.storeFailure(error, metrics: metrics)
+        case .failure(let error): return storeFailure(error)
         }
         for transfer in outcome.transfers { metrics.recordTransfer(transfer.outcome.rawValue) }
         if let refusal = outcome.refusal { return refuse(refusal, endpoint: "purchases") }
@@ -348,7 +369,8 @@ struct PurchaseEndpoints: Sendable {
     }
 
     /// 503 so that Apple, or the app, sends it again.
-    private static func storeFailure(_ error: any Error, metrics: ServerMetrics) -> Response {
+    private func storeFailure(_ error: any Error) -> Response {
+        logger.error("purchases.store", metadata: ["error": "\(error)"])
         var response: Response
         if error is CommitQueueFull {
             metrics.recordCommitQueueFull()
