@@ -80,7 +80,15 @@ public func buildApplication(
                 store: reportStore, retention: reportsConfiguration.retention, perAppQuota: reportsConfiguration.perAppQuota,
                 metrics: metrics, interval: reportsConfiguration.pruneInterval, clock: configuration.clock, logger: logger))
     }
-    let admin = reportStore.flatMap { store in workflow.map { AdminAPI(store: store, workflow: $0, clock: configuration.clock) } }
+    // The dashboard's customer page reads customers as a backend does, with the revision served now.
+    let customers = purchases.map { purchases in
+        { @Sendable (app: String, id: String, at: Date) async -> Response in
+            await purchases.customerDocument(app: app, id: id, revision: store.index.apps[app]?.manifest.revision, at: at)
+        }
+    }
+    let admin = reportStore.flatMap { reportStore in
+        workflow.map { AdminAPI(store: reportStore, workflow: $0, clock: configuration.clock, customers: customers) }
+    }
     // Webhooks of entitlement changes, from the store's outbox (docs/purchases.md, "Webhooks"); on
     // the editor node only, as purchases are: a replica's role has no rights on the purchase tables.
     if !configuration.isReplica, let purchases, let outbox = purchases.store as? any WebhookOutbox & PurchaseStore {

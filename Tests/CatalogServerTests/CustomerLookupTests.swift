@@ -200,4 +200,39 @@ import Testing
             #expect(limited.headers[.retryAfter] != nil)
         }
     }
+    /// The dashboard's customer page reads through the editor API: a viewer's (or an editor's) token
+    /// reads a customer by any key, in full; a backend's token is refused there as on the rest of
+    /// the editor API, and no token is 401.
+    @Test func theDashboardReadsACustomerByAnyKeyWithAnEditorsRole() async throws {
+        try await Endpoints.withServer(policy: "transfer") { client, server in
+            let jws = try server.pki.jws(payload: PKI.transaction())
+            for token in [Self.mine, Self.theirs] {
+                _ = try await client.execute(
+                    uri: Endpoints.purchasesPath, method: .post, headers: server.headers(), body: Self.evidence(jws, token: token))
+            }
+            let base = "/v1/admin/apps/\(Endpoints.app)/customers/"
+            for key in [Self.theirs, "2000000000000001"] {
+                let read = try await client.execute(
+                    uri: base + key + "?at=2025-01-15T00:00:00Z", method: .get, headers: server.headers(server.viewer, json: false))
+                #expect(read.status == .ok, "\(key): \(String(buffer: read.body))")
+                let answer = try Endpoints.json(read)
+                #expect(Self.keys(answer) == [Self.theirs])
+                #expect(Endpoints.entitlements(answer) == ["pro"])
+                #expect((answer["periods"] as? [[String: Any]])?.count == 1)
+                #expect((answer["transfers"] as? [[String: Any]])?.first?["outcome"] as? String == "transferred")
+            }
+            let backend = try await client.execute(
+                uri: base + Self.theirs, method: .get, headers: server.headers(server.backend, json: false))
+            #expect(backend.status == .forbidden)
+            let anonymous = try await client.execute(uri: base + Self.theirs, method: .get, headers: server.headers(json: false))
+            #expect(anonymous.status == .unauthorized)
+            let unknown = try await client.execute(uri: base + "999", method: .get, headers: server.headers(server.viewer, json: false))
+            #expect(unknown.status == .notFound)
+            let badInstant = try await client.execute(
+                uri: base + Self.theirs + "?at=soon", method: .get, headers: server.headers(server.viewer, json: false))
+            #expect(badInstant.status == .badRequest)
+            let post = try await client.execute(uri: base + Self.theirs, method: .post, headers: server.headers(server.viewer))
+            #expect(post.status == .methodNotAllowed)
+        }
+    }
 }

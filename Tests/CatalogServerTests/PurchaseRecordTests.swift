@@ -72,6 +72,11 @@ import Time
 
         #expect(!(try workflow.build(at: Timestamp(secondsSince1970: 1_700_000_100), dryRun: false)).hasErrors)
         #expect(try tree.currentManifest(Self.app)?.revision == 1, "the same sources are the same revision")
+        // A revision published before records carried one gets it in place, without a new revision.
+        try FileManager.default.removeItem(at: tree.purchaseRecordURL(Self.app, 1))
+        #expect(!(try workflow.build(at: Timestamp(secondsSince1970: 1_700_000_150), dryRun: false)).hasErrors)
+        #expect(try tree.currentManifest(Self.app)?.revision == 1)
+        #expect(tree.purchaseRecordBytes(Self.app, revision: 1) == bytes)
         let feed = try Data(contentsOf: tree.appDirectory(Self.app).appendingPathComponent("products.json"))
 
         try Data(Self.catalog(policy: "transfer").utf8).write(to: root.appendingPathComponent("catalog/\(Self.app).plist"))

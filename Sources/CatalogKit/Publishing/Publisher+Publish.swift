@@ -10,8 +10,16 @@ extension Publisher {
     public func publish(_ plan: PublicationPlan) throws {
         try tree.moveRecordsOutOfPublic(plan.app)
         guard !plan.isUnchanged else {
-            // A tree published before variants had paths of their own gets them from any build.
-            if let current = plan.previous { try linkStaticCopies(plan.app, manifest: current) }
+            // A tree published before variants had paths of their own gets them from any build,
+            // and a revision published before purchase records its record.
+            if let current = plan.previous {
+                try linkStaticCopies(plan.app, manifest: current)
+                let record = tree.purchaseRecordURL(plan.app, current.revision)
+                if !FileManager.default.fileExists(atPath: record.path) {
+                    try FileManager.default.createDirectory(at: record.deletingLastPathComponent(), withIntermediateDirectories: true)
+                    try AtomicFile.write(plan.purchases, to: record)
+                }
+            }
             return
         }
         let app = plan.app

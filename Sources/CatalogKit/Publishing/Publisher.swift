@@ -77,7 +77,9 @@ public struct Publisher: Sendable {
         // The purchase endpoints of every node read the app's settings from the revision's record,
         // so settings that change are a new revision even when no feed does.
         let purchases = PurchaseRecord(catalog).encoded
-        let samePurchases = previous.map { tree.purchaseRecordBytes(app, revision: $0.revision) == purchases } ?? false
+        // A revision published before records carried one gets it in place (``publish(_:)``): the
+        // server read the current sources' settings for it, which is what the record says.
+        let samePurchases = previous.map { tree.purchaseRecordBytes(app, revision: $0.revision).map { $0 == purchases } ?? true } ?? false
         let isUnchanged = sameVariants && sameSchedule && samePurchases && changed == 0
 
         // Every identifier this revision shows, now or by its schedule, is published from the

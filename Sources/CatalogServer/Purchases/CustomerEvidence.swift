@@ -218,12 +218,10 @@ extension PurchaseEndpoints {
     /// `POST /v1/apps/{app}/customers/lookup[?at=RFC3339]`: the app reads its own customer by
     /// presenting evidence of them, and gets what `GET …/customers/{id}` answers a backend.
     func lookup(_ request: Request, app: String, revision: Int?, networkKey: String?, now: Date) async -> Response {
-        var at = now
-        if let text = request.uri.queryParameters.get("at") {
-            guard let parsed = CustomerAnswer.instant(String(text)) else {
-                return JSONError.response(.badRequest, "at=\(text.prefix(64)) must be an RFC 3339 instant, such as 2025-01-31T12:00:00Z")
-            }
-            at = parsed
+        let at: Date
+        switch Self.instant(of: request, default: now) {
+        case .failure(let refusal): return refusal.response
+        case .success(let instant): at = instant
         }
         let presented: PresentedEvidence
         let settings: AppPurchases

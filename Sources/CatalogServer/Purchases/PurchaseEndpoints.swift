@@ -297,14 +297,18 @@ struct PurchaseEndpoints: Sendable {
         case .failure(let refusal): return refusal.response
         case .success: break
         }
-        guard let revision else { return JSONError.response(.notFound, "no published app '\(app)'") }
-        var at = now
-        if let text = request.uri.queryParameters.get("at") {
-            guard let parsed = CustomerAnswer.instant(String(text)) else {
-                return JSONError.response(.badRequest, "at=\(text.prefix(64)) must be an RFC 3339 instant, such as 2025-01-31T12:00:00Z")
-            }
-            at = parsed
+        let at: Date
+        switch Self.instant(of: request, default: now) {
+        case .failure(let refusal): return refusal.response
+        case .success(let instant): at = instant
         }
+        return await customerDocument(app: app, id: id, revision: revision, at: at)
+    }
+
+    /// Customer `id` (any key) of `app` at `at`, in full, with the ledger catalog of published
+    /// `revision`: what a backend's read and the dashboard's customer page answer.
+    func customerDocument(app: String, id: String, revision: Int?, at: Date) async -> Response {
+        guard let revision else { return JSONError.response(.notFound, "no published app '\(app)'") }
         let config: AppPurchases
         switch await settings.app(app, revision: revision) {
         case .failure(let error): return JSONError.response(.serviceUnavailable, "\(error)")
@@ -321,6 +325,18 @@ struct PurchaseEndpoints: Sendable {
     }
 
     // MARK: - Shared steps
+
+    /// `?at=` of a customer's read: an RFC 3339 instant, `now` without one, 400 for anything else.
+    static func instant(of request: Request, default now: Date) -> Result<Date, EndpointRefusal> {
+        guard let text = request.uri.queryParameters.get("at") else { return .success(now) }
+        guard let parsed = CustomerAnswer.instant(String(text)) else {
+            return .failure(
+                EndpointRefusal(
+                    response: JSONError.response(
+                        .badRequest, "at=\(text.prefix(64)) must be an RFC 3339 instant, such as 2025-01-31T12:00:00Z")))
+        }
+        return .success(parsed)
+    }
 
     /// The checks the head decides: a published app, its settings, JSON, the size.
     func prepare(_ request: Request, app: String, revision: Int?, limit: Int) async -> Result<(AppPurchases, Int), EndpointRefusal> {
