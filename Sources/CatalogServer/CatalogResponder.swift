@@ -25,7 +25,7 @@ public struct CatalogResponder: HTTPResponder {
     let reports: ReportIntake?
     /// nil: no catalog sources or no store were given; `/v1/admin/` answers 503.
     let admin: AdminAPI?
-    /// nil: no catalog sources or no purchase store; the purchase endpoints answer 503.
+    /// nil: no store that keeps purchases; the purchase endpoints answer 503.
     let purchases: PurchaseEndpoints?
     let logger: Logger
     /// Which routes this listener answers (``ListenerRole``).

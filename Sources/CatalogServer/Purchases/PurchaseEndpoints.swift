@@ -139,8 +139,10 @@ final class PurchaseSettingsCache: Sendable {
     }
 }
 
-/// The three purchase endpoints (docs/purchases.md): the App Store's notifications, the app's
-/// purchases, and a customer read by the developer's backend.
+/// The purchase endpoints (docs/purchases.md): the App Store's notifications, the app's
+/// purchases, a customer read by the developer's backend (and the dashboard), and the app's read of
+/// its own customer by evidence (`CustomerEvidence.swift`). The same on every node: settings come
+/// from each revision's purchase record.
 struct PurchaseEndpoints: Sendable {
     let store: any PurchaseStore
     let tokens: any EditorStore
