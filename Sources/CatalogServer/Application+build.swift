@@ -27,9 +27,10 @@ public func buildApplication(
 ) -> some ApplicationProtocol {
     let store = FeedStore(tree: publicDirectory, logger: logger)
     metrics.recordFeeds(store.index, reloaded: false)
-    // Purchases need the app settings of the catalog sources and a store that keeps purchases.
+    // Purchases need a store that keeps them; the apps' settings come from each revision's
+    // purchase record, on the editor node and on replicas alike.
     let purchases: PurchaseEndpoints? = {
-        guard let reportStore, let workflow, let purchaseStore = reportStore as? any PurchaseStore else { return nil }
+        guard let reportStore, let purchaseStore = reportStore as? any PurchaseStore else { return nil }
         let appleRoots: PurchaseTrust
         do {
             appleRoots = try PurchaseTrust.apple()
@@ -40,8 +41,8 @@ public func buildApplication(
         let trust =
             purchasesConfiguration.trust ?? appleRoots.adding(reportsConfiguration.appTransactions?.trust.jwsRoots ?? [])
         return PurchaseEndpoints(
-            store: purchaseStore, tokens: reportStore, workflow: workflow, trust: trust, configuration: purchasesConfiguration,
-            metrics: metrics)
+            store: purchaseStore, tokens: reportStore, tree: publicDirectory, trust: trust, configuration: purchasesConfiguration,
+            metrics: metrics, logger: logger)
     }()
     // An app's purchase settings at the revision it serves, read once per revision: for the report
     // intake's AppTransactions and the webhooks alike.
@@ -79,7 +80,15 @@ public func buildApplication(
                 store: reportStore, retention: reportsConfiguration.retention, perAppQuota: reportsConfiguration.perAppQuota,
                 metrics: metrics, interval: reportsConfiguration.pruneInterval, clock: configuration.clock, logger: logger))
     }
-    let admin = reportStore.flatMap { store in workflow.map { AdminAPI(store: store, workflow: $0, clock: configuration.clock) } }
+    // The dashboard's customer page reads customers as a backend does, with the revision served now.
+    let customers = purchases.map { purchases in
+        { @Sendable (app: String, id: String, at: Date) async -> Response in
+            await purchases.customerDocument(app: app, id: id, revision: store.index.apps[app]?.manifest.revision, at: at)
+        }
+    }
+    let admin = reportStore.flatMap { reportStore in
+        workflow.map { AdminAPI(store: reportStore, workflow: $0, clock: configuration.clock, customers: customers) }
+    }
     // Webhooks of entitlement changes, from the store's outbox (docs/purchases.md, "Webhooks"); on
     // the editor node only, as purchases are: a replica's role has no rights on the purchase tables.
     if !configuration.isReplica, let purchases, let outbox = purchases.store as? any WebhookOutbox & PurchaseStore {

@@ -25,7 +25,7 @@ public struct CatalogResponder: HTTPResponder {
     let reports: ReportIntake?
     /// nil: no catalog sources or no store were given; `/v1/admin/` answers 503.
     let admin: AdminAPI?
-    /// nil: no catalog sources or no purchase store; the purchase endpoints answer 503.
+    /// nil: no store that keeps purchases; the purchase endpoints answer 503.
     let purchases: PurchaseEndpoints?
     let logger: Logger
     /// Which routes this listener answers (``ListenerRole``).
@@ -54,7 +54,7 @@ public struct CatalogResponder: HTTPResponder {
         switch route {
         case nil: response = JSONError.response(.notFound, "no such resource: \(request.uri.path)")
         case .reports(let app)?: (response, reportID) = await receiveReport(request, app: app, context: context)
-        case .notifications(let app)?, .purchases(let app)?, .customer(let app, _)?:
+        case .notifications(let app)?, .purchases(let app)?, .customer(let app, _)?, .customerLookup(let app)?:
             response = await purchase(request, at: route ?? .notifications(app: app), app: app, context: context)
         case .readiness?: response = await readiness(request)
         case .admin(let adminRoute)?:
@@ -94,12 +94,15 @@ public struct CatalogResponder: HTTPResponder {
         return (answer.response, answer.reportID)
     }
 
-    /// The purchase endpoints, on catalog sources and a store that keeps purchases; 503 elsewhere
-    /// (a replica holds no sources, so no app settings to bind evidence to).
+    /// The purchase endpoints, on a store that keeps purchases (503 elsewhere), on every node: the
+    /// apps' settings come from each revision's purchase record, which replicas receive through the
+    /// store. A backend's read by token is the editor node's, as the tokens are.
     private func purchase(_ request: Request, at route: Route, app: String, context: Context) async -> Response {
-        if configuration.isReplica {
+        if configuration.isReplica, case .customer = route {
             return JSONError.response(
-                .misdirectedRequest, "this node is a serving replica: purchases go to the editor node, which holds the app settings")
+                .misdirectedRequest,
+                "this node is a serving replica: its store role does not read tokens, so a backend reads customers on the editor node; an app reads its own by evidence (POST /v1/apps/\(app)/customers/lookup) here"
+            )
         }
         guard let purchases else { return JSONError.response(.serviceUnavailable, "this server keeps no purchases") }
         let revision = store.index.apps[app]?.manifest.revision
@@ -108,15 +111,22 @@ public struct CatalogResponder: HTTPResponder {
         case .notifications:
             return await purchases.notification(request, app: app, revision: revision, now: now)
         case .purchases:
-            let peer = context.remoteAddress?.ipAddress
-            let client = reports?.client(peer: peer) { name in HTTPField.Name(name).map { request.headers[values: $0] } ?? [] }
-            let key = client.flatMap { address in reports?.networks.prefixes.key(of: address.address) } ?? peer
-            return await purchases.purchase(request, app: app, revision: revision, networkKey: key, now: now)
+            return await purchases.purchase(request, app: app, revision: revision, networkKey: networkKey(request, context), now: now)
+        case .customerLookup:
+            return await purchases.lookup(request, app: app, revision: revision, networkKey: networkKey(request, context), now: now)
         case .customer(_, let id):
             return await purchases.customer(request, app: app, id: id, revision: revision, now: now)
         default:
             return JSONError.response(.notFound, "no such resource: \(request.uri.path)")
         }
+    }
+
+    /// The client's network, by the reports' rule (`--trusted-proxy`, prefix lengths), that
+    /// per-network rate limits count under.
+    func networkKey(_ request: Request, _ context: Context) -> String? {
+        let peer = context.remoteAddress?.ipAddress
+        let client = reports?.client(peer: peer) { name in HTTPField.Name(name).map { request.headers[values: $0] } ?? [] }
+        return client.flatMap { address in reports?.networks.prefixes.key(of: address.address) } ?? peer
     }
 
     /// Ready once the feeds are loaded and the report store answers.
@@ -165,7 +175,7 @@ public struct CatalogResponder: HTTPResponder {
             return Response(
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4", .cacheControl: "no-store"],
                 body: ResponseBody(byteBuffer: ByteBuffer(bytes: metrics.render())))
-        case .readiness, .reports, .admin, .notifications, .purchases, .customer:
+        case .readiness, .reports, .admin, .notifications, .purchases, .customer, .customerLookup:
             preconditionFailure("answered by respond(to:context:)")
         case .editor(let asset):
             return EditorAssets.response(for: asset, request: request)
@@ -271,6 +281,9 @@ enum Route: Equatable {
     case purchases(app: String)
     /// `v1/apps/<app>/customers/<id>`: a customer, by any of its keys.
     case customer(app: String, id: String)
+    /// `v1/apps/<app>/customers/lookup`: the app's own customer, by the evidence it presents
+    /// ("lookup" is no key: keys are UUIDs and Apple's numeric ids).
+    case customerLookup(app: String)
     case snapshot(app: String, revision: Int, kind: FeedKind)
     case admin(AdminRoute)
     /// The dashboard's page ("") or one of its files; ``EditorAssets`` knows which exist.
@@ -284,13 +297,14 @@ enum Route: Equatable {
         "/v1/apps/{app}/variants.json", "/v1/apps/{app}/variants/{platform}/{band}/products.json",
         "/v1/apps/{app}/variants/{platform}/{band}/catalog.json",
         "/v1/apps/{app}/revisions", "/v1/apps/{app}/invalid-identifiers", "/v1/apps/{app}/notifications/app-store",
-        "/v1/apps/{app}/purchases", "/v1/apps/{app}/customers/{id}", "/v1/apps/{app}/revisions/{revision}/products.json",
+        "/v1/apps/{app}/purchases", "/v1/apps/{app}/customers/{id}", "/v1/apps/{app}/customers/lookup",
+        "/v1/apps/{app}/revisions/{revision}/products.json",
         "/v1/apps/{app}/revisions/{revision}/catalog.json", "/v1/admin/apps", "/v1/admin/apps/{app}", "/v1/admin/apps/{app}/products",
         "/v1/admin/apps/{app}/products/{id}", "/v1/admin/apps/{app}/products/{id}/retire", "/v1/admin/apps/{app}/publish",
         "/v1/admin/apps/{app}/reports", "/v1/admin/apps/{app}/reports/daily", "/v1/admin/apps/{app}/feedback/{id}/release",
         "/v1/admin/apps/{app}/feedback/{id}/quarantine",
         "/v1/admin/apps/{app}/revisions", "/v1/admin/apps/{app}/diff", "/v1/admin/apps/{app}/revisions/{revision}/rollback",
-        "/v1/admin/audit", "/editor", "/editor/", "/editor/editor.css", "/editor/editor.js",
+        "/v1/admin/apps/{app}/customers/{id}", "/v1/admin/audit", "/editor", "/editor/", "/editor/editor.css", "/editor/editor.js",
     ]
 
     init?(_ segments: [String]) {
@@ -330,6 +344,10 @@ enum Route: Equatable {
         case 5 where segments[0] == "v1" && segments[1] == "apps" && segments[3] == "customers":
             // A key is a UUID or Apple's numeric ids: nothing else reaches the store.
             let id = segments[4]
+            if id == "lookup", AppName.problem(segments[2]) == nil {
+                self = .customerLookup(app: segments[2])
+                return
+            }
             guard AppName.problem(segments[2]) == nil, (1...128).contains(id.utf8.count),
                 id.utf8.allSatisfy({
                     $0.isASCIIAlphanumericByte || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: "_") || $0 == UInt8(ascii: ".")
@@ -398,6 +416,7 @@ extension Route {
         case .notifications: .notifications
         case .purchases: .purchases
         case .customer: .customers
+        case .customerLookup: .customerLookup
         case .snapshot(_, _, let kind): kind == .products ? .revisionProducts : .revisionCatalog
         case .admin: .admin
         case .openAPI: .openapi

@@ -41,17 +41,22 @@ public struct PurchaseTrust: Sendable {
             } catch {
                 throw PurchaseConfigurationError("cannot read certificate file \(path): \(error.localizedDescription)")
             }
-            do {
-                if let text = String(bytes: bytes, encoding: .utf8), text.contains("-----BEGIN CERTIFICATE-----") {
-                    let documents = try PEMDocument.parseMultiple(pemString: text).filter { $0.discriminator == "CERTIFICATE" }
-                    certificates += try documents.map { try Certificate(derEncoded: $0.derBytes) }
-                } else {
-                    certificates.append(try Certificate(derEncoded: bytes))
-                }
-            } catch {
-                throw PurchaseConfigurationError("\(path) is not a PEM or DER X.509 certificate: \(error)")
-            }
+            certificates += try Self.certificates(fromBytes: bytes, named: path)
         }
         return certificates
+    }
+
+    /// Reads certificates from the bytes of a PEM or DER file (`name` says which, in an error): a
+    /// certificate that travelled as bytes, such as an app's Xcode certificate in a published record.
+    public static func certificates(fromBytes bytes: [UInt8], named name: String) throws(PurchaseConfigurationError) -> [Certificate] {
+        do {
+            if let text = String(bytes: bytes, encoding: .utf8), text.contains("-----BEGIN CERTIFICATE-----") {
+                let documents = try PEMDocument.parseMultiple(pemString: text).filter { $0.discriminator == "CERTIFICATE" }
+                return try documents.map { try Certificate(derEncoded: $0.derBytes) }
+            }
+            return [try Certificate(derEncoded: bytes)]
+        } catch {
+            throw PurchaseConfigurationError("\(name) is not a PEM or DER X.509 certificate: \(error)")
+        }
     }
 }

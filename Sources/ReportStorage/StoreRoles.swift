@@ -22,18 +22,33 @@ public enum StoreRoles {
         ("content_blobs", ["SELECT"]),
         ("content_chunks", ["SELECT"]),
         ("network_secret", ["SELECT", "INSERT"]),
+        // Purchases and notifications are recorded on any node (docs/purchases.md, "Replicas"): the
+        // binding rule reads what is bound and moves a purchase by updating its binding; the rest is
+        // only ever added. Webhook events are only added: delivery is the editor node's.
+        ("purchase_customers", ["SELECT", "INSERT"]),
+        ("purchase_customer_keys", ["SELECT", "INSERT"]),
+        ("purchase_bindings", ["SELECT", "INSERT", "UPDATE"]),
+        ("purchase_transactions", ["SELECT", "INSERT"]),
+        ("purchase_renewal_infos", ["SELECT", "INSERT"]),
+        ("purchase_notifications", ["SELECT", "INSERT"]),
+        ("purchase_transfers", ["SELECT", "INSERT"]),
+        // `ON CONFLICT (event_id)` reads the column it names, and nothing more is read.
+        ("purchase_webhook_events", ["INSERT", "SELECT (event_id)"]),
     ]
-    /// `reports.id` is a `BIGSERIAL`: an insert takes the sequence's next value.
-    static let replicaSequences: [(sequence: String, privileges: [String])] = [("reports_id_seq", ["USAGE"])]
+    /// `reports.id` and the purchase tables' ids are `BIGSERIAL`s: an insert takes the sequence's next value.
+    static let replicaSequences: [(sequence: String, privileges: [String])] = [
+        ("reports_id_seq", ["USAGE"]), ("purchase_customers_id_seq", ["USAGE"]), ("purchase_notifications_sequence_seq", ["USAGE"]),
+        ("purchase_transfers_sequence_seq", ["USAGE"]), ("purchase_webhook_events_sequence_seq", ["USAGE"]),
+    ]
     /// The tables of the schema (`Schema.postgres`) and the sequence a replica has no use for.
     static let tables = [
         "schema_migrations", "reports", "editor_tokens", "audit_log", "published_files", "network_secret", "purchase_customers",
         "purchase_customer_keys", "purchase_bindings", "purchase_transactions", "purchase_renewal_infos", "purchase_notifications",
-        "purchase_transfers", "content_blobs", "content_chunks",
+        "purchase_transfers", "purchase_webhook_events", "content_blobs", "content_chunks",
     ]
     static let sequences = [
         "reports_id_seq", "publication_changes", "purchase_customers_id_seq", "purchase_notifications_sequence_seq",
-        "purchase_transfers_sequence_seq",
+        "purchase_transfers_sequence_seq", "purchase_webhook_events_sequence_seq",
     ]
     static let tablePrivileges = ["SELECT", "INSERT", "UPDATE", "DELETE", "TRUNCATE", "REFERENCES", "TRIGGER"]
     static let sequencePrivileges = ["USAGE", "SELECT", "UPDATE"]
@@ -71,8 +86,8 @@ public enum StoreRoles {
             -- \(editor): the editor node (catalog build, catalog serve --feeds public, every other
             --   command). It owns the tables: it creates and migrates them and publishes.
             -- \(replica): serving replicas (catalog serve --feeds store). They read publications,
-            --   store and prune reports, and read the report-network secret; nothing else: no
-            --   publishing, no editor tokens, no audit log.
+            --   store and prune reports, read the report-network secret, and record purchases and
+            --   notifications; nothing else: no publishing, no editor tokens, no audit log.
             -- Give each a password afterwards (in psql: \\password \(editorRole)), or another way in pg_hba.conf.
 
             DO $roles$ BEGIN

@@ -240,6 +240,8 @@ import Yams
         let value = try Self.parse(answer.json)
         #expect(Self.problems(value, try Self.schema("/v1/apps/{app}/customers/{id}", "get", "200")) == [])
         #expect(Self.problems(value, try Self.schema("/v1/apps/{app}/purchases", "post", "200")) == [])
+        #expect(Self.problems(value, try Self.schema("/v1/apps/{app}/customers/lookup", "post", "200")) == [])
+        #expect(Self.problems(value, try Self.schema("/v1/admin/apps/{app}/customers/{id}", "get", "200")) == [])
         #expect(try JSONDecoder().decode(CustomerAnswer.Body.self, from: Data(answer.json)) == answer.body)
         // Every list holds something, so that each item's members were held to their schema.
         #expect(answer.body.entitlements.map(\.entitlement) == ["pro"])

@@ -2,6 +2,7 @@ import CatalogKit
 import CatalogTestSupport
 import Foundation
 import Logging
+import Purchases
 import Testing
 import Time
 
@@ -149,6 +150,23 @@ struct PostgresHardeningTests {
         #expect(received.map(\.path) == [manifest.path])
         #expect(try await replica.networkSecret(proposing: Array(repeating: 9, count: NetworkSecret.byteCount)) == secret)
         try await replica.ping()
+        // Purchases, on every node (docs/purchases.md, "Replicas"): bound to a first customer, moved
+        // by the transfer policy to a second (an update of the binding), with its webhook events.
+        let transaction = try #require(
+            StoredPayload.decode(
+                JWSTransactionDecodedPayload.self,
+                #"{"transactionId":"7001","originalTransactionId":"7001","productId":"pro","type":"Non-Consumable","quantity":1,"environment":"Production","purchaseDate":1735689600000,"signedDate":1735689600000}"#
+            ))
+        for account in ["11111111-1111-4111-8111-111111111111", "22222222-2222-4222-8222-222222222222"] {
+            let outcome = try await replica.record([
+                PurchaseSubmission(
+                    app: "com.example.app", receivedAt: Date(timeIntervalSince1970: 1_735_689_600), source: .app,
+                    transactions: [transaction], claimant: CustomerKey(kind: .appAccountToken, value: account), transferPolicy: .transfer)
+            ])
+            #expect(outcome.first?.refusal == nil)
+        }
+        #expect(
+            try await replica.customer(app: "com.example.app", id: "7001")?.keys.map(\.value) == ["22222222-2222-4222-8222-222222222222"])
 
         // What it must not do.
         await #expect(throws: (any Error).self, "a replica published a file") {
@@ -168,6 +186,11 @@ struct PostgresHardeningTests {
         for statement in [
             "DELETE FROM audit_log", "UPDATE published_files SET content = NULL", "DELETE FROM network_secret",
             "UPDATE network_secret SET secret = 'x'", "CREATE TABLE mine (x int)",
+            // Purchases are only ever added (a binding moved): nothing recorded is changed or erased,
+            // and the webhook outbox is written, never read or settled.
+            "DELETE FROM purchase_transactions", "UPDATE purchase_transactions SET payload = '{}'", "DELETE FROM purchase_bindings",
+            "UPDATE purchase_customer_keys SET customer_id = 1", "DELETE FROM purchase_notifications", "TRUNCATE purchase_transfers",
+            "UPDATE purchase_webhook_events SET state = 'delivered'", "SELECT customer_id FROM purchase_webhook_events",
         ] {
             await #expect(throws: TestPostgresError.self, "a replica ran \(statement)") {
                 try await server.psql("SET ROLE \(replicaRole); \(statement)", database: database)

@@ -1,6 +1,7 @@
 import CatalogKit
 import CatalogTestSupport
 import Foundation
+import PurchasesTestSupport
 import Testing
 
 #if canImport(FoundationNetworking)
@@ -145,6 +146,102 @@ struct ReplicaTests {
         )
         let (_, readiness) = try await Self.session.data(from: restarted.url("/readyz"))
         #expect((readiness as? HTTPURLResponse)?.statusCode == 503)
+    }
+
+    /// POSTs `body` as JSON to `path` of `server`; the status and the body.
+    private static func post(_ path: String, _ body: [String: String], to server: ServeProcess, token: String? = nil) async throws -> (
+        status: Int, body: String
+    ) {
+        var request = URLRequest(url: server.url(path))
+        request.httpMethod = "POST"
+        request.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        request.httpBody = try JSONSerialization.data(withJSONObject: body)
+        let (data, response) = try await Self.session.data(for: request)
+        return ((response as? HTTPURLResponse)?.statusCode ?? 0, String(decoding: data, as: UTF8.self))
+    }
+
+    /// Purchases on a replica (docs/purchases.md, "Replicas"): connected as the replica role that
+    /// `catalog store roles` makes, with no catalog sources, it binds evidence to the app's settings
+    /// from the revision's purchase record the store brought it, accepts an app's purchase and an App
+    /// Store notification, and reads the customer back by the app's evidence; the editor node's
+    /// backend read sees what the replica recorded. Before purchase records, the replica answered 421.
+    @Test func aReplicaTakesPurchasesAndNotificationsAsTheReplicaRole() async throws {
+        typealias PKI = AppStoreTestPKI
+        let server = try TestPostgres.current
+        let store = try await server.createDatabase()
+        let database = String(store.split(separator: "/").last ?? "")
+        let suffix = UUID().uuidString.filter(\.isHexDigit).prefix(8).lowercased()
+        let (editorRole, replicaRole) = ("editor_\(suffix)", "replica_\(suffix)")
+        let workspace = try CommandTests.Workspace()
+        let replicaFolder = try CommandTests.Workspace()
+        defer {
+            workspace.remove()
+            replicaFolder.remove()
+        }
+        let roles = try await workspace.run("store", "roles", "--replica-role", replicaRole, "--editor-role", editorRole)
+        #expect(roles.status == 0, "\(roles.stderr)")
+        try await server.psql(roles.stdout, database: database)
+        try await server.psql("ALTER ROLE \(editorRole) PASSWORD 'editor-pw'; ALTER ROLE \(replicaRole) PASSWORD 'replica-pw'")
+        let editorStore = "postgres://\(editorRole):editor-pw@127.0.0.1:\(server.port)/\(database)"
+        let replicaStore = "postgres://\(replicaRole):replica-pw@127.0.0.1:\(server.port)/\(database)"
+        try workspace.write("catalog/\(Self.app).plist", CustomersCommandTests.catalog)
+        let pki = try PKI.ecdsa()
+        for folder in [workspace, replicaFolder] { try folder.write("root.pem", PKI.pem(pki.root) + "\n") }
+        let build = try await workspace.run("build", "--store", editorStore)
+        #expect(build.status == 0, "\(build.stderr)")
+        try await server.psql(roles.stdout, database: database)  // the tables exist now
+        let token = try await workspace.run("token", "create", "shop", "--role", "backend", "--store", editorStore)
+        #expect(token.status == 0, "\(token.stderr)")
+
+        let editor = try ServeProcess(in: workspace, ["--store", editorStore, "--apple-root-certificate", "root.pem"])
+        let replica = try ServeProcess(
+            in: replicaFolder, ["--feeds", "store", "--store", replicaStore, "--apple-root-certificate", "root.pem"])
+        defer {
+            _ = try? editor.process.terminate()
+            _ = try? replica.process.terminate()
+        }
+        #expect(try await replica.body(of: Self.feed, within: 30) != nil, "\(replica.logText)")
+        #expect(try await editor.body(of: Self.feed, within: 30) != nil, "\(editor.logText)")
+
+        let account = "11111111-1111-4111-8111-111111111111"
+        // Active until 2099, so that the entitlement shows now, whenever the test runs.
+        let transaction = try pki.jws(payload: PKI.transaction(["expiresDate": PKI.milliseconds(PKI.date(2099))]))
+        let evidence = ["signedTransaction": transaction, "appAccountToken": account]
+        let purchased = try await Self.post("/v1/apps/\(Self.app)/purchases", evidence, to: replica)
+        #expect(purchased.status == 200, "\(purchased.body); \(replica.logText)")
+        #expect(purchased.body.contains(#""entitlement":"pro""#), "\(purchased.body)")
+        let notification = try pki.jws(
+            payload: PKI.notification(
+                type: "DID_RENEW",
+                data: [
+                    "signedTransactionInfo": try pki.jws(
+                        payload: PKI.transaction([
+                            "transactionId": "2000000000000003", "purchaseDate": PKI.milliseconds(PKI.date(2099)),
+                            "expiresDate": PKI.milliseconds(PKI.date(2099, 2)),
+                        ])),
+                    "signedRenewalInfo": try pki.jws(payload: PKI.renewalInfo()),
+                ]))
+        let notified = try await Self.post(
+            "/v1/apps/\(Self.app)/notifications/app-store", ["signedPayload": notification], to: replica)
+        #expect(notified.status == 200, "\(notified.body); \(replica.logText)")
+        let lookup = try await Self.post("/v1/apps/\(Self.app)/customers/lookup", evidence, to: replica)
+        #expect(lookup.status == 200, "\(lookup.body)")
+        #expect(lookup.body.contains(account) && lookup.body.contains("2000000000000003"), "\(lookup.body)")
+
+        // The editor node reads what the replica recorded, by the backend's token.
+        var request = URLRequest(url: editor.url("/v1/apps/\(Self.app)/customers/\(account)"))
+        request.setValue("Bearer \(token.stdout.trimmingCharacters(in: .whitespacesAndNewlines))", forHTTPHeaderField: "Authorization")
+        let (data, response) = try await Self.session.data(for: request)
+        #expect((response as? HTTPURLResponse)?.statusCode == 200, "\(String(decoding: data, as: UTF8.self))")
+        let read = String(decoding: data, as: UTF8.self)
+        #expect(read.contains("2000000000000001") && read.contains("2000000000000003"), "\(read)")
+        #expect(try await server.psql("SELECT count(*) FROM purchase_notifications", database: database) == "1")
+        // A backend's read by token belongs to the editor node: the replica's role reads no tokens.
+        var byToken = URLRequest(url: replica.url("/v1/apps/\(Self.app)/customers/\(account)"))
+        byToken.setValue("Bearer x", forHTTPHeaderField: "Authorization")
+        let (_, misdirected) = try await Self.session.data(for: byToken)
+        #expect((misdirected as? HTTPURLResponse)?.statusCode == 421)
+        #expect(!replica.logText.contains("excess-rights"), "\(replica.logText)")
     }
 
     /// The editor API lives on the editor node: a replica refuses it, reads and writes, and says where to go.

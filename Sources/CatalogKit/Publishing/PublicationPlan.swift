@@ -45,6 +45,8 @@ public struct PublicationPlan: Sendable {
     let outputs: [PlannedOutput]
     /// The product snapshot (`products.jsonl`), when planning already encoded it for the diff.
     let snapshot: [UInt8]?
+    /// The revision's purchase record (``PurchaseRecord``), as written to its records.
+    let purchases: [UInt8]
 }
 
 extension PublicationPlan {

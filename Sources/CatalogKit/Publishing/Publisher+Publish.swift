@@ -19,8 +19,16 @@ extension Publisher {
                 try ContentPublishing.putBlobs(planned, into: BlobStore(root: tree.content), beforeStep: beforeStep)
             }
             try? plan.content?.digestCache.write(to: digestCache)
-            // A tree published before variants had paths of their own gets them from any build.
-            if let current = plan.previous { try linkStaticCopies(plan.app, manifest: current) }
+            // A tree published before variants had paths of their own gets them from any build,
+            // and a revision published before purchase records its record.
+            if let current = plan.previous {
+                try linkStaticCopies(plan.app, manifest: current)
+                let record = tree.purchaseRecordURL(plan.app, current.revision)
+                if !FileManager.default.fileExists(atPath: record.path) {
+                    try FileManager.default.createDirectory(at: record.deletingLastPathComponent(), withIntermediateDirectories: true)
+                    try AtomicFile.write(plan.purchases, to: record)
+                }
+            }
             return
         }
         let app = plan.app
@@ -59,6 +67,7 @@ extension Publisher {
         let renderer = plan.renderer
         let step = beforeStep
         let history = plan.history
+        let purchases = plan.purchases
         let snapshot = plan.snapshot
         let content = plan.content
         let signer = signer
@@ -69,6 +78,7 @@ extension Publisher {
             Result {
                 guard let output else {
                     try AtomicFile.writeDurably(history.tsv, to: recordsStaging.appendingPathComponent("identifiers.tsv"))
+                    try AtomicFile.writeDurably(purchases, to: recordsStaging.appendingPathComponent(PurchaseRecord.fileName))
                     try AtomicFile.writeDurably(
                         try Gzip.compress(snapshot ?? Self.snapshot(renderer.catalog.products), effort: .fastest),
                         to: recordsStaging.appendingPathComponent(PublicTree.snapshotName))

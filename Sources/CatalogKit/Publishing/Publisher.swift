@@ -79,7 +79,13 @@ public struct Publisher: Sendable {
         let previousContent = try previous.flatMap { try tree.contentManifest(app, revision: $0.revision) }
         let content = try ContentPublishing.plan(
             catalog.content, following: previousContent, cache: .read(ContentDigestCache.url(in: tree, app: app)))
-        let isUnchanged = sameVariants && sameSchedule && changed == 0 && content?.manifest == previousContent
+        // The purchase endpoints of every node read the app's settings from the revision's record,
+        // so settings that change are a new revision even when no feed does.
+        let purchases = PurchaseRecord(catalog).encoded
+        // A revision published before records carried one gets it in place (``publish(_:)``): the
+        // server read the current sources' settings for it, which is what the record says.
+        let samePurchases = previous.map { tree.purchaseRecordBytes(app, revision: $0.revision).map { $0 == purchases } ?? true } ?? false
+        let isUnchanged = sameVariants && sameSchedule && samePurchases && changed == 0 && content?.manifest == previousContent
 
         // Every identifier this revision shows, now or by its schedule, is published from the
         // moment it first appears: feedback's grace period counts from then.
@@ -133,6 +139,6 @@ public struct Publisher: Sendable {
             scheduledChanges: schedule.map(\.from), scheduleEndsBefore: moments.firstUnscheduled,
             sellableCount: current.sellable.count(where: { $0 }), knownCount: renderer.known.count, feedbackChanges: feedbackChanges,
             content: content, contentChange: ContentChange.between(previousContent, content?.manifest), renderer: renderer,
-            outputs: outputs, snapshot: snapshot)
+            outputs: outputs, snapshot: snapshot, purchases: purchases)
     }
 }

@@ -18,6 +18,8 @@ enum AdminRoute: Equatable {
     case revisions(app: String)
     case diff(app: String)
     case rollback(app: String, revision: Int)
+    /// A customer of the app by any of its keys, for the dashboard's customer page.
+    case customer(app: String, id: String)
     case audit
 
     /// `segments` after `v1/admin`.
@@ -40,6 +42,8 @@ enum AdminRoute: Equatable {
                 guard rest[1].utf8.allSatisfy({ $0 >= 48 && $0 <= 57 }), let revision = Int(rest[1]), revision > 0 else { return nil }
                 self = .rollback(app: app, revision: revision)
             case ["reports", "daily"]: self = .dailyReports(app: app)
+            case let rest where rest.count == 2 && rest[0] == "customers" && Self.isIdentifier(rest[1]):
+                self = .customer(app: app, id: rest[1])
             case let rest where rest.count == 2 && rest[0] == "products" && Self.isIdentifier(rest[1]):
                 self = .product(app: app, id: rest[1])
             case let rest where rest.count == 3 && rest[0] == "products" && rest[2] == "retire" && Self.isIdentifier(rest[1]):
@@ -67,7 +71,7 @@ enum AdminRoute: Equatable {
     /// The methods each path answers, for 405 and `Allow`.
     var allowed: [HTTPRequest.Method] {
         switch self {
-        case .apps, .app, .reports, .dailyReports, .audit, .revisions, .diff: [.get]
+        case .apps, .app, .reports, .dailyReports, .audit, .revisions, .diff, .customer: [.get]
         case .products, .retire, .publish, .release, .quarantine, .rollback: [.post]
         case .product: [.put]
         }
@@ -77,7 +81,7 @@ enum AdminRoute: Equatable {
     /// only shows what would change: viewers may see it.
     func changes(dryRun: Bool) -> Bool {
         switch self {
-        case .apps, .app, .reports, .dailyReports, .audit, .revisions, .diff: false
+        case .apps, .app, .reports, .dailyReports, .audit, .revisions, .diff, .customer: false
         case .publish: !dryRun
         case .products, .product, .retire, .release, .quarantine, .rollback: true
         }

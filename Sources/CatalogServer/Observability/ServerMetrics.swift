@@ -10,6 +10,7 @@ enum MetricsRoute: String, Sendable {
     case revisionCatalog = "revision_catalog"
     case apps, variants, revisions, reports, healthz, readyz, metrics, admin, openapi, editor, unknown
     case notifications, purchases, customers
+    case customerLookup = "customer_lookup"
 
     init(_ kind: FeedKind) {
         self = kind == .products ? .products : .catalog

@@ -2,6 +2,7 @@ import CatalogKit
 import Foundation
 import HTTPTypes
 import Hummingbird
+import Logging
 import NIOCore
 import Purchases
 import Synchronization
@@ -38,18 +39,27 @@ public struct AppPurchases: Sendable {
     /// The file holding the webhook's HMAC secret (`webhookSecretFile`), as written.
     public let webhookSecretFile: String?
 
-    /// The settings of the validated `catalog`, trusting `trust`'s roots; fails when the Xcode
-    /// certificate it names cannot be read.
+    /// The settings of the validated `catalog`, trusting `trust`'s roots: what its published
+    /// record would say (`catalog customers show`, `catalog purchases rebuild`).
     public init(_ catalog: AppCatalog, trust: PurchaseTrust) throws(PurchaseConfigurationError) {
-        let settings = catalog.purchaseSettings
+        try self.init(PurchaseRecord(catalog), trust: trust)
+    }
+
+    /// The settings a revision's purchase record holds, trusting `trust`'s roots; fails when the
+    /// Xcode certificate it names did not travel with it or is not one certificate.
+    public init(_ record: PurchaseRecord, trust: PurchaseTrust) throws(PurchaseConfigurationError) {
         var xcode: Certificate?
-        if let path = settings.xcodeCertificate {
-            let certificates = try PurchaseTrust.certificates(fromFiles: [path])
+        if let path = record.xcodeCertificatePath {
+            guard let base64 = record.xcodeCertificate, let bytes = Data(base64Encoded: base64) else {
+                throw PurchaseConfigurationError(
+                    record.xcodeCertificateProblem ?? "the Xcode certificate \(path) is not in the published record")
+            }
+            let certificates = try PurchaseTrust.certificates(fromBytes: [UInt8](bytes), named: path)
             guard certificates.count == 1 else { throw PurchaseConfigurationError("\(path) must hold exactly one certificate") }
             xcode = certificates.first
         }
         let environments = Set(
-            settings.environments.map { environment -> AppStoreEnvironment in
+            record.environments.map { environment -> AppStoreEnvironment in
                 switch environment {
                 case .production: .production
                 case .sandbox: .sandbox
@@ -58,11 +68,11 @@ public struct AppPurchases: Sendable {
             })
         verifier = SignedDataVerifier(
             trust: trust,
-            app: AppStoreApp(bundleId: catalog.app, appAppleId: settings.appAppleId, environments: environments, xcodeCertificate: xcode))
+            app: AppStoreApp(bundleId: record.app, appAppleId: record.appAppleId, environments: environments, xcodeCertificate: xcode))
         var products: [String: LedgerProduct] = [:]
         var types: [String: Purchases.ProductType] = [:]
-        for product in catalog.products {
-            products[product.id] = LedgerProduct(entitlements: product.unlocks, duration: product.duration.flatMap(ISO8601Period.init))
+        for product in record.products {
+            products[product.id] = LedgerProduct(entitlements: product.entitlements, duration: product.duration.flatMap(ISO8601Period.init))
             switch product.type {
             case .consumable?: types[product.id] = .consumable
             case .nonConsumable?: types[product.id] = .nonConsumable
@@ -73,56 +83,66 @@ public struct AppPurchases: Sendable {
         }
         self.catalog = LedgerCatalog(products: products)
         productTypes = types
-        transferPolicy = settings.transferPolicy == .transfer ? .transfer : .keep
-        webhookURL = settings.webhookURL
-        webhookSecretFile = settings.webhookSecretFile
+        transferPolicy = record.transferPolicy == .transfer ? .transfer : .keep
+        webhookURL = record.webhookURL.flatMap { URL(string: $0) }
+        webhookSecretFile = record.webhookSecretFile
     }
 }
 
-/// The apps' purchase settings, read from the catalog sources and kept until the app's published
-/// revision changes: settings take effect when they are published, like the products they name.
-/// One reading per app and revision, however many requests arrive meanwhile: they wait for it.
+/// The apps' purchase settings, read from the purchase record of the revision each app serves
+/// (``PurchaseRecord``, in the revision's records) and kept until that revision changes: settings
+/// take effect when they are published, like the products they name. The editor node and serving
+/// replicas read the same record (replicas receive records through the store), so one path binds
+/// evidence everywhere. One reading per app and revision, however many requests arrive meanwhile.
 final class PurchaseSettingsCache: Sendable {
-    private let workflow: CatalogWorkflow
+    private let tree: PublicTree
     private let trust: PurchaseTrust
     private let entries = Mutex<[String: (revision: Int, reading: Task<Result<AppPurchases, PurchaseConfigurationError>, Never>)]>([:])
 
-    init(workflow: CatalogWorkflow, trust: PurchaseTrust) {
-        self.workflow = workflow
+    init(tree: PublicTree, trust: PurchaseTrust) {
+        self.tree = tree
         self.trust = trust
     }
 
     /// `app`'s settings at published `revision`, or why there are none.
     func app(_ app: String, revision: Int) async -> Result<AppPurchases, PurchaseConfigurationError> {
-        let (workflow, trust) = (workflow, trust)
+        let (tree, trust) = (tree, trust)
         let reading = entries.withLock { entries in
             if let entry = entries[app], entry.revision == revision { return entry.reading }
-            let reading = Task { Self.read(app, workflow: workflow, trust: trust) }
+            let reading = Task { Self.read(app, revision: revision, tree: tree, trust: trust) }
             entries[app] = (revision, reading)
             return reading
         }
         let result = await reading.value
-        // A failure is not kept: the sources may be fixed before the next publication.
+        // A failure is not kept: a replica may be writing the revision's records right now.
         if case .failure = result { entries.withLock { if $0[app]?.revision == revision { $0[app] = nil } } }
         return result
     }
 
-    private static func read(_ app: String, workflow: CatalogWorkflow, trust: PurchaseTrust) -> Result<
+    private static func read(_ app: String, revision: Int, tree: PublicTree, trust: PurchaseTrust) -> Result<
         AppPurchases, PurchaseConfigurationError
     > {
-        guard let catalog = workflow.validate().catalogs.first(where: { $0.app == app }) else {
-            return .failure(PurchaseConfigurationError("the catalog sources of '\(app)' do not validate; fix them to take purchases"))
+        guard let bytes = tree.purchaseRecordBytes(app, revision: revision) else {
+            return .failure(
+                PurchaseConfigurationError(
+                    "revision \(revision) of '\(app)' has no purchase record (it was published before records carried one); publish the app again (catalog build) to take purchases"
+                ))
+        }
+        guard let record = PurchaseRecord.decode(bytes), record.app == app else {
+            return .failure(PurchaseConfigurationError("the purchase record of revision \(revision) of '\(app)' cannot be read"))
         }
         do {
-            return .success(try AppPurchases(catalog, trust: trust))
+            return .success(try AppPurchases(record, trust: trust))
         } catch {
             return .failure(error)
         }
     }
 }
 
-/// The three purchase endpoints (docs/purchases.md): the App Store's notifications, the app's
-/// purchases, and a customer read by the developer's backend.
+/// The purchase endpoints (docs/purchases.md): the App Store's notifications, the app's
+/// purchases, a customer read by the developer's backend (and the dashboard), and the app's read of
+/// its own customer by evidence (`CustomerEvidence.swift`). The same on every node: settings come
+/// from each revision's purchase record.
 struct PurchaseEndpoints: Sendable {
     let store: any PurchaseStore
     let tokens: any EditorStore
@@ -130,7 +150,11 @@ struct PurchaseEndpoints: Sendable {
     /// Submissions that arrive together go in one transaction, as reports do.
     let committer: GroupCommitter<PurchaseSubmission, PurchaseOutcome>
     let byAddress: RateLimiter?
+    /// `POST …/customers/lookup` per client network, at the purchases' rate but a budget of its own.
+    let lookupsByAddress: RateLimiter?
     let metrics: ServerMetrics
+    /// Where a store failure is told in full: the answer says only to send it again.
+    let logger: Logger
 
     /// A notification body: its `signedPayload` is one JWS of at most 64 KiB, nested tokens included.
     static let maximumNotificationBytes = 65 * 1024
@@ -138,15 +162,17 @@ struct PurchaseEndpoints: Sendable {
     static let maximumPurchaseBytes = 512 * 1024
 
     init(
-        store: any PurchaseStore, tokens: any EditorStore, workflow: CatalogWorkflow, trust: PurchaseTrust,
-        configuration: PurchasesConfiguration, metrics: ServerMetrics
+        store: any PurchaseStore, tokens: any EditorStore, tree: PublicTree, trust: PurchaseTrust,
+        configuration: PurchasesConfiguration, metrics: ServerMetrics, logger: Logger
     ) {
         self.store = store
         self.tokens = tokens
-        settings = PurchaseSettingsCache(workflow: workflow, trust: trust)
+        settings = PurchaseSettingsCache(tree: tree, trust: trust)
         committer = GroupCommitter(maximumBatch: 1024, maximumQueued: configuration.maximumQueued) { store.record($0, completion: $1) }
         byAddress = configuration.perAddress.map { RateLimiter($0) }
+        lookupsByAddress = configuration.perAddress.map { RateLimiter($0) }
         self.metrics = metrics
+        self.logger = logger
     }
 
     // MARK: - Notifications
@@ -185,109 +211,41 @@ struct PurchaseEndpoints: Sendable {
                 notificationUUID: uuid, stored: outcome.duplicate ? nil : true, duplicate: outcome.duplicate ? true : nil)
             return Self.ok(ServiceJSON.encode(answer))
         case .failure(let error):
-            return Self.storeFailure(error, metrics: metrics)
+            return storeFailure(error)
         }
     }
 
     // MARK: - Purchases
 
-    /// What an app sends after a purchase.
-    struct PurchaseRequest: Decodable {
-        var signedTransaction: String?
-        var signedAppTransaction: String?
-        var receipt: String?
-        var deviceId: String?
-        var appAccountToken: String?
-    }
-
     /// `POST /v1/apps/{app}/purchases`: verify, record, answer the customer's entitlements now.
     func purchase(_ request: Request, app: String, revision: Int?, networkKey: String?, now: Date) async -> Response {
-        guard request.method == .post else { return CatalogResponder.methodNotAllowed(request, allow: "POST") }
-        if let wait = byAddress?.take(networkKey ?? "unknown") {
-            var response = JSONError.response(.tooManyRequests, "too many purchases from this network; retry after \(wait) s")
-            response.headers[.retryAfter] = String(wait)
-            return response
-        }
         let config: AppPurchases
-        switch await prepare(request, app: app, revision: revision, limit: Self.maximumPurchaseBytes) {
+        let verified: VerifiedEvidence
+        switch await presentedEvidence(request, app: app, revision: revision, networkKey: networkKey, limiter: byAddress) {
         case .failure(let refusal): return refusal.response
-        case .success(let (found, _)): config = found
-        }
-        let sent: PurchaseRequest
-        switch await Self.body(request, limit: Self.maximumPurchaseBytes) {
-        case .failure(let refusal): return refusal.response
-        case .success(let text):
-            guard let decoded = try? JSONDecoder().decode(PurchaseRequest.self, from: Data(text.utf8)) else {
-                return JSONError.response(
-                    .badRequest,
-                    "the body must be a JSON object with signedTransaction or receipt (strings), and optionally signedAppTransaction, deviceId and appAccountToken"
-                )
+        case .success(let read):
+            config = read.settings
+            do {
+                verified = try await config.verify(read.evidence, app: app)
+            } catch {
+                switch error {
+                case .refusal(let refusal): return refuse(refusal, endpoint: "purchases")
+                case .badRequest(let message): return JSONError.response(.badRequest, message)
+                }
             }
-            sent = decoded
         }
-        if let token = sent.appAccountToken, UUID(uuidString: token) == nil {
-            return JSONError.response(.badRequest, "appAccountToken must be a UUID")
-        }
-        let transactions: [JWSTransactionDecodedPayload]
-        var otherKeys: [CustomerKey] = []
-        do {
-            switch (sent.signedTransaction, sent.receipt) {
-            case (let jws?, nil):
-                let transaction = try await config.verifier.verifyAndDecodeTransaction(jws)
-                if let product = transaction.productId, config.catalog.products[product] == nil {
-                    throw PurchaseRefusal(.unknownProduct, "the catalog of '\(app)' has no product '\(product.prefix(64))'")
-                }
-                if let appJWS = sent.signedAppTransaction {
-                    let appTransaction = try await config.verifier.verifyAndDecodeAppTransaction(appJWS)
-                    guard appTransaction.receiptType == transaction.environment else {
-                        throw PurchaseRefusal(.wrongApp, "the AppTransaction's environment is not the transaction's")
-                    }
-                    if let id = appTransaction.appTransactionId, !id.isEmpty {
-                        otherKeys.append(CustomerKey(kind: .appTransactionId, value: id))
-                    }
-                }
-                transactions = [transaction]
-            case (nil, let base64?):
-                guard let bytes = Data(base64Encoded: base64, options: .ignoreUnknownCharacters) else {
-                    throw PurchaseRefusal(.malformed, "receipt is not base64")
-                }
-                var device: [UInt8]?
-                if let deviceId = sent.deviceId {
-                    guard let parsed = Self.bytes(hex: deviceId) else {
-                        return JSONError.response(.badRequest, "deviceId must be hex (a UUID's dashes and a MAC's colons allowed)")
-                    }
-                    device = parsed
-                }
-                let receipt = try await config.verifier.verifyAndDecodeReceipt([UInt8](bytes), deviceIdentifier: device)
-                transactions = Self.transactions(of: receipt, types: config.productTypes)
-                guard !transactions.isEmpty else {
-                    throw PurchaseRefusal(.unknownProduct, "the receipt names no purchase of a product the catalog of '\(app)' knows")
-                }
-            default:
-                return JSONError.response(.badRequest, "send exactly one of signedTransaction and receipt")
-            }
-        } catch let refusal as PurchaseRefusal {
-            return refuse(refusal, endpoint: "purchases")
-        } catch {
-            return refuse(PurchaseRefusal(.malformed, "\(error)"), endpoint: "purchases")
-        }
-        guard let first = transactions.first, var claimant = CustomerKey.of(first, appAccountToken: sent.appAccountToken) else {
-            return refuse(PurchaseRefusal(.malformed, "the transaction names no transaction id"), endpoint: "purchases")
-        }
-        // An AppTransaction names the Apple account better than the original transaction does.
-        if claimant.kind == .originalTransactionId, let account = otherKeys.first { claimant = account }
         let submission = PurchaseSubmission(
-            app: app, receivedAt: now, source: .app, transactions: transactions, claimant: claimant, otherKeys: otherKeys,
-            transferPolicy: config.transferPolicy)
+            app: app, receivedAt: now, source: .app, transactions: verified.transactions, claimant: verified.claimant,
+            otherKeys: verified.otherKeys, transferPolicy: config.transferPolicy)
         let outcome: PurchaseOutcome
         switch await committer.outcome(of: submission) {
         case .success(let recorded): outcome = recorded
-        case .failure(let error): return Self.storeFailure(error, metrics: metrics)
+        case .failure(let error): return storeFailure(error)
         }
         for transfer in outcome.transfers { metrics.recordTransfer(transfer.outcome.rawValue) }
         if let refusal = outcome.refusal { return refuse(refusal, endpoint: "purchases") }
         do {
-            guard let id = first.transactionId, let record = try await store.customer(app: app, id: id) else {
+            guard let id = verified.transactions.first?.transactionId, let record = try await store.customer(app: app, id: id) else {
                 return JSONError.response(.internalServerError, "the purchase was recorded but its customer cannot be read")
             }
             return Self.ok(CustomerAnswer(record, at: now, catalog: config.catalog, full: false).json)
@@ -341,14 +299,18 @@ struct PurchaseEndpoints: Sendable {
         case .failure(let refusal): return refusal.response
         case .success: break
         }
-        guard let revision else { return JSONError.response(.notFound, "no published app '\(app)'") }
-        var at = now
-        if let text = request.uri.queryParameters.get("at") {
-            guard let parsed = CustomerAnswer.instant(String(text)) else {
-                return JSONError.response(.badRequest, "at=\(text.prefix(64)) must be an RFC 3339 instant, such as 2025-01-31T12:00:00Z")
-            }
-            at = parsed
+        let at: Date
+        switch Self.instant(of: request, default: now) {
+        case .failure(let refusal): return refusal.response
+        case .success(let instant): at = instant
         }
+        return await customerDocument(app: app, id: id, revision: revision, at: at)
+    }
+
+    /// Customer `id` (any key) of `app` at `at`, in full, with the ledger catalog of published
+    /// `revision`: what a backend's read and the dashboard's customer page answer.
+    func customerDocument(app: String, id: String, revision: Int?, at: Date) async -> Response {
+        guard let revision else { return JSONError.response(.notFound, "no published app '\(app)'") }
         let config: AppPurchases
         switch await settings.app(app, revision: revision) {
         case .failure(let error): return JSONError.response(.serviceUnavailable, "\(error)")
@@ -366,41 +328,50 @@ struct PurchaseEndpoints: Sendable {
 
     // MARK: - Shared steps
 
-    private struct Refusal: Error {
-        var response: Response
+    /// `?at=` of a customer's read: an RFC 3339 instant, `now` without one, 400 for anything else.
+    static func instant(of request: Request, default now: Date) -> Result<Date, EndpointRefusal> {
+        guard let text = request.uri.queryParameters.get("at") else { return .success(now) }
+        guard let parsed = CustomerAnswer.instant(String(text)) else {
+            return .failure(
+                EndpointRefusal(
+                    response: JSONError.response(
+                        .badRequest, "at=\(text.prefix(64)) must be an RFC 3339 instant, such as 2025-01-31T12:00:00Z")))
+        }
+        return .success(parsed)
     }
 
     /// The checks the head decides: a published app, its settings, JSON, the size.
-    private func prepare(_ request: Request, app: String, revision: Int?, limit: Int) async -> Result<(AppPurchases, Int), Refusal> {
-        guard let revision else { return .failure(Refusal(response: JSONError.response(.notFound, "no published app '\(app)'"))) }
+    func prepare(_ request: Request, app: String, revision: Int?, limit: Int) async -> Result<(AppPurchases, Int), EndpointRefusal> {
+        guard let revision else { return .failure(EndpointRefusal(response: JSONError.response(.notFound, "no published app '\(app)'"))) }
         guard ReportIntake.isJSON(request.headers[.contentType]) else {
-            return .failure(Refusal(response: JSONError.response(.unsupportedMediaType, "send Content-Type: application/json")))
+            return .failure(EndpointRefusal(response: JSONError.response(.unsupportedMediaType, "send Content-Type: application/json")))
         }
         if let length = request.headers[.contentLength].flatMap(Int.init), length > limit {
-            return .failure(Refusal(response: JSONError.response(.contentTooLarge, "the body is \(length) bytes; the limit is \(limit)")))
+            return .failure(
+                EndpointRefusal(response: JSONError.response(.contentTooLarge, "the body is \(length) bytes; the limit is \(limit)")))
         }
         switch await settings.app(app, revision: revision) {
         case .failure(let error):
-            return .failure(Refusal(response: JSONError.response(.serviceUnavailable, "\(error)")))
+            return .failure(EndpointRefusal(response: JSONError.response(.serviceUnavailable, "\(error)")))
         case .success(let config):
             return .success((config, revision))
         }
     }
 
-    private static func body(_ request: Request, limit: Int) async -> Result<String, Refusal> {
+    static func body(_ request: Request, limit: Int) async -> Result<String, EndpointRefusal> {
         do {
             let buffer = try await request.body.collect(upTo: limit)
             return .success(String(decoding: buffer.readableBytesView, as: UTF8.self))
         } catch is NIOTooManyBytesError {
-            return .failure(Refusal(response: JSONError.response(.contentTooLarge, "the body is larger than \(limit) bytes")))
+            return .failure(EndpointRefusal(response: JSONError.response(.contentTooLarge, "the body is larger than \(limit) bytes")))
         } catch {
-            return .failure(Refusal(response: JSONError.response(.badRequest, "the body could not be read")))
+            return .failure(EndpointRefusal(response: JSONError.response(.badRequest, "the body could not be read")))
         }
     }
 
     /// A refusal, counted: 400 for malformed evidence, 409 for a purchase bound to another
     /// customer, 422 for an unknown product, 403 for the rest (forged, another app's, another environment's).
-    private func refuse(_ refusal: PurchaseRefusal, endpoint: String) -> Response {
+    func refuse(_ refusal: PurchaseRefusal, endpoint: String) -> Response {
         metrics.recordPurchaseRefusal(endpoint: endpoint, code: refusal.code.rawValue)
         let status: HTTPResponse.Status =
             switch refusal.code {
@@ -416,7 +387,8 @@ struct PurchaseEndpoints: Sendable {
     }
 
     /// 503 so that Apple, or the app, sends it again.
-    private static func storeFailure(_ error: any Error, metrics: ServerMetrics) -> Response {
+    private func storeFailure(_ error: any Error) -> Response {
+        logger.error("purchases.store", metadata: ["error": "\(error)"])
         var response: Response
         if error is CommitQueueFull {
             metrics.recordCommitQueueFull()
@@ -429,7 +401,7 @@ struct PurchaseEndpoints: Sendable {
         return response
     }
 
-    private static func ok(_ json: [UInt8]) -> Response {
+    static func ok(_ json: [UInt8]) -> Response {
         Response(
             status: .ok, headers: [.contentType: "application/json", .cacheControl: "no-store"],
             body: ResponseBody(byteBuffer: ByteBuffer(bytes: json)))

@@ -141,10 +141,11 @@ function badge(text, kind) {
   return h("span", { class: `badge ${kind || text}` }, text);
 }
 
-/** Products, Publish, History, Reports: links, with the current one marked for assistive technology. */
+/** Products, Publish, History, Reports, Customers: links, with the current one marked for assistive technology. */
 function appTabs(app, current) {
   const tabs = [["Products", `#/apps/${enc(app)}`], ["Publish", `#/apps/${enc(app)}/publish`],
-    ["History", `#/apps/${enc(app)}/history`], ["Reports", `#/apps/${enc(app)}/reports`]];
+    ["History", `#/apps/${enc(app)}/history`], ["Reports", `#/apps/${enc(app)}/reports`],
+    ["Customers", `#/apps/${enc(app)}/customers`]];
   return h("nav", { class: "tabs", "aria-label": `${app}` },
     h("a", { href: "#/apps" }, "All apps"),
     tabs.map(([label, href]) => h("a", { href, "aria-current": label === current ? "page" : undefined }, label)));
@@ -645,6 +646,111 @@ function chart(identifier, days) {
     h("figcaption", {}, label));
 }
 
+// MARK: - Customers
+
+// Apple's revocation reasons (`revocationReason`).
+const REVOCATION_REASONS = { 0: "refunded or revoked for another reason", 1: "refunded for an issue in the app" };
+
+function revocation(item) {
+  if (!item.revocationDate) return h("span", { class: "muted" }, "—");
+  const reason = REVOCATION_REASONS[item.revocationReason];
+  return h("span", {}, badge("revoked", "revoked"), " ", when(item.revocationDate), reason ? ` (${reason})` : "");
+}
+
+/** A period's state at the moment read: what a support person needs to see first. */
+function periodState(period) {
+  const states = [];
+  if (period.active) states.push(badge("active", "cleared"));
+  if (period.gracePeriodExpiresDate) states.push(badge(`grace until ${when(period.gracePeriodExpiresDate)}`, "suspect"));
+  if (period.isInBillingRetryPeriod) states.push(badge("billing retry", "suspect"));
+  if (period.isUpgraded) states.push(badge("upgraded", "draft"));
+  if (period.revocationDate) states.push(revocation(period));
+  if (!states.length) states.push(h("span", { class: "muted" }, "ended"));
+  return h("span", { class: "states" }, states.flatMap((state, index) => index ? [" ", state] : [state]));
+}
+
+/** A transaction id, with its purchase's original transaction when that is another. */
+function transactionCell(item) {
+  const original = item.originalTransactionId && item.originalTransactionId !== item.transactionId
+    ? h("span", { class: "muted" }, " of ", h("code", {}, item.originalTransactionId)) : null;
+  return h("span", {}, h("code", {}, item.transactionId), original);
+}
+
+function offer(period) {
+  if (period.offerType === undefined && !period.offerIdentifier) return "—";
+  return [period.offerIdentifier, period.offerDiscountType, period.offerType !== undefined ? `type ${period.offerType}` : null]
+    .filter(Boolean).join(", ");
+}
+
+/** The search by any key, and the customer it finds (`#/apps/APP/customers/KEY`). */
+async function renderCustomers(app, key) {
+  const title = `Customers of ${app}`;
+  loading(title);
+  const input = h("input", { id: "customer-key", name: "key", type: "search", value: key || "", autocomplete: "off", spellcheck: "false", required: true, "aria-describedby": "customer-key-hint" });
+  const search = h("form", { class: "card", id: "customer-search", role: "search", onsubmit: (event) => {
+    event.preventDefault();
+    const value = input.value.trim();
+    if (value) location.hash = `#/apps/${enc(app)}/customers/${enc(value)}`;
+  } },
+  h("label", { for: "customer-key" }, "Customer key"),
+  input,
+  h("p", { class: "hint", id: "customer-key-hint" }, "Any of the customer's keys: an appAccountToken, an appTransactionId, an originalTransactionId or a transactionId."),
+  h("button", { type: "submit" }, "Find"));
+  if (!key) {
+    show(title, appTabs(app, "Customers"), search);
+    return;
+  }
+  let customer;
+  try {
+    ({ json: customer } = await api("GET", `/v1/admin/apps/${enc(app)}/customers/${enc(key)}`));
+  } catch (error) {
+    if (error instanceof SignedOut) throw error;
+    show(title, appTabs(app, "Customers"), search,
+      error.status === 404 ? h("p", { class: "notice", id: "customer-outcome" }, `No customer of ${app} has the key ${key}.`)
+        : h("div", { id: "customer-outcome" }, errorBox(error)));
+    return;
+  }
+  const purchases = customer.purchases || [];
+  const periods = customer.periods || [];
+  const refunds = purchases.filter((purchase) => purchase.revocationDate);
+  const transfers = customer.transfers || [];
+  show(title, appTabs(app, "Customers"), search,
+    h("section", { id: "customer", "aria-labelledby": "customer-heading" },
+      h("h2", { id: "customer-heading" }, `Customer ${customer.customer}`),
+      h("p", { class: "muted" }, `As of ${when(customer.at)}.`),
+      table("Keys", ["Kind", "Value"], customer.keys.map((item) => [item.kind, h("code", {}, item.value)])),
+      h("h3", {}, "Entitlements now"),
+      customer.entitlements.length ? table("Active entitlements", ["Entitlement", "Environment", "Product", "Transaction", "Until", "Grace period"],
+        customer.entitlements.map((item) => [item.entitlement, item.environment, item.productId, h("code", {}, item.transactionId),
+          when(item.expiresDate), item.inGracePeriod ? badge("in grace", "suspect") : "no"]))
+        : h("p", {}, "None."),
+      customer.credits.length ? table("Consumable credits", ["Product", "Environment", "Quantity"],
+        customer.credits.map((item) => [item.productId, item.environment, `${item.quantity}`])) : null,
+      h("h3", {}, "Purchases"),
+      purchases.length ? table("Purchases, every transaction", ["Transaction", "Product", "Type", "Environment", "Purchased", "Quantity", "Ownership", "Revocation"],
+        purchases.map((item) => [transactionCell(item), item.productId, item.type || "—",
+          item.environment, when(item.purchaseDate), `${item.quantity}`, item.inAppOwnershipType || "—", revocation(item)]))
+        : h("p", {}, "None."),
+      h("h3", {}, "Subscription periods"),
+      periods.length ? table("Subscription periods", ["Transaction", "Product", "Environment", "Start", "End", "Offer", "State"],
+        periods.map((item) => [transactionCell(item), item.productId, item.environment, when(item.start), when(item.end), offer(item), periodState(item)]))
+        : h("p", {}, "None."),
+      h("h3", {}, "Refunds"),
+      refunds.length ? table("Refunded or revoked purchases", ["Transaction", "Product", "Environment", "Purchased", "Revoked"],
+        refunds.map((item) => [h("code", {}, item.transactionId), item.productId, item.environment, when(item.purchaseDate), revocation(item)]))
+        : h("p", {}, "None."),
+      h("h3", {}, "Transfers"),
+      transfers.length ? table("Transfers to or from this customer, oldest first (the audit of the transfer policy)", ["When", "Purchase", "From customer", "To customer", "Outcome"],
+        transfers.map((item) => [when(item.at), h("code", {}, item.originalTransactionId), `${item.fromCustomer}`, `${item.toCustomer}`,
+          badge(item.outcome, item.outcome === "refused" ? "suspect" : "cleared")]))
+        : h("p", {}, "None.")),
+    // CONTENT SECTION: reserved for what this customer may download (docs/content.md); the
+    // content work fills this element, and nothing else on the page depends on it.
+    h("section", { id: "customer-content", "aria-labelledby": "customer-content-heading", "data-reserved": "content" },
+      h("h2", { id: "customer-content-heading" }, "Content"),
+      h("p", { class: "muted" }, "Not shown here yet.")));
+}
+
 // MARK: - Routing
 
 /** `#/apps/APP/products/ID` and the like; the hash keeps every view linkable and the Back button working. */
@@ -660,6 +766,7 @@ async function route() {
     else if (parts[2] === "publish") await renderPublish(parts[1]);
     else if (parts[2] === "history") await renderHistory(parts[1]);
     else if (parts[2] === "reports") await renderReports(parts[1]);
+    else if (parts[2] === "customers") await renderCustomers(parts[1], parts.length > 3 ? parts[3] : null);
     else await renderApps();
   } catch (error) {
     if (error instanceof SignedOut) return;

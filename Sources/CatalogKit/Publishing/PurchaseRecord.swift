@@ -1,0 +1,106 @@
+import Foundation
+
+/// What the purchase endpoints need of an app at one revision, published as `purchases.json` in the
+/// revision's records (`public.records/v1/apps/<app>/revisions/<n>/purchases.json`): the app's purchase
+/// settings and its ledger catalog (each product's type, entitlements, duration and group). Records
+/// reach serving replicas through the store, so every node binds evidence to the same settings
+/// without the catalog sources (docs/purchases.md, "Replicas").
+///
+/// The Xcode certificate the settings name travels as its bytes, read when the revision is published:
+/// a path means nothing on another machine. The webhook's secret never does: it stays an operator's
+/// file, named here by its path.
+public struct PurchaseRecord: Codable, Sendable, Equatable {
+    /// The record's name in a revision's records.
+    public static let fileName = "purchases.json"
+    /// The format this version writes.
+    public static let currentFormat = 1
+
+    /// One product, as the ledger and a legacy receipt's entries need it.
+    public struct Product: Codable, Sendable, Equatable {
+        /// The product identifier.
+        public var id: String
+        /// Its type, as the catalog writes it (`auto-renewable`, …); nil when the source names none.
+        public var type: ProductType?
+        /// What a purchase of it unlocks (its `entitlements`, or its own identifier).
+        public var entitlements: [String]
+        /// A non-renewing subscription's ISO 8601 duration, as written.
+        public var duration: String?
+        /// A subscription's group.
+        public var group: String?
+    }
+
+    /// The record's format; a reader refuses one it does not know.
+    public var format: Int
+    /// The bundle identifier.
+    public var app: String
+    /// `appAppleId`.
+    public var appAppleId: Int64?
+    /// The accepted environments.
+    public var environments: [PurchaseEnvironment]
+    /// `transferPolicy`.
+    public var transferPolicy: TransferPolicy
+    /// The path of `xcodeCertificate`, as written in the sources.
+    public var xcodeCertificatePath: String?
+    /// The bytes of that file (DER or PEM), base64; nil when the settings name none or it could not be read.
+    public var xcodeCertificate: String?
+    /// Why the named certificate is not here (it could not be read when the revision was published).
+    public var xcodeCertificateProblem: String?
+    /// `webhookURL`.
+    public var webhookURL: String?
+    /// `webhookSecretFile`: a path on each node that delivers webhooks, never the secret.
+    public var webhookSecretFile: String?
+    /// Every product of the catalog, in source order.
+    public var products: [Product]
+
+    /// The record of `catalog`, reading the Xcode certificate it names with `read` (relative paths
+    /// against the working directory, as the server always resolved them).
+    public init(_ catalog: AppCatalog, read: (String) -> [UInt8]? = { FileManager.default.contents(atPath: $0).map { [UInt8]($0) } }) {
+        let settings = catalog.purchaseSettings
+        format = Self.currentFormat
+        app = catalog.app
+        appAppleId = settings.appAppleId
+        environments = settings.environments
+        transferPolicy = settings.transferPolicy
+        xcodeCertificatePath = settings.xcodeCertificate
+        if let path = settings.xcodeCertificate {
+            if let bytes = read(path) {
+                xcodeCertificate = Data(bytes).base64EncodedString()
+            } else {
+                xcodeCertificateProblem = "\(path) could not be read when the revision was published"
+            }
+        }
+        webhookURL = settings.webhookURL?.absoluteString
+        webhookSecretFile = settings.webhookSecretFile
+        products = catalog.products.map {
+            Product(id: $0.id, type: $0.type, entitlements: $0.unlocks, duration: $0.duration, group: $0.subscription?.group)
+        }
+    }
+
+    /// The record's bytes as published: sorted keys, so that an unchanged record is unchanged bytes.
+    public var encoded: [UInt8] {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+        return (try? encoder.encode(self)).map { [UInt8]($0) + [UInt8(ascii: "\n")] } ?? []
+    }
+
+    /// A published record; nil when `bytes` is not one of a format this version reads.
+    public static func decode(_ bytes: [UInt8]) -> PurchaseRecord? {
+        guard let record = try? JSONDecoder().decode(PurchaseRecord.self, from: Data(bytes)), record.format == currentFormat else {
+            return nil
+        }
+        return record
+    }
+}
+
+extension PublicTree {
+    /// A revision's purchase record, `v1/apps/<app>/revisions/<n>/purchases.json` in the records tree.
+    public func purchaseRecordURL(_ app: String, _ revision: Int) -> URL {
+        recordsDirectory(app, revision).appendingPathComponent(PurchaseRecord.fileName)
+    }
+
+    /// The bytes of a revision's purchase record; nil when the revision has none (published before
+    /// records carried one).
+    public func purchaseRecordBytes(_ app: String, revision: Int) -> [UInt8]? {
+        FileManager.default.contents(atPath: purchaseRecordURL(app, revision).path).map { [UInt8]($0) }
+    }
+}

@@ -1,0 +1,238 @@
+import Foundation
+import HTTPTypes
+import Hummingbird
+import Purchases
+
+/// What an app presents as evidence of who it is: a signed transaction (and optionally its
+/// AppTransaction), or a base64 legacy receipt with the device identifier, plus the customer's
+/// `appAccountToken` when it has one. `POST …/purchases` records it; `POST …/customers/lookup`, and
+/// any endpoint that answers by what a customer owns, read by it. Members it does not name are
+/// ignored, so an endpoint can add its own beside them.
+struct PresentedEvidence: Decodable, Sendable {
+    var signedTransaction: String?
+    var signedAppTransaction: String?
+    var receipt: String?
+    var deviceId: String?
+    var appAccountToken: String?
+}
+
+/// Evidence verified against one app's settings: its transactions, and the customer who presents it.
+struct VerifiedEvidence: Sendable {
+    /// At least one; a receipt's entries of products the catalog knows, or the one signed transaction.
+    var transactions: [JWSTransactionDecodedPayload]
+    /// Who presents it (``CustomerKey/of(_:appAccountToken:)`` of the first transaction, or the
+    /// AppTransaction's `appTransactionId` when the transaction names only its original transaction).
+    var claimant: CustomerKey
+    /// Further keys of the claimant (an AppTransaction's `appTransactionId`).
+    var otherKeys: [CustomerKey]
+
+    /// The purchase the first transaction belongs to: the one whose binding decides whose the evidence is.
+    var originalTransactionId: String? {
+        let first = transactions.first
+        return first?.originalTransactionId ?? first?.transactionId
+    }
+}
+
+/// Why presented evidence was not taken: a refusal of the evidence itself (counted, with its stable
+/// code), or a request that is not evidence at all (400).
+enum EvidenceFailure: Error {
+    case refusal(PurchaseRefusal)
+    case badRequest(String)
+}
+
+extension AppPurchases {
+    /// Verifies `evidence` as the app's own (bundle id, Apple id, environments, Xcode certificate),
+    /// checks that the catalog knows its product, and names who presents it. The one path from
+    /// presented evidence to verified transactions, for recording and for reading alike.
+    func verify(_ evidence: PresentedEvidence, app: String) async throws(EvidenceFailure) -> VerifiedEvidence {
+        if let token = evidence.appAccountToken, UUID(uuidString: token) == nil {
+            throw .badRequest("appAccountToken must be a UUID")
+        }
+        var transactions: [JWSTransactionDecodedPayload] = []
+        var otherKeys: [CustomerKey] = []
+        do {
+            switch (evidence.signedTransaction, evidence.receipt) {
+            case (let jws?, nil):
+                let transaction = try await verifier.verifyAndDecodeTransaction(jws)
+                if let product = transaction.productId, catalog.products[product] == nil {
+                    throw PurchaseRefusal(.unknownProduct, "the catalog of '\(app)' has no product '\(product.prefix(64))'")
+                }
+                if let appJWS = evidence.signedAppTransaction {
+                    let appTransaction = try await verifier.verifyAndDecodeAppTransaction(appJWS)
+                    guard appTransaction.receiptType == transaction.environment else {
+                        throw PurchaseRefusal(.wrongApp, "the AppTransaction's environment is not the transaction's")
+                    }
+                    if let id = appTransaction.appTransactionId, !id.isEmpty {
+                        otherKeys.append(CustomerKey(kind: .appTransactionId, value: id))
+                    }
+                }
+                transactions = [transaction]
+            case (nil, let base64?):
+                guard let bytes = Data(base64Encoded: base64, options: .ignoreUnknownCharacters) else {
+                    throw PurchaseRefusal(.malformed, "receipt is not base64")
+                }
+                var device: [UInt8]?
+                if let deviceId = evidence.deviceId {
+                    guard let parsed = PurchaseEndpoints.bytes(hex: deviceId) else {
+                        throw EvidenceFailure.badRequest("deviceId must be hex (a UUID's dashes and a MAC's colons allowed)")
+                    }
+                    device = parsed
+                }
+                let receipt = try await verifier.verifyAndDecodeReceipt([UInt8](bytes), deviceIdentifier: device)
+                transactions = PurchaseEndpoints.transactions(of: receipt, types: productTypes)
+                guard !transactions.isEmpty else {
+                    throw PurchaseRefusal(.unknownProduct, "the receipt names no purchase of a product the catalog of '\(app)' knows")
+                }
+            default:
+                throw EvidenceFailure.badRequest("send exactly one of signedTransaction and receipt")
+            }
+        } catch let failure as EvidenceFailure {
+            throw failure
+        } catch let refusal as PurchaseRefusal {
+            throw .refusal(refusal)
+        } catch {
+            throw .refusal(PurchaseRefusal(.malformed, "\(error)"))
+        }
+        guard let first = transactions.first, var claimant = CustomerKey.of(first, appAccountToken: evidence.appAccountToken) else {
+            throw .refusal(PurchaseRefusal(.malformed, "the transaction names no transaction id"))
+        }
+        // An AppTransaction names the Apple account better than the original transaction does.
+        if claimant.kind == .originalTransactionId, let account = otherKeys.first { claimant = account }
+        return VerifiedEvidence(transactions: transactions, claimant: claimant, otherKeys: otherKeys)
+    }
+}
+
+/// The customer that presented evidence proves the caller to be, with what reading them needs.
+struct EvidencedCustomer: Sendable {
+    /// The customer, as the store holds them now.
+    let record: CustomerRecord
+    /// The app's purchase settings at its published revision (the ledger catalog above all).
+    let settings: AppPurchases
+    /// The evidence, verified.
+    let evidence: VerifiedEvidence
+}
+
+/// A request an endpoint refuses, with the answer to give.
+struct EndpointRefusal: Error {
+    var response: Response
+}
+
+extension PurchaseEndpoints {
+    /// What an app that asks by evidence sends, at most: a receipt in base64 is the largest part.
+    static let maximumEvidenceBytes = maximumPurchaseBytes
+
+    /// The evidence in `request`'s body, after the checks every endpoint that takes evidence makes in
+    /// this order: POST, the network's rate (`limiter`; 429 with `Retry-After`, before anything is
+    /// read), a published app and its settings, JSON, at most 512 KiB. Also the body's bytes, for an
+    /// endpoint that reads members of its own beside the evidence.
+    func presentedEvidence(
+        _ request: Request, app: String, revision: Int?, networkKey: String?, limiter: RateLimiter?
+    ) async -> Result<(evidence: PresentedEvidence, body: String, settings: AppPurchases), EndpointRefusal> {
+        guard request.method == .post else {
+            return .failure(EndpointRefusal(response: CatalogResponder.methodNotAllowed(request, allow: "POST")))
+        }
+        if let wait = limiter?.take(networkKey ?? "unknown") {
+            var response = JSONError.response(.tooManyRequests, "too many requests from this network; retry after \(wait) s")
+            response.headers[.retryAfter] = String(wait)
+            return .failure(EndpointRefusal(response: response))
+        }
+        let settings: AppPurchases
+        switch await prepare(request, app: app, revision: revision, limit: Self.maximumEvidenceBytes) {
+        case .failure(let refusal): return .failure(refusal)
+        case .success(let (found, _)): settings = found
+        }
+        switch await Self.body(request, limit: Self.maximumEvidenceBytes) {
+        case .failure(let refusal): return .failure(refusal)
+        case .success(let text):
+            guard let decoded = try? JSONDecoder().decode(PresentedEvidence.self, from: Data(text.utf8)) else {
+                return .failure(
+                    EndpointRefusal(
+                        response: JSONError.response(
+                            .badRequest,
+                            "the body must be a JSON object with signedTransaction or receipt (strings), and optionally signedAppTransaction, deviceId and appAccountToken"
+                        )))
+            }
+            return .success((decoded, text, settings))
+        }
+    }
+
+    /// The customer `evidence` proves the caller to be: the evidence verified as `app`'s (the same
+    /// path as `POST …/purchases`), its purchase bound to a customer, and the claimant it names (its
+    /// signed or sent `appAccountToken`, its `appTransactionId`, else the purchase itself) one of that
+    /// customer's keys. Reads only: it binds and transfers nothing. Refusals are counted under `endpoint`.
+    ///
+    /// - 404 when no customer holds the purchase yet (the app sends it to `POST …/purchases` first);
+    /// - 409 `bound-to-another-customer` when the purchase is bound to someone other than the claimant
+    ///   (a leaked transaction presented with another account's token, or a purchase transferred away);
+    /// - the evidence's own refusals as for purchases (400, 403, 422).
+    func customer(presenting evidence: PresentedEvidence, app: String, settings: AppPurchases, endpoint: String) async -> Result<
+        EvidencedCustomer, EndpointRefusal
+    > {
+        let verified: VerifiedEvidence
+        do {
+            verified = try await settings.verify(evidence, app: app)
+        } catch {
+            switch error {
+            case .refusal(let refusal): return .failure(EndpointRefusal(response: refuse(refusal, endpoint: endpoint)))
+            case .badRequest(let message): return .failure(EndpointRefusal(response: JSONError.response(.badRequest, message)))
+            }
+        }
+        guard let original = verified.originalTransactionId else {
+            return .failure(
+                EndpointRefusal(
+                    response: refuse(PurchaseRefusal(.malformed, "the transaction names no transaction id"), endpoint: endpoint)))
+        }
+        let record: CustomerRecord?
+        do {
+            record = try await store.customer(app: app, id: original)
+        } catch {
+            return .failure(EndpointRefusal(response: JSONError.response(.serviceUnavailable, "the purchase store does not answer")))
+        }
+        // The key lookup tries account tokens and Apple ids before bindings; only the purchase's own
+        // binding says whose it is.
+        guard let record, record.originalTransactionIds.contains(original) else {
+            return .failure(
+                EndpointRefusal(
+                    response: JSONError.response(
+                        .notFound, "no customer of '\(app)' holds this purchase yet; send it to POST /v1/apps/\(app)/purchases first")))
+        }
+        // A purchase only notifications have bound waits for its first real customer to claim it.
+        if !record.keys.contains(verified.claimant), record.keys.allSatisfy({ $0.kind == .originalTransactionId }) {
+            return .failure(
+                EndpointRefusal(
+                    response: JSONError.response(
+                        .notFound, "no customer of '\(app)' has claimed this purchase yet; send it to POST /v1/apps/\(app)/purchases first")
+                ))
+        }
+        guard record.keys.contains(verified.claimant) else {
+            return .failure(
+                EndpointRefusal(
+                    response: refuse(
+                        PurchaseRefusal(
+                            .boundToAnotherCustomer, "this purchase belongs to another customer than \(verified.claimant.kind.rawValue)"),
+                        endpoint: endpoint)))
+        }
+        return .success(EvidencedCustomer(record: record, settings: settings, evidence: verified))
+    }
+
+    /// `POST /v1/apps/{app}/customers/lookup[?at=RFC3339]`: the app reads its own customer by
+    /// presenting evidence of them, and gets what `GET …/customers/{id}` answers a backend.
+    func lookup(_ request: Request, app: String, revision: Int?, networkKey: String?, now: Date) async -> Response {
+        let at: Date
+        switch Self.instant(of: request, default: now) {
+        case .failure(let refusal): return refusal.response
+        case .success(let instant): at = instant
+        }
+        let presented: PresentedEvidence
+        let settings: AppPurchases
+        switch await presentedEvidence(request, app: app, revision: revision, networkKey: networkKey, limiter: lookupsByAddress) {
+        case .failure(let refusal): return refusal.response
+        case .success(let read): (presented, settings) = (read.evidence, read.settings)
+        }
+        switch await customer(presenting: presented, app: app, settings: settings, endpoint: "lookup") {
+        case .failure(let refusal): return refusal.response
+        case .success(let found):
+            return Self.ok(CustomerAnswer(found.record, at: at, catalog: settings.catalog, full: true).json)
+        }
+    }
+}
