@@ -94,7 +94,7 @@ let package = Package(
             name: "CatalogServer",
             dependencies: [
                 // The domain's store protocols only: the executable opens the stores (ReportStorage).
-                "CatalogKit", "Time", "HTTPSemantics", "Purchases",
+                "CatalogKit", "Time", "HTTPSemantics", "Purchases", "Content",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdHTTP2", package: "hummingbird"),
@@ -141,6 +141,7 @@ let package = Package(
             name: "catalog",
             dependencies: [
                 "CatalogKit", "CatalogServer", "ReportStorage", "CatalogClient", "FeedSigning", "CMallocTuning", "Purchases", "Time",
+                "Content",
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
@@ -166,7 +167,7 @@ let package = Package(
             name: "CatalogServerTests",
             dependencies: [
                 "CatalogServer", "CatalogKit", "FeedSigning", "CatalogTestSupport", "ReportStorage", "Time", "HTTPSemantics", "Purchases",
-                "PurchasesTestSupport",
+                "PurchasesTestSupport", "Content",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),

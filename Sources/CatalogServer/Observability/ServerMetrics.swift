@@ -10,6 +10,9 @@ enum MetricsRoute: String, Sendable {
     case revisionCatalog = "revision_catalog"
     case apps, variants, revisions, reports, healthz, readyz, metrics, admin, openapi, editor, unknown
     case notifications, purchases, customers
+    /// A content file's `GET` (`/v1/content/…`), and a customer's list (`POST …/content`).
+    case content
+    case contentList = "content_list"
 
     init(_ kind: FeedKind) {
         self = kind == .products ? .products : .catalog

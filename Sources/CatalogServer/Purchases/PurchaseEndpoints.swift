@@ -37,6 +37,8 @@ public struct AppPurchases: Sendable {
     public let webhookURL: URL?
     /// The file holding the webhook's HMAC secret (`webhookSecretFile`), as written.
     public let webhookSecretFile: String?
+    /// Each auto-renewable product's subscription group in the catalog (``subscriptionGroups``).
+    let groupsByProduct: [String: String]
 
     /// The settings of the validated `catalog`, trusting `trust`'s roots; fails when the Xcode
     /// certificate it names cannot be read.
@@ -61,7 +63,9 @@ public struct AppPurchases: Sendable {
             app: AppStoreApp(bundleId: catalog.app, appAppleId: settings.appAppleId, environments: environments, xcodeCertificate: xcode))
         var products: [String: LedgerProduct] = [:]
         var types: [String: Purchases.ProductType] = [:]
+        var groups: [String: String] = [:]
         for product in catalog.products {
+            groups[product.id] = product.subscription?.group
             products[product.id] = LedgerProduct(entitlements: product.unlocks, duration: product.duration.flatMap(ISO8601Period.init))
             switch product.type {
             case .consumable?: types[product.id] = .consumable
@@ -76,6 +80,7 @@ public struct AppPurchases: Sendable {
         transferPolicy = settings.transferPolicy == .transfer ? .transfer : .keep
         webhookURL = settings.webhookURL
         webhookSecretFile = settings.webhookSecretFile
+        groupsByProduct = groups
     }
 }
 
@@ -203,30 +208,59 @@ struct PurchaseEndpoints: Sendable {
     /// `POST /v1/apps/{app}/purchases`: verify, record, answer the customer's entitlements now.
     func purchase(_ request: Request, app: String, revision: Int?, networkKey: String?, now: Date) async -> Response {
         guard request.method == .post else { return CatalogResponder.methodNotAllowed(request, allow: "POST") }
+        let config: AppPurchases
+        let text: String
+        switch await admit(request, app: app, revision: revision, networkKey: networkKey, what: "purchases") {
+        case .failure(let refusal): return refusal.response
+        case .success(let (found, body)): (config, text) = (found, body)
+        }
+        switch await verifyAndRecord(text, app: app, config: config, now: now, endpoint: "purchases") {
+        case .failure(let refusal): return refusal.response
+        case .success(let record): return Self.ok(CustomerAnswer(record, at: now, catalog: config.catalog, full: false).json)
+        }
+    }
+
+    /// The steps every request carrying evidence takes before it is read: the rate limit of its
+    /// network, a published app with valid settings, JSON, the size bound, and the body.
+    func admit(_ request: Request, app: String, revision: Int?, networkKey: String?, what: String) async -> Result<
+        (AppPurchases, String), Refusal
+    > {
         if let wait = byAddress?.take(networkKey ?? "unknown") {
-            var response = JSONError.response(.tooManyRequests, "too many purchases from this network; retry after \(wait) s")
+            var response = JSONError.response(.tooManyRequests, "too many \(what) from this network; retry after \(wait) s")
             response.headers[.retryAfter] = String(wait)
-            return response
+            return .failure(Refusal(response: response))
         }
         let config: AppPurchases
         switch await prepare(request, app: app, revision: revision, limit: Self.maximumPurchaseBytes) {
-        case .failure(let refusal): return refusal.response
+        case .failure(let refusal): return .failure(refusal)
         case .success(let (found, _)): config = found
         }
-        let sent: PurchaseRequest
         switch await Self.body(request, limit: Self.maximumPurchaseBytes) {
-        case .failure(let refusal): return refusal.response
-        case .success(let text):
-            guard let decoded = try? JSONDecoder().decode(PurchaseRequest.self, from: Data(text.utf8)) else {
-                return JSONError.response(
-                    .badRequest,
-                    "the body must be a JSON object with signedTransaction or receipt (strings), and optionally signedAppTransaction, deviceId and appAccountToken"
-                )
-            }
-            sent = decoded
+        case .failure(let refusal): return .failure(refusal)
+        case .success(let text): return .success((config, text))
+        }
+    }
+
+    /// The evidence an app sends (a signed transaction or a receipt, as `POST …/purchases` takes
+    /// it) verified and recorded, and the customer it belongs to read back: the one place that does
+    /// it, for the purchases and the content endpoints alike.
+    func verifyAndRecord(_ text: String, app: String, config: AppPurchases, now: Date, endpoint: String) async -> Result<
+        CustomerRecord, Refusal
+    > {
+        func refused(_ refusal: PurchaseRefusal) -> Result<CustomerRecord, Refusal> {
+            .failure(Refusal(response: refuse(refusal, endpoint: endpoint)))
+        }
+        func bad(_ status: HTTPResponse.Status, _ message: String) -> Result<CustomerRecord, Refusal> {
+            .failure(Refusal(response: JSONError.response(status, message)))
+        }
+        guard let sent = try? JSONDecoder().decode(PurchaseRequest.self, from: Data(text.utf8)) else {
+            return bad(
+                .badRequest,
+                "the body must be a JSON object with signedTransaction or receipt (strings), and optionally signedAppTransaction, deviceId and appAccountToken"
+            )
         }
         if let token = sent.appAccountToken, UUID(uuidString: token) == nil {
-            return JSONError.response(.badRequest, "appAccountToken must be a UUID")
+            return bad(.badRequest, "appAccountToken must be a UUID")
         }
         let transactions: [JWSTransactionDecodedPayload]
         var otherKeys: [CustomerKey] = []
@@ -254,7 +288,7 @@ struct PurchaseEndpoints: Sendable {
                 var device: [UInt8]?
                 if let deviceId = sent.deviceId {
                     guard let parsed = Self.bytes(hex: deviceId) else {
-                        return JSONError.response(.badRequest, "deviceId must be hex (a UUID's dashes and a MAC's colons allowed)")
+                        return bad(.badRequest, "deviceId must be hex (a UUID's dashes and a MAC's colons allowed)")
                     }
                     device = parsed
                 }
@@ -264,15 +298,15 @@ struct PurchaseEndpoints: Sendable {
                     throw PurchaseRefusal(.unknownProduct, "the receipt names no purchase of a product the catalog of '\(app)' knows")
                 }
             default:
-                return JSONError.response(.badRequest, "send exactly one of signedTransaction and receipt")
+                return bad(.badRequest, "send exactly one of signedTransaction and receipt")
             }
         } catch let refusal as PurchaseRefusal {
-            return refuse(refusal, endpoint: "purchases")
+            return refused(refusal)
         } catch {
-            return refuse(PurchaseRefusal(.malformed, "\(error)"), endpoint: "purchases")
+            return refused(PurchaseRefusal(.malformed, "\(error)"))
         }
         guard let first = transactions.first, var claimant = CustomerKey.of(first, appAccountToken: sent.appAccountToken) else {
-            return refuse(PurchaseRefusal(.malformed, "the transaction names no transaction id"), endpoint: "purchases")
+            return refused(PurchaseRefusal(.malformed, "the transaction names no transaction id"))
         }
         // An AppTransaction names the Apple account better than the original transaction does.
         if claimant.kind == .originalTransactionId, let account = otherKeys.first { claimant = account }
@@ -282,17 +316,17 @@ struct PurchaseEndpoints: Sendable {
         let outcome: PurchaseOutcome
         switch await committer.outcome(of: submission) {
         case .success(let recorded): outcome = recorded
-        case .failure(let error): return Self.storeFailure(error, metrics: metrics)
+        case .failure(let error): return .failure(Refusal(response: Self.storeFailure(error, metrics: metrics)))
         }
         for transfer in outcome.transfers { metrics.recordTransfer(transfer.outcome.rawValue) }
-        if let refusal = outcome.refusal { return refuse(refusal, endpoint: "purchases") }
+        if let refusal = outcome.refusal { return refused(refusal) }
         do {
             guard let id = first.transactionId, let record = try await store.customer(app: app, id: id) else {
-                return JSONError.response(.internalServerError, "the purchase was recorded but its customer cannot be read")
+                return bad(.internalServerError, "the purchase was recorded but its customer cannot be read")
             }
-            return Self.ok(CustomerAnswer(record, at: now, catalog: config.catalog, full: false).json)
+            return .success(record)
         } catch {
-            return JSONError.response(.serviceUnavailable, "the purchase was recorded; its customer cannot be read now")
+            return bad(.serviceUnavailable, "the purchase was recorded; its customer cannot be read now")
         }
     }
 
@@ -366,12 +400,13 @@ struct PurchaseEndpoints: Sendable {
 
     // MARK: - Shared steps
 
-    private struct Refusal: Error {
+    /// A request refused: the response that says why.
+    struct Refusal: Error {
         var response: Response
     }
 
     /// The checks the head decides: a published app, its settings, JSON, the size.
-    private func prepare(_ request: Request, app: String, revision: Int?, limit: Int) async -> Result<(AppPurchases, Int), Refusal> {
+    func prepare(_ request: Request, app: String, revision: Int?, limit: Int) async -> Result<(AppPurchases, Int), Refusal> {
         guard let revision else { return .failure(Refusal(response: JSONError.response(.notFound, "no published app '\(app)'"))) }
         guard ReportIntake.isJSON(request.headers[.contentType]) else {
             return .failure(Refusal(response: JSONError.response(.unsupportedMediaType, "send Content-Type: application/json")))
@@ -387,7 +422,7 @@ struct PurchaseEndpoints: Sendable {
         }
     }
 
-    private static func body(_ request: Request, limit: Int) async -> Result<String, Refusal> {
+    static func body(_ request: Request, limit: Int) async -> Result<String, Refusal> {
         do {
             let buffer = try await request.body.collect(upTo: limit)
             return .success(String(decoding: buffer.readableBytesView, as: UTF8.self))
@@ -400,7 +435,7 @@ struct PurchaseEndpoints: Sendable {
 
     /// A refusal, counted: 400 for malformed evidence, 409 for a purchase bound to another
     /// customer, 422 for an unknown product, 403 for the rest (forged, another app's, another environment's).
-    private func refuse(_ refusal: PurchaseRefusal, endpoint: String) -> Response {
+    func refuse(_ refusal: PurchaseRefusal, endpoint: String) -> Response {
         metrics.recordPurchaseRefusal(endpoint: endpoint, code: refusal.code.rawValue)
         let status: HTTPResponse.Status =
             switch refusal.code {
@@ -416,7 +451,7 @@ struct PurchaseEndpoints: Sendable {
     }
 
     /// 503 so that Apple, or the app, sends it again.
-    private static func storeFailure(_ error: any Error, metrics: ServerMetrics) -> Response {
+    static func storeFailure(_ error: any Error, metrics: ServerMetrics) -> Response {
         var response: Response
         if error is CommitQueueFull {
             metrics.recordCommitQueueFull()
@@ -429,7 +464,7 @@ struct PurchaseEndpoints: Sendable {
         return response
     }
 
-    private static func ok(_ json: [UInt8]) -> Response {
+    static func ok(_ json: [UInt8]) -> Response {
         Response(
             status: .ok, headers: [.contentType: "application/json", .cacheControl: "no-store"],
             body: ResponseBody(byteBuffer: ByteBuffer(bytes: json)))

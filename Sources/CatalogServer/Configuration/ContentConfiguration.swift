@@ -1,0 +1,35 @@
+import CatalogKit
+import Content
+import Foundation
+
+/// How `catalog serve` delivers purchased content (docs/content.md, "The endpoints"): the keys that
+/// sign and verify its URLs, how long the URLs it signs live, and how often one network may ask.
+public struct ContentConfiguration: Sendable {
+    /// The keys of `--content-keys`; nil: no content is delivered, and both content endpoints
+    /// answer 503 saying so.
+    public var keyRing: ContentKeyRing?
+    /// How long a URL signed by `POST /v1/apps/{app}/content` lives (`--content-url-lifetime`), cut
+    /// to the ring's maximum lifetime.
+    public var urlLifetime: TimeInterval = 3600
+    /// `POST …/content` per client network; nil for none (a benchmark from one address).
+    public var perAddress: RateLimit? = RateLimit(perMinute: 600, burst: 120)
+
+    /// No keys: content is not delivered.
+    public init() {}
+
+    /// The longest `--content-url-lifetime`: the ring's maximum, so that every URL it signs verifies.
+    public static let maximumURLLifetime = ContentKeyRing.defaultMaximumLifetime
+
+    /// The key ring in the JSON file at `path` (docs/content.md, "Keys"), or a message that says
+    /// what is wrong with it.
+    public static func keyRing(file path: String) throws(ContentKeyError) -> ContentKeyRing {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            throw ContentKeyError("cannot read the content key file \(path)")
+        }
+        do {
+            return try ContentKeyRing(json: data)
+        } catch {
+            throw ContentKeyError("\(path): \(error.message)")
+        }
+    }
+}
