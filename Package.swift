@@ -223,7 +223,7 @@ let package = Package(
             name: "catalogTests",
             dependencies: [
                 "catalog", "CatalogKit", "CatalogTestSupport", "ReportStorage", "Purchases", "PurchasesTestSupport", "Time",
-                "HTTPSemantics",
+                "HTTPSemantics", "Content",
             ]
         ),
     ],

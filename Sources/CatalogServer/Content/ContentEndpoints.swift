@@ -55,7 +55,7 @@ extension PurchaseEndpoints {
             }
         }
         let manifest: ContentManifest
-        switch ContentListAnswer.manifest(tree: tree, app: app, revision: revision) {
+        switch CustomerContent.manifest(tree: tree, app: app, revision: revision) {
         case .failure(let error): return JSONError.response(.internalServerError, "\(error)")
         case .success(let found): manifest = found
         }
@@ -111,13 +111,6 @@ struct ContentListAnswer: Codable, Sendable, Equatable {
         }
     }
 
-    /// The content manifest of `app`'s `revision`; an empty one when the revision delivers no content.
-    static func manifest(tree: PublicTree, app: String, revision: Int) -> Result<ContentManifest, ContentManifestError> {
-        guard let data = FileManager.default.contents(atPath: tree.contentManifestURL(app, revision).path) else {
-            return Result { () throws(ContentManifestError) in try ContentManifest(items: []) }
-        }
-        return Result { () throws(ContentManifestError) in try ContentManifest.decode(data) }
-    }
 }
 
 extension CatalogResponder {

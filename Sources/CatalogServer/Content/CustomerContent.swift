@@ -34,6 +34,15 @@ public enum CustomerContent {
         return granted.values.sorted { $0.itemId < $1.itemId }
     }
 
+    /// The content manifest of `app`'s published `revision` (`content.json` in its records); an
+    /// empty one when the revision delivers no content.
+    public static func manifest(tree: PublicTree, app: String, revision: Int) -> Result<ContentManifest, ContentManifestError> {
+        guard let data = FileManager.default.contents(atPath: tree.contentManifestURL(app, revision).path) else {
+            return Result { () throws(ContentManifestError) in try ContentManifest(items: []) }
+        }
+        return Result { () throws(ContentManifestError) in try ContentManifest.decode(data) }
+    }
+
     /// Why an item is granted, in words, for a support person.
     public static func explain(_ reason: ContentGrantReason) -> String {
         switch reason {
