@@ -6,6 +6,7 @@ import Logging
 import NIOCore
 import NIOEmbedded
 import NIOHTTP1
+import CatalogTestSupport
 import Testing
 
 @testable import CatalogServer
@@ -338,6 +339,56 @@ import Testing
             let mismatch = zip(rest.body, file.dropFirst(part.body.count)).enumerated().first { $0.element.0 != $0.element.1 }?.offset
             #expect(mismatch == nil, "the rest differs from byte \(mismatch ?? -1)")
             #expect(ContentDigest.of(part.body + rest.body) == digests[0])
+        }
+    }
+
+    /// Over TLS a file cannot go zero-copy: HTTP/1.1 (the lean path) sends it in chunks read off the
+    /// event loop, HTTP/2 (the general path) through the response body's writer. curl, trusting only
+    /// the test's CA, downloads the whole file and a range on both, and the bytes are the file's.
+    @Test func overTLSAFileArrivesWholeOnHTTP1AndHTTP2() async throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("content-tls-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let tree = PublicTree(root: root.appendingPathComponent("public"))
+        try FileManager.default.createDirectory(at: tree.root, withIntermediateDirectories: true)
+        let file = Self.bytes(3 * (1 << 20) + 5)
+        let digest = try BlobStore(root: tree.content).put(file).digest
+        let certificates = try TestCertificates.make(in: root)
+        let tls = try ReloadingCertificate(
+            certificate: certificates.certificate.path, key: certificates.key.path, logger: Logger(label: "test"))
+        var configuration = ServeConfiguration()
+        configuration.content.keyRing = Self.ring
+        let application = buildApplication(
+            publicDirectory: tree, port: 0, configuration: configuration, tls: tls, logger: Logger(label: "test"))
+        try await application.test(.live) { client in
+            let url = "https://localhost:\(try #require(client.port))" + Self.url(digest)
+            for (flag, version) in [("--http1.1", "1.1"), ("--http2", "2")] {
+                let whole = root.appendingPathComponent("whole\(version)")
+                let answer = try await Self.curl(url, ca: certificates.ca, flag: flag, output: whole)
+                #expect(answer == "200 \(version)")
+                #expect(try ContentDigest.of(Data(contentsOf: whole)) == digest, "\(flag)")
+                let part = root.appendingPathComponent("part\(version)")
+                let ranged = try await Self.curl(url, ca: certificates.ca, flag: flag, output: part, range: "1048570-2097160")
+                #expect(ranged == "206 \(version)")
+                #expect(try Data(contentsOf: part) == file[1_048_570...2_097_160], "\(flag)")
+            }
+        }
+    }
+
+    /// curl's status and HTTP version for `url`, its body written to `output`.
+    static func curl(_ url: String, ca: URL, flag: String, output: URL, range: String? = nil) async throws -> String {
+        try await offThePool {
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: "/usr/bin/curl")
+            process.arguments =
+                ["-sS", "--max-time", "60", "--cacert", ca.path, flag, "-o", output.path, "-w", "%{http_code} %{http_version}"]
+                + (range.map { ["-r", $0] } ?? []) + [url]
+            let pipe = Pipe()
+            process.standardOutput = pipe
+            process.standardError = FileHandle.nullDevice
+            try process.run()
+            let text = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            process.waitUntilExit()
+            return text
         }
     }
 

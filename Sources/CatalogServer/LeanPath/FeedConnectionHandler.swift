@@ -299,6 +299,13 @@ final class FeedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
             }
         }
         metrics.counters(.content, status: response.status).record(bodyBytes: Int(clamping: response.contentLength))
+        if accessLog.enabled {
+            // The path only: the query is a bearer token for the file until it expires.
+            accessLog.record(
+                method: request.isHead ? "HEAD" : "GET", path: request.path, status: response.status,
+                bytes: Int(clamping: response.contentLength), started: .now,
+                client: context.channel.remoteAddress?.ipAddress.flatMap { IPAddress($0) }.map(ClientAddress.init(peer:)))
+        }
         var head = context.channel.allocator.buffer(capacity: 512)
         head.writeBytes(response.head)
         context.write(wrapOutboundOut(head), promise: nil)
