@@ -1,4 +1,5 @@
 import CatalogKit
+import CatalogTestSupport
 import Content
 import Crypto
 import Foundation
@@ -6,7 +7,6 @@ import Logging
 import NIOCore
 import NIOEmbedded
 import NIOHTTP1
-import CatalogTestSupport
 import Testing
 
 @testable import CatalogServer

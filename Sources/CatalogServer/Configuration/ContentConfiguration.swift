@@ -3,7 +3,8 @@ import Content
 import Foundation
 
 /// How `catalog serve` delivers purchased content (docs/content.md, "The endpoints"): the keys that
-/// sign and verify its URLs, how long the URLs it signs live, and how often one network may ask.
+/// sign and verify its URLs, and how long the URLs it signs live. `POST …/content` shares the
+/// purchases' rate limit (``PurchasesConfiguration/perAddress``): both take the same evidence.
 public struct ContentConfiguration: Sendable {
     /// The keys of `--content-keys`; nil: no content is delivered, and both content endpoints
     /// answer 503 saying so.
@@ -11,8 +12,6 @@ public struct ContentConfiguration: Sendable {
     /// How long a URL signed by `POST /v1/apps/{app}/content` lives (`--content-url-lifetime`), cut
     /// to the ring's maximum lifetime.
     public var urlLifetime: TimeInterval = 3600
-    /// `POST …/content` per client network; nil for none (a benchmark from one address).
-    public var perAddress: RateLimit? = RateLimit(perMinute: 600, burst: 120)
 
     /// No keys: content is not delivered.
     public init() {}

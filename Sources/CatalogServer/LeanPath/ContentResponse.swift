@@ -34,7 +34,7 @@ struct ContentRequest: Sendable, Equatable {
 final class ContentFiles: Sendable {
     let keyRing: ContentKeyRing?
     let blobs: BlobStore
-    /// Files opened so far: the tests prove with it that a refused URL opens none.
+    /// Blobs this server tried to open so far: the tests prove with it that a refused URL opens none.
     let opened = Atomic<Int>(0)
 
     init(keyRing: ContentKeyRing?, tree: PublicTree) {
