@@ -8,6 +8,12 @@ import NIOPosix
 import Purchases
 import Time
 
+#if canImport(Glibc)
+    import Glibc
+#elseif canImport(Musl)
+    import Musl
+#endif
+
 extension PurchaseEndpoints {
     /// What `POST …/content` may carry besides the purchase evidence: a customer's key, with a
     /// token in `Authorization`, as `GET …/customers/{id}` takes it.
@@ -142,15 +148,19 @@ extension CatalogResponder {
             isHead: request.method == .head, path: path, query: request.uri.query ?? "", range: request.headers[.range],
             ifRange: request.headers[.ifRange])
         let answer = ContentResponse.file(token, length: opened.length, request: contentRequest, now: now)
-        let file = NIOFileHandle(_deprecatedTakingOwnershipOfDescriptor: opened.descriptor)
+        // The descriptor is not kept until the body is written: a connection that ends before
+        // would never run the writer, and the file would stay open. The writer opens it again
+        // (a blob never changes under its name; a length that differs ends the answer).
+        close(opened.descriptor)
         let segments = answer.body
-        guard !segments.isEmpty else {
-            try? file.close()
-            return Self.response(answer)
-        }
+        guard !segments.isEmpty else { return Self.response(answer) }
         var response = Self.response(answer, body: nil)
+        let length = opened.length
         response.body = ResponseBody(contentLength: Int(answer.contentLength)) { writer in
+            guard let again = files.openBlob(token.digest) else { throw ContentFileChanged() }
+            let file = NIOFileHandle(_deprecatedTakingOwnershipOfDescriptor: again.descriptor)
             defer { try? file.close() }
+            guard again.length == length else { throw ContentFileChanged() }
             let fileIO = NonBlockingFileIO(threadPool: .singleton)
             for segment in segments {
                 switch segment {
@@ -162,7 +172,7 @@ extension CatalogResponder {
                         let piece = Int(min(count - sent, 64 * 1024))
                         let chunk = try await fileIO.read(
                             fileHandle: file, fromOffset: offset + sent, byteCount: piece, allocator: ByteBufferAllocator())
-                        guard chunk.readableBytes == piece else { throw ContentFileShrank() }
+                        guard chunk.readableBytes == piece else { throw ContentFileChanged() }
                         try await writer.write(chunk)
                         sent += Int64(piece)
                     }
@@ -175,7 +185,7 @@ extension CatalogResponder {
 
     /// A file changed under its digest (never, unless the store was damaged): the answer cannot be
     /// completed, and the connection is ended.
-    private struct ContentFileShrank: Error {}
+    private struct ContentFileChanged: Error {}
 
     /// `answer` as a Hummingbird response; its body from the bytes it holds unless `body` is nil
     /// (the caller streams the file).

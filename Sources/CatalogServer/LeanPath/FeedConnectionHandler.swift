@@ -387,6 +387,8 @@ final class FeedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
                 self.pump(context)
             default:
                 // The file shrank or could not be read: the promised length cannot be kept.
+                try? file.close()
+                self.download = nil
                 context.close(promise: nil)
             }
         }
