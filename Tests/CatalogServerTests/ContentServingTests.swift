@@ -162,6 +162,18 @@ import Testing
         #expect(served.regions == [0..<1000])
     }
 
+    /// A refusal's body is as openapi.yaml documents it: a message and the stable code.
+    @Test func refusalsAreAsDocumented() throws {
+        for (status, code) in [(403, "expired"), (404, "not-found")] {
+            let response = ContentRefusal(status: status, code: code, message: "why \"quoted\"").response(now: .now)
+            let body = response.body.reduce(into: [UInt8]()) { bytes, segment in
+                if case .bytes(let piece) = segment { bytes += piece }
+            }
+            let schema = try ServiceJSONTests.schema("/v1/content/{sha256}", "get", String(status))
+            #expect(ServiceJSONTests.problems(try ServiceJSONTests.parse(body), schema) == [])
+        }
+    }
+
     /// Without `--content-keys` a content URL is answered 503, saying why.
     @Test func withoutKeysContentIs503() throws {
         let connection = try Connection(ring: nil)
