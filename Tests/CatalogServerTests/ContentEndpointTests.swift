@@ -54,7 +54,9 @@ import Time
 
     /// The app published with content: the magazine's issues on the first of January to May 2025,
     /// the level pack's file, and an item that names the consumable.
-    static func withServer(_ body: @Sendable (any TestClientProtocol, Server) async throws -> Void) async throws {
+    static func withServer(
+        limit: RateLimit? = RateLimit(perMinute: 600, burst: 120), _ body: @Sendable (any TestClientProtocol, Server) async throws -> Void
+    ) async throws {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("content-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: root) }
         let sources = root.appendingPathComponent("catalog")
@@ -94,6 +96,7 @@ import Time
         configuration.content.keyRing = try ContentKeyRing(keys: [ContentSigningKey.generate(id: "k1")], current: "k1")
         var purchases = PurchasesConfiguration()
         purchases.trust = PurchaseTrust(jwsRoots: [pki.root], receiptRoots: [pki.root])
+        purchases.perAddress = limit
         let application = buildApplication(
             publicDirectory: tree, port: 0, configuration: configuration, reloadInterval: .milliseconds(50), reportStore: store,
             workflow: workflow, purchasesConfiguration: purchases, logger: Logger(label: "test"))
@@ -211,6 +214,22 @@ import Time
             #expect(forged.status == .forbidden)
             let get = try await client.execute(uri: Self.path, method: .get)
             #expect(get.status == .methodNotAllowed)
+        }
+    }
+
+    /// Attack: flood the endpoint, or send it a huge body. It shares the purchases' limit per
+    /// client network (429 with Retry-After past it) and their size bound (413).
+    @Test func requestsAreRateLimitedAndSizeBounded() async throws {
+        try await Self.withServer(limit: RateLimit(perMinute: 60, burst: 2)) { client, server in
+            let huge = ByteBuffer(string: #"{"receipt":""# + String(repeating: "A", count: 600 * 1024) + #""}"#)
+            let tooLarge = try await client.execute(uri: Self.path, method: .post, headers: server.headers(), body: huge)
+            #expect(tooLarge.status == .contentTooLarge)
+            let empty = ByteBuffer(string: "{}")
+            var statuses: [HTTPResponse.Status] = []
+            for _ in 0..<3 {
+                statuses.append(try await client.execute(uri: Self.path, method: .post, headers: server.headers(), body: empty).status)
+            }
+            #expect(statuses.last == .tooManyRequests, "\(statuses)")
         }
     }
 }
