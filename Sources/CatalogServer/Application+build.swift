@@ -57,7 +57,8 @@ public func buildApplication(
             purchaseSettings: { await publishedSettings($0)?.verifier.app })
     }
     // One for the server: the key ring, and the count of files opened.
-    let content = ContentFiles(keyRing: configuration.content.keyRing, tree: publicDirectory)
+    let content = ContentFiles(
+        keyRing: configuration.content.keyRing, keyFile: configuration.content.keyFile, tree: publicDirectory, logger: logger)
     let connectionLimit = ConnectionLimit(maximum: configuration.maxConnections, metrics: metrics)
     let server = HTTPServerBuilder { responder in
         let http1 = FeedHTTP1Channel(

@@ -162,6 +162,43 @@ import Testing
         #expect(served.regions == [0..<1000])
     }
 
+    /// Keys rotate without a restart and without breaking a URL already issued: the server reads the
+    /// key file again when it changes (looked at once a second). A new current key signs; the old
+    /// key's URL verifies until the old key is removed, then is refused; a broken file is ignored.
+    @Test func keysRotateWithoutARestart() throws {
+        let folder = FileManager.default.temporaryDirectory.appendingPathComponent("content-keys-\(UUID().uuidString)")
+        defer { try? FileManager.default.removeItem(at: folder) }
+        try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
+        let file = folder.appendingPathComponent("keys.json")
+        let (old, new) = (try ContentSigningKey.generate(id: "2026-01"), try ContentSigningKey.generate(id: "2026-02"))
+        func write(current: String, _ keys: [ContentSigningKey]) throws {
+            let members = keys.map { #""\#($0.id)":"\#($0.secretBase64URL)""# }.joined(separator: ",")
+            try Data(#"{"current":"\#(current)","keys":{\#(members)}}"#.utf8).write(to: file)
+        }
+        try write(current: old.id, [old])
+        let source = ContentKeySource(ring: try ContentConfiguration.keyRing(file: file.path), file: file.path, logger: nil)
+        let start = NIODeadline.uptimeNanoseconds(1_000_000_000)
+        let digest = ContentDigest.of(Data("file".utf8))
+        let issued = try #require(source.current(at: start)).sign(digest: digest, expires: Date().addingTimeInterval(600))
+        func verifies(_ ring: ContentKeyRing?) -> ContentURLRefusal.Code? {
+            guard let ring else { return .malformed }
+            if case .failure(let refusal) = ring.verify(path: issued.path, query: issued.query, now: Date()) { return refusal.code }
+            return nil
+        }
+
+        try write(current: new.id, [old, new])
+        #expect(source.current(at: start + .milliseconds(500))?.currentKeyId == old.id, "looked at once a second, not per request")
+        let rotated = source.current(at: start + .seconds(2))
+        #expect(rotated?.currentKeyId == new.id)
+        #expect(verifies(rotated) == nil, "a URL of the old key still verifies while the key is in the file")
+
+        try write(current: new.id, [new])
+        #expect(verifies(source.current(at: start + .seconds(4))) == .unknownKey)
+
+        try Data("{not json".utf8).write(to: file)
+        #expect(source.current(at: start + .seconds(6))?.currentKeyId == new.id, "a broken file keeps the last good ring")
+    }
+
     /// A refusal's body is as openapi.yaml documents it: a message and the stable code.
     @Test func refusalsAreAsDocumented() throws {
         for (status, code) in [(403, "expired"), (404, "not-found")] {

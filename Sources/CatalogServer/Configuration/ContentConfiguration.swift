@@ -9,6 +9,9 @@ public struct ContentConfiguration: Sendable {
     /// The keys of `--content-keys`; nil: no content is delivered, and both content endpoints
     /// answer 503 saying so.
     public var keyRing: ContentKeyRing?
+    /// The file `keyRing` was read from (`--content-keys`): read again when it changes, so that keys
+    /// rotate without a restart; nil: `keyRing` stays as given.
+    public var keyFile: String?
     /// How long a URL signed by `POST /v1/apps/{app}/content` lives (`--content-url-lifetime`), cut
     /// to the ring's maximum lifetime.
     public var urlLifetime: TimeInterval = 3600

@@ -2,6 +2,8 @@ import CatalogKit
 import Content
 import Foundation
 import HTTPSemantics
+import Logging
+import NIOCore
 import Synchronization
 import Time
 
@@ -32,15 +34,19 @@ struct ContentRequest: Sendable, Equatable {
 /// general path for what reaches the application (HTTP/2, HTTP/1.0, a request pipelined behind
 /// a passed-on one).
 final class ContentFiles: Sendable {
-    let keyRing: ContentKeyRing?
+    /// The keys, read again from their file when it changes (``ContentKeySource``).
+    let keys: ContentKeySource
     let blobs: BlobStore
     /// Blobs this server tried to open so far: the tests prove with it that a refused URL opens none.
     let opened = Atomic<Int>(0)
 
-    init(keyRing: ContentKeyRing?, tree: PublicTree) {
-        self.keyRing = keyRing
+    init(keyRing: ContentKeyRing?, keyFile: String? = nil, tree: PublicTree, logger: Logger? = nil) {
+        keys = ContentKeySource(ring: keyRing, file: keyFile, logger: logger)
         blobs = BlobStore(root: tree.content)
     }
+
+    /// The key ring in effect now.
+    var keyRing: ContentKeyRing? { keys.current(at: .now()) }
 
     /// What a request for content is answered before any file is opened.
     enum Admission {
@@ -82,6 +88,56 @@ final class ContentFiles: Sendable {
             return nil
         }
         return OpenFile(descriptor: descriptor, length: Int64(status.st_size))
+    }
+}
+
+/// The content key ring of `--content-keys`, read again when its file changes, so that keys
+/// rotate without a restart (docs/operations.md, "Content keys"): the file is looked at (a `stat`)
+/// at most once a second, and read when its size, modification time or inode changed. A file that
+/// does not read as a key ring is logged and ignored: the last good ring stays in effect.
+final class ContentKeySource: Sendable {
+    private let file: String?
+    private let logger: Logger?
+    private struct State {
+        var ring: ContentKeyRing?
+        /// The file's stamp when last read (or last refused), and when it was last looked at.
+        var stamp: [Int64]?
+        var checked: NIODeadline?
+    }
+    private let state: Mutex<State>
+
+    init(ring: ContentKeyRing?, file: String?, logger: Logger?) {
+        self.file = file
+        self.logger = logger
+        state = Mutex(State(ring: ring, stamp: file.map(Self.stamp), checked: nil))
+    }
+
+    /// The ring in effect at `now` (the event loop's clock; tests move it).
+    func current(at now: NIODeadline) -> ContentKeyRing? {
+        guard let file else { return state.withLock { $0.ring } }
+        return state.withLock { (state: inout State) -> ContentKeyRing? in
+            if let checked = state.checked, now - checked < .seconds(1) { return state.ring }
+            state.checked = now
+            let stamp = Self.stamp(file)
+            guard stamp != state.stamp else { return state.ring }
+            state.stamp = stamp
+            do {
+                state.ring = try ContentConfiguration.keyRing(file: file)
+                logger?.notice("content.keys.reloaded", metadata: ["current": "\(state.ring?.currentKeyId ?? "-")"])
+            } catch {
+                logger?.error("content.keys.refused", metadata: ["reason": "\(error)", "kept": "the previous key ring"])
+            }
+            return state.ring
+        }
+    }
+
+    /// What tells one version of the file from another: inode, size, modification time.
+    private static func stamp(_ path: String) -> [Int64] {
+        var status = stat()
+        guard stat(path, &status) == 0 else { return [] }
+        return [
+            Int64(status.st_ino), Int64(status.st_size), Int64(status.st_mtim.tv_sec), Int64(status.st_mtim.tv_nsec),
+        ]
     }
 }
 

@@ -327,6 +327,7 @@ struct ContentOptions: ParsableArguments {
         if let file = resolved.keysFile {
             do {
                 content.keyRing = try ContentConfiguration.keyRing(file: file)
+                content.keyFile = file
             } catch {
                 throw ValidationError("--content-keys: \(error.message)")
             }
