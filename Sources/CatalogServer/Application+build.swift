@@ -57,11 +57,14 @@ public func buildApplication(
             store: reportStore, configuration: reportsConfiguration, metrics: metrics,
             purchaseSettings: { await publishedSettings($0)?.verifier.app })
     }
+    // One for the server: the key ring, and the count of files opened.
+    let content = ContentFiles(
+        keyRing: configuration.content.keyRing, keyFile: configuration.content.keyFile, tree: publicDirectory, logger: logger)
     let connectionLimit = ConnectionLimit(maximum: configuration.maxConnections, metrics: metrics)
     let server = HTTPServerBuilder { responder in
         let http1 = FeedHTTP1Channel(
             responder: responder, connectionLimit: connectionLimit,
-            connectionHandler: { FeedConnectionHandler(store: store, metrics: metrics, configuration: configuration) },
+            connectionHandler: { FeedConnectionHandler(store: store, metrics: metrics, configuration: configuration, content: content) },
             reportHandler: { connection in
                 intake.map {
                     ReportConnectionHandler(
@@ -104,7 +107,7 @@ public func buildApplication(
             Application(
                 responder: CatalogResponder(
                     store: store, configuration: configuration, metrics: metrics, reports: intake, admin: admin, purchases: purchases,
-                    logger: logger, role: .adminOnly),
+                    content: content, logger: logger, role: .adminOnly),
                 server: .http1(),
                 configuration: ApplicationConfiguration(address: .hostname(adminListener.host, port: adminListener.port), serverName: nil),
                 eventLoopGroupProvider: eventLoopGroup, logger: logger))
@@ -112,7 +115,7 @@ public func buildApplication(
     return Application(
         responder: CatalogResponder(
             store: store, configuration: configuration, metrics: metrics, reports: intake, admin: admin, purchases: purchases,
-            logger: logger, role: adminListener == nil ? .all : .publicOnly),
+            content: content, logger: logger, role: adminListener == nil ? .all : .publicOnly),
         server: server,
         configuration: ApplicationConfiguration(address: .hostname(host, port: port), serverName: nil),
         services: services + extraServices,

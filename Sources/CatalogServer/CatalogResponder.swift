@@ -27,15 +27,18 @@ public struct CatalogResponder: HTTPResponder {
     let admin: AdminAPI?
     /// nil: no store that keeps purchases; the purchase endpoints answer 503.
     let purchases: PurchaseEndpoints?
+    /// The content files and their keys; nil: content URLs answer 503.
+    let content: ContentFiles?
     let logger: Logger
     /// Which routes this listener answers (``ListenerRole``).
     let role: ListenerRole
 
     init(
         store: FeedStore, configuration: ServeConfiguration, metrics: ServerMetrics, reports: ReportIntake?, admin: AdminAPI?,
-        purchases: PurchaseEndpoints? = nil, logger: Logger, role: ListenerRole = .all
+        purchases: PurchaseEndpoints? = nil, content: ContentFiles? = nil, logger: Logger, role: ListenerRole = .all
     ) {
         self.purchases = purchases
+        self.content = content
         self.logger = logger
         self.role = role
         self.store = store
@@ -54,7 +57,8 @@ public struct CatalogResponder: HTTPResponder {
         switch route {
         case nil: response = JSONError.response(.notFound, "no such resource: \(request.uri.path)")
         case .reports(let app)?: (response, reportID) = await receiveReport(request, app: app, context: context)
-        case .notifications(let app)?, .purchases(let app)?, .customer(let app, _)?, .customerLookup(let app)?:
+        case .content?: response = await contentFile(request)
+        case .notifications(let app)?, .purchases(let app)?, .customer(let app, _)?, .customerLookup(let app)?, .contentList(let app)?:
             response = await purchase(request, at: route ?? .notifications(app: app), app: app, context: context)
         case .readiness?: response = await readiness(request)
         case .admin(let adminRoute)?:
@@ -114,6 +118,13 @@ public struct CatalogResponder: HTTPResponder {
             return await purchases.purchase(request, app: app, revision: revision, networkKey: networkKey(request, context), now: now)
         case .customerLookup:
             return await purchases.lookup(request, app: app, revision: revision, networkKey: networkKey(request, context), now: now)
+        case .contentList:
+            guard let content else {
+                return JSONError.response(.serviceUnavailable, "this server delivers no content: it was started without --content-keys")
+            }
+            return await purchases.content(
+                request, app: app, revision: revision, networkKey: networkKey(request, context), now: now, files: content, tree: store.tree,
+                lifetime: configuration.content.urlLifetime)
         case .customer(_, let id):
             return await purchases.customer(request, app: app, id: id, revision: revision, now: now)
         default:
@@ -175,7 +186,7 @@ public struct CatalogResponder: HTTPResponder {
             return Response(
                 status: .ok, headers: [.contentType: "text/plain; version=0.0.4", .cacheControl: "no-store"],
                 body: ResponseBody(byteBuffer: ByteBuffer(bytes: metrics.render())))
-        case .readiness, .reports, .admin, .notifications, .purchases, .customer, .customerLookup:
+        case .readiness, .reports, .admin, .notifications, .purchases, .customer, .customerLookup, .content, .contentList:
             preconditionFailure("answered by respond(to:context:)")
         case .editor(let asset):
             return EditorAssets.response(for: asset, request: request)
@@ -284,6 +295,10 @@ enum Route: Equatable {
     /// `v1/apps/<app>/customers/lookup`: the app's own customer, by the evidence it presents
     /// ("lookup" is no key: keys are UUIDs and Apple's numeric ids).
     case customerLookup(app: String)
+    /// `v1/apps/<app>/content`: what a customer may download.
+    case contentList(app: String)
+    /// `v1/content/<sha256>`: a signed content URL (the lean path answers most of them).
+    case content
     case snapshot(app: String, revision: Int, kind: FeedKind)
     case admin(AdminRoute)
     /// The dashboard's page ("") or one of its files; ``EditorAssets`` knows which exist.
@@ -297,7 +312,8 @@ enum Route: Equatable {
         "/v1/apps/{app}/variants.json", "/v1/apps/{app}/variants/{platform}/{band}/products.json",
         "/v1/apps/{app}/variants/{platform}/{band}/catalog.json",
         "/v1/apps/{app}/revisions", "/v1/apps/{app}/invalid-identifiers", "/v1/apps/{app}/notifications/app-store",
-        "/v1/apps/{app}/purchases", "/v1/apps/{app}/customers/{id}", "/v1/apps/{app}/customers/lookup",
+        "/v1/apps/{app}/purchases", "/v1/apps/{app}/customers/{id}", "/v1/apps/{app}/customers/lookup", "/v1/apps/{app}/content",
+        "/v1/content/{sha256}",
         "/v1/apps/{app}/revisions/{revision}/products.json",
         "/v1/apps/{app}/revisions/{revision}/catalog.json", "/v1/admin/apps", "/v1/admin/apps/{app}", "/v1/admin/apps/{app}/products",
         "/v1/admin/apps/{app}/products/{id}", "/v1/admin/apps/{app}/products/{id}/retire", "/v1/admin/apps/{app}/publish",
@@ -323,6 +339,8 @@ enum Route: Equatable {
         case 1 where segments[0] == "readyz": self = .readiness
         case 1 where segments[0] == "metrics": self = .metrics
         case 2 where segments == ["v1", "apps"]: self = .apps
+        // The digest and the signature are checked by ``ContentFiles``, before any disk access.
+        case 3 where segments[0] == "v1" && segments[1] == "content": self = .content
         case 4 where segments[0] == "v1" && segments[1] == "apps":
             guard AppName.problem(segments[2]) == nil else { return nil }
             if let kind = FeedKind(rawValue: segments[3]) {
@@ -335,6 +353,8 @@ enum Route: Equatable {
                 self = .reports(app: segments[2])
             } else if segments[3] == "purchases" {
                 self = .purchases(app: segments[2])
+            } else if segments[3] == "content" {
+                self = .contentList(app: segments[2])
             } else {
                 return nil
             }
@@ -417,6 +437,8 @@ extension Route {
         case .purchases: .purchases
         case .customer: .customers
         case .customerLookup: .customerLookup
+        case .content: .content
+        case .contentList: .contentList
         case .snapshot(_, _, let kind): kind == .products ? .revisionProducts : .revisionCatalog
         case .admin: .admin
         case .openAPI: .openapi

@@ -7,8 +7,8 @@ import Foundation
 struct ContentCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "content",
-        abstract: "Show the purchased content an app's revisions publish.",
-        subcommands: [ContentListCommand.self]
+        abstract: "Purchased content: what an app's revisions deliver, and a customer's signed URLs for support.",
+        subcommands: [ContentListCommand.self, ContentURLCommand.self]
     )
 }
 

@@ -39,6 +39,7 @@ struct ServeCommand: AsyncParsableCommand {
     @OptionGroup var reports: ReportsOptions
     @OptionGroup var signing: SigningOptions
     @OptionGroup var feeds: FeedsOptions
+    @OptionGroup var content: ContentOptions
 
     /// Every setting as in effect, wherever it came from, checked.
     struct Resolved {
@@ -50,6 +51,7 @@ struct ServeCommand: AsyncParsableCommand {
         var reports: ReportsOptions.Resolved
         var signer: FeedSigner?
         var feeds: FeedsConfiguration
+        var content: ContentOptions.Resolved
 
         var workflow: CatalogWorkflow {
             var workflow = paths.workflow
@@ -68,7 +70,7 @@ struct ServeCommand: AsyncParsableCommand {
             paths: paths, store: store,
             logging: try logging.resolve(settings, prefixes: reports.configuration.networkPrefixes),
             listener: try listening.resolve(settings), protection: try protection.resolve(settings), reports: reports,
-            signer: try signing.signer(settings), feeds: feeds)
+            signer: try signing.signer(settings), feeds: feeds, content: try content.resolve(settings))
         try Self.check(resolved)
         return resolved
     }
@@ -147,6 +149,10 @@ struct ServeCommand: AsyncParsableCommand {
         var configuration = ServeConfiguration()
         configuration.isReplica = isReplica
         configuration.cacheControl = resolved.feeds.cacheControl
+        configuration.content = try ContentOptions.configuration(resolved.content)
+        if configuration.content.keyRing == nil {
+            logger.notice("content.off", metadata: ["reason": "no --content-keys: the content endpoints answer 503"])
+        }
         configuration.accessLog = resolved.logging.accessLog
         configuration.accessLog.logger = Logger(label: "catalog.access")
         var reports = resolved.reports.configuration

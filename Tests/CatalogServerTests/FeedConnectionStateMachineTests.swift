@@ -32,6 +32,8 @@ import Testing
     /// What the machine does with `text` received at `now`, up to its `done`.
     enum Step: Equatable {
         case answer(String)
+        /// A content file asked for: answered here, its body still being sent when the test says so.
+        case content(String)
         case forward(String)
         case done(FeedConnectionStateMachine.TimerAction)
     }
@@ -45,11 +47,16 @@ import Testing
     }
 
     static func drain(
-        _ machine: inout FeedConnectionStateMachine, at now: NIODeadline, writable: Bool = true, answered: Bool = true
+        _ machine: inout FeedConnectionStateMachine, at now: NIODeadline, writable: Bool = true, answered: Bool = true,
+        downloads: Bool = false
     ) -> [Step] {
         var steps: [Step] = []
         while true {
             switch machine.nextAction(isWritable: writable, now: now) {
+            case .content(_, let bytes):
+                steps.append(.content(String(buffer: bytes)))
+                machine.answeredHere()
+                if downloads { machine.downloadStarted() }
             case .answer(_, let bytes):
                 steps.append(.answer(String(buffer: bytes)))
                 if answered { machine.answeredHere() } else { machine.passedOn() }
@@ -60,6 +67,56 @@ import Testing
                 return steps
             }
         }
+    }
+
+    static let download =
+        "GET /v1/content/\(String(repeating: "ab", count: 32))?exp=1&kid=k&sig=s HTTP/1.1\r\nHost: x\r\nRange: bytes=0-\r\n\r\n"
+
+    /// Issue 30: while a file is being sent, a request pipelined behind it waits, unanswered and
+    /// unread, and nothing more is read from the socket: a connection holds one file and one read's
+    /// worth of requests, whatever the client sends. When the last bytes are written, what waited
+    /// is answered and the held read issued.
+    @Test func aDownloadHoldsTheRequestsAfterItAndTheReads() {
+        var machine = Self.machine()
+        machine.bytesReceived(ByteBuffer(string: Self.download + Self.feed), now: Self.at(1))
+        Self.check(Self.drain(&machine, at: Self.at(1), downloads: true), [.content(Self.download), .done(.keep)])
+        #expect(machine.isDownloading)
+        Self.check(machine.readComplete().read, false)
+        Self.check(machine.readRequested(isWritable: true), false)
+        Self.check(machine.writabilityChanged(isWritable: true, now: Self.at(2)), .drained(resume: false))
+        Self.check(machine.releaseHeldRead(isWritable: true), false)
+        _ = machine.downloadFinished(now: Self.at(3))
+        Self.check(Self.drain(&machine, at: Self.at(3)), [.answer(Self.feed), .done(.keep)])
+        Self.check(machine.releaseHeldRead(isWritable: true), true)
+    }
+
+    /// Issue 30: a download is timed by its progress, not its length. With the socket draining, the
+    /// idle timeout does not cut a long download; a client that stops reading is closed
+    /// `readDeadline` after the socket filled, each time it fills.
+    @Test func aDownloadIsTimedByProgressNotByItsLength() {
+        var fresh = Self.machine()
+        Self.check(Self.receive(Self.download, into: &fresh, at: Self.at(1)).first, .content(Self.download))
+        fresh.downloadStarted()
+        // Well past the idle timeout, the socket draining all along: nothing is timed.
+        Self.check(fresh.timerFired(now: Self.at(1) + Self.idleTimeout + .seconds(5)), .untimed)
+        Self.check(fresh.writabilityChanged(isWritable: false, now: Self.at(40)), .stalled(.schedule(Self.at(50))))
+        Self.check(fresh.writabilityChanged(isWritable: true, now: Self.at(49)), .drained(resume: false))
+        Self.check(fresh.writabilityChanged(isWritable: false, now: Self.at(49)), .stalled(.keep))
+        Self.check(fresh.timerFired(now: Self.at(50)), .schedule(Self.at(59)))
+        Self.check(fresh.timerFired(now: Self.at(59)), .close)
+    }
+
+    /// Issue 30: the input closing during a download waits for its end, so that the decoder
+    /// behind answers nothing while the file's bytes are still going out.
+    @Test func anEventDuringADownloadWaitsForItsEnd() {
+        var machine = Self.machine()
+        machine.bytesReceived(ByteBuffer(string: Self.download + "GET /heal"), now: Self.at(1))
+        _ = Self.drain(&machine, at: Self.at(1), downloads: true)
+        Self.check(machine.holdsInputEvent(), true)
+        Self.check(machine.releaseHeldEvent(), false)
+        _ = machine.downloadFinished(now: Self.at(2))
+        Self.check(machine.releaseHeldEvent(), true)
+        Self.check(Self.drain(&machine, at: Self.at(2)), [.forward("GET /heal"), .done(.keep)])
     }
 
     @Test func anIdleConnectionClosesAtTheIdleTimeout() {

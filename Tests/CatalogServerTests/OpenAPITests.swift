@@ -75,7 +75,7 @@ import Yams
     static func sample(_ template: String) -> String {
         template.replacingOccurrences(of: "{app}", with: CatalogServerTests.app).replacingOccurrences(of: "{revision}", with: "1")
             .replacingOccurrences(of: "{id}", with: "com.example.served.coins").replacingOccurrences(of: "{platform}", with: "ios")
-            .replacingOccurrences(of: "{band}", with: "any")
+            .replacingOccurrences(of: "{band}", with: "any").replacingOccurrences(of: "{sha256}", with: String(repeating: "0", count: 64))
     }
 
     static func body(_ template: String) -> String {

@@ -179,6 +179,7 @@ import Testing
             "apple-root-certificate": ("root.pem", []), "report-quota": ("5000", []), "retention-days": ("30", []),
             "cache-control": ("no-cache", []), "feeds": ("store", postgres), "feeds-cache": ("cache", ["--feeds", "store"] + postgres),
             "feeds-poll": ("5s", []), "auto-feedback": ("1h", []),
+            "content-keys": ("content-keys.json", []), "content-url-lifetime": ("15m", []),
         ]
     }()
 

@@ -22,6 +22,8 @@ public struct ServeConfiguration: Sendable {
     /// A serving replica (`catalog serve --feeds store`): its feeds come from the shared store,
     /// it holds no catalog sources, and `/v1/admin/` sends editors to the editor node.
     public var isReplica = false
+    /// Purchased content: its keys and URL lifetime; without keys, the content endpoints answer 503.
+    public var content = ContentConfiguration()
 
     public init() {}
 }

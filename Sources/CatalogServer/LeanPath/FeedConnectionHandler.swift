@@ -1,7 +1,9 @@
 import CatalogKit
+import Content
 import Foundation
 import NIOCore
 import NIOHTTP1
+import NIOPosix
 import Time
 
 /// The lean path for feed requests, and each connection's deadlines and backpressure.
@@ -36,6 +38,20 @@ final class FeedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     typealias OutboundOut = ByteBuffer
 
     private let store: FeedStore
+    private let content: ContentFiles
+    /// Behind a TLS handler: a file cannot go zero-copy (the bytes must be encrypted), so it is
+    /// read in bounded chunks instead (``FeedHTTP1Channel`` sets it).
+    var isSecure = false
+    /// The file being sent, if any.
+    private var download: Download?
+    /// The inbound event held while a download was in progress.
+    private var heldEvent: Any?
+    /// The connection ended (or the handler left it).
+    private var ended = false
+    /// Inside ``pump(_:)``.
+    private var pumping = false
+    /// Inside ``handleReceived(_:now:)``'s loop, which goes on by itself after a download that ends at once.
+    private var handlingReceived = false
     private let metrics: ServerMetrics
     private let cacheControl: String
     private let clock: @Sendable () -> Timestamp
@@ -51,8 +67,9 @@ final class FeedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     /// with the same outcome, and then counts it without looking the counters up.
     private var counters: RequestCounters?
 
-    init(store: FeedStore, metrics: ServerMetrics, configuration: ServeConfiguration) {
+    init(store: FeedStore, metrics: ServerMetrics, configuration: ServeConfiguration, content: ContentFiles? = nil) {
         self.store = store
+        self.content = content ?? ContentFiles(keyRing: configuration.content.keyRing, tree: store.tree)
         self.metrics = metrics
         self.cacheControl = configuration.cacheControl
         self.clock = configuration.clock
@@ -83,6 +100,13 @@ final class FeedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     }
 
     private func end() {
+        ended = true
+        // A chunk being read keeps the file until the read returns (``readChunk``); a final write
+        // issued closes it when done.
+        if let download, !download.finalWriteIssued, !download.reading {
+            try? download.file.close()
+            self.download = nil
+        }
         state.connectionEnded()
         timer?.cancel()
         timer = nil
@@ -96,6 +120,8 @@ final class FeedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
 
     /// Answers or passes on every complete request received, as far as the state allows.
     private func handleReceived(_ context: ChannelHandlerContext, now: NIODeadline) {
+        handlingReceived = true
+        defer { handlingReceived = false }
         while true {
             switch state.nextAction(isWritable: context.channel.isWritable, now: now) {
             case .answer(let request, let bytes):
@@ -104,6 +130,13 @@ final class FeedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
                 } else {
                     state.passedOn()
                     context.fireChannelRead(wrapInboundOut(bytes))
+                }
+            case .content(let request, _):
+                answerContent(request, context: context)
+                state.answeredHere()
+                if download != nil {
+                    state.downloadStarted()
+                    pump(context)
                 }
             case .forward(let bytes):
                 context.fireChannelRead(wrapInboundOut(bytes))
@@ -137,6 +170,7 @@ final class FeedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         let now = context.eventLoop.now
         switch state.writabilityChanged(isWritable: context.channel.isWritable, now: now) {
         case .drained(let resume):
+            if download != nil { pump(context) }
             if resume {
                 handleReceived(context, now: now)
                 perform(state.writableAgain(), context)
@@ -149,6 +183,10 @@ final class FeedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if state.holdsInputEvent() {
+            heldEvent = event
+            return
+        }
         if let bytes = state.inputEvent() { context.fireChannelRead(wrapInboundOut(bytes)) }
         context.fireUserInboundEventTriggered(event)
     }
@@ -219,6 +257,169 @@ final class FeedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
             }
         }
         return true
+    }
+
+    // MARK: Content files
+
+    /// A file being sent: the body's pieces still to write, and where the current one is.
+    private struct Download {
+        let file: NIOFileHandle
+        var segments: ArraySlice<ContentResponse.Segment>
+        /// A chunk is being read for TLS; nothing more is written until it arrives.
+        var reading = false
+        /// The last piece is written: the file is closed once that write completes.
+        var finalWriteIssued = false
+    }
+
+    /// Bytes of the file per `FileRegion`: NIO counts them against the write buffer's high-water
+    /// mark, so one region fills it and the next waits for the socket to drain. Memory: none.
+    static let regionBytes: Int64 = 1 << 20
+    /// Bytes read per chunk over TLS, where the file must pass through memory to be encrypted.
+    static let tlsChunkBytes: Int64 = 64 * 1024
+
+    private static let fileIO = NonBlockingFileIO(threadPool: .singleton)
+
+    /// Answers a request for a content file: the URL verified before the disk is touched, then the
+    /// file opened, the answer planned (``ContentResponse``) and its head written. A body from the
+    /// file is left in ``download`` for ``pump(_:)``.
+    private func answerContent(_ request: ContentRequest, context: ChannelHandlerContext) {
+        let now = clock()
+        let response: ContentResponse
+        var opened: ContentFiles.OpenFile?
+        switch content.admit(path: request.path, query: request.query, now: now) {
+        case .refuse(let refusal):
+            response = refusal.response(now: now)
+        case .serve(let token):
+            if let file = content.openBlob(token.digest) {
+                opened = file
+                response = ContentResponse.file(token, length: file.length, request: request, now: now)
+            } else {
+                response = ContentRefusal(status: 404, code: "not-found", message: "no content has this digest on this server")
+                    .response(now: now)
+            }
+        }
+        metrics.counters(.content, status: response.status).record(bodyBytes: Int(clamping: response.contentLength))
+        if accessLog.enabled {
+            // The path only: the query is a bearer token for the file until it expires.
+            accessLog.record(
+                method: request.isHead ? "HEAD" : "GET", path: request.path, status: response.status,
+                bytes: Int(clamping: response.contentLength), started: .now,
+                client: context.channel.remoteAddress?.ipAddress.flatMap { IPAddress($0) }.map(ClientAddress.init(peer:)))
+        }
+        var head = context.channel.allocator.buffer(capacity: 512)
+        head.writeBytes(response.head)
+        context.write(wrapOutboundOut(head), promise: nil)
+        guard let opened else {
+            for case .bytes(let bytes) in response.body { context.write(wrapOutboundOut(ByteBuffer(bytes: bytes)), promise: nil) }
+            return
+        }
+        let file = NIOFileHandle(_deprecatedTakingOwnershipOfDescriptor: opened.descriptor)
+        guard !response.body.isEmpty else {
+            try? file.close()
+            return
+        }
+        download = Download(file: file, segments: response.body[...])
+    }
+
+    /// Writes the next pieces of the download while the socket is writable: a `FileRegion` per
+    /// ``regionBytes`` on plain HTTP (sendfile: no byte passes through this process), chunks of
+    /// ``tlsChunkBytes`` read off the event loop over TLS. Called again when the socket drains and
+    /// when a chunk has been read; the state machine is told when the last piece is written.
+    private func pump(_ context: ChannelHandlerContext) {
+        // A flush can drain the socket at once and announce it writable again, which calls back
+        // here: the loop below goes on by itself, and a second one would write from a stale state.
+        guard !pumping else { return }
+        pumping = true
+        defer { pumping = false }
+        while var current = download, !current.reading, !current.finalWriteIssued, context.channel.isWritable {
+            guard let segment = current.segments.first else { return }
+            switch segment {
+            case .bytes(let bytes):
+                current.segments.removeFirst()
+                current.finalWriteIssued = current.segments.isEmpty
+                download = current
+                write(wrapOutboundOut(ByteBuffer(bytes: bytes)), isLast: current.finalWriteIssued, file: current.file, context: context)
+            case .file(let offset, let count):
+                let piece = min(count, isSecure ? Self.tlsChunkBytes : Self.regionBytes)
+                if piece == count {
+                    current.segments.removeFirst()
+                } else {
+                    current.segments[current.segments.startIndex] = .file(offset: offset + piece, count: count - piece)
+                }
+                let isLast = current.segments.isEmpty
+                if isSecure {
+                    current.reading = true
+                    download = current
+                    readChunk(offset: offset, count: piece, isLast: isLast, file: current.file, context: context)
+                    return
+                }
+                current.finalWriteIssued = isLast
+                download = current
+                let region = FileRegion(fileHandle: current.file, readerIndex: Int(offset), endIndex: Int(offset + piece))
+                write(NIOAny(IOData.fileRegion(region)), isLast: isLast, file: current.file, context: context)
+            }
+            if current.finalWriteIssued {
+                pumping = false  // what waited may be another download, which pumps in turn
+                return finishDownload(context)
+            }
+        }
+    }
+
+    /// Reads a chunk of the file for TLS, then writes it and goes on.
+    private func readChunk(offset: Int64, count: Int64, isLast: Bool, file: NIOFileHandle, context: ChannelHandlerContext) {
+        let read = Self.fileIO.read(
+            fileHandle: file, fromOffset: offset, byteCount: Int(count), allocator: context.channel.allocator, eventLoop: context.eventLoop)
+        read.assumeIsolated().whenComplete { result in
+            guard var current = self.download, current.file === file, !self.ended else {
+                // The connection ended while the chunk was read: the file is closed now, not
+                // while the read could still use its descriptor.
+                try? file.close()
+                self.download = nil
+                return
+            }
+            switch result {
+            case .success(let chunk) where chunk.readableBytes == Int(count):
+                current.reading = false
+                current.finalWriteIssued = isLast
+                self.download = current  // before the write, whose flush may call back into pump
+                self.write(self.wrapOutboundOut(chunk), isLast: isLast, file: file, context: context)
+                if isLast { return self.finishDownload(context) }
+                self.pump(context)
+            default:
+                // The file shrank or could not be read: the promised length cannot be kept.
+                try? file.close()
+                self.download = nil
+                context.close(promise: nil)
+            }
+        }
+    }
+
+    private func write(_ any: NIOAny, isLast: Bool, file: NIOFileHandle, context: ChannelHandlerContext) {
+        guard isLast else {
+            context.writeAndFlush(any, promise: nil)
+            return
+        }
+        // The file is closed once its last piece is written (or failed with the connection): never
+        // before, so that no pending sendfile finds its descriptor reused.
+        let promise = context.eventLoop.makePromise(of: Void.self)
+        promise.futureResult.whenComplete { _ in try? file.close() }
+        context.writeAndFlush(any, promise: promise)
+    }
+
+    /// The last piece is written: what waited is answered, a held event and read released.
+    private func finishDownload(_ context: ChannelHandlerContext) {
+        download = nil
+        apply(state.downloadFinished(now: context.eventLoop.now), context)
+        // A download that ended within the loop of received requests: the loop goes on with them.
+        guard !handlingReceived else { return }
+        handleReceived(context, now: context.eventLoop.now)
+        perform(state.writableAgain(), context)
+        if state.releaseHeldEvent(), let event = heldEvent {
+            heldEvent = nil
+            if let bytes = state.inputEvent() { context.fireChannelRead(wrapInboundOut(bytes)) }
+            context.fireUserInboundEventTriggered(event)
+        }
+        if state.releaseHeldRead(isWritable: context.channel.isWritable) { context.read() }
     }
 
     // MARK: The timer

@@ -17,6 +17,10 @@ import NIOCore
 ///   parser does not read, a request the decoder refused), every later byte goes to the decoder.
 /// - **Backpressure.** While the socket is not writable, received requests wait unanswered and
 ///   no read is issued; both resume when it drains.
+/// - **One download at a time.** While a content file is being sent, the requests after it wait
+///   unread and unanswered, and no read is issued, so a connection holds at most one file open
+///   and one read's worth of request bytes. The download's time counts by progress: only the
+///   client's not draining the socket for `readDeadline` closes it, however large the file.
 /// - **Deadlines by what the connection is doing.** A request must be read whole within
 ///   `readDeadline` of its first byte; a connection with nothing in progress and nothing
 ///   unanswered closes after `idleTimeout`; a client that has not drained its answers for
@@ -64,6 +68,10 @@ struct FeedConnectionStateMachine {
     private var timerDeadline: NIODeadline?
     /// The connection ended: nothing more is timed.
     private var ended = false
+    /// A content file is being sent: nothing else is answered or read until it is all written.
+    private var downloading = false
+    /// An inbound event (the input closed) arrived during a download: passed on after it.
+    private var eventHeld = false
 
     init(readDeadline: TimeAmount, idleTimeout: TimeAmount, now: NIODeadline) {
         self.readDeadline = readDeadline
@@ -86,6 +94,9 @@ struct FeedConnectionStateMachine {
         /// A request for a feed that may be answered here: answer it and report
         /// ``answeredHere()``, or pass its bytes on and report ``passedOn()``.
         case answer(FeedRequest, bytes: ByteBuffer)
+        /// A request for a content file: answer it here, then report ``answeredHere()`` and, if its
+        /// body is still being sent, ``downloadStarted()``.
+        case content(ContentRequest, bytes: ByteBuffer)
         /// Pass these bytes on to the decoder.
         case forward(ByteBuffer)
         /// Nothing more to do with what was received for now; then this for the timer.
@@ -166,7 +177,7 @@ struct FeedConnectionStateMachine {
             forwardedSinceReadComplete = true
             return .forward(bytes)
         }
-        guard !paused, var buffer = unread.take() else { return .done(timerAfterRead()) }
+        guard !paused, !downloading, var buffer = unread.take() else { return .done(timerAfterRead()) }
         guard buffer.readableBytes > 0 else {
             // Every byte received is consumed: no request is being read.
             requestStartedAt = nil
@@ -190,6 +201,11 @@ struct FeedConnectionStateMachine {
             // Behind a passed-on request: the application answers it, after that one.
             guard forwardedResponses == forwardedRequests else { return passOn(bytes) }
             return .answer(request, bytes: bytes)
+        case .content(let request, let length):
+            guard let bytes = buffer.readSlice(length: length) else { return handOver(buffer) }
+            unread = buffer
+            guard forwardedResponses == forwardedRequests else { return passOn(bytes) }
+            return .content(request, bytes: bytes)
         case .other(let length):
             guard let bytes = buffer.readSlice(length: length) else { return handOver(buffer) }
             unread = buffer
@@ -211,6 +227,44 @@ struct FeedConnectionStateMachine {
         forwardedSinceReadComplete = true
     }
 
+    /// The body of the last ``InboundAction/content(_:bytes:)`` is still being sent: nothing else
+    /// is answered or read until ``downloadFinished(now:)``.
+    mutating func downloadStarted() {
+        downloading = true
+    }
+
+    /// The last bytes of the download are written (handed to the socket). Then, as after the
+    /// socket drained: answer what waits (``nextAction(isWritable:now:)`` until done, then
+    /// ``writableAgain()``), pass on a held event (``releaseHeldEvent()``), and issue a held read
+    /// (``releaseHeldRead(isWritable:)``).
+    mutating func downloadFinished(now: NIODeadline) -> TimerAction {
+        downloading = false
+        idleSince = now
+        // A request that arrived during the download waited for the server, not for the client.
+        if requestStartedAt != nil { requestStartedAt = now }
+        return ensureTimer()
+    }
+
+    /// Whether a file is being sent.
+    var isDownloading: Bool { downloading }
+
+    /// Whether an inbound event held during a download is to be passed on now.
+    mutating func releaseHeldEvent() -> Bool {
+        guard eventHeld, !downloading else { return false }
+        eventHeld = false
+        return true
+    }
+
+    /// An inbound event (the input closed) arrived: during a download it waits for the download's
+    /// end (true), since the decoder must not answer anything before the file is sent; otherwise
+    /// ``inputEvent()`` says what to pass on with it.
+    mutating func holdsInputEvent() -> Bool {
+        guard downloading else { return false }
+        eventHeld = true
+        handedOver = true
+        return true
+    }
+
     /// The input ended (or another event came from the front): what arrived of a request is the
     /// decoder's to judge first. The bytes to pass on, if any.
     mutating func inputEvent() -> ByteBuffer? {
@@ -229,7 +283,8 @@ struct FeedConnectionStateMachine {
         // requests). Asking for the next bytes from here makes NIO skip its own read request,
         // which would pass through every handler behind this one to arrive at the same place:
         // about 5% of a feed request.
-        end.read = !end.fireReadComplete && decodedRequests == forwardedResponses && !decoderInRequest && !handedOver
+        end.read =
+            !end.fireReadComplete && decodedRequests == forwardedResponses && !decoderInRequest && !handedOver && !downloading
         return end
     }
 
@@ -237,7 +292,7 @@ struct FeedConnectionStateMachine {
     /// writable, whichever handler asks: a client that sends requests and never reads the answers
     /// gets nothing more read from it.
     mutating func readRequested(isWritable: Bool) -> Bool {
-        guard isWritable else {
+        guard isWritable, !downloading else {
             readHeld = true
             return false
         }
@@ -253,7 +308,7 @@ struct FeedConnectionStateMachine {
             return .stalled(ensureTimer())
         }
         writeStalledSince = nil
-        guard paused else { return .drained(resume: false) }
+        guard paused, !downloading else { return .drained(resume: false) }
         paused = false
         return .drained(resume: true)
     }
@@ -265,7 +320,7 @@ struct FeedConnectionStateMachine {
 
     /// After the socket drained: whether to issue the read held back while it was full.
     mutating func releaseHeldRead(isWritable: Bool) -> Bool {
-        guard readHeld && isWritable else { return false }
+        guard readHeld && isWritable && !downloading else { return false }
         readHeld = false
         return true
     }
@@ -304,6 +359,9 @@ struct FeedConnectionStateMachine {
     /// When the connection must close if nothing changes; nil while only the application owes something.
     var expiry: NIODeadline? {
         var expiry = writeStalledSince.map { $0 + readDeadline }
+        // A download's time is the client's only while it does not drain the socket: a deadline
+        // per progress, not per file (a large file to a slow but steady reader takes its time).
+        if downloading { return expiry }
         let reading = requestStartedAt ?? (decoderInRequest ? idleSince : nil)
         if let reading {
             expiry = min(expiry ?? .distantFuture, reading + readDeadline)

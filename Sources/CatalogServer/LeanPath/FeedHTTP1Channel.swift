@@ -29,6 +29,7 @@ struct FeedHTTP1Channel: HTTPChannelHandler {
     /// bytes, or (`secure`) on those that a TLS handler in front of this pipeline decrypts.
     func configure(_ channel: any Channel, secure: Bool, logger: Logger) throws -> Value {
         let connection = connectionHandler()
+        connection.isSecure = secure
         // The connection handler must see every byte before the decoder. Over TLS it goes behind
         // the TLS and ALPN handlers, appended before the decoder: bytes the ALPN handler held
         // back during the negotiation are passed on from where it stands, so through it too.

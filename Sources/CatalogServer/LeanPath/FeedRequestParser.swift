@@ -1,4 +1,5 @@
 import CatalogKit
+import Content
 import HTTPSemantics
 import Time
 
@@ -31,6 +32,8 @@ enum FeedRequestParser {
         case needMore
         /// A complete `GET` or `HEAD` of a feed, `length` bytes long, with no body.
         case feed(FeedRequest, length: Int)
+        /// A complete `GET` or `HEAD` of a signed content URL (`/v1/content/…`), with no body.
+        case content(ContentRequest, length: Int)
         /// A complete, well-formed `GET` or `HEAD` without a body that is not for the lean path
         /// (another path, HTTP/1.0, `Connection: close`): hand over its `length` bytes, after
         /// which the decoder is between requests again.
@@ -91,6 +94,15 @@ enum FeedRequestParser {
         }
         let length = position + 2
         guard !fields.hasBody else { return .handOver }
+        if isLean, fields.keepsAlive, target.hasPrefix("/v1/content/") {
+            let text = String(decoding: target, as: UTF8.self)
+            let query = text.firstIndex(of: "?")
+            return .content(
+                ContentRequest(
+                    isHead: isHead, path: String(text[..<(query ?? text.endIndex)]),
+                    query: query.map { String(text[text.index(after: $0)...]) } ?? "", range: fields.range, ifRange: fields.ifRange),
+                length: length)
+        }
         guard isLean, fields.keepsAlive, let feed = FeedTarget(target) else { return .other(length: length) }
         return .feed(
             FeedRequest(
@@ -121,6 +133,9 @@ enum FeedRequestParser {
         var ifNoneMatch: [String] = []
         var ifModifiedSince: [String] = []
         var acceptEncoding: [String] = []
+        /// `Range` and `If-Range`, for content: the first of each (RFC 9110 §14.2 defines one).
+        var range: String?
+        var ifRange: String?
         var keepsAlive = true
         var hasBody = false
         var hasContentLength = false
@@ -140,6 +155,10 @@ enum FeedRequestParser {
                 ifModifiedSince.append(text())
             } else if name.equalsIgnoringCase("accept-encoding") {
                 acceptEncoding.append(text())
+            } else if name.equalsIgnoringCase("range") {
+                if range == nil { range = text() }
+            } else if name.equalsIgnoringCase("if-range") {
+                if ifRange == nil { ifRange = text() }
             } else if name.equalsIgnoringCase("connection") {
                 // Only keep-alive is plain: close, upgrade and the rest are the general path's.
                 keepsAlive =

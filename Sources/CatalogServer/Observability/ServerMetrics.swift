@@ -11,6 +11,9 @@ enum MetricsRoute: String, Sendable {
     case apps, variants, revisions, reports, healthz, readyz, metrics, admin, openapi, editor, unknown
     case notifications, purchases, customers
     case customerLookup = "customer_lookup"
+    /// A content file's `GET` (`/v1/content/…`), and a customer's list (`POST …/content`).
+    case content
+    case contentList = "content_list"
 
     init(_ kind: FeedKind) {
         self = kind == .products ? .products : .catalog

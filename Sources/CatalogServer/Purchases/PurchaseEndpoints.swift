@@ -38,6 +38,8 @@ public struct AppPurchases: Sendable {
     public let webhookURL: URL?
     /// The file holding the webhook's HMAC secret (`webhookSecretFile`), as written.
     public let webhookSecretFile: String?
+    /// Each auto-renewable product's subscription group in the catalog (``subscriptionGroups``).
+    let groupsByProduct: [String: String]
 
     /// The settings of the validated `catalog`, trusting `trust`'s roots: what its published
     /// record would say (`catalog customers show`, `catalog purchases rebuild`).
@@ -71,7 +73,9 @@ public struct AppPurchases: Sendable {
             app: AppStoreApp(bundleId: record.app, appAppleId: record.appAppleId, environments: environments, xcodeCertificate: xcode))
         var products: [String: LedgerProduct] = [:]
         var types: [String: Purchases.ProductType] = [:]
+        var groups: [String: String] = [:]
         for product in record.products {
+            groups[product.id] = product.group
             products[product.id] = LedgerProduct(entitlements: product.entitlements, duration: product.duration.flatMap(ISO8601Period.init))
             switch product.type {
             case .consumable?: types[product.id] = .consumable
@@ -86,6 +90,7 @@ public struct AppPurchases: Sendable {
         transferPolicy = record.transferPolicy == .transfer ? .transfer : .keep
         webhookURL = record.webhookURL.flatMap { URL(string: $0) }
         webhookSecretFile = record.webhookSecretFile
+        groupsByProduct = groups
     }
 }
 
@@ -219,19 +224,30 @@ struct PurchaseEndpoints: Sendable {
 
     /// `POST /v1/apps/{app}/purchases`: verify, record, answer the customer's entitlements now.
     func purchase(_ request: Request, app: String, revision: Int?, networkKey: String?, now: Date) async -> Response {
-        let config: AppPurchases
-        let verified: VerifiedEvidence
         switch await presentedEvidence(request, app: app, revision: revision, networkKey: networkKey, limiter: byAddress) {
         case .failure(let refusal): return refusal.response
         case .success(let read):
-            config = read.settings
-            do {
-                verified = try await config.verify(read.evidence, app: app)
-            } catch {
-                switch error {
-                case .refusal(let refusal): return refuse(refusal, endpoint: "purchases")
-                case .badRequest(let message): return JSONError.response(.badRequest, message)
-                }
+            switch await verifyAndRecord(read.evidence, app: app, settings: read.settings, now: now, endpoint: "purchases") {
+            case .failure(let refusal): return refusal.response
+            case .success(let record): return Self.ok(CustomerAnswer(record, at: now, catalog: read.settings.catalog, full: false).json)
+            }
+        }
+    }
+
+    /// The evidence an app sends verified as `app`'s, recorded (bound to its customer by the app's
+    /// transfer policy), and that customer read back: the one place that does it, for the purchases
+    /// and the content endpoints alike. Refusals are counted under `endpoint`.
+    func verifyAndRecord(_ evidence: PresentedEvidence, app: String, settings config: AppPurchases, now: Date, endpoint: String) async
+        -> Result<CustomerRecord, EndpointRefusal>
+    {
+        func refused(_ response: Response) -> Result<CustomerRecord, EndpointRefusal> { .failure(EndpointRefusal(response: response)) }
+        let verified: VerifiedEvidence
+        do {
+            verified = try await config.verify(evidence, app: app)
+        } catch {
+            switch error {
+            case .refusal(let refusal): return refused(refuse(refusal, endpoint: endpoint))
+            case .badRequest(let message): return refused(JSONError.response(.badRequest, message))
             }
         }
         let submission = PurchaseSubmission(
@@ -240,17 +256,17 @@ struct PurchaseEndpoints: Sendable {
         let outcome: PurchaseOutcome
         switch await committer.outcome(of: submission) {
         case .success(let recorded): outcome = recorded
-        case .failure(let error): return storeFailure(error)
+        case .failure(let error): return refused(storeFailure(error))
         }
         for transfer in outcome.transfers { metrics.recordTransfer(transfer.outcome.rawValue) }
-        if let refusal = outcome.refusal { return refuse(refusal, endpoint: "purchases") }
+        if let refusal = outcome.refusal { return refused(refuse(refusal, endpoint: endpoint)) }
         do {
             guard let id = verified.transactions.first?.transactionId, let record = try await store.customer(app: app, id: id) else {
-                return JSONError.response(.internalServerError, "the purchase was recorded but its customer cannot be read")
+                return refused(JSONError.response(.internalServerError, "the purchase was recorded but its customer cannot be read"))
             }
-            return Self.ok(CustomerAnswer(record, at: now, catalog: config.catalog, full: false).json)
+            return .success(record)
         } catch {
-            return JSONError.response(.serviceUnavailable, "the purchase was recorded; its customer cannot be read now")
+            return refused(JSONError.response(.serviceUnavailable, "the purchase was recorded; its customer cannot be read now"))
         }
     }
 

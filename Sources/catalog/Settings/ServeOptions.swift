@@ -291,6 +291,55 @@ struct FeedsOptions: ParsableArguments {
     }
 }
 
+/// Purchased content: the key file that signs and verifies its URLs, and how long a URL lives.
+struct ContentOptions: ParsableArguments {
+    @Option(
+        name: Setting.contentKeys.long,
+        help: ArgumentHelp(
+            "The JSON key ring that signs and verifies content URLs: {\"current\": ID, \"keys\": {ID: base64url secret}}. A secret: keep the file 0600. Default: none, and the content endpoints answer 503.",
+            valueName: "file"))
+    var contentKeys: String?
+
+    @Option(
+        name: Setting.contentURLLifetime.long,
+        help: ArgumentHelp(
+            "How long a content URL that POST /v1/apps/{app}/content signs stays valid (5m, 1h; at most 1d). Default: 1h.",
+            valueName: "duration"))
+    var contentUrlLifetime: Interval?
+
+    /// Where the keys are (read at start, when the server is about to use them) and the lifetime.
+    struct Resolved {
+        var keysFile: String?
+        var urlLifetime: Int64
+    }
+
+    func resolve(_ settings: Settings) throws -> Resolved {
+        let keysFile = try settings.value(.contentKeys, flag: contentKeys, default: nil as String?)
+        let defaultLifetime = Interval("\(Int64(ContentConfiguration().urlLifetime))s")
+        let lifetime = try settings.value(.contentURLLifetime, flag: contentUrlLifetime, default: defaultLifetime)
+        let seconds = lifetime?.seconds ?? Int64(ContentConfiguration().urlLifetime)
+        guard (60...Int64(ContentConfiguration.maximumURLLifetime)).contains(seconds) else {
+            throw ValidationError("--content-url-lifetime must be 1m to 1d: a content key ring refuses URLs further ahead than a day")
+        }
+        return Resolved(keysFile: keysFile, urlLifetime: seconds)
+    }
+
+    /// The content configuration, its key ring read from the file (a clear error if it cannot be).
+    static func configuration(_ resolved: Resolved) throws -> ContentConfiguration {
+        var content = ContentConfiguration()
+        content.urlLifetime = TimeInterval(resolved.urlLifetime)
+        if let file = resolved.keysFile {
+            do {
+                content.keyRing = try ContentConfiguration.keyRing(file: file)
+                content.keyFile = file
+            } catch {
+                throw ValidationError("--content-keys: \(error.message)")
+            }
+        }
+        return content
+    }
+}
+
 /// Logging: level, format and the access log.
 struct LoggingOptions: ParsableArguments {
     @Option(

@@ -72,6 +72,9 @@ struct Setting: Hashable, Sendable, CustomStringConvertible {
     static let feedsCache = Setting("feeds-cache")
     static let feedsPoll = Setting("feeds-poll")
     static let autoFeedback = Setting("auto-feedback")
+    // Purchased content (ContentOptions).
+    static let contentKeys = Setting("content-keys")
+    static let contentURLLifetime = Setting("content-url-lifetime")
 
     /// Every setting, in the order `--print-config` and docs/operations.md list them.
     static let all: [Setting] = [
@@ -82,6 +85,7 @@ struct Setting: Hashable, Sendable, CustomStringConvertible {
         reportNetworkIPv4Prefix, reportNetworkIPv6Prefix, reportEvidenceIPv6Prefix, reportNetworkSecretFile, appleRootCertificate,
         reportQuota, retentionDays,
         cacheControl, feeds, feedsCache, feedsPoll, autoFeedback,
+        contentKeys, contentURLLifetime,
     ]
 
     /// ``all`` by name.
