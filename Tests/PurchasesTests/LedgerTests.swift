@@ -141,6 +141,24 @@ import Testing
         #expect(Self.ledger([refunded, reversed]) == Self.ledger([reversed, refunded]))
     }
 
+    /// A client that re-sends its original transaction after a refund must not undo the refund, even
+    /// if both versions carry the same `signedDate` (Apple dates a refund later, but a tie must not
+    /// be decided by whatever sorts first): of two versions signed at the same instant, the one that
+    /// revokes wins, in every order of arrival.
+    @Test(arguments: [0, 1, 2, 3, 4, 5, 6, 7, 8, 9])
+    func aRefundSignedAtTheSameInstantIsNeverUndone(product: Int) {
+        // Ten product ids, so the canonical JSON of the two versions sorts both ways among them.
+        let id = "levels"
+        let fields: [String: Any] = ["appAccountToken": "00000000-0000-4000-8000-00000000000\(product)"]
+        let bought = Self.transaction("9", product: id, type: "Non-Consumable", purchased: Self.day(0), signed: Self.day(10), fields)
+        let refunded = Self.transaction(
+            "9", product: id, type: "Non-Consumable", purchased: Self.day(0), signed: Self.day(10),
+            fields.merging(["revocationDate": Self.millis(Self.day(9)), "revocationReason": 0]) { $1 })
+        for order in [[bought, refunded], [refunded, bought]] {
+            #expect(Self.ledger(order).activeEntitlements(at: Self.day(9.5)) == [], "the refund stands")
+        }
+    }
+
     @Test func familySharingRevokedEndsThePeriod() {
         let shared = Self.transaction(
             "5", product: "basic.monthly", purchased: Self.day(0), expires: Self.day(30), ["inAppOwnershipType": "FAMILY_SHARED"])

@@ -277,13 +277,15 @@ public struct Ledger: Sendable, Hashable, Codable {
         return a.originalTransactionId != nil && a.originalTransactionId == b.originalTransactionId
     }
 
-    /// Of the payloads with the same key, the one signed last; equal dates are broken by the payload's
-    /// canonical JSON, so that the choice never depends on the order of arrival.
+    /// Of the payloads with the same key, the one signed last. Of two signed at the same instant, one
+    /// that revokes wins (a client re-sending the version it had must never undo a refund), and
+    /// then the payload's canonical JSON decides, so that the choice never depends on the order of arrival.
     static func latestVersions<Payload: Encodable & SignedPayload>(_ payloads: [Payload], key: KeyPath<Payload, String?>) -> [Payload] {
         var chosen: [String: (payload: Payload, order: [UInt8])] = [:]
         for payload in payloads {
             guard let id = payload[keyPath: key] else { continue }
-            let order = canonical(payload)
+            // A revoking version sorts after every other one signed at the same instant.
+            let order = [payload.revokes ? 1 : 0] + canonical(payload)
             if let current = chosen[id], !isLater(payload.signedDate, order, than: current.payload.signedDate, current.order) { continue }
             chosen[id] = (payload, order)
         }
@@ -308,7 +310,14 @@ public struct Ledger: Sendable, Hashable, Codable {
 /// A payload the App Store dates with `signedDate`.
 protocol SignedPayload {
     var signedDate: Date? { get }
+    /// Whether this version takes the purchase back (a refund or a revocation).
+    var revokes: Bool { get }
 }
 
-extension JWSTransactionDecodedPayload: SignedPayload {}
-extension JWSRenewalInfoDecodedPayload: SignedPayload {}
+extension JWSTransactionDecodedPayload: SignedPayload {
+    var revokes: Bool { revocationDate != nil }
+}
+
+extension JWSRenewalInfoDecodedPayload: SignedPayload {
+    var revokes: Bool { false }
+}
