@@ -360,10 +360,11 @@ public actor ContentDownloadManager {
                 prepared = true
             }
             var index = 0
+            let progress = LatestBytes()
             while let content = jobs[item]?.content, index < content.files.count {
                 try check(item, generation)
                 do {
-                    try await place(content, index, generation: generation)
+                    try await place(content, index, generation: generation, progress: progress)
                     index += 1
                 } catch is VersionChanged {
                     index = 0
@@ -397,7 +398,7 @@ public actor ContentDownloadManager {
 
     /// Puts file `index` of `content` in the item's version folder: already there, copied from the
     /// version on disk when its digest is the same, or downloaded; in every case verified first.
-    private func place(_ content: DownloadableContent, _ index: Int, generation: Int) async throws {
+    private func place(_ content: DownloadableContent, _ index: Int, generation: Int, progress: LatestBytes) async throws {
         let file = content.files[index]
         guard ContentFolder.validDigest(file.sha256) else {
             throw CatalogClientError(code: .malformedResponse, message: "\(content.item): \(file.sha256.debugDescription) is not a SHA-256")
@@ -410,7 +411,7 @@ public actor ContentDownloadManager {
             try? FileManager.default.removeItem(at: partial)
             try? FileManager.default.copyItem(at: kept, to: partial)
         }
-        try await fetch(content.item, index, generation: generation)
+        try await fetch(content.item, index, generation: generation, progress: progress)
         try check(content.item, generation)
         guard try ContentFolder.sha256(of: partial) == file.sha256 else {
             try? FileManager.default.removeItem(at: partial)
@@ -439,7 +440,7 @@ public actor ContentDownloadManager {
     /// Fetches file `index` of `item` into its partial file until it holds the whole file: by range
     /// from what it has, again after a cut connection or a 5xx, with a fresh list when the signed
     /// URL expired or is refused.
-    private func fetch(_ item: String, _ index: Int, generation: Int) async throws {
+    private func fetch(_ item: String, _ index: Int, generation: Int, progress: LatestBytes) async throws {
         var failures = 0
         var refreshed = false
         while true {
@@ -470,7 +471,9 @@ public actor ContentDownloadManager {
                 file.url, into: partial, offset: have, size: file.size,
                 entityTag: jobs[item]?.entityTags[file.sha256] ?? "\"\(file.sha256)\""
             ) { length in
-                Task { await self.progress(item, generation: generation, bytes: before + length) }
+                // Tasks may run in any order: each publishes the latest count, so progress never goes back.
+                progress.set(before + length)
+                Task { await self.progress(item, generation: generation, bytes: progress.value) }
             }
             try check(item, generation)
             if let tag = result.header("ETag"), tag.hasPrefix("\""), jobs[item]?.entityTags[file.sha256] != tag {
@@ -596,6 +599,25 @@ public actor ContentDownloadManager {
             guard ContentFolder.validDigest(file.sha256) else { return total }
             return total + min(ContentFolder.size(of: folder.partial(file.sha256)) ?? 0, file.size)
         }
+    }
+}
+
+/// The byte count a download reached, set on the transfer's queue and read by the tasks that publish it.
+private final class LatestBytes: @unchecked Sendable {
+    // @unchecked: `bytes` is only touched while holding `lock`.
+    private let lock = NSLock()
+    private var bytes: Int64 = 0
+
+    func set(_ value: Int64) {
+        lock.lock()
+        bytes = value
+        lock.unlock()
+    }
+
+    var value: Int64 {
+        lock.lock()
+        defer { lock.unlock() }
+        return bytes
     }
 }
 
