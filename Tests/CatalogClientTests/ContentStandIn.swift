@@ -68,7 +68,23 @@ final class ContentStandIn: Sendable {
     var fetches: [Fetch] { state.withLock { $0.fetches } }
     var lists: Int { state.withLock { $0.lists } }
 
-    private struct Answer: Encodable { var items: [ContentDownload] }
+    /// The answer as `catalog serve` gives it (docs/content.md, "Asking for content"): the client
+    /// reads each item's id, version and files, and must ignore the rest.
+    private struct Answer: Encodable {
+        var at = "2026-01-01T00:00:00.000Z"
+        var customer = 1
+        var revision = 1
+        var items: [Item]
+    }
+
+    private struct Item: Encodable {
+        var item: String
+        var version: Int
+        var rule = "holds-product"
+        var transactionId = "1"
+        var productId: String?
+        var files: [ContentDownload.File]
+    }
 
     private func list() throws -> Response {
         let (items, unknownKey, raw) = state.withLock { state in
@@ -83,7 +99,9 @@ final class ContentStandIn: Sendable {
         let grants = items.map { ContentGrant(itemId: $0.id, reason: .holdsProduct(productId: $0.product ?? "", transactionId: "1")) }
         let downloads = ContentDownload.list(
             grants: grants, manifest: manifest, keyRing: unknownKey ? strangerRing : keyRing, now: Date(), lifetime: 3600)
-        let body = try JSONEncoder().encode(Answer(items: downloads))
+        let answer = Answer(
+            items: downloads.map { Item(item: $0.item, version: $0.version, productId: "\($0.item).product", files: $0.files) })
+        let body = try JSONEncoder().encode(answer)
         return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: .init(bytes: body)))
     }
 
