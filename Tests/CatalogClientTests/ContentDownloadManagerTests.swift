@@ -97,6 +97,7 @@ import Testing
             #expect(statuses.contains { $0.state == .active && $0.bytesWritten > 0 && $0.bytesWritten < $0.bytesExpected })
             let written = statuses.map(\.bytesWritten)
             #expect(written == written.sorted(), "progress never goes back")
+            #expect(statuses.contains { $0.state == .active && $0.estimatedTimeRemaining != nil })
             #expect(statuses.last?.state == .finished)
             #expect(standIn.fetches.allSatisfy { $0.range == nil && $0.status == 200 })
         }
@@ -335,6 +336,51 @@ import Testing
             #expect(done.state == .finished, "\(String(describing: done.error))")
             #expect(standIn.lists == 2)
             #expect(standIn.fetches.map(\.status) == [403, 200])
+        }
+    }
+
+    /// A URL the list gave that has expired since is not even tried: the list is asked again first.
+    @Test func expiredURLIsRefreshedBeforeUse() async throws {
+        let fixture = Fixture()
+        defer { fixture.remove() }
+        let standIn = try ContentStandIn()
+        standIn.publish("issue", version: 1, files: [("issue.pdf", Self.bytes(40_000))])
+        standIn.state.withLock { $0.expireNextList = true }
+        try await standIn.run { server in
+            let manager = fixture.manager(server)
+            let list = try await manager.available()
+            #expect(try #require(list.first?.files.first).expires < Date())
+            await manager.download(try #require(list.first))
+            let done = try #require(await manager.waitForDownload("issue"))
+            #expect(done.state == .finished, "\(String(describing: done.error))")
+            #expect(standIn.lists == 2)
+            #expect(standIn.fetches.map(\.status) == [200], "the expired URL was never sent")
+        }
+    }
+
+    /// At most `maximumConcurrentDownloads` items download at once; the next waits its turn.
+    @Test func concurrencyIsBounded() async throws {
+        let fixture = Fixture()
+        defer { fixture.remove() }
+        let standIn = try ContentStandIn()
+        standIn.publish("first", version: 1, files: [("a.bin", Self.bytes(500_000, seed: 1))])
+        standIn.publish("second", version: 1, files: [("b.bin", Self.bytes(50_000, seed: 2))])
+        standIn.state.withLock { $0.holdAfter = 100_000 }
+        try await standIn.run { server in
+            defer { standIn.release() }
+            let manager = ContentDownloadManager(
+                configuration: fixture.configuration(server), evidence: .transaction(signedTransaction: "h.p.s"),
+                maximumConcurrentDownloads: 1)
+            let list = try await manager.available().sorted { $0.item < $1.item }
+            #expect(list.map(\.item) == ["first", "second"])
+            await manager.download(list[0])
+            await manager.download(list[1])
+            try await Self.waitUntil(manager, "first") { $0.state == .active && $0.bytesWritten > 0 }
+            #expect(await manager.status(of: "second")?.state == .waiting)
+            standIn.release()
+            #expect(await manager.waitForDownload("first")?.state == .finished)
+            #expect(await manager.waitForDownload("second")?.state == .finished)
+            #expect(standIn.fetches.count == 2)
         }
     }
 

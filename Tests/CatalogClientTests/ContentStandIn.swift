@@ -37,6 +37,8 @@ final class ContentStandIn: Sendable {
         var released = false
         /// The next list is signed by a key the server does not have: its URLs are refused.
         var signNextListWithUnknownKey = false
+        /// The next list's URLs expired a minute ago (a list kept too long).
+        var expireNextList = false
         /// A list answered as it is, instead of the manifest's.
         var rawList: String?
     }
@@ -87,18 +89,30 @@ final class ContentStandIn: Sendable {
     }
 
     private func list() throws -> Response {
-        let (items, unknownKey, raw) = state.withLock { state in
+        let (items, unknownKey, expired, raw) = state.withLock { state in
             state.lists += 1
-            defer { state.signNextListWithUnknownKey = false }
-            return (state.items, state.signNextListWithUnknownKey, state.rawList)
+            defer {
+                state.signNextListWithUnknownKey = false
+                state.expireNextList = false
+            }
+            return (state.items, state.signNextListWithUnknownKey, state.expireNextList, state.rawList)
         }
         if let raw {
             return Response(status: .ok, headers: [.contentType: "application/json"], body: .init(byteBuffer: .init(string: raw)))
         }
         let manifest = try ContentManifest(items: items)
         let grants = items.map { ContentGrant(itemId: $0.id, reason: .holdsProduct(productId: $0.product ?? "", transactionId: "1")) }
-        let downloads = ContentDownload.list(
+        var downloads = ContentDownload.list(
             grants: grants, manifest: manifest, keyRing: unknownKey ? strangerRing : keyRing, now: Date(), lifetime: 3600)
+        if expired {
+            for item in downloads.indices {
+                for file in downloads[item].files.indices {
+                    let token = keyRing.sign(digest: downloads[item].files[file].sha256, expires: Date(timeIntervalSinceNow: -60))
+                    downloads[item].files[file].url = token.pathAndQuery
+                    downloads[item].files[file].expires = token.expires
+                }
+            }
+        }
         let answer = Answer(
             items: downloads.map { Item(item: $0.item, version: $0.version, productId: "\($0.item).product", files: $0.files) })
         let body = try JSONEncoder().encode(answer)
