@@ -374,6 +374,7 @@ public actor ContentDownloadManager {
             guard let content = jobs[item]?.content else { return }
             try folder.commit(content)
             try? FileManager.default.removeItem(at: folder.job(item))
+            try? FileManager.default.removeItem(at: folder.partialFolder(item))
             jobs[item]?.status.location = folder.versionFolder(item, version: content.version)
             settle(item, .finished, bytes: content.size, error: nil)
         } catch {
@@ -406,7 +407,8 @@ public actor ContentDownloadManager {
         let target = try ContentFolder.join(folder.versionFolder(content.item, version: content.version), file.path)
         // Files are moved into the folder only once verified.
         if ContentFolder.size(of: target) == file.size { return }
-        let partial = folder.partial(file.sha256)
+        let partial = folder.partial(content.item, file.sha256)
+        try DurableFile.makeDirectory(folder.partialFolder(content.item))
         if ContentFolder.size(of: partial) != file.size, let kept = reusableCopy(of: file, item: content.item) {
             try? FileManager.default.removeItem(at: partial)
             try? FileManager.default.copyItem(at: kept, to: partial)
@@ -453,13 +455,14 @@ public actor ContentDownloadManager {
                 try await refresh(item, version: content.version)
                 continue
             }
-            let partial = folder.partial(file.sha256)
+            let partial = folder.partial(item, file.sha256)
             var have = ContentFolder.size(of: partial) ?? 0
             if have > file.size {
                 try? FileManager.default.removeItem(at: partial)
                 have = 0
             }
             if have == file.size, file.size > 0 || FileManager.default.fileExists(atPath: partial.path) { return }
+            try DurableFile.makeDirectory(folder.partialFolder(item))
             if file.size == 0 {
                 guard FileManager.default.createFile(atPath: partial.path, contents: nil) else {
                     throw CatalogClientError(code: .storage, message: "cannot create \(partial.path)")
@@ -554,12 +557,7 @@ public actor ContentDownloadManager {
     // MARK: - Files
 
     private func removePartials(of content: DownloadableContent) {
-        // A digest another unfinished download also needs keeps its bytes.
-        let shared = Set(
-            jobs.values.filter { $0.content.item != content.item && !$0.status.isDone }.flatMap { $0.content.files.map(\.sha256) })
-        for file in content.files where ContentFolder.validDigest(file.sha256) && !shared.contains(file.sha256) {
-            try? FileManager.default.removeItem(at: folder.partial(file.sha256))
-        }
+        try? FileManager.default.removeItem(at: folder.partialFolder(content.item))
         if folder.downloaded(content.item)?.version != content.version {
             try? FileManager.default.removeItem(at: folder.versionFolder(content.item, version: content.version))
         }
@@ -597,7 +595,7 @@ public actor ContentDownloadManager {
                 return total + file.size
             }
             guard ContentFolder.validDigest(file.sha256) else { return total }
-            return total + min(ContentFolder.size(of: folder.partial(file.sha256)) ?? 0, file.size)
+            return total + min(ContentFolder.size(of: folder.partial(content.item, file.sha256)) ?? 0, file.size)
         }
     }
 }

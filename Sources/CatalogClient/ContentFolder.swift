@@ -10,7 +10,7 @@ import Foundation
 ///
 /// - `items/<item>/<version>/<path>`: an item's verified files; `items/<item>.json` the record of
 ///   the version that is complete (written last, so a version without it is not handed over);
-/// - `partial/<sha256>`: the bytes of a file received so far, named by the digest it must have;
+/// - `partial/<item>/<sha256>`: the bytes of a file received so far, named by the digest it must have;
 /// - `jobs/<item>.json`: a download not finished yet (its list entry, whether it was paused, the
 ///   ETags seen), so that the next launch resumes it.
 ///
@@ -104,7 +104,11 @@ struct ContentFolder: Sendable {
 
     func record(_ item: String) -> URL { items.appendingPathComponent(Self.name(of: item) + ".json") }
 
-    func partial(_ sha256: String) -> URL { partials.appendingPathComponent(sha256) }
+    /// An item's partial files: one folder per item, so two items that share a file never write
+    /// one partial file at once.
+    func partialFolder(_ item: String) -> URL { partials.appendingPathComponent(Self.name(of: item), isDirectory: true) }
+
+    func partial(_ item: String, _ sha256: String) -> URL { partialFolder(item).appendingPathComponent(sha256) }
 
     func job(_ item: String) -> URL { jobs.appendingPathComponent(Self.name(of: item) + ".json") }
 
@@ -184,6 +188,7 @@ struct ContentFolder: Sendable {
 
     /// Removes an item's files, record and unfinished download.
     func remove(_ item: String) {
+        try? FileManager.default.removeItem(at: partialFolder(item))
         try? FileManager.default.removeItem(at: record(item))
         try? FileManager.default.removeItem(at: itemFolder(item))
         try? FileManager.default.removeItem(at: job(item))

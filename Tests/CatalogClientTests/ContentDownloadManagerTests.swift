@@ -49,8 +49,15 @@ import Testing
         Issue.record("\(item) never reached the awaited state: \(String(describing: await manager.status(of: item)))")
     }
 
+    /// The partial files under the manager's folder, whatever item folder holds them.
     static func partials(_ manager: ContentDownloadManager) -> [String] {
-        (try? FileManager.default.contentsOfDirectory(atPath: manager.directory.appendingPathComponent("partial").path)) ?? []
+        let root = manager.directory.appendingPathComponent("partial")
+        let paths = FileManager.default.enumerator(atPath: root.path)?.compactMap { $0 as? String } ?? []
+        return paths.filter { path in
+            var isDirectory: ObjCBool = false
+            return FileManager.default.fileExists(atPath: root.appendingPathComponent(path).path, isDirectory: &isDirectory)
+                && !isDirectory.boolValue
+        }
     }
 
     /// A whole download: two files (one in a subfolder), each verified and put at its path in the
@@ -408,8 +415,8 @@ import Testing
         }
     }
 
-    /// Content goes to Application Support when asked; with no purchase accepted on this install,
-    /// the default evidence cannot ask for a list and says why.
+    /// Content goes to Application Support when asked. The default evidence is the last purchase
+    /// the server accepted on this install; with none, no list is asked for, and the error says why.
     @Test func locationAndMissingEvidence() async throws {
         let fixture = Fixture()
         defer { fixture.remove() }
@@ -425,6 +432,14 @@ import Testing
                 #expect(error.message.contains("sendPurchase"))
             }
             #expect(standIn.lists == 0)
+
+            // Once the server accepted a purchase (the purchase queue keeps its body), that is shown.
+            let accepted = Data(#"{"signedTransaction":"accepted.purchase.jws"}"#.utf8)
+            let purchases = fixture.root.appendingPathComponent("data/purchases")
+            try FileManager.default.createDirectory(at: purchases, withIntermediateDirectories: true)
+            try accepted.write(to: purchases.appendingPathComponent("evidence.json"))
+            _ = try await kept.available()
+            #expect(standIn.state.withLock { $0.listBodies } == [accepted])
         }
     }
 }
