@@ -382,7 +382,8 @@ public actor ContentDownloadManager {
             let failure =
                 error as? CatalogClientError ?? CatalogClientError(code: .storage, message: "\(item): \(error)")
             configuration.log("content \(item) not downloaded: \(failure)")
-            if failure.code != .digestMismatch { persist(item, paused: true) }
+            // Kept paused: the next launch lists it without starting it again by itself.
+            persist(item, paused: true)
             settle(item, .failed, bytes: jobs[item].map { Self.bytesOnDisk($0.content, folder: folder) } ?? 0, error: failure)
         }
     }
@@ -472,17 +473,14 @@ public actor ContentDownloadManager {
             let before = content.files[..<index].reduce(Int64(0)) { $0 + $1.size }
             let result = await transfer.fetch(
                 file.url, into: partial, offset: have, size: file.size,
-                entityTag: jobs[item]?.entityTags[file.sha256] ?? "\"\(file.sha256)\""
+                entityTag: jobs[item]?.entityTags[file.sha256] ?? "\"\(file.sha256)\"",
+                validator: { tag in Task { await self.remember(tag, of: file.sha256, item: item) } }
             ) { length in
                 // Tasks may run in any order: each publishes the latest count, so progress never goes back.
                 progress.set(before + length)
                 Task { await self.progress(item, generation: generation, bytes: progress.value) }
             }
             try check(item, generation)
-            if let tag = result.header("ETag"), tag.hasPrefix("\""), jobs[item]?.entityTags[file.sha256] != tag {
-                jobs[item]?.entityTags[file.sha256] = tag
-                persist(item)
-            }
             let error: CatalogClientError
             switch result.status {
             case 200?, 206?:
@@ -533,6 +531,17 @@ public actor ContentDownloadManager {
         if fresh.version != version { throw VersionChanged() }
     }
 
+    /// Keeps the strong ETag a file's bytes are being written with, on disk at once: a resume
+    /// after a pause, a cut or a kill sends it in `If-Range`.
+    private func remember(_ entityTag: String, of sha256: String, item: String) {
+        // A download that finished or was cancelled meanwhile has no record to keep it in.
+        guard let state = jobs[item]?.status.state, state != .finished, state != .cancelled,
+            jobs[item]?.entityTags[sha256] != entityTag
+        else { return }
+        jobs[item]?.entityTags[sha256] = entityTag
+        persist(item)
+    }
+
     private func progress(_ item: String, generation: Int, bytes: Int64) {
         guard isCurrent(item, generation), var job = jobs[item], job.status.state == .active else { return }
         job.status.bytesWritten = bytes
@@ -570,7 +579,7 @@ public actor ContentDownloadManager {
         let stored = StoredJob(
             item: item, version: job.content.version,
             files: job.content.files.map { .init(path: $0.path, size: $0.size, sha256: $0.sha256, url: $0.url, expires: $0.expires) },
-            paused: paused ?? (job.status.state == .paused), entityTags: job.entityTags)
+            paused: paused ?? (job.status.state == .paused || job.status.state == .failed), entityTags: job.entityTags)
         do {
             try DurableFile.makeDirectory(folder.jobs)
             try DurableFile.write(try JSONEncoder().encode(stored), to: folder.job(item))

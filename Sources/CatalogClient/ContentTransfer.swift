@@ -47,10 +47,12 @@ struct ContentTransfer: Sendable {
 
     /// Fetches `url` into `file`, which holds `offset` bytes already (then asked for the rest with
     /// `Range` and `If-Range: entityTag`), never letting it grow past `size`. `progress` is told the
-    /// file's length as it grows, at most every 64 KiB.
+    /// file's length as it grows, at most every 64 KiB; `validator` the strong ETag of an answer
+    /// whose bytes are being written, as soon as they start (so that a process killed mid-file
+    /// still resumes with it).
     func fetch(
         _ url: URL, into file: URL, offset: Int64, size: Int64, entityTag: String,
-        progress: @escaping @Sendable (Int64) -> Void
+        validator: @escaping @Sendable (String) -> Void, progress: @escaping @Sendable (Int64) -> Void
     ) async -> ContentFetch {
         var request = URLRequest(url: url)
         if offset > 0 {
@@ -66,7 +68,9 @@ struct ContentTransfer: Sendable {
         return await withTaskCancellationHandler {
             await withCheckedContinuation { continuation in
                 let task = session.dataTask(with: request)
-                writer.begin(task, file: file, offset: offset, size: size, progress: progress) { continuation.resume(returning: $0) }
+                writer.begin(task, file: file, offset: offset, size: size, validator: validator, progress: progress) {
+                    continuation.resume(returning: $0)
+                }
                 box.set(task)
                 task.resume()
             }
@@ -87,23 +91,27 @@ private final class ChunkWriter: NSObject, URLSessionDataDelegate, @unchecked Se
         let file: URL
         let offset: Int64
         let size: Int64
+        let validator: @Sendable (String) -> Void
         let progress: @Sendable (Int64) -> Void
         let finish: @Sendable (ContentFetch) -> Void
         var handle: FileHandle?
         var decided = false
         var writing = false
+        /// The answer's ETag, read when its status is.
+        var entityTag: String?
         var length: Int64
         var reported: Int64
         var errorBody = Data()
         var failure: CatalogClientError?
 
         init(
-            file: URL, offset: Int64, size: Int64, progress: @escaping @Sendable (Int64) -> Void,
-            finish: @escaping @Sendable (ContentFetch) -> Void
+            file: URL, offset: Int64, size: Int64, validator: @escaping @Sendable (String) -> Void,
+            progress: @escaping @Sendable (Int64) -> Void, finish: @escaping @Sendable (ContentFetch) -> Void
         ) {
             self.file = file
             self.offset = offset
             self.size = size
+            self.validator = validator
             self.progress = progress
             self.finish = finish
             length = offset
@@ -112,11 +120,12 @@ private final class ChunkWriter: NSObject, URLSessionDataDelegate, @unchecked Se
     }
 
     func begin(
-        _ task: URLSessionTask, file: URL, offset: Int64, size: Int64, progress: @escaping @Sendable (Int64) -> Void,
-        finish: @escaping @Sendable (ContentFetch) -> Void
+        _ task: URLSessionTask, file: URL, offset: Int64, size: Int64, validator: @escaping @Sendable (String) -> Void,
+        progress: @escaping @Sendable (Int64) -> Void, finish: @escaping @Sendable (ContentFetch) -> Void
     ) {
         lock.lock()
-        transfers[task.taskIdentifier] = Transfer(file: file, offset: offset, size: size, progress: progress, finish: finish)
+        transfers[task.taskIdentifier] = Transfer(
+            file: file, offset: offset, size: size, validator: validator, progress: progress, finish: finish)
         lock.unlock()
     }
 
@@ -161,10 +170,11 @@ private final class ChunkWriter: NSObject, URLSessionDataDelegate, @unchecked Se
     /// replaces the file, anything else is an error answer and is not written.
     private func decide(_ transfer: Transfer, response: HTTPURLResponse?) {
         guard let response else { return }
+        transfer.entityTag = response.value(forHTTPHeaderField: "ETag")
         let name = response.url?.absoluteString ?? "?"
         switch response.statusCode {
         case 206:
-            let range = (response.allHeaderFields.first { ($0.key as? String)?.lowercased() == "content-range" }?.value as? String) ?? ""
+            let range = response.value(forHTTPHeaderField: "Content-Range") ?? ""
             guard let first = Self.firstByte(range), first == transfer.offset, Self.completeLength(range) == transfer.size else {
                 transfer.failure = CatalogClientError(
                     code: .malformedResponse,
@@ -200,6 +210,7 @@ private final class ChunkWriter: NSObject, URLSessionDataDelegate, @unchecked Se
             try handle.seekToEnd()
             transfer.handle = handle
             transfer.writing = true
+            if let tag = transfer.entityTag, tag.hasPrefix("\"") { transfer.validator(tag) }
         } catch {
             transfer.failure = CatalogClientError(code: .storage, message: "cannot write \(transfer.file.path): \(error)")
         }
