@@ -66,6 +66,17 @@ final class ContentStandIn: Sendable {
         }
     }
 
+    /// Lists `item` with one file of `size` bytes and `digest` that someone else serves (nginx).
+    func list(_ item: String, version: Int, path: String, size: Int64, digest: ContentDigest) {
+        state.withLock { state in
+            state.items.removeAll { $0.id == item }
+            state.items.append(
+                ContentManifest.Item(
+                    id: item, version: version, product: "\(item).product",
+                    files: [ContentManifest.File(path: path, size: size, sha256: digest)]))
+        }
+    }
+
     func release() { state.withLock { $0.released = true } }
     var fetches: [Fetch] { state.withLock { $0.fetches } }
     var lists: Int { state.withLock { $0.lists } }
