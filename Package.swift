@@ -139,7 +139,14 @@ let package = Package(
         ),
         // What an app links: Foundation and FeedSigning only (CryptoKit, or swift-crypto off Apple
         // platforms), so that it builds for every Apple platform and Linux.
-        .target(name: "CatalogClient", dependencies: ["FeedSigning"]),
+        .target(
+            name: "CatalogClient",
+            dependencies: [
+                // SHA-256 of downloaded content: CryptoKit on Apple platforms, as FeedSigning.
+                "FeedSigning",
+                .product(name: "Crypto", package: "swift-crypto", condition: .when(platforms: [.linux, .android, .windows, .wasi])),
+            ]
+        ),
         .executableTarget(
             name: "catalog",
             dependencies: [
@@ -194,7 +201,7 @@ let package = Package(
             name: "CatalogClientTests",
             dependencies: [
                 "CatalogClient", "CatalogServer", "CatalogKit", "CatalogTestSupport", "ReportStorage", "Time", "Purchases",
-                "PurchasesTestSupport",
+                "PurchasesTestSupport", "Content",
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),

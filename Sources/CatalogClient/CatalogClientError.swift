@@ -7,7 +7,7 @@ public struct CatalogClientError: Error, Sendable, Hashable, CustomStringConvert
     /// What kind of failure it was.
     public struct Code: Sendable, Hashable, CustomStringConvertible {
         private enum Value: Sendable, Hashable {
-            case transport, server, rejected, malformedResponse, storage, signature, responseTooLarge, noReportEndpoint
+            case transport, server, rejected, malformedResponse, storage, signature, responseTooLarge, noReportEndpoint, digestMismatch
         }
         private let value: Value
 
@@ -33,6 +33,9 @@ public struct CatalogClientError: Error, Sendable, Hashable, CustomStringConvert
         /// ``CatalogClient/Configuration/maximumReportAge``) and are tried again after a back-off;
         /// point ``CatalogClient/Configuration/reportServer`` at a `catalog serve`.
         public static let noReportEndpoint = Code(value: .noReportEndpoint)
+        /// A downloaded content file is not the SHA-256 the content list gives: its bytes were
+        /// deleted, never handed over (``ContentDownloadManager``).
+        public static let digestMismatch = Code(value: .digestMismatch)
 
         /// The code's name, such as `transport`.
         public var description: String {
@@ -45,6 +48,7 @@ public struct CatalogClientError: Error, Sendable, Hashable, CustomStringConvert
             case .signature: "signature"
             case .responseTooLarge: "responseTooLarge"
             case .noReportEndpoint: "noReportEndpoint"
+            case .digestMismatch: "digestMismatch"
             }
         }
     }

@@ -16,6 +16,10 @@ extension CatalogClient {
         /// `v1/apps/<app>/purchases`). Set it when feeds come from a
         /// static host or CDN, which cannot take reports; nil (the default) sends them to ``server``.
         public var reportServer: URL?
+        /// Where content files are downloaded from, when not from the server that lists them (a CDN
+        /// in front, say): the signed URLs' paths go after it. Nil (the default): after
+        /// ``reportServer``, or ``server``. An absolute URL in the list is used as it is.
+        public var contentServer: URL?
         /// The app's bundle identifier, as the catalog names it.
         public var app: String
         /// The identifiers the app ships (Apple's `product_ids.plist`, say), returned when there
@@ -136,6 +140,12 @@ extension CatalogClient {
 
         /// `POST v1/apps/<app>/purchases` on the `catalog serve` that takes reports: a static host cannot.
         var purchaseURL: URL { (reportServer ?? server).appendingPathComponent("v1/apps/\(app)/purchases") }
+
+        /// `POST v1/apps/<app>/content`, on the server that takes purchases.
+        var contentListURL: URL { (reportServer ?? server).appendingPathComponent("v1/apps/\(app)/content") }
+
+        /// What the signed URLs' paths are joined to.
+        var contentBaseURL: URL { contentServer ?? reportServer ?? server }
     }
 
     /// The identifiers in a file the app ships: a JSON array of strings, or a property list whose

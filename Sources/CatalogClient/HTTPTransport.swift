@@ -143,8 +143,9 @@ private final class BodyCollector: NSObject, URLSessionDataDelegate, @unchecked 
     }
 }
 
-/// The data task of one `send`, shared with its cancellation handler, which may run on any thread.
-private final class TaskBox: @unchecked Sendable {
+/// The data task of one request (a `send`, a content fetch), shared with its cancellation handler,
+/// which may run on any thread.
+final class TaskBox: @unchecked Sendable {
     // @unchecked: every access to `task` and `cancelled` holds `lock`.
     private let lock = NSLock()
     private var task: URLSessionDataTask?

@@ -42,7 +42,7 @@ actor PurchaseOutbox {
     private let directory: URL
     private var queueDirectory: URL { directory.appendingPathComponent("queue", isDirectory: true) }
     private var entitlementsFile: URL { directory.appendingPathComponent("entitlements.json") }
-    private var evidenceFile: URL { directory.appendingPathComponent("evidence.json") }
+    private var evidenceFile: URL { Self.evidenceFile(configuration) }
     /// The time before which nothing is sent, kept across launches like reports'.
     private var waitFile: URL { directory.appendingPathComponent("send-after") }
     private var failures = 0
@@ -50,6 +50,11 @@ actor PurchaseOutbox {
     private var background: Task<Void, Never>?
     /// The last answer, read from disk once.
     private var known: CustomerEntitlements?
+
+    /// The last purchase body the server accepted: what a refresh, and a request for content, present.
+    static func evidenceFile(_ configuration: CatalogClient.Configuration) -> URL {
+        configuration.dataDirectory.appendingPathComponent("purchases", isDirectory: true).appendingPathComponent("evidence.json")
+    }
 
     /// The server reads a body of at most 512 KiB; a JWS is at most 64 KiB.
     static let maximumJWSBytes = 64 * 1024
