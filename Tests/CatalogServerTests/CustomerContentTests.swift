@@ -147,4 +147,24 @@ import Testing
             #expect(try Self.refused(after)["levels"] == "\(ContentEndpointTests.levels) was refunded on 2025-02-01")
         }
     }
+
+    /// An app that publishes no content: the section says so (`offered` 0, nothing granted or
+    /// refused) rather than "no content for this customer".
+    @Test func anAppWithoutContentOffersNothing() async throws {
+        try await PurchaseEndpointTests.withServer(policy: "transfer") { client, server in
+            let jws = try server.pki.jws(payload: PKI.transaction())
+            let told = try await client.execute(
+                uri: PurchaseEndpointTests.purchasesPath, method: .post, headers: server.headers(),
+                body: PurchaseEndpointTests.purchase(jws, token: CustomerLookupTests.mine))
+            #expect(told.status == .ok, "\(String(buffer: told.body))")
+            let read = try await client.execute(
+                uri: "/v1/admin/apps/\(PurchaseEndpointTests.app)/customers/\(CustomerLookupTests.mine)/content", method: .get,
+                headers: server.headers(server.viewer, json: false))
+            #expect(read.status == .ok, "\(String(buffer: read.body))")
+            let answer = try Self.json(read)
+            #expect(answer["offered"] as? Int == 0)
+            #expect(try Self.granted(answer) == [:])
+            #expect(try Self.refused(answer) == [:])
+        }
+    }
 }
