@@ -89,8 +89,18 @@ public func buildApplication(
             await purchases.customerDocument(app: app, id: id, revision: store.index.apps[app]?.manifest.revision, at: at)
         }
     }
+    // And what they may download, from the content manifest of that revision.
+    let customerContent = purchases.map { purchases in
+        { @Sendable (app: String, id: String, at: Date) async -> Response in
+            await purchases.customerContentDocument(
+                app: app, id: id, revision: store.index.apps[app]?.manifest.revision, at: at, tree: publicDirectory)
+        }
+    }
     let admin = reportStore.flatMap { reportStore in
-        workflow.map { AdminAPI(store: reportStore, workflow: $0, clock: configuration.clock, customers: customers) }
+        workflow.map {
+            AdminAPI(
+                store: reportStore, workflow: $0, clock: configuration.clock, customers: customers, customerContent: customerContent)
+        }
     }
     // Webhooks of entitlement changes, from the store's outbox (docs/purchases.md, "Webhooks"); on
     // the editor node only, as purchases are: a replica's role has no rights on the purchase tables.

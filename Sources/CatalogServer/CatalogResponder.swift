@@ -320,7 +320,8 @@ enum Route: Equatable {
         "/v1/admin/apps/{app}/reports", "/v1/admin/apps/{app}/reports/daily", "/v1/admin/apps/{app}/feedback/{id}/release",
         "/v1/admin/apps/{app}/feedback/{id}/quarantine",
         "/v1/admin/apps/{app}/revisions", "/v1/admin/apps/{app}/diff", "/v1/admin/apps/{app}/revisions/{revision}/rollback",
-        "/v1/admin/apps/{app}/customers/{id}", "/v1/admin/audit", "/editor", "/editor/", "/editor/editor.css", "/editor/editor.js",
+        "/v1/admin/apps/{app}/customers/{id}", "/v1/admin/apps/{app}/customers/{id}/content", "/v1/admin/audit", "/editor", "/editor/",
+        "/editor/editor.css", "/editor/editor.js",
     ]
 
     init?(_ segments: [String]) {

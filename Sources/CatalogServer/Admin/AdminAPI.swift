@@ -20,6 +20,9 @@ struct AdminAPI: Sendable {
     /// A customer's full answer (`app`, any key, at an instant), as the purchase endpoints read
     /// it; nil when this server keeps no purchases.
     var customers: (@Sendable (_ app: String, _ id: String, _ at: Date) async -> Response)? = nil
+    /// What a customer (`app`, any key) may download at an instant, and why
+    /// (``CustomerContentAnswer``); nil when this server keeps no purchases.
+    var customerContent: (@Sendable (_ app: String, _ id: String, _ at: Date) async -> Response)? = nil
 
     /// Request bodies are one product definition: far below this.
     static let maximumBodyBytes = 64 * 1024
@@ -73,7 +76,8 @@ struct AdminAPI: Sendable {
             case .diff(let app): return try diff(request, app: app)
             case .rollback(let app, let revision): return try await rollback(request, app: app, to: revision, actor: token.name)
             case .audit: return try await audit(request)
-            case .customer(let app, let id): return await customer(request, app: app, id: id)
+            case .customer(let app, let id): return await customer(request, app: app, id: id, read: customers)
+            case .customerContent(let app, let id): return await customer(request, app: app, id: id, read: customerContent)
             }
         } catch let refusal as Refusal {
             return refusal.response
@@ -92,15 +96,18 @@ struct AdminAPI: Sendable {
     // MARK: - Customers
 
     /// `GET /v1/admin/apps/{app}/customers/{id}[?at=]`: what `GET /v1/apps/{app}/customers/{id}`
-    /// answers a backend, for an editor's or a viewer's token (the dashboard's customer page).
-    func customer(_ request: Request, app: String, id: String) async -> Response {
-        guard let customers else { return JSONError.response(.serviceUnavailable, "this server keeps no purchases") }
+    /// answers a backend, for an editor's or a viewer's token (the dashboard's customer page); and
+    /// `…/customers/{id}/content[?at=]`, what they may download then and why. `read` answers either.
+    func customer(
+        _ request: Request, app: String, id: String, read: (@Sendable (_ app: String, _ id: String, _ at: Date) async -> Response)?
+    ) async -> Response {
+        guard let read else { return JSONError.response(.serviceUnavailable, "this server keeps no purchases") }
         let at: Date
         switch PurchaseEndpoints.instant(of: request, default: Date(timeIntervalSince1970: TimeInterval(clock().secondsSince1970))) {
         case .failure(let refusal): return refusal.response
         case .success(let instant): at = instant
         }
-        return await customers(app, id, at)
+        return await read(app, id, at)
     }
 
     // MARK: - Tokens
@@ -226,6 +233,7 @@ extension AdminRoute {
         case .app(let app), .products(let app), .publish(let app), .reports(let app), .dailyReports(let app): app
         case .product(let app, _), .retire(let app, _), .release(let app, _), .quarantine(let app, _): app
         case .revisions(let app), .diff(let app), .rollback(let app, _), .customer(let app, _): app
+        case .customerContent(let app, _): app
         }
     }
 }

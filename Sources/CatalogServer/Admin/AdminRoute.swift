@@ -20,6 +20,8 @@ enum AdminRoute: Equatable {
     case rollback(app: String, revision: Int)
     /// A customer of the app by any of its keys, for the dashboard's customer page.
     case customer(app: String, id: String)
+    /// What that customer may download of the app's content now, and why, for the same page.
+    case customerContent(app: String, id: String)
     case audit
 
     /// `segments` after `v1/admin`.
@@ -44,6 +46,8 @@ enum AdminRoute: Equatable {
             case ["reports", "daily"]: self = .dailyReports(app: app)
             case let rest where rest.count == 2 && rest[0] == "customers" && Self.isIdentifier(rest[1]):
                 self = .customer(app: app, id: rest[1])
+            case let rest where rest.count == 3 && rest[0] == "customers" && rest[2] == "content" && Self.isIdentifier(rest[1]):
+                self = .customerContent(app: app, id: rest[1])
             case let rest where rest.count == 2 && rest[0] == "products" && Self.isIdentifier(rest[1]):
                 self = .product(app: app, id: rest[1])
             case let rest where rest.count == 3 && rest[0] == "products" && rest[2] == "retire" && Self.isIdentifier(rest[1]):
@@ -71,7 +75,7 @@ enum AdminRoute: Equatable {
     /// The methods each path answers, for 405 and `Allow`.
     var allowed: [HTTPRequest.Method] {
         switch self {
-        case .apps, .app, .reports, .dailyReports, .audit, .revisions, .diff, .customer: [.get]
+        case .apps, .app, .reports, .dailyReports, .audit, .revisions, .diff, .customer, .customerContent: [.get]
         case .products, .retire, .publish, .release, .quarantine, .rollback: [.post]
         case .product: [.put]
         }
@@ -81,7 +85,7 @@ enum AdminRoute: Equatable {
     /// only shows what would change: viewers may see it.
     func changes(dryRun: Bool) -> Bool {
         switch self {
-        case .apps, .app, .reports, .dailyReports, .audit, .revisions, .diff, .customer: false
+        case .apps, .app, .reports, .dailyReports, .audit, .revisions, .diff, .customer, .customerContent: false
         case .publish: !dryRun
         case .products, .product, .retire, .release, .quarantine, .rollback: true
         }

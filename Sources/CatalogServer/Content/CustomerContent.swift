@@ -19,19 +19,89 @@ public enum CustomerContent {
     ) -> [ContentGrant] {
         let items = manifest.availabilities
         var granted: [String: ContentGrant] = [:]
-        for environment in record.environments {
+        for ledger in ledgers(record: record, catalog: catalog, groups: groups) {
+            for grant in ContentAccess.grants(purchases: ledger.purchases, periods: ledger.periods, at: instant, items: items)
+            where granted[grant.itemId] == nil {
+                granted[grant.itemId] = grant
+            }
+        }
+        return granted.values.sorted { $0.itemId < $1.itemId }
+    }
+
+    /// The purchases and periods of each of the customer's environments, each period given the
+    /// catalog group of its product (see ``grants(record:catalog:groups:manifest:at:)``).
+    static func ledgers(
+        record: CustomerRecord, catalog: LedgerCatalog, groups: [String: String]
+    ) -> [(purchases: [LedgerPurchase], periods: [SubscriptionPeriod])] {
+        record.environments.map { environment in
             let ledger = record.ledger(environment: environment, catalog: catalog)
             let periods = ledger.periods.map { period in
                 var period = period
                 period.subscriptionGroupIdentifier = groups[period.productId]
                 return period
             }
-            for grant in ContentAccess.grants(purchases: ledger.purchases, periods: periods, at: instant, items: items)
-            where granted[grant.itemId] == nil {
-                granted[grant.itemId] = grant
+            return (ledger.purchases, periods)
+        }
+    }
+
+    /// Why an item of `manifest` that ``grants(record:catalog:groups:manifest:at:)`` did not grant
+    /// is refused, in plain words for a support person, by item id. The decision stays the rules';
+    /// this only describes the customer's purchases around the item (a refund of the product, the
+    /// group's periods before or after the publication date), so it never grants or refuses itself.
+    public static func refusals(
+        record: CustomerRecord, catalog: LedgerCatalog, groups: [String: String], manifest: ContentManifest, granted: [ContentGrant],
+        at instant: Date
+    ) -> [String: String] {
+        let grantedIds = Set(granted.map(\.itemId))
+        let ledgers = ledgers(record: record, catalog: catalog, groups: groups)
+        let purchases = ledgers.flatMap(\.purchases)
+        let periods = ledgers.flatMap(\.periods).filter { $0.start <= instant }
+        var reasons: [String: String] = [:]
+        for item in manifest.items where !grantedIds.contains(item.id) {
+            switch item.availability {
+            case .product(let product):
+                let refunds =
+                    purchases.filter { $0.productId == product }.compactMap(\.revocationDate)
+                    + periods.filter { $0.productId == product }.compactMap(\.revocationDate)
+                if let refunded = refunds.filter({ $0 <= instant }).max() {
+                    reasons[item.id] = "\(product) was refunded on \(day(refunded))"
+                } else if periods.contains(where: { $0.productId == product }) {
+                    reasons[item.id] = "their subscription to \(product) is not active at this instant"
+                } else {
+                    reasons[item.id] = "they do not hold \(product)"
+                }
+            case .subscriptionGroup(let group, let published):
+                let ofGroup = periods.filter { $0.subscriptionGroupIdentifier == group }
+                if published > instant {
+                    reasons[item.id] = "not published yet: it is dated \(day(published))"
+                } else if ofGroup.isEmpty {
+                    reasons[item.id] = "they never subscribed to \(group)"
+                } else if let first = ofGroup.map(\.start).min(), published < first {
+                    reasons[item.id] =
+                        "published on \(day(published)), before their first period of \(group) began on \(day(first)), and not the issue current then"
+                } else if let last = ofGroup.compactMap({ $0.end }).max(), published >= last, !ofGroup.contains(where: { $0.end == nil }) {
+                    reasons[item.id] = "published on \(day(published)), after their last period of \(group) ended on \(day(last))"
+                } else if let refunded = ofGroup.first(where: { period in
+                    period.start <= published && published < (period.expiresDate ?? period.end ?? .distantFuture)
+                        && (period.revocationDate.map { $0 <= instant } ?? false)
+                }), let date = refunded.revocationDate {
+                    reasons[item.id] =
+                        "published on \(day(published)), during their period of \(group) that was refunded on \(day(date))"
+                } else {
+                    reasons[item.id] = "published on \(day(published)), when no period of \(group) was active"
+                }
+            case nil:
+                reasons[item.id] = "the item names neither a product nor a subscription group"
             }
         }
-        return granted.values.sorted { $0.itemId < $1.itemId }
+        return reasons
+    }
+
+    /// A date as a calendar day in UTC, as support reads it.
+    static func day(_ date: Date) -> String {
+        let formatter = ISO8601DateFormatter()
+        formatter.formatOptions = [.withFullDate]
+        return formatter.string(from: date)
     }
 
     /// The content manifest of `app`'s published `revision` (`content.json` in its records); an

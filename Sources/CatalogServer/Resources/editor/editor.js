@@ -714,6 +714,7 @@ async function renderCustomers(app, key) {
   const periods = customer.periods || [];
   const refunds = purchases.filter((purchase) => purchase.revocationDate);
   const transfers = customer.transfers || [];
+  const content = await contentSection(app, key);
   show(title, appTabs(app, "Customers"), search,
     h("section", { id: "customer", "aria-labelledby": "customer-heading" },
       h("h2", { id: "customer-heading" }, `Customer ${customer.customer}`),
@@ -744,11 +745,44 @@ async function renderCustomers(app, key) {
         transfers.map((item) => [when(item.at), h("code", {}, item.originalTransactionId), `${item.fromCustomer}`, `${item.toCustomer}`,
           badge(item.outcome, item.outcome === "refused" ? "suspect" : "cleared")]))
         : h("p", {}, "None.")),
-    // CONTENT SECTION: reserved for what this customer may download (docs/content.md); the
-    // content work fills this element, and nothing else on the page depends on it.
-    h("section", { id: "customer-content", "aria-labelledby": "customer-content-heading", "data-reserved": "content" },
-      h("h2", { id: "customer-content-heading" }, "Content"),
-      h("p", { class: "muted" }, "Not shown here yet.")));
+    content);
+}
+
+/** A size in bytes as people read it (1 KiB is 1024 bytes). */
+function size(bytes) {
+  const units = ["bytes", "KiB", "MiB", "GiB", "TiB"];
+  let value = bytes, unit = 0;
+  while (value >= 1024 && unit < units.length - 1) { value /= 1024; unit += 1; }
+  return unit === 0 ? `${bytes} bytes` : `${value.toFixed(1)} ${units[unit]}`;
+}
+
+/**
+ * What the customer may download now and why, and what not (docs/content.md): the server decides
+ * it as the content endpoint does; this only draws it. No download links: support signs one with
+ * `catalog content url`.
+ */
+async function contentSection(app, key) {
+  const section = (...children) => h("section", { id: "customer-content", "aria-labelledby": "customer-content-heading" },
+    h("h2", { id: "customer-content-heading" }, "Content"), ...children);
+  let content;
+  try {
+    ({ json: content } = await api("GET", `/v1/admin/apps/${enc(app)}/customers/${enc(key)}/content`));
+  } catch (error) {
+    if (error instanceof SignedOut) throw error;
+    return section(h("div", { id: "customer-content-outcome" }, errorBox(error)));
+  }
+  if (!content.offered) return section(h("p", { id: "customer-content-outcome" }, "This app delivers no content."));
+  return section(
+    h("p", { class: "muted" }, `What they may download as of ${when(content.at)}, from revision ${content.revision}'s content. To give them a download link, run catalog content url ${app} ITEM --customer ${key}.`),
+    content.items.length
+      ? table("Items they may download, and the rule that grants each", ["Item", "Version", "Rule", "Transaction", "Product", "Files", "Size"],
+        content.items.map((item) => [item.item, `${item.version}`, h("span", { title: item.why }, item.rule), h("code", {}, item.transactionId),
+          item.productId || "—", `${item.files}`, size(item.bytes)]))
+      : h("p", { id: "customer-content-outcome" }, "No content for this customer."),
+    content.refused.length
+      ? table("Items they may not download, and why", ["Item", "Version", "Why not"],
+        content.refused.map((item) => [item.item, `${item.version}`, item.reason]))
+      : null);
 }
 
 // MARK: - Routing
