@@ -20,7 +20,8 @@ struct CompactJWS {
     /// `header.payload` as sent: what the signature covers (RFC 7515 §5.2).
     var signingInput: ArraySlice<UInt8>
 
-    init(_ text: String) throws(PurchaseRefusal) {
+    /// Splits `text`; with `headers`, a header already decoded from the same bytes is taken from it.
+    init(_ text: String, headers: JWSHeaderCache? = nil) throws(PurchaseRefusal) {
         let bytes = Array(text.utf8)
         guard bytes.count <= Self.maximumBytes else {
             throw PurchaseRefusal(.malformed, "JWS is \(bytes.count) bytes, over the \(Self.maximumBytes)-byte limit")
@@ -29,13 +30,12 @@ struct CompactJWS {
         guard dots.count == 2 else {
             throw PurchaseRefusal(.malformed, "not a compact JWS: \(dots.count + 1) dot-separated parts, not 3")
         }
-        guard let headerBytes = Base64URL.decode(bytes: bytes[..<dots[0]]) else {
-            throw PurchaseRefusal(.malformed, "JWS header is not base64url")
-        }
-        do {
-            header = try JSONDecoder().decode(Header.self, from: Data(headerBytes))
-        } catch {
-            throw PurchaseRefusal(.malformed, "JWS header is not a JSON object of the expected shape")
+        let encodedHeader = Array(bytes[..<dots[0]])
+        if let known = headers?.header(for: encodedHeader) {
+            header = known
+        } else {
+            header = try Self.decodeHeader(encodedHeader)
+            headers?.insert(header, for: encodedHeader)
         }
         guard let payloadBytes = Base64URL.decode(bytes: bytes[(dots[0] + 1)..<dots[1]]) else {
             throw PurchaseRefusal(.malformed, "JWS payload is not base64url")
@@ -47,6 +47,17 @@ struct CompactJWS {
         }
         signature = signatureBytes
         signingInput = bytes[..<dots[1]]
+    }
+
+    static func decodeHeader(_ encoded: [UInt8]) throws(PurchaseRefusal) -> Header {
+        guard let headerBytes = Base64URL.decode(bytes: encoded) else {
+            throw PurchaseRefusal(.malformed, "JWS header is not base64url")
+        }
+        do {
+            return try JSONDecoder().decode(Header.self, from: Data(headerBytes))
+        } catch {
+            throw PurchaseRefusal(.malformed, "JWS header is not a JSON object of the expected shape")
+        }
     }
 
     /// The payload decoded as `T`, with Apple's dates (milliseconds since 1970, sometimes fractional).
