@@ -132,6 +132,12 @@ import Testing
             // What was received before the cut was kept and only the rest asked for (by range):
             // the progress never went back below where the cut left it.
             #expect(try #require(leastAfterCut) >= cut)
+            // And the restarted server, which sent the rest, answered the pack's blob with a 206.
+            let metrics = try await server.body(of: "/metrics") ?? ""
+            let partial = metrics.split(separator: "\n").filter {
+                $0.hasPrefix("catalog_http_requests_total") && $0.contains(#"route="content""#) && $0.contains(#"status="206""#)
+            }
+            #expect(!partial.isEmpty, "no 206 of content after the restart: \(metrics)")
 
             // A magazine subscriber since January 15: the issue current then and the one of
             // February, each downloaded and verified.
