@@ -121,6 +121,15 @@ struct ReplicaContentTests {
             #expect(suffix.status == 206 && suffix.body == video.suffix(5))
         }
         #expect(fromEditor.url != nil && fromReplica.url != nil)
+
+        // A backend's ask by customer key and token belongs on the editor node, which reads tokens.
+        var byKey = URLRequest(url: replica.url("/v1/apps/\(Self.app)/content"))
+        byKey.httpMethod = "POST"
+        byKey.setValue("application/json", forHTTPHeaderField: "Content-Type")
+        byKey.setValue("Bearer cat_unknown", forHTTPHeaderField: "Authorization")
+        byKey.httpBody = Data(#"{"customer": "2000000000000001"}"#.utf8)
+        let (refusal, answer) = try await URLSession.shared.data(for: byKey)
+        #expect((answer as? HTTPURLResponse)?.statusCode == 421, "\(String(decoding: refusal, as: UTF8.self))")
     }
 
     /// `POST …/content` with `evidence` at `server`: the status, the body, and the first file's URL.
