@@ -233,7 +233,7 @@ let package = Package(
             name: "catalogTests",
             dependencies: [
                 "catalog", "CatalogKit", "CatalogTestSupport", "ReportStorage", "Purchases", "PurchasesTestSupport", "Time",
-                "HTTPSemantics", "Content",
+                "HTTPSemantics", "Content", "CatalogClient",
             ]
         ),
     ],

@@ -124,7 +124,7 @@ public struct CatalogResponder: HTTPResponder {
             }
             return await purchases.content(
                 request, app: app, revision: revision, networkKey: networkKey(request, context), now: now, files: content, tree: store.tree,
-                lifetime: configuration.content.urlLifetime)
+                lifetime: configuration.content.urlLifetime, replica: configuration.isReplica)
         case .customer(_, let id):
             return await purchases.customer(request, app: app, id: id, revision: revision, now: now)
         default:

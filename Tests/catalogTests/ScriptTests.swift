@@ -52,6 +52,14 @@ import Testing
         try await Self.run("doc-test")
     }
 
+    /// Issue 30: behind nginx caching as a CDN would (`proxy_cache` keyed on the whole URL, the
+    /// server's own `Cache-Control`), a signed content URL's second download, and a range of it,
+    /// come from the cache, and still do with catalog stopped; an altered URL is catalog's 403,
+    /// never cached.
+    @Test func theSecondDownloadOfASignedURLComesFromTheCDNsCache() async throws {
+        try await Self.run("content-cdn-test")
+    }
+
     static func run(_ name: String) async throws {
         let script = repository.appendingPathComponent("scripts/\(name)")
         try #require(FileManager.default.isExecutableFile(atPath: script.path), "scripts/\(name) is missing")

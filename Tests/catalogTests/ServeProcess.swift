@@ -17,12 +17,15 @@ struct ServeProcess {
 
     /// `environment` is added to this process's own, whose `CATALOG_` variables are left out
     /// (as ``CommandTests/run(_:in:environment:)`` does), so that only the test's settings count.
-    init(in workspace: CommandTests.Workspace, _ arguments: [String] = [], environment: [String: String] = [:]) throws {
-        port = try LoopbackListener().port  // free now: the listener closes at once
-        log = workspace.root.appendingPathComponent("serve-\(port).log")
+    /// `port` is a free one unless given (a server started again where its clients know it).
+    init(
+        in workspace: CommandTests.Workspace, _ arguments: [String] = [], environment: [String: String] = [:], port: Int? = nil
+    ) throws {
+        self.port = try port ?? LoopbackListener().port  // free now: the listener closes at once
+        log = workspace.root.appendingPathComponent("serve-\(self.port).log")
         _ = FileManager.default.createFile(atPath: log.path, contents: nil)
         process.executableURL = try CommandTests.executable()
-        process.arguments = ["serve", "--port", String(port)] + arguments
+        process.arguments = ["serve", "--port", String(self.port)] + arguments
         process.currentDirectoryURL = workspace.root
         process.environment = ProcessInfo.processInfo.environment.filter { !$0.key.hasPrefix("CATALOG_") }.merging(environment) { $1 }
         process.standardOutput = FileHandle.nullDevice
