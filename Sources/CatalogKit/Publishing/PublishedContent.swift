@@ -81,7 +81,7 @@ extension PublishedFile {
 
 extension PublicTree {
     /// Every content manifest the records tree keeps, of every app and revision: what the content
-    /// store must keep (``BlobStore/prune(keepingNamesIn:)``).
+    /// store must keep (`BlobStore.prune(keepingNamesIn:)` in Content).
     public func keptContentManifests() throws -> [ContentManifest] {
         // Throws on the first manifest that does not read: keeping a blob is the safe side, so a
         // caller that prunes keeps everything then.
