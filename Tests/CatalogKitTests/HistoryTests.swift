@@ -427,4 +427,33 @@ import Testing
             #expect(try catalog.tree.currentManifest(Self.app)?.revision == 2)
         }
     }
+
+    /// Purchase settings are not in a product snapshot: a rollback of a single-file app without
+    /// content keeps them from the current sources, so the purchase record does not change.
+    @Test func rollbackKeepsPurchaseSettings() throws {
+        try withCatalog { catalog in
+            func source(_ title: String) -> String {
+                plist(
+                    """
+                    <dict>
+                    	<key>appAppleId</key>
+                    	<integer>42</integer>
+                    	<key>transferPolicy</key>
+                    	<string>transfer</string>
+                    	<key>products</key>
+                    	<array><dict><key>id</key><string>com.example.game.pro</string><key>type</key><string>non-consumable</string><key>metadata</key><dict><key>title</key><string>\(title)</string></dict></dict></array>
+                    </dict>
+                    """)
+            }
+            try catalog.write("\(Self.app).plist", source("Pro"))
+            try catalog.publish(at: buildMoment)
+            try catalog.write("\(Self.app).plist", source("Pro+"))
+            try catalog.publish(at: buildMoment.adding(60))
+            let record = try #require(catalog.tree.purchaseRecordBytes(Self.app, revision: 2))
+            let rollback = try catalog.workflow.rollback(app: Self.app, to: 1, at: buildMoment.adding(120), author: nil, message: nil)
+            #expect(rollback.plan.revision == 3)
+            #expect(catalog.tree.purchaseRecordBytes(Self.app, revision: 3) == record)
+            #expect(catalog.diagnostics() == [])
+        }
+    }
 }
