@@ -57,12 +57,12 @@ extension CatalogWorkflow {
         // A rollback restores products only: the purchase settings and content items stay as the
         // sources now write them (docs/history.md), read as written so defaults stay defaults.
         guard
-            let written = CatalogLoader(limits: limits).load(directory: catalogDirectory, displayPath: catalogDisplayPath).apps
+            let asWritten = CatalogLoader(limits: limits).load(directory: catalogDirectory, displayPath: catalogDisplayPath).apps
                 .first(where: { $0.app == app })
         else {
             throw HistoryError(description: "the sources of '\(app)' vanished during the rollback")
         }
-        source.keep(settingsAndContentOf: written)
+        source.keep(settingsAndContentOf: asWritten)
         var forced = Set<String>()
         for entry in restored {
             let retired = history[entry.id]?.retiredRevision != nil
