@@ -315,4 +315,145 @@ import Testing
             #expect(try catalog.tree.currentManifest(Self.app)?.revision == 2)
         }
     }
+
+    /// A folder app with purchase settings and content items, its products in one file, a title
+    /// changed in revision 2 (which neither the purchase record nor the content depend on).
+    static func writeFolderAppWithContent(_ catalog: TemporaryCatalog, name: String) throws {
+        try catalog.write(
+            "\(Self.app)/settings.plist",
+            plist(
+                """
+                <dict>
+                	<key>app</key>
+                	<string>\(Self.app)</string>
+                	<key>appAppleId</key>
+                	<integer>123456789</integer>
+                	<key>environments</key>
+                	<array><string>production</string></array>
+                	<key>transferPolicy</key>
+                	<string>transfer</string>
+                	<key>webhookURL</key>
+                	<string>https://example.com/hooks/entitlements</string>
+                	<key>webhookSecretFile</key>
+                	<string>secrets/webhook</string>
+                </dict>
+                """))
+        try catalog.write(
+            "\(Self.app)/products.plist",
+            productsPlist(
+                "<key>id</key>\n<string>com.example.game.level.forest</string>\n<key>type</key>\n<string>non-consumable</string>\n<key>metadata</key>\n<dict><key>title</key><string>\(name)</string></dict>"
+            ))
+        try catalog.write(
+            "\(Self.app)/content.plist",
+            plist(
+                """
+                <dict>
+                	<key>content</key>
+                	<array>
+                		<dict>
+                			<key>id</key>
+                			<string>forest-levels</string>
+                			<key>product</key>
+                			<string>com.example.game.level.forest</string>
+                			<key>folder</key>
+                			<string>forest</string>
+                			<key>files</key>
+                			<array><string>level-1.json</string><string>maps/level-2.json</string></array>
+                		</dict>
+                	</array>
+                </dict>
+                """))
+        try catalog.write("\(Self.app)/content/forest/level-1.json", "{\"level\":1}")
+        try catalog.write("\(Self.app)/content/forest/maps/level-2.json", "{\"level\":2}")
+    }
+
+    /// A rollback restores products only: a folder app's purchase settings and content items stay
+    /// as the sources say, written into the canonical file, and its content folder moves to the
+    /// single-file app's place, so the new revision delivers the same content to the same apps.
+    @Test func rollbackKeepsPurchaseSettingsAndContent() throws {
+        try withCatalog { catalog in
+            try Self.writeFolderAppWithContent(catalog, name: "Forest")
+            try catalog.publish(at: buildMoment)
+            try catalog.write(
+                "\(Self.app)/products.plist",
+                productsPlist(
+                    "<key>id</key>\n<string>com.example.game.level.forest</string>\n<key>type</key>\n<string>non-consumable</string>\n<key>metadata</key>\n<dict><key>title</key><string>Woods</string></dict>"
+                ))
+            try catalog.publish(at: buildMoment.adding(60))
+
+            let rollback = try catalog.workflow.rollback(app: Self.app, to: 1, at: buildMoment.adding(120), author: nil, message: nil)
+            #expect(rollback.plan.revision == 3)
+            #expect(
+                rollback.removed == [
+                    "catalog/\(Self.app)/content.plist", "catalog/\(Self.app)/products.plist", "catalog/\(Self.app)/settings.plist",
+                ])
+            let files = snapshot(of: catalog.catalogDirectory)
+            #expect(files["\(Self.app).content/forest/level-1.json"] == Array("{\"level\":1}".utf8))
+            #expect(files["\(Self.app).content/forest/maps/level-2.json"] == Array("{\"level\":2}".utf8))
+            #expect(!FileManager.default.fileExists(atPath: catalog.catalogDirectory.appendingPathComponent(Self.app).path))
+            #expect(try catalog.tree.contentManifest(Self.app, revision: 3) == catalog.tree.contentManifest(Self.app, revision: 2))
+            #expect(try catalog.tree.contentManifest(Self.app, revision: 3)?.items.map(\.id) == ["forest-levels"])
+            let record = try #require(catalog.tree.purchaseRecordBytes(Self.app, revision: 2))
+            #expect(catalog.tree.purchaseRecordBytes(Self.app, revision: 3) == record)
+            let settings = try #require(PurchaseRecord.decode(record))
+            #expect(settings.appAppleId == 123_456_789 && settings.transferPolicy == .transfer && settings.environments == [.production])
+            #expect(settings.webhookURL == "https://example.com/hooks/entitlements" && settings.webhookSecretFile == "secrets/webhook")
+            #expect(catalog.diagnostics() == [])
+            #expect(try catalog.build(at: buildMoment.adding(180)).plans.map(\.isUnchanged) == [true])
+        }
+    }
+
+    /// A failed rollback of a folder app with content puts its files and content folder back.
+    @Test func failedRollbackPutsTheContentFolderBack() throws {
+        try withCatalog { catalog in
+            try Self.writeFolderAppWithContent(catalog, name: "Forest")
+            try catalog.publish(at: buildMoment)
+            try catalog.write(
+                "\(Self.app)/products.plist",
+                productsPlist(
+                    "<key>id</key>\n<string>com.example.game.level.forest</string>\n<key>type</key>\n<string>non-consumable</string>\n<key>metadata</key>\n<dict><key>title</key><string>Woods</string></dict>"
+                ))
+            try catalog.publish(at: buildMoment.adding(60))
+            let before = snapshot(of: catalog.catalogDirectory)
+            let folders = directories(under: catalog.catalogDirectory)
+            struct Crash: Error {}
+            #expect(throws: Crash.self) {
+                try catalog.workflow.rollback(app: Self.app, to: 1, at: buildMoment.adding(120), author: nil, message: nil) { publisher in
+                    publisher.beforeStep = { step in if step == "stage" { throw Crash() } }
+                }
+            }
+            #expect(snapshot(of: catalog.catalogDirectory) == before)
+            #expect(directories(under: catalog.catalogDirectory) == folders)
+            #expect(try catalog.tree.currentManifest(Self.app)?.revision == 2)
+        }
+    }
+
+    /// Purchase settings are not in a product snapshot: a rollback of a single-file app without
+    /// content keeps them from the current sources, so the purchase record does not change.
+    @Test func rollbackKeepsPurchaseSettings() throws {
+        try withCatalog { catalog in
+            func source(_ title: String) -> String {
+                plist(
+                    """
+                    <dict>
+                    	<key>appAppleId</key>
+                    	<integer>42</integer>
+                    	<key>transferPolicy</key>
+                    	<string>transfer</string>
+                    	<key>products</key>
+                    	<array><dict><key>id</key><string>com.example.game.pro</string><key>type</key><string>non-consumable</string><key>metadata</key><dict><key>title</key><string>\(title)</string></dict></dict></array>
+                    </dict>
+                    """)
+            }
+            try catalog.write("\(Self.app).plist", source("Pro"))
+            try catalog.publish(at: buildMoment)
+            try catalog.write("\(Self.app).plist", source("Pro+"))
+            try catalog.publish(at: buildMoment.adding(60))
+            let record = try #require(catalog.tree.purchaseRecordBytes(Self.app, revision: 2))
+            let rollback = try catalog.workflow.rollback(app: Self.app, to: 1, at: buildMoment.adding(120), author: nil, message: nil)
+            #expect(rollback.plan.revision == 3)
+            #expect(catalog.tree.purchaseRecordBytes(Self.app, revision: 3) == record)
+            #expect(catalog.diagnostics() == [])
+        }
+    }
 }

@@ -48,21 +48,21 @@ extension CatalogWorkflow {
                 description: "the sources of '\(app)' have errors; a rollback keeps their feedback policy and verdicts, so fix them first",
                 diagnostics: before.diagnostics)
         }
-        // A rollback rewrites the app as one canonical plist of products: content items would be
-        // dropped from the sources and the next revision would deliver none.
-        guard sources.content.isEmpty else {
-            throw HistoryError(
-                description:
-                    "'\(app)' has content items, which a rollback does not restore yet; restore the product definitions by hand (catalog diff shows them) and run catalog build"
-            )
-        }
-
         // The restored products, then those published since, all kept by the identifier rules.
         let restored = try tree.productSnapshot(app, revision: revision)
         let history = try tree.history(app, revision: current)
         var source = CanonicalSource(app: app)
         source.platforms = try tree.manifest(app, revision: revision).platforms
         source.feedbackPolicy = sources.feedbackPolicy
+        // A rollback restores products only: the purchase settings and content items stay as the
+        // sources now write them (docs/history.md), read as written so defaults stay defaults.
+        guard
+            let asWritten = CatalogLoader(limits: limits).load(directory: catalogDirectory, displayPath: catalogDisplayPath).apps
+                .first(where: { $0.app == app })
+        else {
+            throw HistoryError(description: "the sources of '\(app)' vanished during the rollback")
+        }
+        source.keep(settingsAndContentOf: asWritten)
         var forced = Set<String>()
         for entry in restored {
             let retired = history[entry.id]?.retiredRevision != nil
@@ -112,6 +112,8 @@ extension CatalogWorkflow {
         var removed: [String]
         /// Each file's former bytes, nil for a file that did not exist.
         var former: [(url: URL, bytes: Data?)]
+        /// A folder app's content folder, moved to the single-file app's place: (from, to).
+        var movedContent: (from: URL, to: URL)?
 
         func putBack() throws {
             for (url, bytes) in former {
@@ -122,11 +124,17 @@ extension CatalogWorkflow {
                     try FileManager.default.removeItem(at: url)
                 }
             }
+            if let (from, to) = movedContent {
+                try FileManager.default.createDirectory(at: from.deletingLastPathComponent(), withIntermediateDirectories: true)
+                try FileManager.default.moveItem(at: to, to: from)
+            }
         }
     }
 
     /// Writes `bytes` as `<app>.plist` and removes the app's other sources (`<app>.xml`, the
     /// source files of an `<app>/` folder): one app, one canonical file. The feedback file stays.
+    /// A folder app's content folder `<app>/content/` moves to `<app>.content/`, where a
+    /// single-file app's content lives (docs/catalog-format.md, "Content").
     private func replaceSources(of app: String, with bytes: [UInt8]) throws -> ReplacedSources {
         let fileManager = FileManager.default
         let base = catalogDisplayPath.hasSuffix("/") ? String(catalogDisplayPath.dropLast()) : catalogDisplayPath
@@ -144,6 +152,18 @@ extension CatalogWorkflow {
             for other in others {
                 try fileManager.removeItem(at: other.url)
                 replaced.removed.append(other.display)
+            }
+            let content = folder.appendingPathComponent(CatalogLoader.contentFolderName, isDirectory: true)
+            if fileManager.fileExists(atPath: content.path) {
+                let destination = catalogDirectory.appendingPathComponent(app + CatalogLoader.contentSuffix, isDirectory: true)
+                guard !fileManager.fileExists(atPath: destination.path) else {
+                    throw HistoryError(
+                        description:
+                            "cannot move \(base)/\(app)/\(CatalogLoader.contentFolderName)/ to \(base)/\(app)\(CatalogLoader.contentSuffix)/, which exists already; merge or remove one and roll back again"
+                    )
+                }
+                try fileManager.moveItem(at: content, to: destination)
+                replaced.movedContent = (content, destination)
             }
             // An emptied folder would only earn a warning on every run.
             if (try? fileManager.contentsOfDirectory(atPath: folder.path))?.isEmpty == true { try fileManager.removeItem(at: folder) }

@@ -7,13 +7,18 @@ import Time
 /// Snapshot keys are the source keys, so each JSON value becomes the plist value that the source
 /// decoder turns back into the same JSON, and publishing the written file renders the same feed
 /// bytes. The `quarantine` key is left out: verdicts live in the feedback file, not in the
-/// definitions.
+/// definitions. The app's purchase settings and content items are not in a snapshot: a rollback
+/// keeps them as the current sources write them (``keep(settingsAndContentOf:)``).
 struct CanonicalSource {
     var app: String
     /// The app's `platforms` setting; left out when empty.
     var platforms: [Platform] = []
     var feedbackPolicy = FeedbackPolicy()
     private var products: [PropertyListNode] = []
+    /// The purchase settings (`appAppleId` to `webhookSecretFile`), each as the sources wrote it.
+    private var purchaseSettings = PropertyListDictionary()
+    /// The content items, each as the sources wrote it.
+    private var content: [PropertyListNode] = []
 
     init(app: String) {
         self.app = app
@@ -34,13 +39,50 @@ struct CanonicalSource {
         products.append(PropertyListNode(.dictionary(product), at: .startOfFile))
     }
 
+    /// Takes the purchase settings and content items of `sources` as written, in whichever of
+    /// its files they are: only the keys written, so that a default stays a default (an app that
+    /// sets no purchase setting does not start taking purchases).
+    mutating func keep(settingsAndContentOf sources: AppSources) {
+        func string(_ value: Located<String>) -> PropertyListValue { .string(value.value) }
+        func strings(_ list: Located<[Located<String>]>) -> PropertyListValue {
+            .array(list.value.map { PropertyListNode(.string($0.value), at: .startOfFile) })
+        }
+        for definition in sources.definitions {
+            let settings = definition.settings
+            // The rules allow each setting in one file only, so no file overrides another here.
+            let written: [(String, PropertyListValue?)] = [
+                ("appAppleId", settings.appAppleId.map { .integer($0.value) }),
+                ("environments", settings.environments.map(strings)),
+                ("transferPolicy", settings.transferPolicy.map(string)),
+                ("xcodeCertificate", settings.xcodeCertificate.map(string)),
+                ("webhookURL", settings.webhookURL.map(string)),
+                ("webhookSecretFile", settings.webhookSecretFile.map(string)),
+            ]
+            for (key, value) in written {
+                if let value, purchaseSettings[key] == nil { purchaseSettings.set(key, value) }
+            }
+            for item in definition.content {
+                var dictionary = PropertyListDictionary()
+                let keys: [(String, PropertyListValue?)] = [
+                    ("id", item.id.map(string)), ("product", item.product.map(string)), ("group", item.group.map(string)),
+                    ("published", item.published.map { .date($0.value) }), ("folder", item.folder.map(string)),
+                    ("files", item.files.map(strings)),
+                ]
+                for (key, value) in keys { dictionary.set(key, value) }
+                content.append(PropertyListNode(.dictionary(dictionary), at: .startOfFile))
+            }
+        }
+    }
+
     /// The file's bytes.
     var encoded: [UInt8] {
         var root = PropertyListDictionary()
         root.set("app", .string(app))
         if !platforms.isEmpty { root.set("platforms", .array(platforms.map { PropertyListNode(.string($0.name), at: .startOfFile) })) }
         root.set("feedbackPolicy", policy)
+        for entry in purchaseSettings.entries { root.set(entry.key, entry.value.value) }
         root.set("products", .array(products))
+        if !content.isEmpty { root.set("content", .array(content)) }
         return SourcePlist.encode(root)
     }
 
