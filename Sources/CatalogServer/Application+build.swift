@@ -41,7 +41,8 @@ public func buildApplication(
         let trust =
             purchasesConfiguration.trust ?? appleRoots.adding(reportsConfiguration.appTransactions?.trust.jwsRoots ?? [])
         return PurchaseEndpoints(
-            store: purchaseStore, tokens: reportStore, tree: publicDirectory, trust: trust, configuration: purchasesConfiguration,
+            store: purchaseStore, tokens: configuration.isReplica ? nil : reportStore, tree: publicDirectory, trust: trust,
+            configuration: purchasesConfiguration,
             metrics: metrics, logger: logger)
     }()
     // An app's purchase settings at the revision it serves, read once per revision: for the report

@@ -100,14 +100,8 @@ public struct CatalogResponder: HTTPResponder {
 
     /// The purchase endpoints, on a store that keeps purchases (503 elsewhere), on every node: the
     /// apps' settings come from each revision's purchase record, which replicas receive through the
-    /// store. A backend's read by token is the editor node's, as the tokens are.
+    /// store. A backend's read by token is the editor node's, as the tokens are (``PurchaseEndpoints/backendToken(_:app:)``).
     private func purchase(_ request: Request, at route: Route, app: String, context: Context) async -> Response {
-        if configuration.isReplica, case .customer = route {
-            return JSONError.response(
-                .misdirectedRequest,
-                "this node is a serving replica: its store role does not read tokens, so a backend reads customers on the editor node; an app reads its own by evidence (POST /v1/apps/\(app)/customers/lookup) here"
-            )
-        }
         guard let purchases else { return JSONError.response(.serviceUnavailable, "this server keeps no purchases") }
         let revision = store.index.apps[app]?.manifest.revision
         let now = Date(timeIntervalSince1970: TimeInterval(configuration.clock().secondsSince1970))
@@ -124,7 +118,7 @@ public struct CatalogResponder: HTTPResponder {
             }
             return await purchases.content(
                 request, app: app, revision: revision, networkKey: networkKey(request, context), now: now, files: content, tree: store.tree,
-                lifetime: configuration.content.urlLifetime, replica: configuration.isReplica)
+                lifetime: configuration.content.urlLifetime)
         case .customer(_, let id):
             return await purchases.customer(request, app: app, id: id, revision: revision, now: now)
         default:

@@ -27,7 +27,7 @@ extension PurchaseEndpoints {
     /// content manifest the access rules grant them, with a signed URL per file.
     func content(
         _ request: Request, app: String, revision: Int?, networkKey: String?, now: Date, files: ContentFiles, tree: PublicTree,
-        lifetime: TimeInterval, replica: Bool = false
+        lifetime: TimeInterval
     ) async -> Response {
         guard request.method == .post else { return CatalogResponder.methodNotAllowed(request, allow: "POST") }
         guard let keyRing = files.keyRing else {
@@ -43,18 +43,7 @@ extension PurchaseEndpoints {
         guard let revision else { return JSONError.response(.notFound, "no published app '\(app)'") }
         let record: CustomerRecord
         if let key = (try? JSONDecoder().decode(ContentAsk.self, from: Data(text.utf8)))?.customer {
-            // Tokens are the editor node's, as for `GET …/customers/{id}`: a replica's store role
-            // reads none, so it would only answer that the token store does not answer.
-            if replica {
-                return JSONError.response(
-                    .misdirectedRequest,
-                    "this node is a serving replica: its store role does not read tokens, so a backend asks for a customer's content on the editor node; an app asks with its evidence here"
-                )
-            }
-            switch await AdminAPI.authenticate(request, store: tokens) {
-            case .failure(let refusal): return refusal.response
-            case .success: break
-            }
+            if let refusal = await backendToken(request, app: app) { return refusal.response }
             do {
                 guard let found = try await store.customer(app: app, id: key) else {
                     return JSONError.response(.notFound, "no customer of '\(app)' has the key '\(key.prefix(128))'")

@@ -150,7 +150,9 @@ final class PurchaseSettingsCache: Sendable {
 /// from each revision's purchase record.
 struct PurchaseEndpoints: Sendable {
     let store: any PurchaseStore
-    let tokens: any EditorStore
+    /// Where a backend's token is checked; nil on a serving replica, whose store role reads no
+    /// tokens: a backend's reads are the editor node's (``backendToken(_:app:)`` answers 421).
+    let tokens: (any EditorStore)?
     let settings: PurchaseSettingsCache
     /// Submissions that arrive together go in one transaction, as reports do.
     let committer: GroupCommitter<PurchaseSubmission, PurchaseOutcome>
@@ -167,7 +169,7 @@ struct PurchaseEndpoints: Sendable {
     static let maximumPurchaseBytes = 512 * 1024
 
     init(
-        store: any PurchaseStore, tokens: any EditorStore, tree: PublicTree, trust: PurchaseTrust,
+        store: any PurchaseStore, tokens: (any EditorStore)?, tree: PublicTree, trust: PurchaseTrust,
         configuration: PurchasesConfiguration, metrics: ServerMetrics, logger: Logger
     ) {
         self.store = store
@@ -311,16 +313,29 @@ struct PurchaseEndpoints: Sendable {
         guard request.method == .get || request.method == .head else {
             return CatalogResponder.methodNotAllowed(request, allow: "GET, HEAD")
         }
-        switch await AdminAPI.authenticate(request, store: tokens) {
-        case .failure(let refusal): return refusal.response
-        case .success: break
-        }
+        if let refusal = await backendToken(request, app: app) { return refusal.response }
         let at: Date
         switch Self.instant(of: request, default: now) {
         case .failure(let refusal): return refusal.response
         case .success(let instant): at = instant
         }
         return await customerDocument(app: app, id: id, revision: revision, at: at)
+    }
+
+    /// A backend's token checked (editors' and viewers' tokens read too); nil when it is good. On a
+    /// serving replica, 421: tokens are the editor node's, and an app asks by its evidence here.
+    func backendToken(_ request: Request, app: String) async -> EndpointRefusal? {
+        guard let tokens else {
+            return EndpointRefusal(
+                response: JSONError.response(
+                    .misdirectedRequest,
+                    "this node is a serving replica: its store role does not read tokens, so a backend reads customers and their content on the editor node; an app asks by its evidence here (POST /v1/apps/\(app)/customers/lookup, POST /v1/apps/\(app)/content)"
+                ))
+        }
+        switch await AdminAPI.authenticate(request, store: tokens) {
+        case .failure(let refusal): return EndpointRefusal(response: refusal.response)
+        case .success: return nil
+        }
     }
 
     /// Customer `id` (any key) of `app` at `at`, in full, with the ledger catalog of published
