@@ -5,7 +5,7 @@ import Foundation
 #endif
 
 /// What one round of sending queued purchases did.
-public struct PurchaseDelivery: Sendable, Hashable {
+public struct PurchaseDelivery: Sendable, Hashable, QueueDelivery {
     /// A purchase the server refused for good, and dropped from the queue.
     public struct Refusal: Sendable, Hashable {
         /// The id ``CatalogClient/sendPurchase(signedTransaction:appTransaction:appAccountToken:)`` returned.
@@ -36,7 +36,7 @@ public struct PurchaseDelivery: Sendable, Hashable {
 /// sort in queue order, with the exact request body (a resend is the same evidence, which the server
 /// records once); `entitlements.json` the last answer and when it was read; `evidence.json` the last
 /// body the server accepted, which ``refresh()`` presents again.
-actor PurchaseOutbox {
+actor PurchaseOutbox: QueueSender {
     private let configuration: CatalogClient.Configuration
     private let transport: HTTPTransport
     private let directory: URL
@@ -46,8 +46,8 @@ actor PurchaseOutbox {
     /// The time before which nothing is sent, kept across launches like reports'.
     private var waitFile: URL { directory.appendingPathComponent("send-after") }
     private var failures = 0
-    private var round: Task<PurchaseDelivery, Never>?
-    private var background: Task<Void, Never>?
+    var round: Task<PurchaseDelivery, Never>?
+    var background: Task<Void, Never>?
     /// The last answer, read from disk once.
     private var known: CustomerEntitlements?
 
@@ -113,30 +113,7 @@ actor PurchaseOutbox {
         if configuration.sendsPurchasesAutomatically && !queuedFiles().isEmpty { startSending() }
     }
 
-    /// One round at a time: a call while a round runs waits for that round.
-    func sendPending() async -> PurchaseDelivery {
-        if let round { return await round.value }
-        let task = Task { await self.sendRound() }
-        round = task
-        let delivery = await task.value
-        round = nil
-        return delivery
-    }
-
-    private func startSending() {
-        guard background == nil else { return }
-        background = Task { await self.sendInBackground() }
-    }
-
-    private func sendInBackground() async {
-        while !Task.isCancelled {
-            let delivery = await sendPending()
-            if queuedFiles().isEmpty { break }
-            let wait = max(delivery.nextAttempt?.timeIntervalSinceNow ?? 0, 0)
-            try? await Task.sleep(nanoseconds: UInt64(wait * 1_000_000_000))
-        }
-        background = nil
-    }
+    var queueIsEmpty: Bool { queuedFiles().isEmpty }
 
     /// What one POST of `body` came to.
     private enum Outcome {
@@ -177,7 +154,7 @@ actor PurchaseOutbox {
         }
     }
 
-    private func sendRound() async -> PurchaseDelivery {
+    func sendRound() async -> PurchaseDelivery {
         var delivery = PurchaseDelivery()
         if let notBefore = sendAfter(), Date() < notBefore {
             delivery.pending = queuedFiles().count

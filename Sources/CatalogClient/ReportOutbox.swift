@@ -5,7 +5,7 @@ import Foundation
 #endif
 
 /// What one round of sending queued reports did.
-public struct ReportDelivery: Sendable, Hashable {
+public struct ReportDelivery: Sendable, Hashable, QueueDelivery {
     /// Reports the server accepted (202) in this round.
     public var sent = 0
     /// Reports removed unsent: refused by the server with a 4xx other than 429, too old, or unreadable.
@@ -23,7 +23,7 @@ public struct ReportDelivery: Sendable, Hashable {
 /// One file per report under `<dataDirectory>/reports/`, named so that names sort in queue order,
 /// holding the exact request body: a resend after a crash is byte for byte the same report with
 /// the same `reportId`, which the server stores once.
-actor ReportOutbox {
+actor ReportOutbox: QueueSender {
     private let configuration: CatalogClient.Configuration
     private let transport: HTTPTransport
     private let directory: URL
@@ -35,8 +35,8 @@ actor ReportOutbox {
     private var failures = 0
     /// Whether the log already says that reports have nowhere to go: once per process, not per round.
     private var saidNoEndpoint = false
-    private var round: Task<ReportDelivery, Never>?
-    private var background: Task<Void, Never>?
+    var round: Task<ReportDelivery, Never>?
+    var background: Task<Void, Never>?
 
     init(configuration: CatalogClient.Configuration, transport: HTTPTransport) {
         self.configuration = configuration
@@ -166,35 +166,9 @@ actor ReportOutbox {
         if configuration.sendsReportsAutomatically && !queuedFiles().isEmpty { startSending() }
     }
 
-    /// One round at a time: a call while a round runs waits for that round.
-    func sendPending() async -> ReportDelivery {
-        if let round { return await round.value }
-        let task = Task { await self.sendRound() }
-        round = task
-        let delivery = await task.value
-        round = nil
-        return delivery
-    }
+    var queueIsEmpty: Bool { queuedFiles().isEmpty }
 
-    /// The background loop: rounds until the queue is empty, sleeping out each back-off.
-    private func startSending() {
-        guard background == nil else { return }
-        background = Task { await self.sendInBackground() }
-    }
-
-    private func sendInBackground() async {
-        while !Task.isCancelled {
-            let delivery = await sendPending()
-            // No suspension between this check and clearing `background`: a report queued before
-            // it is seen here, one queued after it starts a new loop.
-            if queuedFiles().isEmpty { break }
-            let wait = max(delivery.nextAttempt?.timeIntervalSinceNow ?? 0, 0)
-            try? await Task.sleep(nanoseconds: UInt64(wait * 1_000_000_000))
-        }
-        background = nil
-    }
-
-    private func sendRound() async -> ReportDelivery {
+    func sendRound() async -> ReportDelivery {
         var delivery = ReportDelivery()
         if let notBefore = sendAfter(), Date() < notBefore {
             delivery.pending = queuedFiles().count
