@@ -103,6 +103,32 @@ import Time
         try await application.test(.live) { client in try await body(client, Server(store: store, pki: pki, backend: secret)) }
     }
 
+    /// The level pack, bought on January 10, 2025, as the App Store signs it.
+    static var levelsPurchase: [String: any Sendable] {
+        PKI.transaction([
+            "transactionId": "4000000000000001", "originalTransactionId": "4000000000000001", "productId": levels,
+            "type": "Non-Consumable", "purchaseDate": PKI.milliseconds(PKI.date(2025, 1, 10)), "expiresDate": NSNull(),
+            "subscriptionGroupIdentifier": NSNull(), "webOrderLineItemId": NSNull(),
+        ])
+    }
+
+    /// The App Store's REFUND notification of ``levelsPurchase`` on February 1, 2025, posted to the
+    /// server; the test fails unless it is answered 200.
+    static func refundLevels(client: any TestClientProtocol, server: Server) async throws {
+        var refunded = levelsPurchase
+        refunded["revocationDate"] = PKI.milliseconds(PKI.date(2025, 2, 1))
+        refunded["revocationReason"] = 0
+        refunded["signedDate"] = PKI.milliseconds(PKI.date(2025, 2, 1))
+        let notification = try server.pki.jws(
+            payload: PKI.notification(
+                type: "REFUND", data: ["signedTransactionInfo": try server.pki.jws(payload: refunded)],
+                ["signedDate": PKI.milliseconds(PKI.date(2025, 2, 1))]))
+        let told = try await client.execute(
+            uri: "/v1/apps/\(app)/notifications/app-store", method: .post, headers: server.headers(),
+            body: ByteBuffer(string: #"{"signedPayload":"\#(notification)"}"#))
+        #expect(told.status == .ok, "\(String(buffer: told.body))")
+    }
+
     static func evidence(_ jws: String) -> ByteBuffer { ByteBuffer(string: #"{"signedTransaction":"\#(jws)"}"#) }
 
     /// The answer's items, by id, with their rule.
@@ -168,28 +194,13 @@ import Time
     /// after the App Store's REFUND notification the same request answers nothing for it.
     @Test func aRefundRemovesAccess() async throws {
         try await Self.withServer { client, server in
-            let bought = PKI.transaction([
-                "transactionId": "4000000000000001", "originalTransactionId": "4000000000000001", "productId": Self.levels,
-                "type": "Non-Consumable", "purchaseDate": PKI.milliseconds(PKI.date(2025, 1, 10)), "expiresDate": NSNull(),
-                "subscriptionGroupIdentifier": NSNull(), "webOrderLineItemId": NSNull(),
-            ])
+            let bought = Self.levelsPurchase
             let jws = try server.pki.jws(payload: bought)
             let before = try await client.execute(uri: Self.path, method: .post, headers: server.headers(), body: Self.evidence(jws))
             #expect(before.status == .ok, "\(String(buffer: before.body))")
             #expect(try Self.items(before) == ["levels": "holds-product"])
 
-            var refunded = bought
-            refunded["revocationDate"] = PKI.milliseconds(PKI.date(2025, 2, 1))
-            refunded["revocationReason"] = 0
-            refunded["signedDate"] = PKI.milliseconds(PKI.date(2025, 2, 1))
-            let notification = try server.pki.jws(
-                payload: PKI.notification(
-                    type: "REFUND", data: ["signedTransactionInfo": try server.pki.jws(payload: refunded)],
-                    ["signedDate": PKI.milliseconds(PKI.date(2025, 2, 1))]))
-            let told = try await client.execute(
-                uri: "/v1/apps/\(Self.app)/notifications/app-store", method: .post, headers: server.headers(),
-                body: ByteBuffer(string: #"{"signedPayload":"\#(notification)"}"#))
-            #expect(told.status == .ok, "\(String(buffer: told.body))")
+            try await Self.refundLevels(client: client, server: server)
             let after = try await client.execute(uri: Self.path, method: .post, headers: server.headers(), body: Self.evidence(jws))
             #expect(after.status == .ok, "\(String(buffer: after.body))")
             #expect(try Self.items(after) == [:])

@@ -112,11 +112,7 @@ import Testing
     /// it is refused, and the section says when it was refunded.
     @Test func aHeldProductAndItsRefund() async throws {
         try await ContentEndpointTests.withServer { client, server in
-            let bought = PKI.transaction([
-                "transactionId": "4000000000000001", "originalTransactionId": "4000000000000001", "productId": ContentEndpointTests.levels,
-                "type": "Non-Consumable", "purchaseDate": PKI.milliseconds(PKI.date(2025, 1, 10)), "expiresDate": NSNull(),
-                "subscriptionGroupIdentifier": NSNull(), "webOrderLineItemId": NSNull(),
-            ])
+            let bought = ContentEndpointTests.levelsPurchase
             let told = try await client.execute(
                 uri: ContentEndpointTests.path, method: .post, headers: server.headers(),
                 body: ContentEndpointTests.evidence(try server.pki.jws(payload: bought)))
@@ -130,18 +126,7 @@ import Testing
             #expect(levels["bytes"] as? Int == #"{"level":1}"#.utf8.count)
             #expect(try Self.refused(before)["issue-2025-03"] == "they never subscribed to news.plus")
 
-            var refunded = bought
-            refunded["revocationDate"] = PKI.milliseconds(PKI.date(2025, 2, 1))
-            refunded["revocationReason"] = 0
-            refunded["signedDate"] = PKI.milliseconds(PKI.date(2025, 2, 1))
-            let notification = try server.pki.jws(
-                payload: PKI.notification(
-                    type: "REFUND", data: ["signedTransactionInfo": try server.pki.jws(payload: refunded)],
-                    ["signedDate": PKI.milliseconds(PKI.date(2025, 2, 1))]))
-            let refund = try await client.execute(
-                uri: "/v1/apps/\(ContentEndpointTests.app)/notifications/app-store", method: .post, headers: server.headers(),
-                body: ByteBuffer(string: #"{"signedPayload":"\#(notification)"}"#))
-            #expect(refund.status == .ok, "\(String(buffer: refund.body))")
+            try await ContentEndpointTests.refundLevels(client: client, server: server)
             let after = try Self.json(try await Self.get(client, uri, token: viewer))
             #expect(try Self.granted(after) == [:])
             #expect(try Self.refused(after)["levels"] == "\(ContentEndpointTests.levels) was refunded on 2025-02-01")
