@@ -104,13 +104,18 @@ public enum CustomerContent {
         return formatter.string(from: date)
     }
 
-    /// The content manifest of `app`'s published `revision` (`content.json` in its records); an
-    /// empty one when the revision delivers no content.
-    public static func manifest(tree: PublicTree, app: String, revision: Int) -> Result<ContentManifest, ContentManifestError> {
-        guard let data = FileManager.default.contents(atPath: tree.contentManifestURL(app, revision).path) else {
-            return Result { () throws(ContentManifestError) in try ContentManifest(items: []) }
+    /// The content manifest of `app`'s published `revision` (`content.json` in its records, read by
+    /// ``PublicTree/contentManifest(_:revision:)``); an empty one when the revision delivers no content.
+    public static func manifest(tree: PublicTree, app: String, revision: Int) -> Result<ContentManifest, CatalogError> {
+        Result { () throws(CatalogError) in
+            do {
+                return try tree.contentManifest(app, revision: revision) ?? ContentManifest(items: [])
+            } catch let error as CatalogError {
+                throw error
+            } catch {
+                throw CatalogError.corruptPublication(path: tree.contentManifestURL(app, revision).path, message: "\(error)")
+            }
         }
-        return Result { () throws(ContentManifestError) in try ContentManifest.decode(data) }
     }
 
     /// Why an item is granted, in words, for a support person.
