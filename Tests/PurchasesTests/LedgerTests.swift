@@ -70,6 +70,49 @@ import Testing
         #expect(ledger.activeEntitlements(at: Self.day(41)) == [])
     }
 
+    /// The shape of a real sandbox history: a 3-month tier bought at 05:16:18 (expiring 05:25:18),
+    /// upgraded at 05:16:30 to the monthly tier of the same group (expiring 05:19:30). The upgrade's
+    /// notification carries only the new transaction; the old one's `isUpgraded` version never
+    /// arrives. The new period starts inside the old one, so it ends the old one at its start.
+    @Test func anUpgradeEndsThePeriodItLeavesWithoutTheUpgradedVersion() {
+        let minute = 60.0 / 86_400
+        let ledger = Self.ledger([
+            Self.transaction("1", product: "basic.monthly", purchased: Self.day(0), expires: Self.day(9 * minute)),
+            Self.transaction(
+                "2", original: "1", product: "premium.monthly", purchased: Self.day(0.2 * minute), expires: Self.day(3.2 * minute),
+                ["transactionReason": "PURCHASE"]),
+        ])
+        #expect(ledger.periods.map(\.end) == [Self.day(0.2 * minute), Self.day(3.2 * minute)])
+        #expect(ledger.periods.map(\.isUpgraded) == [false, false], "what Apple signed is shown as signed")
+        // After the upgraded tier expired, nothing of the old tier grants.
+        #expect(ledger.activeEntitlements(at: Self.day(5 * minute)) == [])
+        #expect(ledger.activeEntitlements(at: Self.day(2 * minute)) == ["basic", "premium"])
+        #expect(ledger.entitlements(at: Self.day(2 * minute)).map(\.transactionId) == ["2", "2"])
+    }
+
+    /// One subscription, one period at a time, but only within one subscription: another
+    /// subscription of the same group (bought by another Apple account of the same customer, say)
+    /// and a subscription of another group keep their own periods.
+    @Test func onlyTheSameSubscriptionEndsAPeriodEarly() {
+        let ledger = Self.ledger([
+            Self.transaction("1", product: "premium.monthly", purchased: Self.day(0), expires: Self.day(30)),
+            Self.transaction("2", product: "basic.monthly", purchased: Self.day(10), expires: Self.day(40)),
+            Self.transaction(
+                "3", product: "levels.monthly", purchased: Self.day(12), expires: Self.day(42), ["subscriptionGroupIdentifier": "other"]),
+        ])
+        #expect(ledger.periods.map(\.end) == [Self.day(30), Self.day(40), Self.day(42)])
+        #expect(ledger.activeEntitlements(at: Self.day(20)) == ["basic", "levels.monthly", "premium"])
+    }
+
+    /// A renewal that Apple dates at the very end of the period before it starts nothing inside it.
+    @Test func aRenewalAtTheExpiryEndsNothingEarly() {
+        let ledger = Self.ledger([
+            Self.transaction("1", product: "basic.monthly", purchased: Self.day(0), expires: Self.day(30)),
+            Self.transaction("2", original: "1", product: "basic.monthly", purchased: Self.day(30), expires: Self.day(60)),
+        ])
+        #expect(ledger.periods.map(\.end) == [Self.day(30), Self.day(60)])
+    }
+
     @Test func downgradeTakesEffectAtTheRenewal() {
         let ledger = Self.ledger([
             Self.transaction("1", product: "premium.monthly", purchased: Self.day(0), expires: Self.day(30)),
