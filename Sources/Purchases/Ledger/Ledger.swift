@@ -183,17 +183,22 @@ public struct Ledger: Sendable, Hashable, Codable {
 
         for index in periods.indices {
             var period = periods[index]
-            // An upgrade ends the period it upgrades from at its own start: the next period of the
-            // same subscription (or group) that starts inside this one.
-            var upgradeStart: Date?
-            if period.isUpgraded, let expires = period.expiresDate {
-                upgradeStart =
+            // One subscription, one period at a time: a period of the same subscription that starts
+            // inside this one (an upgrade, an immediate crossgrade) ends it at its start, whether or
+            // not the `isUpgraded` version of this transaction ever arrives (Apple's upgrade
+            // notification carries only the new transaction). A version marked `isUpgraded` is also
+            // ended by a period of its group that starts inside it, as Apple says it was upgraded.
+            var replacedAt: Date?
+            if period.type == .autoRenewableSubscription, let expires = period.expiresDate {
+                replacedAt =
                     periods.filter { other in
                         other.transactionId != period.transactionId && other.type == .autoRenewableSubscription
-                            && Self.sameSubscription(period, other) && other.start >= period.start && other.start < expires
+                            && other.start < expires
+                            && (Self.sameSubscription(period, other) && other.start > period.start
+                                || period.isUpgraded && Self.sameGroup(period, other) && other.start >= period.start)
                     }.map(\.start).min()
             }
-            period.end = [period.expiresDate, period.revocationDate, upgradeStart].compactMap { $0 }.min()
+            period.end = [period.expiresDate, period.revocationDate, replacedAt].compactMap { $0 }.min()
             if period.expiresDate == nil { period.end = nil }
             periods[index] = period
         }
@@ -272,9 +277,14 @@ public struct Ledger: Sendable, Hashable, Codable {
         return credits
     }
 
+    /// One subscription: its renewals, upgrades and crossgrades share the original transaction.
     private static func sameSubscription(_ a: SubscriptionPeriod, _ b: SubscriptionPeriod) -> Bool {
+        a.originalTransactionId != nil && a.originalTransactionId == b.originalTransactionId
+    }
+
+    private static func sameGroup(_ a: SubscriptionPeriod, _ b: SubscriptionPeriod) -> Bool {
         if let group = a.subscriptionGroupIdentifier, group == b.subscriptionGroupIdentifier { return true }
-        return a.originalTransactionId != nil && a.originalTransactionId == b.originalTransactionId
+        return sameSubscription(a, b)
     }
 
     /// Of the payloads with the same key, the one signed last. Of two signed at the same instant, one
