@@ -87,9 +87,26 @@ extension PostgresReportStore: PurchaseStore {
                             outcome: TransferEvent.Outcome(rawValue: outcome) ?? .refused, at: Date(timeIntervalSince1970: TimeInterval(at))
                         ))
                 }
+                var refused: [RefusedClaim] = []
+                for try await (original, kind, value, count, first, last) in try await connection.query(
+                    """
+                    SELECT r.original_transaction_id, r.claimant_kind, r.claimant_value, r.count, r.first_at, r.last_at
+                    FROM purchase_bindings b
+                    JOIN purchase_refused_claims r ON r.app = b.app AND r.original_transaction_id = b.original_transaction_id
+                    WHERE b.customer_id = \(customer)
+                    ORDER BY r.original_transaction_id COLLATE "C", r.first_at, r.claimant_kind COLLATE "C", r.claimant_value COLLATE "C"
+                    """, logger: logger
+                ).decode((String, String, String, Int64, Int64, Int64).self) {
+                    refused.append(
+                        RefusedClaim(
+                            originalTransactionId: original,
+                            claimant: CustomerKey.Kind(rawValue: kind).map { CustomerKey(kind: $0, value: value) },
+                            count: Int(count), firstAt: Date(timeIntervalSince1970: TimeInterval(first)),
+                            lastAt: Date(timeIntervalSince1970: TimeInterval(last))))
+                }
                 return CustomerRecord(
                     id: customer, app: app, keys: keys, originalTransactionIds: originals, transactions: transactions, renewalInfos: infos,
-                    transfers: transfers)
+                    transfers: transfers, refusedClaims: refused)
             }
         }
     }
@@ -135,13 +152,16 @@ extension PostgresReportStore: PurchaseStore {
         }
     }
 
-    /// One submission, inside the caller's transaction: `SQLiteReportStore.Writer.record`'s steps.
+    /// One submission, inside the caller's transaction: ``PurchaseRecorder`` decides, this answers its
+    /// questions and applies its writes, as `SQLiteReportStore.Writer.record` does. Each purchase is
+    /// locked before it is read, so that replicas presenting it at the same moment bind it once.
     private static func record(_ submission: PurchaseSubmission, _ connection: PostgresConnection, _ logger: Logger) async throws
         -> PurchaseOutcome
     {
         let app = submission.app
         let now = Int64(submission.receivedAt.timeIntervalSince1970)
-        if let notification = submission.notification, !submission.isReplay {
+        var recorder = PurchaseRecorder(submission)
+        if let notification = recorder.notificationToStore {
             let inserted = try await connection.query(
                 """
                 INSERT INTO purchase_notifications (app, notification_uuid, notification_type, subtype, environment, signed_at_ms,
@@ -153,93 +173,133 @@ extension PostgresReportStore: PurchaseStore {
             ).collect().count
             if inserted == 0 { return PurchaseOutcome(duplicate: true) }
         }
-        var outcome = PurchaseOutcome()
-        for transaction in submission.transactions {
-            guard let id = transaction.transactionId else { continue }
-            let original = transaction.originalTransactionId ?? id
-            let lockKey = "\(app)/\(original)"
+        while let query = recorder.nextPurchase() {
+            let lockKey = "\(app)/\(query.originalTransactionId)"
             try await connection.execute("SELECT pg_advisory_xact_lock(hashtextextended(\(lockKey), 0))", logger: logger)
-            let bound = try await integer(
-                "SELECT customer_id FROM purchase_bindings WHERE app = $1 AND original_transaction_id = $2", [app, original], connection,
-                logger)
-            let named = submission.claimant.flatMap { $0.kind == .originalTransactionId ? nil : $0 }
-            var claimant: Int64?
-            if let named { claimant = try await customer(app: app, key: named, now: now, connection, logger) }
-            if bound == nil && claimant == nil, let key = submission.claimant ?? CustomerKey.of(transaction) {
-                claimant = try await customer(app: app, key: key, now: now, connection, logger)
+            let state = try await state(of: query, app: app, connection, logger)
+            recorder.created(try await apply(recorder.decide(state), app: app, now: now, connection, logger))
+        }
+        _ = try await apply(recorder.finish(), app: app, now: now, connection, logger)
+        return recorder.outcome
+    }
+
+    /// What the recorder asks of a purchase: its binding, and the customers its keys name, each with its keys.
+    private static func state(of query: PurchaseQuery, app: String, _ connection: PostgresConnection, _ logger: Logger) async throws
+        -> PurchaseState
+    {
+        func customer(_ id: Int64?) async throws -> StoredCustomer? {
+            guard let id else { return nil }
+            var keys: [CustomerKey] = []
+            for try await (kind, value) in try await connection.query(
+                "SELECT kind, value FROM purchase_customer_keys WHERE customer_id = \(id)", logger: logger
+            ).decode((String, String).self) {
+                if let kind = CustomerKey.Kind(rawValue: kind) { keys.append(CustomerKey(kind: kind, value: value)) }
             }
-            var placeholder = false
-            if let bound {
-                placeholder =
+            return StoredCustomer(id: id, keys: keys)
+        }
+        let bound = try await customer(
+            integer(
+                "SELECT customer_id FROM purchase_bindings WHERE app = $1 AND original_transaction_id = $2",
+                [app, query.originalTransactionId], connection, logger))
+        var customers: [CustomerKey: StoredCustomer] = [:]
+        for key in query.keys {
+            customers[key] = try await customer(
+                integer(
+                    "SELECT customer_id FROM purchase_customer_keys WHERE app = $1 AND kind = $2 AND value = $3",
+                    [app, key.kind.rawValue, key.value], connection, logger))
+        }
+        return PurchaseState(bound: bound, customers: customers)
+    }
+
+    /// Applies the recorder's writes in order; returns the customers made, by the key each was made with.
+    private static func apply(
+        _ writes: [PurchaseWrite], app: String, now: Int64, _ connection: PostgresConnection, _ logger: Logger
+    ) async throws -> [CustomerKey: Int64] {
+        var created: [CustomerKey: Int64] = [:]
+        func id(_ reference: CustomerReference) -> Int64 {
+            switch reference {
+            case .id(let id): id
+            case .new(let key): created[key] ?? 0
+            }
+        }
+        for write in writes {
+            switch write {
+            case .createCustomer(let key):
+                created[key] = try await customer(app: app, key: key, now: now, connection, logger)
+            case .addKey(let key, let customer):
+                try await connection.execute(
+                    """
+                    INSERT INTO purchase_customer_keys (app, kind, value, customer_id) VALUES (\(app), \(key.kind.rawValue), \(key.value), \(id(customer)))
+                    ON CONFLICT DO NOTHING
+                    """, logger: logger)
+            case .bind(let original, let customer):
+                try await connection.execute(
+                    """
+                    INSERT INTO purchase_bindings (app, original_transaction_id, customer_id, bound_at) VALUES (\(app), \(original), \(id(customer)), \(now))
+                    ON CONFLICT (app, original_transaction_id) DO UPDATE SET customer_id = excluded.customer_id, bound_at = excluded.bound_at
+                    """, logger: logger)
+            case .absorb(let placeholder, let customer):
+                try await connection.execute(
+                    "UPDATE purchase_bindings SET customer_id = \(id(customer)), bound_at = \(now) WHERE customer_id = \(placeholder)",
+                    logger: logger)
+                try await connection.execute(
+                    """
+                    UPDATE purchase_customer_keys SET customer_id = \(id(customer))
+                    WHERE customer_id = \(placeholder) AND kind = 'appTransactionId'
+                    """, logger: logger)
+            case .recordTransfer(let original, let from, let to):
+                try await connection.execute(
+                    """
+                    INSERT INTO purchase_transfers (app, original_transaction_id, from_customer, to_customer, outcome, at)
+                    VALUES (\(app), \(original), \(from), \(id(to)), 'transferred', \(now))
+                    """, logger: logger)
+            case .recordRefusedClaim(let original, _, let claimant, let kept):
+                // As in SQLite: a claimant's own row while fewer than `kept` have one, else the row of the rest.
+                let known =
                     try await integer(
-                        "SELECT 1 FROM purchase_customer_keys WHERE customer_id = $1::bigint AND kind <> 'originalTransactionId' LIMIT 1",
-                        [String(bound)], connection, logger) == nil
-            }
-            var owner: Int64?
-            switch BindingRule.decide(bound: bound, boundIsPlaceholder: placeholder, claimant: claimant, policy: submission.transferPolicy)
-            {
-            case .bind(let customer)?:
-                try await bind(app: app, original: original, to: customer, now: now, connection, logger)
-                owner = customer
-            case .stay(let customer)?:
-                owner = customer
-            case .transfer(let from, let to)?:
-                try await bind(app: app, original: original, to: to, now: now, connection, logger)
-                outcome.transfers.append(
-                    try await transfer(app: app, original: original, from: from, to: to, .transferred, now: now, connection, logger))
-                owner = to
-            case .refuse(let boundTo, let claimed)?:
-                outcome.transfers.append(
-                    try await transfer(app: app, original: original, from: boundTo, to: claimed, .refused, now: now, connection, logger))
-                outcome.refusal = PurchaseRefusal(
-                    .boundToAnotherCustomer,
-                    "transaction \(original) is bound to another customer, and the app keeps purchases with their first")
-                owner = boundTo
-            case nil:
-                owner = nil
-            }
-            if let owner {
-                outcome.customerId = owner
-                let keys =
-                    (transaction.appTransactionId.map { [CustomerKey(kind: .appTransactionId, value: $0)] } ?? []) + submission.otherKeys
-                for key in keys where !key.value.isEmpty {
-                    try await connection.execute(
                         """
-                        INSERT INTO purchase_customer_keys (app, kind, value, customer_id) VALUES (\(app), \(key.kind.rawValue), \(key.value), \(owner))
-                        ON CONFLICT DO NOTHING
-                        """, logger: logger
-                    )
-                }
+                        SELECT count(*) FROM purchase_refused_claims WHERE app = $1 AND original_transaction_id = $2
+                        AND claimant_kind <> '' AND NOT (claimant_kind = $3 AND claimant_value = $4)
+                        """, [app, original, claimant.kind.rawValue, claimant.value], connection, logger) ?? 0
+                let own = known < Int64(kept)
+                let (kind, value) = own ? (claimant.kind.rawValue, claimant.value) : ("", "")
+                try await connection.execute(
+                    """
+                    INSERT INTO purchase_refused_claims (app, original_transaction_id, claimant_kind, claimant_value, count, first_at, last_at)
+                    VALUES (\(app), \(original), \(kind), \(value), 1, \(now), \(now))
+                    ON CONFLICT (app, original_transaction_id, claimant_kind, claimant_value)
+                    DO UPDATE SET count = purchase_refused_claims.count + 1, last_at = excluded.last_at
+                    """, logger: logger)
+            case .keepTransaction(let transaction, let source):
+                guard let transactionId = transaction.transactionId else { continue }
+                let original = transaction.originalTransactionId ?? transactionId
+                let payload = StoredPayload.encode(transaction)
+                let hash = ContentHash.sha256Hex(Array(payload.utf8))
+                try await connection.execute(
+                    """
+                    INSERT INTO purchase_transactions (app, transaction_id, original_transaction_id, environment, signed_at_ms, payload,
+                                                       payload_sha256, source, received_at)
+                    VALUES (\(app), \(transactionId), \(original), \(transaction.environment?.rawValue), \(milliseconds(transaction.signedDate)),
+                            \(payload), \(hash), \(source.rawValue), \(now))
+                    ON CONFLICT DO NOTHING
+                    """, logger: logger)
+            case .keepRenewalInfo(let info, let source):
+                guard let original = info.originalTransactionId else { continue }
+                let payload = StoredPayload.encode(info)
+                let hash = ContentHash.sha256Hex(Array(payload.utf8))
+                try await connection.execute(
+                    """
+                    INSERT INTO purchase_renewal_infos (app, original_transaction_id, environment, signed_at_ms, payload, payload_sha256,
+                                                        source, received_at)
+                    VALUES (\(app), \(original), \(info.environment?.rawValue), \(milliseconds(info.signedDate)), \(payload), \(hash),
+                            \(source.rawValue), \(now))
+                    ON CONFLICT DO NOTHING
+                    """, logger: logger)
+            case .enqueue(let event):
+                try await enqueue(event, connection, logger)
             }
-            let payload = StoredPayload.encode(transaction)
-            let hash = ContentHash.sha256Hex(Array(payload.utf8))
-            try await connection.execute(
-                """
-                INSERT INTO purchase_transactions (app, transaction_id, original_transaction_id, environment, signed_at_ms, payload,
-                                                   payload_sha256, source, received_at)
-                VALUES (\(app), \(id), \(original), \(transaction.environment?.rawValue), \(milliseconds(transaction.signedDate)), \(payload),
-                        \(hash), \(submission.source.rawValue), \(now))
-                ON CONFLICT DO NOTHING
-                """, logger: logger
-            )
         }
-        for info in submission.renewalInfos {
-            guard let original = info.originalTransactionId else { continue }
-            let payload = StoredPayload.encode(info)
-            let hash = ContentHash.sha256Hex(Array(payload.utf8))
-            try await connection.execute(
-                """
-                INSERT INTO purchase_renewal_infos (app, original_transaction_id, environment, signed_at_ms, payload, payload_sha256,
-                                                    source, received_at)
-                VALUES (\(app), \(original), \(info.environment?.rawValue), \(milliseconds(info.signedDate)), \(payload), \(hash),
-                        \(submission.source.rawValue), \(now))
-                ON CONFLICT DO NOTHING
-                """, logger: logger
-            )
-        }
-        // In this transaction, so that evidence acknowledged is never without its webhook events.
-        try await enqueueWebhooks(for: submission, outcome: outcome, connection, logger)
-        return outcome
+        return created
     }
 
     /// The first column of the first row, as an integer; the values are bound as text, in order.
@@ -254,14 +314,13 @@ extension PostgresReportStore: PurchaseStore {
         return nil
     }
 
-    /// The customer `key` names, created with it if none does (another transaction creating the
-    /// same key at the same moment wins, and its customer is the one).
+    /// A customer made with `key`, or the one another transaction made with it at the same moment:
+    /// that one wins, and its customer is the one.
     private static func customer(app: String, key: CustomerKey, now: Int64, _ connection: PostgresConnection, _ logger: Logger)
         async throws -> Int64
     {
         let find = "SELECT customer_id FROM purchase_customer_keys WHERE app = $1 AND kind = $2 AND value = $3"
         let values = [app, key.kind.rawValue, key.value]
-        if let found = try await integer(find, values, connection, logger) { return found }
         var created: Int64 = 0
         for try await id in try await connection.query(
             "INSERT INTO purchase_customers (app, created_at) VALUES (\(app), \(now)) RETURNING id", logger: logger
@@ -275,35 +334,6 @@ extension PostgresReportStore: PurchaseStore {
             """, logger: logger
         )
         return try await integer(find, values, connection, logger) ?? created
-    }
-
-    private static func bind(
-        app: String, original: String, to customer: Int64, now: Int64, _ connection: PostgresConnection, _ logger: Logger
-    )
-        async throws
-    {
-        try await connection.execute(
-            """
-            INSERT INTO purchase_bindings (app, original_transaction_id, customer_id, bound_at) VALUES (\(app), \(original), \(customer), \(now))
-            ON CONFLICT (app, original_transaction_id) DO UPDATE SET customer_id = excluded.customer_id, bound_at = excluded.bound_at
-            """, logger: logger
-        )
-    }
-
-    private static func transfer(
-        app: String, original: String, from: Int64, to: Int64, _ outcome: TransferEvent.Outcome, now: Int64,
-        _ connection: PostgresConnection,
-        _ logger: Logger
-    ) async throws -> TransferEvent {
-        try await connection.execute(
-            """
-            INSERT INTO purchase_transfers (app, original_transaction_id, from_customer, to_customer, outcome, at)
-            VALUES (\(app), \(original), \(from), \(to), \(outcome.rawValue), \(now))
-            """, logger: logger
-        )
-        return TransferEvent(
-            originalTransactionId: original, fromCustomer: from, toCustomer: to, outcome: outcome,
-            at: Date(timeIntervalSince1970: TimeInterval(now)))
     }
 
     private static func milliseconds(_ date: Date?) -> Int64? {

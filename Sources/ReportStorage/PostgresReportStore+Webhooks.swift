@@ -109,21 +109,18 @@ extension PostgresReportStore: WebhookOutbox {
         }
     }
 
-    /// Writes the events `submission` caused into the outbox, inside the caller's transaction.
-    static func enqueueWebhooks(
-        for submission: PurchaseSubmission, outcome: PurchaseOutcome, _ connection: PostgresConnection, _ logger: Logger
-    ) async throws {
-        for event in WebhookEvent.derive(from: submission, outcome: outcome) {
-            let created = Int64(event.createdAt.timeIntervalSince1970)
-            let occurred = event.occurredAt.map { Int64(($0.timeIntervalSince1970 * 1000).rounded()) }
-            try await connection.execute(
-                """
-                INSERT INTO purchase_webhook_events (event_id, app, type, customer_id, original_transaction_id, transaction_id, product_id,
-                                                     environment, occurred_at_ms, created_at, next_attempt_at)
-                VALUES (\(event.id), \(event.app), \(event.type.rawValue), \(event.customerId), \(event.originalTransactionId),
-                        \(event.transactionId), \(event.productId), \(event.environment), \(occurred), \(created), \(created))
-                ON CONFLICT (event_id) DO NOTHING
-                """, logger: logger)
-        }
+    /// Writes an event into the outbox, inside the caller's transaction; an event already there (the
+    /// same change told twice) is not written again.
+    static func enqueue(_ event: WebhookEvent, _ connection: PostgresConnection, _ logger: Logger) async throws {
+        let created = Int64(event.createdAt.timeIntervalSince1970)
+        let occurred = event.occurredAt.map { Int64(($0.timeIntervalSince1970 * 1000).rounded()) }
+        try await connection.execute(
+            """
+            INSERT INTO purchase_webhook_events (event_id, app, type, customer_id, original_transaction_id, transaction_id, product_id,
+                                                 environment, occurred_at_ms, created_at, next_attempt_at)
+            VALUES (\(event.id), \(event.app), \(event.type.rawValue), \(event.customerId), \(event.originalTransactionId),
+                    \(event.transactionId), \(event.productId), \(event.environment), \(occurred), \(created), \(created))
+            ON CONFLICT (event_id) DO NOTHING
+            """, logger: logger)
     }
 }

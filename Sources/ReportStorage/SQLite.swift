@@ -80,6 +80,9 @@ final class SQLiteConnection {
 
     var changes: Int { Int(sqlite3_changes(handle)) }
 
+    /// The rowid of the last row inserted.
+    var lastInsertedRow: Int64 { sqlite3_last_insert_rowid(handle) }
+
     var lastError: String { String(cString: sqlite3_errmsg(handle)) }
 }
 

@@ -66,9 +66,24 @@ extension SQLiteReportStore: PurchaseStore {
                     outcome: TransferEvent.Outcome(rawValue: row.text(3) ?? "") ?? .refused,
                     at: Date(timeIntervalSince1970: TimeInterval(row.integer(4))))
             }
+            let refused = try connection.rows(
+                """
+                SELECT r.original_transaction_id, r.claimant_kind, r.claimant_value, r.count, r.first_at, r.last_at
+                FROM purchase_bindings b
+                JOIN purchase_refused_claims r ON r.app = b.app AND r.original_transaction_id = b.original_transaction_id
+                WHERE b.customer_id = ?1 ORDER BY r.original_transaction_id, r.first_at, r.claimant_kind, r.claimant_value
+                """, [.integer(customer)]
+            ) { row in
+                RefusedClaim(
+                    originalTransactionId: row.text(0) ?? "",
+                    claimant: CustomerKey.Kind(rawValue: row.text(1) ?? "").map { CustomerKey(kind: $0, value: row.text(2) ?? "") },
+                    count: Int(row.integer(3)), firstAt: Date(timeIntervalSince1970: TimeInterval(row.integer(4))),
+                    lastAt: Date(timeIntervalSince1970: TimeInterval(row.integer(5))))
+            }
             return CustomerRecord(
                 id: customer, app: app, keys: keys.compactMap { $0 }, originalTransactionIds: originals,
-                transactions: transactions.compactMap { $0 }, renewalInfos: renewalInfos.compactMap { $0 }, transfers: transfers)
+                transactions: transactions.compactMap { $0 }, renewalInfos: renewalInfos.compactMap { $0 }, transfers: transfers,
+                refusedClaims: refused)
         }
     }
 
@@ -103,132 +118,155 @@ extension SQLiteReportStore: PurchaseStore {
 }
 
 extension SQLiteReportStore.Writer {
-    /// One submission, inside the caller's transaction (docs/purchases.md, "Customers and transfers").
+    /// One submission, inside the caller's transaction: ``PurchaseRecorder`` decides, this answers
+    /// its questions and applies its writes (docs/purchases.md, "Customers and transfers").
     func record(_ submission: PurchaseSubmission) throws -> PurchaseOutcome {
         let app = submission.app
         let now = Int64(submission.receivedAt.timeIntervalSince1970)
-        if let notification = submission.notification, !submission.isReplay {
-            let inserted = try run(
-                """
-                INSERT INTO purchase_notifications (app, notification_uuid, notification_type, subtype, environment, signed_at_ms,
-                                                    received_at, body)
-                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT (app, notification_uuid) DO NOTHING
-                """,
-                [
-                    .text(app), .text(notification.notificationUUID), .init(notification.notificationType), .init(notification.subtype),
-                    .init(notification.environment), milliseconds(notification.signedDate), .integer(now), .text(notification.body),
-                ])
-            if inserted == 0 { return PurchaseOutcome(duplicate: true) }
+        var recorder = PurchaseRecorder(submission)
+        if let notification = recorder.notificationToStore, try !insert(notification, app: app, now: now) {
+            return PurchaseOutcome(duplicate: true)
         }
-        var outcome = PurchaseOutcome()
-        for transaction in submission.transactions {
-            guard let id = transaction.transactionId else { continue }
-            let original = transaction.originalTransactionId ?? id
-            let bound = try integer(
-                "SELECT customer_id FROM purchase_bindings WHERE app = ?1 AND original_transaction_id = ?2", [.text(app), .text(original)])
-            // A claim that names nobody (an original transaction id) never moves a purchase.
-            let named = submission.claimant.flatMap { $0.kind == .originalTransactionId ? nil : $0 }
-            var claimant = try named.map { try customer(app: app, key: $0, now: now) }
-            if bound == nil && claimant == nil, let key = submission.claimant ?? CustomerKey.of(transaction) {
-                claimant = try customer(app: app, key: key, now: now)
-            }
-            let placeholder =
-                try bound.map {
-                    try integer(
-                        "SELECT 1 FROM purchase_customer_keys WHERE customer_id = ?1 AND kind <> 'originalTransactionId' LIMIT 1",
-                        [.integer($0)]) == nil
-                } ?? false
-            var owner: Int64?
-            switch BindingRule.decide(bound: bound, boundIsPlaceholder: placeholder, claimant: claimant, policy: submission.transferPolicy)
-            {
-            case .bind(let customer)?:
-                try bind(app: app, original: original, to: customer, now: now)
-                owner = customer
-            case .stay(let customer)?:
-                owner = customer
-            case .transfer(let from, let to)?:
-                try bind(app: app, original: original, to: to, now: now)
-                outcome.transfers.append(try transfer(app: app, original: original, from: from, to: to, .transferred, now: now))
-                owner = to
-            case .refuse(let boundTo, let claimed)?:
-                outcome.transfers.append(try transfer(app: app, original: original, from: boundTo, to: claimed, .refused, now: now))
-                outcome.refusal = PurchaseRefusal(
-                    .boundToAnotherCustomer,
-                    "transaction \(original) is bound to another customer, and the app keeps purchases with their first")
-                owner = boundTo
-            case nil:
-                owner = nil
-            }
-            if let owner {
-                outcome.customerId = owner
-                let keys =
-                    (transaction.appTransactionId.map { [CustomerKey(kind: .appTransactionId, value: $0)] } ?? []) + submission.otherKeys
-                for key in keys where !key.value.isEmpty {
-                    try run(
-                        "INSERT INTO purchase_customer_keys (app, kind, value, customer_id) VALUES (?1, ?2, ?3, ?4) ON CONFLICT DO NOTHING",
-                        [.text(app), .text(key.kind.rawValue), .text(key.value), .integer(owner)])
-                }
-            }
-            let payload = StoredPayload.encode(transaction)
-            try run(
-                """
-                INSERT INTO purchase_transactions (app, transaction_id, original_transaction_id, environment, signed_at_ms, payload,
-                                                   payload_sha256, source, received_at)
-                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT DO NOTHING
-                """,
-                [
-                    .text(app), .text(id), .text(original), .init(transaction.environment?.rawValue), milliseconds(transaction.signedDate),
-                    .text(payload), .text(ContentHash.sha256Hex(Array(payload.utf8))), .text(submission.source.rawValue), .integer(now),
-                ])
+        while let query = recorder.nextPurchase() {
+            recorder.created(try apply(recorder.decide(try state(of: query, app: app)), app: app, now: now))
         }
-        for info in submission.renewalInfos {
-            guard let original = info.originalTransactionId else { continue }
-            let payload = StoredPayload.encode(info)
-            try run(
-                """
-                INSERT INTO purchase_renewal_infos (app, original_transaction_id, environment, signed_at_ms, payload, payload_sha256,
-                                                    source, received_at)
-                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT DO NOTHING
-                """,
-                [
-                    .text(app), .text(original), .init(info.environment?.rawValue), milliseconds(info.signedDate), .text(payload),
-                    .text(ContentHash.sha256Hex(Array(payload.utf8))), .text(submission.source.rawValue), .integer(now),
-                ])
-        }
-        // In this transaction, so that evidence acknowledged is never without its webhook events.
-        try enqueueWebhooks(for: submission, outcome: outcome)
-        return outcome
+        _ = try apply(recorder.finish(), app: app, now: now)
+        return recorder.outcome
     }
 
-    /// The customer `key` names, created with it if none does.
-    private func customer(app: String, key: CustomerKey, now: Int64) throws -> Int64 {
-        let values: [SQLiteValue] = [.text(app), .text(key.kind.rawValue), .text(key.value)]
-        if let found = try integer("SELECT customer_id FROM purchase_customer_keys WHERE app = ?1 AND kind = ?2 AND value = ?3", values) {
-            return found
-        }
-        try run("INSERT INTO purchase_customers (app, created_at) VALUES (?1, ?2)", [.text(app), .integer(now)])
-        let id = try integer("SELECT last_insert_rowid()", []) ?? 0
-        try run("INSERT INTO purchase_customer_keys (app, kind, value, customer_id) VALUES (?1, ?2, ?3, ?4)", values + [.integer(id)])
-        return id
-    }
-
-    private func bind(app: String, original: String, to customer: Int64, now: Int64) throws {
+    /// Stores a raw notification; false when the app already has its `notificationUUID`.
+    private func insert(_ notification: RawNotification, app: String, now: Int64) throws -> Bool {
         try run(
             """
-            INSERT INTO purchase_bindings (app, original_transaction_id, customer_id, bound_at) VALUES (?1, ?2, ?3, ?4)
-            ON CONFLICT (app, original_transaction_id) DO UPDATE SET customer_id = excluded.customer_id, bound_at = excluded.bound_at
-            """, [.text(app), .text(original), .integer(customer), .integer(now)])
+            INSERT INTO purchase_notifications (app, notification_uuid, notification_type, subtype, environment, signed_at_ms,
+                                                received_at, body)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT (app, notification_uuid) DO NOTHING
+            """,
+            [
+                .text(app), .text(notification.notificationUUID), .init(notification.notificationType), .init(notification.subtype),
+                .init(notification.environment), milliseconds(notification.signedDate), .integer(now), .text(notification.body),
+            ]) > 0
     }
 
-    private func transfer(
-        app: String, original: String, from: Int64, to: Int64, _ outcome: TransferEvent.Outcome, now: Int64
-    ) throws -> TransferEvent {
-        try run(
-            "INSERT INTO purchase_transfers (app, original_transaction_id, from_customer, to_customer, outcome, at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-            [.text(app), .text(original), .integer(from), .integer(to), .text(outcome.rawValue), .integer(now)])
-        return TransferEvent(
-            originalTransactionId: original, fromCustomer: from, toCustomer: to, outcome: outcome,
-            at: Date(timeIntervalSince1970: TimeInterval(now)))
+    /// What the recorder asks of a purchase: its binding, and the customers its keys name, each with its keys.
+    private func state(of query: PurchaseQuery, app: String) throws -> PurchaseState {
+        func customer(_ id: Int64?) throws -> StoredCustomer? {
+            guard let id else { return nil }
+            let keys = try rows("SELECT kind, value FROM purchase_customer_keys WHERE customer_id = ?1", [.integer(id)], Self.customerKey)
+            return StoredCustomer(id: id, keys: keys.compactMap { $0 })
+        }
+        let bound = try customer(
+            integer(
+                "SELECT customer_id FROM purchase_bindings WHERE app = ?1 AND original_transaction_id = ?2",
+                [.text(app), .text(query.originalTransactionId)]))
+        var customers: [CustomerKey: StoredCustomer] = [:]
+        for key in query.keys {
+            customers[key] = try customer(
+                integer(
+                    "SELECT customer_id FROM purchase_customer_keys WHERE app = ?1 AND kind = ?2 AND value = ?3",
+                    [.text(app), .text(key.kind.rawValue), .text(key.value)]))
+        }
+        return PurchaseState(bound: bound, customers: customers)
+    }
+
+    /// Applies the recorder's writes in order; returns the customers made, by the key each was made with.
+    private func apply(_ writes: [PurchaseWrite], app: String, now: Int64) throws -> [CustomerKey: Int64] {
+        var created: [CustomerKey: Int64] = [:]
+        func id(_ reference: CustomerReference) -> Int64 {
+            switch reference {
+            case .id(let id): id
+            case .new(let key): created[key] ?? 0
+            }
+        }
+        for write in writes {
+            switch write {
+            case .createCustomer(let key):
+                try run("INSERT INTO purchase_customers (app, created_at) VALUES (?1, ?2)", [.text(app), .integer(now)])
+                let customer = connection.lastInsertedRow
+                try run(
+                    "INSERT INTO purchase_customer_keys (app, kind, value, customer_id) VALUES (?1, ?2, ?3, ?4)",
+                    [.text(app), .text(key.kind.rawValue), .text(key.value), .integer(customer)])
+                created[key] = customer
+            case .addKey(let key, let customer):
+                try run(
+                    "INSERT INTO purchase_customer_keys (app, kind, value, customer_id) VALUES (?1, ?2, ?3, ?4) ON CONFLICT DO NOTHING",
+                    [.text(app), .text(key.kind.rawValue), .text(key.value), .integer(id(customer))])
+            case .bind(let original, let customer):
+                try run(
+                    """
+                    INSERT INTO purchase_bindings (app, original_transaction_id, customer_id, bound_at) VALUES (?1, ?2, ?3, ?4)
+                    ON CONFLICT (app, original_transaction_id) DO UPDATE SET customer_id = excluded.customer_id, bound_at = excluded.bound_at
+                    """, [.text(app), .text(original), .integer(id(customer)), .integer(now)])
+            case .absorb(let placeholder, let customer):
+                try run(
+                    "UPDATE purchase_bindings SET customer_id = ?2, bound_at = ?3 WHERE customer_id = ?1",
+                    [.integer(placeholder), .integer(id(customer)), .integer(now)])
+                try run(
+                    "UPDATE purchase_customer_keys SET customer_id = ?2 WHERE customer_id = ?1 AND kind = 'appTransactionId'",
+                    [.integer(placeholder), .integer(id(customer))])
+            case .recordTransfer(let original, let from, let to):
+                try run(
+                    """
+                    INSERT INTO purchase_transfers (app, original_transaction_id, from_customer, to_customer, outcome, at)
+                    VALUES (?1, ?2, ?3, ?4, 'transferred', ?5)
+                    """, [.text(app), .text(original), .integer(from), .integer(id(to)), .integer(now)])
+            case .recordRefusedClaim(let original, _, let claimant, let kept):
+                // A claimant already kept is counted on its row; a new one gets a row while fewer than
+                // `kept` claimants have one, else is counted on the row of the rest (kind and value '').
+                let known =
+                    try integer(
+                        """
+                        SELECT count(*) FROM purchase_refused_claims WHERE app = ?1 AND original_transaction_id = ?2
+                        AND claimant_kind <> '' AND NOT (claimant_kind = ?3 AND claimant_value = ?4)
+                        """, [.text(app), .text(original), .text(claimant.kind.rawValue), .text(claimant.value)]) ?? 0
+                let own = known < Int64(kept)
+                try run(
+                    """
+                    INSERT INTO purchase_refused_claims (app, original_transaction_id, claimant_kind, claimant_value, count, first_at, last_at)
+                    VALUES (?1, ?2, ?3, ?4, 1, ?5, ?5)
+                    ON CONFLICT (app, original_transaction_id, claimant_kind, claimant_value)
+                    DO UPDATE SET count = count + 1, last_at = excluded.last_at
+                    """,
+                    [
+                        .text(app), .text(original), .text(own ? claimant.kind.rawValue : ""), .text(own ? claimant.value : ""),
+                        .integer(now),
+                    ])
+            case .keepTransaction(let transaction, let source):
+                guard let transactionId = transaction.transactionId else { continue }
+                let payload = StoredPayload.encode(transaction)
+                try run(
+                    """
+                    INSERT INTO purchase_transactions (app, transaction_id, original_transaction_id, environment, signed_at_ms, payload,
+                                                       payload_sha256, source, received_at)
+                    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT DO NOTHING
+                    """,
+                    [
+                        .text(app), .text(transactionId), .text(transaction.originalTransactionId ?? transactionId),
+                        .init(transaction.environment?.rawValue), milliseconds(transaction.signedDate), .text(payload),
+                        .text(ContentHash.sha256Hex(Array(payload.utf8))), .text(source.rawValue), .integer(now),
+                    ])
+            case .keepRenewalInfo(let info, let source):
+                guard let original = info.originalTransactionId else { continue }
+                let payload = StoredPayload.encode(info)
+                try run(
+                    """
+                    INSERT INTO purchase_renewal_infos (app, original_transaction_id, environment, signed_at_ms, payload, payload_sha256,
+                                                        source, received_at)
+                    VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT DO NOTHING
+                    """,
+                    [
+                        .text(app), .text(original), .init(info.environment?.rawValue), milliseconds(info.signedDate), .text(payload),
+                        .text(ContentHash.sha256Hex(Array(payload.utf8))), .text(source.rawValue), .integer(now),
+                    ])
+            case .enqueue(let event):
+                try enqueue(event)
+            }
+        }
+        return created
+    }
+
+    static func customerKey(_ row: SQLiteStatement) -> CustomerKey? {
+        CustomerKey.Kind(rawValue: row.text(0) ?? "").map { CustomerKey(kind: $0, value: row.text(1) ?? "") }
     }
 
     private func milliseconds(_ date: Date?) -> SQLiteValue {

@@ -78,22 +78,20 @@ extension SQLiteReportStore: WebhookOutbox {
 }
 
 extension SQLiteReportStore.Writer {
-    /// Writes the events `submission` caused into the outbox, inside the caller's transaction; an
-    /// event already there (the same change told twice) is not written again.
-    func enqueueWebhooks(for submission: PurchaseSubmission, outcome: PurchaseOutcome) throws {
-        for event in WebhookEvent.derive(from: submission, outcome: outcome) {
-            let created = Int64(event.createdAt.timeIntervalSince1970)
-            try run(
-                """
-                INSERT INTO purchase_webhook_events (event_id, app, type, customer_id, original_transaction_id, transaction_id, product_id,
-                                                     environment, occurred_at_ms, created_at, next_attempt_at)
-                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10) ON CONFLICT (event_id) DO NOTHING
-                """,
-                [
-                    .text(event.id), .text(event.app), .text(event.type.rawValue), event.customerId.map { .integer($0) } ?? .null,
-                    .text(event.originalTransactionId), .init(event.transactionId), .init(event.productId), .init(event.environment),
-                    event.occurredAt.map { .integer(Int64(($0.timeIntervalSince1970 * 1000).rounded())) } ?? .null, .integer(created),
-                ])
-        }
+    /// Writes an event into the outbox, inside the caller's transaction; an event already there (the
+    /// same change told twice) is not written again.
+    func enqueue(_ event: WebhookEvent) throws {
+        let created = Int64(event.createdAt.timeIntervalSince1970)
+        try run(
+            """
+            INSERT INTO purchase_webhook_events (event_id, app, type, customer_id, original_transaction_id, transaction_id, product_id,
+                                                 environment, occurred_at_ms, created_at, next_attempt_at)
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10) ON CONFLICT (event_id) DO NOTHING
+            """,
+            [
+                .text(event.id), .text(event.app), .text(event.type.rawValue), event.customerId.map { .integer($0) } ?? .null,
+                .text(event.originalTransactionId), .init(event.transactionId), .init(event.productId), .init(event.environment),
+                event.occurredAt.map { .integer(Int64(($0.timeIntervalSince1970 * 1000).rounded())) } ?? .null, .integer(created),
+            ])
     }
 }

@@ -265,6 +265,15 @@ public final class SQLiteReportStore: ReportStore {
             return connection.changes
         }
 
+        /// The rows of the cached `sql` with `values` bound, each made by `row`.
+        func rows<Row>(_ sql: String, _ values: [SQLiteValue], _ row: (SQLiteStatement) -> Row) throws(SQLiteError) -> [Row] {
+            let statement = try statement(sql)
+            try statement.bind(values)
+            var rows: [Row] = []
+            while try statement.step() { rows.append(row(statement)) }
+            return rows
+        }
+
         /// The first column of the first row of the cached `sql`, as an integer.
         func integer(_ sql: String, _ values: [SQLiteValue]) throws(SQLiteError) -> Int64? {
             let statement = try statement(sql)

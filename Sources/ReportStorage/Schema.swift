@@ -182,6 +182,23 @@ enum Schema {
                 );
                 CREATE INDEX purchase_webhook_events_pending ON purchase_webhook_events (state, customer_id, sequence);
                 """),
+        // Claims refused under `keep` (docs/purchases.md, "Customers and transfers"), kept against
+        // the purchase instead of making a customer for each claimant: one row per claimant key,
+        // up to a bound per purchase, the rest counted in one row with an empty kind and value.
+        Migration(
+            version: 7,
+            sql: """
+                CREATE TABLE purchase_refused_claims (
+                    app TEXT NOT NULL,
+                    original_transaction_id TEXT NOT NULL,
+                    claimant_kind TEXT NOT NULL,
+                    claimant_value TEXT NOT NULL,
+                    count INTEGER NOT NULL,
+                    first_at INTEGER NOT NULL,
+                    last_at INTEGER NOT NULL,
+                    PRIMARY KEY (app, original_transaction_id, claimant_kind, claimant_value)
+                );
+                """),
     ]
 
     static let postgres: [Migration] = [
@@ -398,6 +415,21 @@ enum Schema {
                     PRIMARY KEY (sha256, number)
                 );
                 ALTER TABLE content_chunks ALTER COLUMN bytes SET STORAGE EXTERNAL;
+                """),
+        // SQLite's version 7, the same meaning.
+        Migration(
+            version: 10,
+            sql: """
+                CREATE TABLE purchase_refused_claims (
+                    app TEXT NOT NULL,
+                    original_transaction_id TEXT NOT NULL,
+                    claimant_kind TEXT NOT NULL,
+                    claimant_value TEXT NOT NULL,
+                    count BIGINT NOT NULL,
+                    first_at BIGINT NOT NULL,
+                    last_at BIGINT NOT NULL,
+                    PRIMARY KEY (app, original_transaction_id, claimant_kind, claimant_value)
+                );
                 """),
     ]
 

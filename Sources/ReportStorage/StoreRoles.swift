@@ -23,15 +23,17 @@ public enum StoreRoles {
         ("content_chunks", ["SELECT"]),
         ("network_secret", ["SELECT", "INSERT"]),
         // Purchases and notifications are recorded on any node (docs/purchases.md, "Replicas"): the
-        // binding rule reads what is bound and moves a purchase by updating its binding; the rest is
-        // only ever added. Webhook events are only added: delivery is the editor node's.
+        // binding rules read what is bound, move a purchase by updating its binding, move a claimed
+        // customer's Apple keys to its app account, and count refused claims; the rest is only ever
+        // added. Webhook events are only added: delivery is the editor node's.
         ("purchase_customers", ["SELECT", "INSERT"]),
-        ("purchase_customer_keys", ["SELECT", "INSERT"]),
+        ("purchase_customer_keys", ["SELECT", "INSERT", "UPDATE"]),
         ("purchase_bindings", ["SELECT", "INSERT", "UPDATE"]),
         ("purchase_transactions", ["SELECT", "INSERT"]),
         ("purchase_renewal_infos", ["SELECT", "INSERT"]),
         ("purchase_notifications", ["SELECT", "INSERT"]),
         ("purchase_transfers", ["SELECT", "INSERT"]),
+        ("purchase_refused_claims", ["SELECT", "INSERT", "UPDATE"]),
         // `ON CONFLICT (event_id)` reads the column it names, and nothing more is read.
         ("purchase_webhook_events", ["INSERT", "SELECT (event_id)"]),
     ]
@@ -44,7 +46,7 @@ public enum StoreRoles {
     static let tables = [
         "schema_migrations", "reports", "editor_tokens", "audit_log", "published_files", "network_secret", "purchase_customers",
         "purchase_customer_keys", "purchase_bindings", "purchase_transactions", "purchase_renewal_infos", "purchase_notifications",
-        "purchase_transfers", "purchase_webhook_events", "content_blobs", "content_chunks",
+        "purchase_transfers", "purchase_webhook_events", "content_blobs", "content_chunks", "purchase_refused_claims",
     ]
     static let sequences = [
         "reports_id_seq", "publication_changes", "purchase_customers_id_seq", "purchase_notifications_sequence_seq",

@@ -26,7 +26,11 @@ struct ContentURLCommand: AsyncParsableCommand {
     @OptionGroup var catalogOptions: CatalogOptions
     @OptionGroup var storeOptions: StoreOptions
 
-    @Option(name: Setting.contentKeys.long, help: ArgumentHelp("The content key ring (as catalog serve's).", valueName: "file"))
+    @Option(
+        name: Setting.contentKeys.long,
+        help: ArgumentHelp(
+            "The content key ring, read as catalog serve reads it: this flag, else CATALOG_CONTENT_KEYS, else content-keys in the --config file.",
+            valueName: "file"))
     var contentKeys: String?
 
     @Option(
@@ -40,7 +44,10 @@ struct ContentURLCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("The server's origin, such as https://cdn.example.com, put before each URL.", valueName: "url"))
     var origin: String?
 
-    @Option(help: ArgumentHelp("The instant the rules are applied at, RFC 3339. Default: now.", valueName: "instant"))
+    @Option(
+        help: ArgumentHelp(
+            "The instant the access rules are applied at, RFC 3339 (default: now); the URLs' lifetime still counts from now.",
+            valueName: "instant"))
     var at: String?
 
     @Argument(help: "The app's bundle id.")
@@ -98,52 +105,20 @@ struct ContentURLCommand: AsyncParsableCommand {
             let grants = CustomerContent.grants(
                 record: record, catalog: settings.catalog, groups: settings.subscriptionGroups, manifest: manifest, at: instant)
             guard let grant = grants.first(where: { $0.itemId == item }) else {
-                printError(
-                    "customer \(record.id) may not download '\(item)': "
-                        + Self.refusal(wanted, record: record, settings: settings, at: instant))
+                let reasons = CustomerContent.refusals(
+                    record: record, catalog: settings.catalog, groups: settings.subscriptionGroups, manifest: manifest, granted: grants,
+                    at: instant)
+                printError("customer \(record.id) may not download '\(item)': \(reasons[item] ?? "the access rules do not grant it")")
                 throw ExitCode(1)
             }
+            // --at is when the rules are applied; the URLs are signed now, and live their lifetime from now.
             let downloads = ContentDownload.list(
-                grants: [grant], manifest: manifest, keyRing: keyRing, now: instant, lifetime: content.urlLifetime)
+                grants: [grant], manifest: manifest, keyRing: keyRing, now: Date(), lifetime: content.urlLifetime)
             print("customer \(record.id) may download '\(item)' version \(wanted.version): \(CustomerContent.explain(grant.reason))")
             for file in downloads.flatMap(\.files) {
                 print("\(file.path)  \(file.size) bytes  sha256 \(file.sha256.hex)  expires \(file.expires)")
                 print("  \((origin.map { $0.hasSuffix("/") ? String($0.dropLast()) : $0 } ?? "") + file.url)")
             }
-        }
-    }
-
-    /// Why `record` may not download `item` at `instant`, from the ledger, in words.
-    static func refusal(_ item: ContentManifest.Item, record: CustomerRecord, settings: AppPurchases, at instant: Date) -> String {
-        let ledgers = record.environments.map { record.ledger(environment: $0, catalog: settings.catalog) }
-        let purchases = ledgers.flatMap(\.purchases)
-        let periods = ledgers.flatMap(\.periods)
-        let date = { (moment: Date) in moment.formatted(.iso8601) }
-        switch item.availability {
-        case .product(let product)?:
-            let bought = purchases.filter { $0.productId == product }
-            let subscribed = periods.filter { $0.productId == product }
-            if bought.isEmpty && subscribed.isEmpty { return "it comes with \(product), which the customer never bought" }
-            if bought.contains(where: { $0.type == .consumable }) {
-                return "\(product) is a consumable, and consumables give no lasting content"
-            }
-            if let revoked = bought.first(where: { $0.revocationDate.map { $0 <= instant } ?? false }), let on = revoked.revocationDate {
-                return "the purchase of \(product) (transaction \(revoked.transactionId)) was refunded or revoked on \(date(on))"
-            }
-            let ended = subscribed.compactMap(\.end).max()
-            return "no period of \(product) is active at \(date(instant))" + (ended.map { "; the last ended \(date($0))" } ?? "")
-        case .subscriptionGroup(let group, let published)?:
-            if published > instant { return "it is published on \(date(published)), after \(date(instant))" }
-            let ofGroup = periods.filter { settings.subscriptionGroups[$0.productId] == group }
-            guard !ofGroup.isEmpty else { return "it is an item of the group \(group), of which the customer has no period" }
-            let spans = ofGroup.map { period in
-                "\(date(period.start))–\(period.end.map(date) ?? "open")"
-                    + (period.revocationDate != nil && !period.isUpgraded ? " (refunded or revoked)" : "")
-            }
-            return
-                "it was published on \(date(published)), when no period of \(group) was active, and it was not the item current when their first period began; their periods: \(spans.joined(separator: ", "))"
-        case nil:
-            return "the item is sold neither with a product nor as a group's dated item"
         }
     }
 }

@@ -107,7 +107,10 @@ import Testing
             let notification = try server.pki.jws(
                 payload: PKI.notification(
                     type: "SUBSCRIBED", subtype: "INITIAL_BUY",
-                    data: ["signedTransactionInfo": try Self.victimPurchase(server.pki), "signedRenewalInfo": try server.pki.jws(payload: PKI.renewalInfo())]))
+                    data: [
+                        "signedTransactionInfo": try Self.victimPurchase(server.pki),
+                        "signedRenewalInfo": try server.pki.jws(payload: PKI.renewalInfo()),
+                    ]))
             let notified = try await Self.post(client, server, Endpoints.notificationsPath, Endpoints.body(notification))
             #expect(notified.status == .ok, "\(String(buffer: notified.body))")
             let attacker = try Endpoints.json(try await Self.customer(client, server, Self.attackerToken))

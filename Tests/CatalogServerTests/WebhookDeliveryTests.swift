@@ -133,8 +133,7 @@ enum WebhookScenarios {
         _ = try await store.record([subscribed])  // Apple's retry: a duplicate, no new event
         _ = try await store.record([
             PurchaseSubmission(
-                app: app, receivedAt: start, source: .app, transactions: [transaction()],
-                claimant: CustomerKey.of(transaction(), appAccountToken: token))
+                app: app, receivedAt: start, source: .app, transactions: [transaction()], appAccountToken: token)
         ])
         #expect(try await store.pendingWebhookEvents(limit: 10).count == 1)
 

@@ -53,6 +53,14 @@ struct PostgresReportStoreTests {
         try await withStore(PurchaseStoreConformance.shuffledAndDuplicatedNotificationsGiveOneLedger)
     }
     @Test func keepsOrTransfersByPolicy() async throws { try await withStore(PurchaseStoreConformance.keepsOrTransfersByPolicy) }
+    @Test func anAppAccountClaimsACustomerKnownOnlyByApplesKeys() async throws {
+        try await withStore(PurchaseStoreConformance.anAppAccountClaimsACustomerKnownOnlyByApplesKeys)
+    }
+
+    @Test func refusedClaimsAreKeptBounded() async throws {
+        try await withStore(PurchaseStoreConformance.refusedClaimsAreKeptBounded)
+    }
+
     @Test func theFirstNamedCustomerTakesAPlaceholder() async throws {
         try await withStore(PurchaseStoreConformance.theFirstNamedCustomerTakesAPlaceholder)
     }

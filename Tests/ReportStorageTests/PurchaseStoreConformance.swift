@@ -37,7 +37,7 @@ enum PurchaseStoreConformance {
     ) -> PurchaseSubmission {
         PurchaseSubmission(
             app: app, receivedAt: received, source: .app, transactions: [transaction],
-            claimant: CustomerKey.of(transaction, appAccountToken: token), transferPolicy: policy)
+            appAccountToken: token, transferPolicy: policy)
     }
 
     /// A notification is recorded once: its customer is found by every key, and a retry with the
@@ -114,8 +114,9 @@ enum PurchaseStoreConformance {
         #expect(try await store.notifications(app: "com.example.other", after: 0, limit: 100).count == 6)
     }
 
-    /// `keep`: the purchase stays with its first customer, and the second is refused and recorded.
-    /// `transfer`: it moves, and the move is recorded. One leaked transaction unlocks one account.
+    /// `keep`: the purchase stays with its first customer, and the second is refused and recorded
+    /// against the purchase, with no customer made for it. `transfer`: it moves, and the move is
+    /// recorded. One leaked transaction unlocks one account.
     static func keepsOrTransfersByPolicy(_ store: any PurchaseStore) async throws {
         let (a, b, c) = (
             "aaaaaaaa-0000-4000-8000-000000000001", "bbbbbbbb-0000-4000-8000-000000000002", "cccccccc-0000-4000-8000-000000000003"
@@ -125,12 +126,15 @@ enum PurchaseStoreConformance {
         let owner = try #require(first.first?.customerId)
         let second = try await store.record([presented(kept, token: b, policy: .keep)])
         #expect(second.first?.refusal?.code == .boundToAnotherCustomer)
-        #expect(second.first?.transfers.map(\.outcome) == [.refused])
+        #expect(second.first?.transfers == [])
+        #expect(second.first?.refusedClaims == 1)
         #expect(second.first?.customerId == owner)
-        #expect(try await store.customer(app: "com.example.app", id: "3000000000000001")?.keys.map(\.value) == [a])
-        let refusedClaimant = try #require(try await store.customer(app: "com.example.app", id: b))
-        #expect(refusedClaimant.transactions.isEmpty, "the refused customer holds nothing")
-        #expect(refusedClaimant.transfers.map(\.outcome) == [.refused])
+        _ = try await store.record([presented(kept, token: b, policy: .keep)])
+        let holder = try #require(try await store.customer(app: "com.example.app", id: "3000000000000001"))
+        #expect(holder.keys.map(\.value) == [a])
+        #expect(holder.refusedClaims.map(\.claimant) == [CustomerKey(kind: .appAccountToken, value: b)])
+        #expect(holder.refusedClaims.map(\.count) == [2])
+        #expect(try await store.customer(app: "com.example.app", id: b) == nil, "a refused claim makes no customer")
 
         let moved = transaction(["transactionId": "4000000000000001", "originalTransactionId": "4000000000000001"])
         _ = try await store.record([presented(moved, token: a, policy: .transfer)])
@@ -141,7 +145,7 @@ enum PurchaseStoreConformance {
         #expect(now.originalTransactionIds == ["4000000000000001"])
         let before = try #require(try await store.customer(app: "com.example.app", id: a))
         #expect(before.originalTransactionIds == ["3000000000000001"])
-        #expect(before.transfers.map(\.outcome) == [.refused, .transferred])
+        #expect(before.transfers.map(\.outcome) == [.transferred], "refusals are kept apart, as refused claims")
 
         // Presented with no customer of its own (no token, no appTransactionId): nothing moves.
         let anonymous = try await store.record([presented(moved, token: nil, policy: .transfer)])
@@ -161,6 +165,53 @@ enum PurchaseStoreConformance {
         #expect(taken.first?.transfers == [])
         #expect(taken.first?.customerId != placeholder)
         #expect(try await store.customer(app: "com.example.app", id: "5000000000000001")?.keys.map(\.value) == [token])
+        #expect(try await store.customer(app: "com.example.app", id: token)?.originalTransactionIds == ["5000000000000001"])
+    }
+
+    /// A customer known only by Apple's keys (a notification made it, named by the `appTransactionId`
+    /// its transaction signs) is claimed by the first app account that presents one of its
+    /// purchases, though that account already has a customer: the placeholder's purchases and its
+    /// `appTransactionId` join the account's customer, which then answers to every key, and a later
+    /// notification of the same Apple account lands there too.
+    static func anAppAccountClaimsACustomerKnownOnlyByApplesKeys(_ store: any PurchaseStore) async throws {
+        let token = "eeeeeeee-0000-4000-8000-000000000005"
+        let older = transaction(["transactionId": "6000000000000001", "originalTransactionId": "6000000000000001"])
+        let account = try #require(try await store.record([presented(older, token: token, policy: .keep)]).first?.customerId)
+        let signed = transaction([
+            "transactionId": "6100000000000001", "originalTransactionId": "6100000000000001", "appTransactionId": "804289572",
+        ])
+        let placeholder = try #require(try await store.record([notification(uuid: "n-claim", signed)]).first?.customerId)
+        #expect(placeholder != account)
+        let claimed = try await store.record([presented(signed, token: token, policy: .keep)])
+        #expect(claimed.first?.refusal == nil)
+        #expect(claimed.first?.customerId == account)
+        for id in [token, "804289572", "6000000000000001", "6100000000000001"] {
+            #expect(try await store.customer(app: "com.example.app", id: id)?.id == account, "\(id)")
+        }
+        let customer = try #require(try await store.customer(app: "com.example.app", id: token))
+        #expect(customer.originalTransactionIds == ["6000000000000001", "6100000000000001"])
+        #expect(customer.keys.map(\.value) == [token, "804289572"])
+        let later = transaction([
+            "transactionId": "6200000000000001", "originalTransactionId": "6200000000000001", "appTransactionId": "804289572",
+        ])
+        #expect(try await store.record([notification(uuid: "n-later", later)]).first?.customerId == account)
+    }
+
+    /// Refused claims are kept against the purchase, one row per claimant up to a bound, the rest
+    /// counted together: however many accounts claim a purchase, its rows stay few.
+    static func refusedClaimsAreKeptBounded(_ store: any PurchaseStore) async throws {
+        let kept = transaction(["transactionId": "7000000000000001", "originalTransactionId": "7000000000000001"])
+        _ = try await store.record([presented(kept, token: "ffffffff-0000-4000-8000-000000000000", policy: .keep)])
+        let claimants = (1...40).map { String(format: "ffffffff-0000-4000-8000-%012d", $0) }
+        for claimant in claimants + claimants.prefix(3) {
+            let outcome = try await store.record([presented(kept, token: claimant, policy: .keep)])
+            #expect(outcome.first?.refusedClaims == 1)
+        }
+        let holder = try #require(try await store.customer(app: "com.example.app", id: "7000000000000001"))
+        #expect(holder.refusedClaims.count == PurchaseRecorder.refusedClaimantsKept + 1)
+        #expect(holder.refusedClaims.reduce(0) { $0 + $1.count } == 43)
+        #expect(holder.refusedClaims.filter { $0.claimant == nil }.map(\.count) == [40 - PurchaseRecorder.refusedClaimantsKept])
+        for claimant in claimants { #expect(try await store.customer(app: "com.example.app", id: claimant) == nil) }
     }
 
     /// The rebuild's steps: the notifications' payloads go, what apps sent stays, and replaying

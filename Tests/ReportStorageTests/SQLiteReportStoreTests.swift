@@ -89,6 +89,14 @@ import Testing
         try await conformance(PurchaseStoreConformance.shuffledAndDuplicatedNotificationsGiveOneLedger)
     }
     @Test func keepsOrTransfersByPolicy() async throws { try await conformance(PurchaseStoreConformance.keepsOrTransfersByPolicy) }
+    @Test func anAppAccountClaimsACustomerKnownOnlyByApplesKeys() async throws {
+        try await conformance(PurchaseStoreConformance.anAppAccountClaimsACustomerKnownOnlyByApplesKeys)
+    }
+
+    @Test func refusedClaimsAreKeptBounded() async throws {
+        try await conformance(PurchaseStoreConformance.refusedClaimsAreKeptBounded)
+    }
+
     @Test func theFirstNamedCustomerTakesAPlaceholder() async throws {
         try await conformance(PurchaseStoreConformance.theFirstNamedCustomerTakesAPlaceholder)
     }

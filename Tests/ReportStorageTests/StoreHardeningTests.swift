@@ -161,7 +161,7 @@ struct PostgresHardeningTests {
             let outcome = try await replica.record([
                 PurchaseSubmission(
                     app: "com.example.app", receivedAt: Date(timeIntervalSince1970: 1_735_689_600), source: .app,
-                    transactions: [transaction], claimant: CustomerKey(kind: .appAccountToken, value: account), transferPolicy: .transfer)
+                    transactions: [transaction], appAccountToken: account, transferPolicy: .transfer)
             ])
             #expect(outcome.first?.refusal == nil)
         }
@@ -186,10 +186,11 @@ struct PostgresHardeningTests {
         for statement in [
             "DELETE FROM audit_log", "UPDATE published_files SET content = NULL", "DELETE FROM network_secret",
             "UPDATE network_secret SET secret = 'x'", "CREATE TABLE mine (x int)",
-            // Purchases are only ever added (a binding moved): nothing recorded is changed or erased,
-            // and the webhook outbox is written, never read or settled.
+            // Purchases are only ever added (a binding or a claimed customer's key moved): nothing
+            // recorded is changed or erased, and the webhook outbox is written, never read or settled.
             "DELETE FROM purchase_transactions", "UPDATE purchase_transactions SET payload = '{}'", "DELETE FROM purchase_bindings",
-            "UPDATE purchase_customer_keys SET customer_id = 1", "DELETE FROM purchase_notifications", "TRUNCATE purchase_transfers",
+            "DELETE FROM purchase_customer_keys", "DELETE FROM purchase_refused_claims", "DELETE FROM purchase_notifications",
+            "TRUNCATE purchase_transfers",
             "UPDATE purchase_webhook_events SET state = 'delivered'", "SELECT customer_id FROM purchase_webhook_events",
         ] {
             await #expect(throws: TestPostgresError.self, "a replica ran \(statement)") {

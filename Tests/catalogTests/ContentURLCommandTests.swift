@@ -52,8 +52,7 @@ extension CommandTests {
                 ]))
             _ = try await store.record([
                 PurchaseSubmission(
-                    app: app, receivedAt: PKI.date(2025, 1, 10), source: .app, transactions: [bought],
-                    claimant: CustomerKey(kind: .originalTransactionId, value: "4000000000000001"))
+                    app: app, receivedAt: PKI.date(2025, 1, 10), source: .app, transactions: [bought])
             ])
             try await store.close()
 

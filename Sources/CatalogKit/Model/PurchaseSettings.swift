@@ -38,6 +38,14 @@ public struct PurchaseSettings: Sendable, Hashable {
     public var webhookURL: URL?
     /// The path of the file holding the webhook's HMAC secret (`webhookSecretFile`), as written.
     public var webhookSecretFile: String?
+    /// Whether sandbox (and Xcode) evidence unlocks entitlements, credits and content
+    /// (`sandboxUnlocks`); true by default, because App Review buys in the sandbox against the
+    /// production server and must be able to use what it bought. False keeps such evidence in the
+    /// ledger and lets it unlock nothing (a TestFlight build with a public link).
+    public var sandboxUnlocks: Bool = true
+    /// Whether a legacy receipt must come with the device identifier whose hash it carries
+    /// (`requireDeviceId`); true by default, so that a copied receipt is useless without its device.
+    public var requireDeviceId: Bool = true
 
     /// The defaults: no Apple id, production and sandbox, `keep`, no Xcode certificate.
     public init(

@@ -49,6 +49,11 @@ public struct PurchaseRecord: Codable, Sendable, Equatable {
     public var webhookURL: String?
     /// `webhookSecretFile`: a path on each node that delivers webhooks, never the secret.
     public var webhookSecretFile: String?
+    /// `sandboxUnlocks` when it is not the default (true); nil otherwise, so that records of apps
+    /// that leave it alone keep their bytes (a changed record is a new revision).
+    public var sandboxUnlocks: Bool?
+    /// `requireDeviceId` when it is not the default (true); nil otherwise, as `sandboxUnlocks`.
+    public var requireDeviceId: Bool?
     /// Every product of the catalog, in source order.
     public var products: [Product]
 
@@ -71,6 +76,8 @@ public struct PurchaseRecord: Codable, Sendable, Equatable {
         }
         webhookURL = settings.webhookURL?.absoluteString
         webhookSecretFile = settings.webhookSecretFile
+        sandboxUnlocks = settings.sandboxUnlocks ? nil : false
+        requireDeviceId = settings.requireDeviceId ? nil : false
         products = catalog.products.map {
             Product(id: $0.id, type: $0.type, entitlements: $0.unlocks, duration: $0.duration, group: $0.subscription?.group)
         }

@@ -2,8 +2,9 @@ import Foundation
 import PropertyList
 
 /// The rules of the purchase fields (docs/catalog-format.md): a product's `entitlements`, and the app
-/// settings `appAppleId`, `environments`, `transferPolicy` and `xcodeCertificate`, which may sit in any
-/// one file of a folder app, like the other settings.
+/// settings (`appAppleId`, `environments`, `transferPolicy`, `xcodeCertificate`, the webhook's,
+/// `sandboxUnlocks` and `requireDeviceId`), which may sit in any one file of a folder app, like the
+/// other settings.
 struct PurchaseSettingsRules {
     private var appAppleId: (Located<Int64>, file: String)?
     private var environments: (Located<[Located<String>]>, file: String)?
@@ -11,9 +12,14 @@ struct PurchaseSettingsRules {
     private var xcodeCertificate: (Located<String>, file: String)?
     private var webhookURL: (Located<String>, file: String)?
     private var webhookSecretFile: (Located<String>, file: String)?
+    private var sandboxUnlocks: (Located<Bool>, file: String)?
+    private var requireDeviceId: (Located<Bool>, file: String)?
 
     /// Whether any purchase setting is written: the app takes purchases.
-    var isSet: Bool { appAppleId != nil || environments != nil || transferPolicy != nil || xcodeCertificate != nil }
+    var isSet: Bool {
+        appAppleId != nil || environments != nil || transferPolicy != nil || xcodeCertificate != nil || sandboxUnlocks != nil
+            || requireDeviceId != nil
+    }
 
     /// Notes one file's settings; a setting already set by an earlier file is an error there.
     mutating func read(_ settings: AppSettingsDefinition, into diagnostics: inout [Diagnostic]) {
@@ -35,6 +41,8 @@ struct PurchaseSettingsRules {
         note(settings.xcodeCertificate, "xcodeCertificate", &xcodeCertificate)
         note(settings.webhookURL, "webhookURL", &webhookURL)
         note(settings.webhookSecretFile, "webhookSecretFile", &webhookSecretFile)
+        note(settings.sandboxUnlocks, "sandboxUnlocks", &sandboxUnlocks)
+        note(settings.requireDeviceId, "requireDeviceId", &requireDeviceId)
     }
 
     /// Checks the settings read, and fills in the defaults.
@@ -100,6 +108,8 @@ struct PurchaseSettingsRules {
                 )
             }
         }
+        if let (flag, _) = sandboxUnlocks { result.sandboxUnlocks = flag.value }
+        if let (flag, _) = requireDeviceId { result.requireDeviceId = flag.value }
         checkWebhook(&result, into: &diagnostics)
         return result
     }

@@ -57,6 +57,8 @@ struct CanonicalSource {
                 ("xcodeCertificate", settings.xcodeCertificate.map(string)),
                 ("webhookURL", settings.webhookURL.map(string)),
                 ("webhookSecretFile", settings.webhookSecretFile.map(string)),
+                ("sandboxUnlocks", settings.sandboxUnlocks.map { .boolean($0.value) }),
+                ("requireDeviceId", settings.requireDeviceId.map { .boolean($0.value) }),
             ]
             for (key, value) in written {
                 if let value, purchaseSettings[key] == nil { purchaseSettings.set(key, value) }

@@ -36,6 +36,11 @@ struct CatalogXMLSourceDecoder {
         settings.xcodeCertificate = root.located("xcodeCertificate")
         settings.webhookURL = root.located("webhookURL")
         settings.webhookSecretFile = root.located("webhookSecretFile")
+        // xs:boolean: the schema has admitted only true, false, 1 or 0.
+        settings.sandboxUnlocks = root.located("sandboxUnlocks").map { Located($0.value == "true" || $0.value == "1", at: $0.position) }
+        settings.requireDeviceId = root.located("requireDeviceId").map {
+            Located($0.value == "true" || $0.value == "1", at: $0.position)
+        }
         var products = CheckedProducts()
         var content: [ContentItemDefinition] = []
         for child in root.children {

@@ -93,6 +93,10 @@ public struct AppSettingsDefinition: Sendable {
     public var webhookURL: Located<String>?
     /// The `webhookSecretFile` setting: a path.
     public var webhookSecretFile: Located<String>?
+    /// The `sandboxUnlocks` setting.
+    public var sandboxUnlocks: Located<Bool>?
+    /// The `requireDeviceId` setting.
+    public var requireDeviceId: Located<Bool>?
 }
 
 /// A `feedbackPolicy` as a source spells it, before the rules check its bounds.

@@ -77,6 +77,10 @@ struct PlistSourceDecoder {
                 case "webhookURL": settings.webhookURL = entry.value.string(key: "webhookURL", file: file, into: &diagnostics)
                 case "webhookSecretFile":
                     settings.webhookSecretFile = entry.value.string(key: "webhookSecretFile", file: file, into: &diagnostics)
+                case "sandboxUnlocks":
+                    settings.sandboxUnlocks = entry.value.boolean(key: "sandboxUnlocks", file: file, into: &diagnostics)
+                case "requireDeviceId":
+                    settings.requireDeviceId = entry.value.boolean(key: "requireDeviceId", file: file, into: &diagnostics)
                 case "content": content = contentItems(entry.value, file: file, into: &diagnostics)
                 case "products":
                     // Its elements were streamed to decodeProduct as they were read; only its kind is left to check.
@@ -106,7 +110,7 @@ struct PlistSourceDecoder {
     /// The keys of the full form's root dict.
     static let settingKeys: Set<String> = [
         "app", "platforms", "feedbackPolicy", "appAppleId", "environments", "transferPolicy", "xcodeCertificate", "webhookURL",
-        "webhookSecretFile", "products", "content",
+        "webhookSecretFile", "sandboxUnlocks", "requireDeviceId", "products", "content",
     ]
 
     /// The error for a file that would publish no products because it is a product list of

@@ -9,7 +9,7 @@ import PropertyList
 public enum SourcePlist {
     static let settingsOrder = [
         "app", "platforms", "feedbackPolicy", "appAppleId", "environments", "transferPolicy", "xcodeCertificate", "webhookURL",
-        "webhookSecretFile", "products", "content",
+        "webhookSecretFile", "sandboxUnlocks", "requireDeviceId", "products", "content",
     ]
     static let productOrder = [
         "id", "type", "referenceName", "status", "platforms", "minimumAppVersion", "availableFrom", "availableUntil", "subscription",

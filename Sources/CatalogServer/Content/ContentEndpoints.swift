@@ -55,7 +55,7 @@ extension PurchaseEndpoints {
         } else {
             switch await verifyAndRecord(evidence, app: app, settings: config, now: now, endpoint: "content") {
             case .failure(let refusal): return refusal.response
-            case .success(let found): record = found
+            case .success(let (found, _)): record = found
             }
         }
         let manifest: ContentManifest

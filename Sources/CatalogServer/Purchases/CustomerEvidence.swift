@@ -20,17 +20,27 @@ struct PresentedEvidence: Decodable, Sendable {
 struct VerifiedEvidence: Sendable {
     /// At least one; a receipt's entries of products the catalog knows, or the one signed transaction.
     var transactions: [JWSTransactionDecodedPayload]
-    /// Who presents it (``CustomerKey/of(_:appAccountToken:)`` of the first transaction, or the
-    /// AppTransaction's `appTransactionId` when the transaction names only its original transaction).
+    /// The `appAccountToken` the app sent beside the evidence.
+    var appAccountToken: String?
+    /// Who presents it: ``CustomerKey/of(_:appAccountToken:)`` of the first transaction, from what
+    /// the purchase itself signs (or the token sent beside it), never from an AppTransaction.
     var claimant: CustomerKey
-    /// Further keys of the claimant (an AppTransaction's `appTransactionId`).
-    var otherKeys: [CustomerKey]
+    /// What became of the AppTransaction sent beside the transaction, if one was.
+    var appTransaction: AppTransactionUse?
 
     /// The purchase the first transaction belongs to: the one whose binding decides whose the evidence is.
     var originalTransactionId: String? {
         let first = transactions.first
         return first?.originalTransactionId ?? first?.transactionId
     }
+}
+
+/// Whether an AppTransaction sent beside a transaction was used, and why not: it is used only when
+/// the transaction signs the same `appTransactionId` (iOS 18.4 and later), since an AppTransaction
+/// names an Apple account and says nothing of whose purchase the transaction is.
+struct AppTransactionUse: Codable, Sendable, Equatable {
+    var used: Bool
+    var reason: String?
 }
 
 /// Why presented evidence was not taken: a refusal of the evidence itself (counted, with its stable
@@ -49,7 +59,7 @@ extension AppPurchases {
             throw .badRequest("appAccountToken must be a UUID")
         }
         var transactions: [JWSTransactionDecodedPayload] = []
-        var otherKeys: [CustomerKey] = []
+        var appTransactionUse: AppTransactionUse?
         do {
             switch (evidence.signedTransaction, evidence.receipt) {
             case (let jws?, nil):
@@ -62,9 +72,7 @@ extension AppPurchases {
                     guard appTransaction.receiptType == transaction.environment else {
                         throw PurchaseRefusal(.wrongApp, "the AppTransaction's environment is not the transaction's")
                     }
-                    if let id = appTransaction.appTransactionId, !id.isEmpty {
-                        otherKeys.append(CustomerKey(kind: .appTransactionId, value: id))
-                    }
+                    appTransactionUse = Self.use(of: appTransaction, beside: transaction)
                 }
                 transactions = [transaction]
             case (nil, let base64?):
@@ -77,6 +85,13 @@ extension AppPurchases {
                         throw EvidenceFailure.badRequest("deviceId must be hex (a UUID's dashes and a MAC's colons allowed)")
                     }
                     device = parsed
+                } else if requiresDeviceId {
+                    // A receipt is no secret (support tickets, logs, backups): without the device it
+                    // was issued to, a copy would prove someone else's purchases.
+                    throw PurchaseRefusal(
+                        .notAuthenticated,
+                        "this app requires the device identifier with a receipt (deviceId: identifierForVendor's 16 bytes, or the Mac's MAC address, as hex); a receipt proves a purchase only with the device it was issued to"
+                    )
                 }
                 let receipt = try await verifier.verifyAndDecodeReceipt([UInt8](bytes), deviceIdentifier: device)
                 transactions = PurchaseEndpoints.transactions(of: receipt, types: productTypes)
@@ -93,12 +108,27 @@ extension AppPurchases {
         } catch {
             throw .refusal(PurchaseRefusal(.malformed, "\(error)"))
         }
-        guard let first = transactions.first, var claimant = CustomerKey.of(first, appAccountToken: evidence.appAccountToken) else {
+        guard let first = transactions.first, let claimant = CustomerKey.of(first, appAccountToken: evidence.appAccountToken) else {
             throw .refusal(PurchaseRefusal(.malformed, "the transaction names no transaction id"))
         }
-        // An AppTransaction names the Apple account better than the original transaction does.
-        if claimant.kind == .originalTransactionId, let account = otherKeys.first { claimant = account }
-        return VerifiedEvidence(transactions: transactions, claimant: claimant, otherKeys: otherKeys)
+        return VerifiedEvidence(
+            transactions: transactions, appAccountToken: evidence.appAccountToken, claimant: claimant, appTransaction: appTransactionUse)
+    }
+
+    /// An AppTransaction counts only when the transaction signs its `appTransactionId`: then both
+    /// name the same Apple account. Otherwise someone else's AppTransaction would join a cheap
+    /// purchase of one's own to that account's customer.
+    static func use(of appTransaction: AppTransaction, beside transaction: JWSTransactionDecodedPayload) -> AppTransactionUse {
+        guard let signed = transaction.appTransactionId, !signed.isEmpty else {
+            return AppTransactionUse(
+                used: false,
+                reason:
+                    "the transaction signs no appTransactionId (it was signed before iOS 18.4), so the AppTransaction cannot be tied to it")
+        }
+        guard signed == appTransaction.appTransactionId else {
+            return AppTransactionUse(used: false, reason: "the AppTransaction's appTransactionId is not the one the transaction signs")
+        }
+        return AppTransactionUse(used: true, reason: nil)
     }
 }
 
@@ -177,6 +207,16 @@ extension PurchaseEndpoints {
             case .badRequest(let message): return .failure(EndpointRefusal(response: JSONError.response(.badRequest, message)))
             }
         }
+        return await holder(of: verified, app: app, endpoint: endpoint).map {
+            EvidencedCustomer(record: $0, settings: settings, evidence: verified)
+        }
+    }
+
+    /// The customer that holds the verified evidence's purchase, when the claimant it names is one of
+    /// that customer's keys: the one rule by which an app reads a customer, after recording its
+    /// purchase (`POST …/purchases`) or without (`POST …/customers/lookup`, `POST …/content`). The
+    /// errors are those of ``customer(presenting:app:settings:endpoint:)``.
+    func holder(of verified: VerifiedEvidence, app: String, endpoint: String) async -> Result<CustomerRecord, EndpointRefusal> {
         guard let original = verified.originalTransactionId else {
             return .failure(
                 EndpointRefusal(
@@ -196,8 +236,8 @@ extension PurchaseEndpoints {
                     response: JSONError.response(
                         .notFound, "no customer of '\(app)' holds this purchase yet; send it to POST /v1/apps/\(app)/purchases first")))
         }
-        // A purchase only notifications have bound waits for its first real customer to claim it.
-        if !record.keys.contains(verified.claimant), record.keys.allSatisfy({ $0.kind == .originalTransactionId }) {
+        // A customer no app account names yet waits for its first one to claim it by presenting a purchase.
+        if !record.keys.contains(verified.claimant), !record.keys.contains(where: { $0.kind == .appAccountToken }) {
             return .failure(
                 EndpointRefusal(
                     response: JSONError.response(
@@ -209,10 +249,11 @@ extension PurchaseEndpoints {
                 EndpointRefusal(
                     response: refuse(
                         PurchaseRefusal(
-                            .boundToAnotherCustomer, "this purchase belongs to another customer than \(verified.claimant.kind.rawValue)"),
+                            .boundToAnotherCustomer,
+                            "this purchase belongs to another customer than the \(verified.claimant.kind.rawValue) it was presented with"),
                         endpoint: endpoint)))
         }
-        return .success(EvidencedCustomer(record: record, settings: settings, evidence: verified))
+        return .success(record)
     }
 
     /// `POST /v1/apps/{app}/customers/lookup[?at=RFC3339]`: the app reads its own customer by

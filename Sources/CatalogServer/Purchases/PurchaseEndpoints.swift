@@ -38,6 +38,8 @@ public struct AppPurchases: Sendable {
     public let webhookURL: URL?
     /// The file holding the webhook's HMAC secret (`webhookSecretFile`), as written.
     public let webhookSecretFile: String?
+    /// Whether a legacy receipt must come with its device identifier (`requireDeviceId`).
+    public let requiresDeviceId: Bool
     /// Each auto-renewable product's subscription group in the catalog (``subscriptionGroups``).
     let groupsByProduct: [String: String]
 
@@ -85,7 +87,8 @@ public struct AppPurchases: Sendable {
             case nil: break
             }
         }
-        self.catalog = LedgerCatalog(products: products)
+        self.catalog = LedgerCatalog(products: products, sandboxUnlocks: record.sandboxUnlocks ?? true)
+        requiresDeviceId = record.requireDeviceId ?? true
         productTypes = types
         transferPolicy = record.transferPolicy == .transfer ? .transfer : .keep
         webhookURL = record.webhookURL.flatMap { URL(string: $0) }
@@ -231,18 +234,26 @@ struct PurchaseEndpoints: Sendable {
         case .success(let read):
             switch await verifyAndRecord(read.evidence, app: app, settings: read.settings, now: now, endpoint: "purchases") {
             case .failure(let refusal): return refusal.response
-            case .success(let record): return Self.ok(CustomerAnswer(record, at: now, catalog: read.settings.catalog, full: false).json)
+            case .success(let (record, verified)):
+                return Self.ok(
+                    CustomerAnswer(record, at: now, catalog: read.settings.catalog, full: false, appTransaction: verified.appTransaction)
+                        .json)
             }
         }
     }
 
     /// The evidence an app sends verified as `app`'s, recorded (bound to its customer by the app's
-    /// transfer policy), and that customer read back: the one place that does it, for the purchases
-    /// and the content endpoints alike. Refusals are counted under `endpoint`.
+    /// transfer policy), and that customer read back by the rule every app's read follows
+    /// (``holder(of:app:endpoint:)``): the one place that does it, for the purchases and the
+    /// content endpoints alike. Refusals are counted under `endpoint`; a purchase another customer
+    /// keeps is refused 409 with the presenting customer's own entitlements, so that the app can say
+    /// what the person does have instead of dropping the purchase silently.
     func verifyAndRecord(_ evidence: PresentedEvidence, app: String, settings config: AppPurchases, now: Date, endpoint: String) async
-        -> Result<CustomerRecord, EndpointRefusal>
+        -> Result<(CustomerRecord, VerifiedEvidence), EndpointRefusal>
     {
-        func refused(_ response: Response) -> Result<CustomerRecord, EndpointRefusal> { .failure(EndpointRefusal(response: response)) }
+        func refused(_ response: Response) -> Result<(CustomerRecord, VerifiedEvidence), EndpointRefusal> {
+            .failure(EndpointRefusal(response: response))
+        }
         let verified: VerifiedEvidence
         do {
             verified = try await config.verify(evidence, app: app)
@@ -253,23 +264,24 @@ struct PurchaseEndpoints: Sendable {
             }
         }
         let submission = PurchaseSubmission(
-            app: app, receivedAt: now, source: .app, transactions: verified.transactions, claimant: verified.claimant,
-            otherKeys: verified.otherKeys, transferPolicy: config.transferPolicy)
+            app: app, receivedAt: now, source: .app, transactions: verified.transactions, appAccountToken: verified.appAccountToken,
+            transferPolicy: config.transferPolicy)
         let outcome: PurchaseOutcome
         switch await committer.outcome(of: submission) {
         case .success(let recorded): outcome = recorded
         case .failure(let error): return refused(storeFailure(error))
         }
         for transfer in outcome.transfers { metrics.recordTransfer(transfer.outcome.rawValue) }
-        if let refusal = outcome.refusal { return refused(refuse(refusal, endpoint: endpoint)) }
-        do {
-            guard let id = verified.transactions.first?.transactionId, let record = try await store.customer(app: app, id: id) else {
-                return refused(JSONError.response(.internalServerError, "the purchase was recorded but its customer cannot be read"))
+        for _ in 0..<outcome.refusedClaims { metrics.recordTransfer(TransferEvent.Outcome.refused.rawValue) }
+        if let refusal = outcome.refusal {
+            // The presenting customer's own entitlements, when an app account that has some presented it.
+            var own: CustomerAnswer?
+            if verified.claimant.kind == .appAccountToken, let record = try? await store.customer(app: app, id: verified.claimant.value) {
+                own = CustomerAnswer(record, at: now, catalog: config.catalog, full: false)
             }
-            return .success(record)
-        } catch {
-            return refused(JSONError.response(.serviceUnavailable, "the purchase was recorded; its customer cannot be read now"))
+            return refused(refuse(refusal, endpoint: endpoint, customer: own))
         }
+        return await holder(of: verified, app: app, endpoint: endpoint).map { ($0, verified) }
     }
 
     /// A legacy receipt's in-app entries as transactions, typed from the catalog (a receipt names
@@ -401,8 +413,9 @@ struct PurchaseEndpoints: Sendable {
     }
 
     /// A refusal, counted: 400 for malformed evidence, 409 for a purchase bound to another
-    /// customer, 422 for an unknown product, 403 for the rest (forged, another app's, another environment's).
-    func refuse(_ refusal: PurchaseRefusal, endpoint: String) -> Response {
+    /// customer, 422 for an unknown product, 403 for the rest (forged, another app's, another
+    /// environment's). `customer`: the presenting customer's own answer, beside a 409.
+    func refuse(_ refusal: PurchaseRefusal, endpoint: String, customer: CustomerAnswer? = nil) -> Response {
         metrics.recordPurchaseRefusal(endpoint: endpoint, code: refusal.code.rawValue)
         let status: HTTPResponse.Status =
             switch refusal.code {
@@ -411,7 +424,8 @@ struct PurchaseEndpoints: Sendable {
             case .unknownProduct: .unprocessableContent
             default: .forbidden
             }
-        let body = RefusalAnswer(error: .init(message: refusal.reason, code: refusal.code.rawValue, status: refusal.code.appleStatus))
+        let body = RefusalAnswer(
+            error: .init(message: refusal.reason, code: refusal.code.rawValue, status: refusal.code.appleStatus), customer: customer?.body)
         return Response(
             status: status, headers: [.contentType: "application/json"],
             body: ResponseBody(byteBuffer: ByteBuffer(bytes: ServiceJSON.encode(body))))
@@ -448,7 +462,7 @@ struct NotificationAnswer: Codable, Sendable, Equatable {
 }
 
 /// Refused evidence: the reason, its stable code (docs/purchases.md, "Refusals") and Apple's old status
-/// where one fits.
+/// where one fits; beside a `bound-to-another-customer`, the presenting customer's own entitlements.
 struct RefusalAnswer: Codable, Sendable, Equatable {
     /// What was refused.
     struct Detail: Codable, Sendable, Equatable {
@@ -458,6 +472,9 @@ struct RefusalAnswer: Codable, Sendable, Equatable {
     }
 
     var error: Detail
+    /// The customer the app account presenting the purchase is (``CustomerAnswer``, without history),
+    /// when it is one: what they do have.
+    var customer: CustomerAnswer.Body?
 }
 
 /// A customer as the endpoints answer it (docs/purchases.md, "Reading a customer"): keys, and per
@@ -479,6 +496,19 @@ public struct CustomerAnswer: Sendable {
         var purchases: [Purchase]?
         var periods: [Period]?
         var transfers: [Transfer]?
+        var refusedClaims: [RefusedClaimRow]?
+        /// Beside a purchase the app sent with an AppTransaction: whether it was used, and why not.
+        var appTransaction: AppTransactionUse?
+    }
+
+    /// Claims refused on one of the customer's purchases (`keep`): by whom (nil: the claimants past
+    /// the bound, together), how often, first and last.
+    struct RefusedClaimRow: Codable, Sendable, Equatable {
+        var originalTransactionId: String
+        var claimant: Key?
+        var count: Int
+        var firstAt: String
+        var lastAt: String
     }
 
     /// One of the customer's keys.
@@ -551,9 +581,14 @@ public struct CustomerAnswer: Sendable {
         var at: String
     }
 
-    /// The answer for `record` at `at`: with every purchase, period and transfer when `full`.
+    /// The answer for `record` at `at`: with every purchase, period, transfer and refused claim when `full`.
     public init(_ record: CustomerRecord, at: Date, catalog: LedgerCatalog, full: Bool) {
-        let ledgers = record.environments.map { record.ledger(environment: $0, catalog: catalog) }
+        self.init(record, at: at, catalog: catalog, full: full, appTransaction: nil)
+    }
+
+    /// The same, with what became of an AppTransaction sent beside a purchase.
+    init(_ record: CustomerRecord, at: Date, catalog: LedgerCatalog, full: Bool, appTransaction: AppTransactionUse?) {
+        let ledgers = record.ledgers(catalog: catalog)
         let date = Self.rfc3339
         var body = Body(
             customer: record.id, at: date(at),
@@ -600,7 +635,14 @@ public struct CustomerAnswer: Sendable {
                     originalTransactionId: $0.originalTransactionId, fromCustomer: $0.fromCustomer, toCustomer: $0.toCustomer,
                     outcome: $0.outcome.rawValue, at: date($0.at))
             }
+            body.refusedClaims = record.refusedClaims.map {
+                RefusedClaimRow(
+                    originalTransactionId: $0.originalTransactionId,
+                    claimant: $0.claimant.map { Key(kind: $0.kind.rawValue, value: $0.value) },
+                    count: $0.count, firstAt: date($0.firstAt), lastAt: date($0.lastAt))
+            }
         }
+        body.appTransaction = appTransaction
         self.body = body
         json = ServiceJSON.encode(body)
     }

@@ -27,11 +27,15 @@ public struct ContentGrant: Sendable, Hashable {
     public var itemId: String
     /// The rule that grants it.
     public var reason: ContentGrantReason
+    /// The environment of the evidence that grants it; nil until a caller that reads a customer's
+    /// ledgers names it (``ContentAccess`` sees one environment's purchases and periods at a time).
+    public var environment: AppStoreEnvironment?
 
-    /// A grant of `itemId` for `reason`.
-    public init(itemId: String, reason: ContentGrantReason) {
+    /// A grant of `itemId` for `reason`, by evidence of `environment`.
+    public init(itemId: String, reason: ContentGrantReason, environment: AppStoreEnvironment? = nil) {
         self.itemId = itemId
         self.reason = reason
+        self.environment = environment
     }
 }
 
@@ -104,9 +108,15 @@ public enum ContentAccess {
         return grants.sorted { $0.itemId < $1.itemId }
     }
 
-    /// The same, reading the purchases and periods of `ledger`.
+    /// The same, reading the purchases and periods of `ledger`, each grant naming its environment;
+    /// none when the ledger's environment does not unlock (``Ledger/unlocks``).
     public static func grants(ledger: Ledger, at instant: Date, items: [String: ContentAvailability]) -> [ContentGrant] {
-        grants(purchases: ledger.purchases, periods: ledger.periods, at: instant, items: items)
+        guard ledger.unlocks else { return [] }
+        return grants(purchases: ledger.purchases, periods: ledger.periods, at: instant, items: items).map { grant in
+            var grant = grant
+            grant.environment = ledger.environment
+            return grant
+        }
     }
 
     /// What makes the customer hold `product` at `instant`, if anything: the earliest-bought

@@ -15,17 +15,30 @@ public struct LedgerProduct: Sendable, Hashable {
     }
 }
 
-/// The catalog as the ledger sees it: products by id. A product it does not know unlocks its own id
-/// and, when non-renewing, no period.
+/// The catalog as the ledger sees it: products by id, and which environments unlock. A product it
+/// does not know unlocks its own id and, when non-renewing, no period.
 public struct LedgerCatalog: Sendable, Hashable {
     /// The products by identifier.
     public var products: [String: LedgerProduct]
+    /// Whether sandbox and Xcode evidence unlocks anything (the app's `sandboxUnlocks`).
+    public var sandboxUnlocks: Bool
 
-    /// A catalog of `products`.
-    public init(products: [String: LedgerProduct] = [:]) { self.products = products }
+    /// A catalog of `products`; sandbox and Xcode evidence unlocks unless `sandboxUnlocks` is false.
+    public init(products: [String: LedgerProduct] = [:], sandboxUnlocks: Bool = true) {
+        self.products = products
+        self.sandboxUnlocks = sandboxUnlocks
+    }
 
     /// What a purchase of `productId` unlocks.
     public func entitlements(of productId: String) -> [String] { products[productId]?.entitlements ?? [productId] }
+
+    /// The one rule for which environments' evidence unlocks entitlements, credits and content
+    /// (docs/purchases.md, "Environments"): production always; the sandbox and Xcode unless the app
+    /// sets `sandboxUnlocks` to false. Evidence of an environment that does not unlock is still
+    /// accepted into the ledger (its purchases and periods are shown), and grants nothing.
+    public func unlocks(_ environment: AppStoreEnvironment) -> Bool {
+        environment == .production || sandboxUnlocks
+    }
 }
 
 /// One purchase: one transaction id, in the version the App Store signed last.
@@ -140,6 +153,9 @@ public struct Ledger: Sendable, Hashable, Codable {
     public var periods: [SubscriptionPeriod]
     /// The entitlements of each product bought, from the catalog, so the ledger answers alone.
     public var entitlementsByProduct: [String: [String]]
+    /// Whether the ledger's environment unlocks anything (``LedgerCatalog/unlocks(_:)``): when it
+    /// does not, ``entitlements(at:)`` and ``credits(at:)`` are empty, and no content is granted.
+    public var unlocks: Bool
 
     /// Derives the ledger of the evidence of `environment` in `transactions` and `renewalInfos`.
     public init(
@@ -147,6 +163,7 @@ public struct Ledger: Sendable, Hashable, Codable {
         environment: AppStoreEnvironment, catalog: LedgerCatalog
     ) {
         self.environment = environment
+        unlocks = catalog.unlocks(environment)
         let latest = Self.latestVersions(transactions.filter { $0.environment == environment }, key: \.transactionId)
 
         purchases = latest.compactMap { transaction in
@@ -241,6 +258,7 @@ public struct Ledger: Sendable, Hashable, Codable {
     /// held then, and subscription periods active then (their grace periods included). Consumables
     /// unlock nothing: they are credits (``credits(at:)``).
     public func entitlements(at instant: Date) -> [EntitlementGrant] {
+        guard unlocks else { return [] }
         var grants: [EntitlementGrant] = []
         for purchase in purchases where purchase.type == .nonConsumable && purchase.isHeld(at: instant) {
             for entitlement in entitlementsByProduct[purchase.productId] ?? [purchase.productId] {
@@ -270,6 +288,7 @@ public struct Ledger: Sendable, Hashable, Codable {
     /// Each consumable's credit at `instant`: the quantities of its purchases made by then and not
     /// revoked by then, each transaction id counted once however often it was presented.
     public func credits(at instant: Date) -> [String: Int] {
+        guard unlocks else { return [:] }
         var credits: [String: Int] = [:]
         for purchase in purchases where purchase.type == .consumable && purchase.isHeld(at: instant) {
             credits[purchase.productId, default: 0] += purchase.quantity

@@ -73,12 +73,9 @@ public struct PurchaseSubmission: Sendable {
     public var transactions: [JWSTransactionDecodedPayload]
     /// The verified renewal infos.
     public var renewalInfos: [JWSRenewalInfoDecodedPayload]
-    /// Who presents the evidence (an app's request), by ``CustomerKey/of(_:appAccountToken:)``;
-    /// nil for a notification, which binds an unbound purchase to the customer its transaction names
-    /// and never moves a bound one.
-    public var claimant: CustomerKey?
-    /// Further keys of the customer the evidence ends with (an AppTransaction's `appTransactionId`).
-    public var otherKeys: [CustomerKey]
+    /// The `appAccountToken` the app sent beside its evidence (an app's request only): it names the
+    /// app account presenting a purchase whose transaction signs none (``PurchaseRecorder``).
+    public var appAccountToken: String?
     /// The app's policy for a purchase presented by another customer.
     public var transferPolicy: PurchaseTransferPolicy
 
@@ -86,7 +83,7 @@ public struct PurchaseSubmission: Sendable {
     public init(
         app: String, receivedAt: Date, source: EvidenceSource, notification: RawNotification? = nil, isReplay: Bool = false,
         transactions: [JWSTransactionDecodedPayload] = [], renewalInfos: [JWSRenewalInfoDecodedPayload] = [],
-        claimant: CustomerKey? = nil, otherKeys: [CustomerKey] = [], transferPolicy: PurchaseTransferPolicy = .keep
+        appAccountToken: String? = nil, transferPolicy: PurchaseTransferPolicy = .keep
     ) {
         self.app = app
         self.receivedAt = receivedAt
@@ -95,14 +92,14 @@ public struct PurchaseSubmission: Sendable {
         self.isReplay = isReplay
         self.transactions = transactions
         self.renewalInfos = renewalInfos
-        self.claimant = claimant
-        self.otherKeys = otherKeys
+        self.appAccountToken = appAccountToken
         self.transferPolicy = transferPolicy
     }
 }
 
-/// A purchase presented by a customer other than the one it is bound to: moved or refused, by the
-/// app's policy. The store keeps every one (`purchase_transfers`).
+/// A purchase presented by a customer other than the one it is bound to, and moved (`transfer`). The
+/// store keeps every one (`purchase_transfers`); stores written before refused claims were kept apart
+/// (``RefusedClaim``) also hold refusals here, read back as such.
 public struct TransferEvent: Sendable, Hashable, Codable {
     /// Moved to the claimant (`transfer`), or refused (`keep`).
     public enum Outcome: String, Sendable, Hashable, Codable {
@@ -142,15 +139,21 @@ public struct PurchaseOutcome: Sendable, Hashable {
     /// Set when the claimant was refused (`bound-to-another-customer`); the evidence is still kept,
     /// bound to its first customer.
     public var refusal: PurchaseRefusal?
-    /// The transfers it made or refused.
+    /// The transfers it made.
     public var transfers: [TransferEvent]
+    /// How many claims it refused (`keep`): recorded against the purchase, and no customer made for them.
+    public var refusedClaims: Int
 
     /// An outcome.
-    public init(duplicate: Bool = false, customerId: Int64? = nil, refusal: PurchaseRefusal? = nil, transfers: [TransferEvent] = []) {
+    public init(
+        duplicate: Bool = false, customerId: Int64? = nil, refusal: PurchaseRefusal? = nil, transfers: [TransferEvent] = [],
+        refusedClaims: Int = 0
+    ) {
         self.duplicate = duplicate
         self.customerId = customerId
         self.refusal = refusal
         self.transfers = transfers
+        self.refusedClaims = refusedClaims
     }
 }
 
@@ -171,11 +174,13 @@ public struct CustomerRecord: Sendable, Hashable {
     public var renewalInfos: [JWSRenewalInfoDecodedPayload]
     /// Transfers to or from the customer, oldest first.
     public var transfers: [TransferEvent]
+    /// Claims refused on the customer's purchases (`keep`), by purchase and claimant.
+    public var refusedClaims: [RefusedClaim]
 
     /// A record.
     public init(
         id: Int64, app: String, keys: [CustomerKey], originalTransactionIds: [String], transactions: [JWSTransactionDecodedPayload],
-        renewalInfos: [JWSRenewalInfoDecodedPayload], transfers: [TransferEvent]
+        renewalInfos: [JWSRenewalInfoDecodedPayload], transfers: [TransferEvent], refusedClaims: [RefusedClaim] = []
     ) {
         self.id = id
         self.app = app
@@ -184,11 +189,18 @@ public struct CustomerRecord: Sendable, Hashable {
         self.transactions = transactions
         self.renewalInfos = renewalInfos
         self.transfers = transfers
+        self.refusedClaims = refusedClaims
     }
 
     /// The customer's ledger in `environment`.
     public func ledger(environment: AppStoreEnvironment, catalog: LedgerCatalog) -> Ledger {
         Ledger(transactions: transactions, renewalInfos: renewalInfos, environment: environment, catalog: catalog)
+    }
+
+    /// The customer's ledger in each environment of their evidence, production first: the ones
+    /// whose environment does not unlock (``Ledger/unlocks``) show what was bought and grant nothing.
+    public func ledgers(catalog: LedgerCatalog) -> [Ledger] {
+        environments.map { ledger(environment: $0, catalog: catalog) }
     }
 
     /// The environments the customer's evidence is of, production first.
@@ -229,35 +241,29 @@ extension PurchaseStore {
     }
 }
 
-/// The one rule for a purchase presented by a customer other than its own (docs/purchases.md,
-/// "Customers and transfers"), for both stores.
-public enum BindingRule {
-    /// What to do with a purchase.
-    public enum Decision: Sendable, Hashable {
-        /// Bind it to this customer (it was unbound, or bound only to a placeholder).
-        case bind(Int64)
-        /// It stays where it is.
-        case stay(Int64)
-        /// Move it from the first to the second, and record the transfer.
-        case transfer(from: Int64, to: Int64)
-        /// Refuse the claimant; it stays with its customer, and the refusal is recorded.
-        case refuse(bound: Int64, claimant: Int64)
-    }
+/// Claims refused on one purchase under `keep`: another app account presented a purchase its
+/// customer holds. Kept against the purchase (no customer is made for the claimant), one row per
+/// claimant key up to ``PurchaseRecorder/refusedClaimantsKept``, further claimants together in one
+/// row whose claimant is nil.
+public struct RefusedClaim: Sendable, Hashable {
+    /// The purchase (its original transaction).
+    public var originalTransactionId: String
+    /// Who presented it; nil for the row that counts the claimants past the bound.
+    public var claimant: CustomerKey?
+    /// How many times.
+    public var count: Int
+    /// The first time.
+    public var firstAt: Date
+    /// The last time.
+    public var lastAt: Date
 
-    /// Decides for a purchase `bound` to a customer (nil: to none), whose customer is a
-    /// placeholder (named only by an original transaction id), presented by `claimant` (nil: a
-    /// notification, or a request that names no customer).
-    public static func decide(bound: Int64?, boundIsPlaceholder: Bool, claimant: Int64?, policy: PurchaseTransferPolicy) -> Decision? {
-        switch (bound, claimant) {
-        case (nil, let claimant?): return .bind(claimant)
-        case (nil, nil): return nil
-        case (let bound?, nil): return .stay(bound)
-        case (let bound?, let claimant?):
-            if bound == claimant { return .stay(bound) }
-            // A placeholder is not a customer anyone chose: the first real one takes it, uncounted.
-            if boundIsPlaceholder { return .bind(claimant) }
-            return policy == .transfer ? .transfer(from: bound, to: claimant) : .refuse(bound: bound, claimant: claimant)
-        }
+    /// A row of refused claims.
+    public init(originalTransactionId: String, claimant: CustomerKey?, count: Int, firstAt: Date, lastAt: Date) {
+        self.originalTransactionId = originalTransactionId
+        self.claimant = claimant
+        self.count = count
+        self.firstAt = firstAt
+        self.lastAt = lastAt
     }
 }
 
