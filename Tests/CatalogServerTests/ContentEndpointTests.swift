@@ -26,10 +26,11 @@ import Time
     /// The server's clock: after every issue of the table and the end of the subscription.
     static let now = Timestamp(secondsSince1970: Int64(PKI.date(2025, 5, 15).timeIntervalSince1970))
 
-    static let catalog = """
+    static func catalog(settings: String = "") -> String {
+        """
         <?xml version="1.0" encoding="UTF-8"?>
         <plist version="1.0"><dict><key>platforms</key><array><string>iOS</string></array>
-        <key>appAppleId</key><integer>1234567890</integer>
+        <key>appAppleId</key><integer>1234567890</integer>\(settings)
         <key>products</key><array>
         <dict><key>id</key><string>\(magazine)</string><key>type</key><string>auto-renewable</string>
         <key>subscription</key><dict><key>group</key><string>news.plus</string><key>period</key><string>P1M</string></dict>
@@ -38,6 +39,7 @@ import Time
         <dict><key>id</key><string>\(coins)</string><key>type</key><string>consumable</string></dict>
         </array></dict></plist>
         """
+    }
 
     struct Server {
         let store: any CatalogStore
@@ -55,13 +57,14 @@ import Time
     /// The app published with content: the magazine's issues on the first of January to May 2025,
     /// the level pack's file, and an item that names the consumable.
     static func withServer(
-        limit: RateLimit? = RateLimit(perMinute: 600, burst: 120), _ body: @Sendable (any TestClientProtocol, Server) async throws -> Void
+        settings: String = "", limit: RateLimit? = RateLimit(perMinute: 600, burst: 120),
+        _ body: @Sendable (any TestClientProtocol, Server) async throws -> Void
     ) async throws {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("content-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: root) }
         let sources = root.appendingPathComponent("catalog")
         try FileManager.default.createDirectory(at: sources, withIntermediateDirectories: true)
-        try Data(catalog.utf8).write(to: sources.appendingPathComponent("\(app).plist"))
+        try Data(catalog(settings: settings).utf8).write(to: sources.appendingPathComponent("\(app).plist"))
         let tree = PublicTree(root: root.appendingPathComponent("public"))
         let workflow = CatalogWorkflow(catalogDirectory: sources, catalogDisplayPath: "catalog", publicDirectory: tree.root)
         let build = try workflow.build(at: Timestamp(secondsSince1970: now.secondsSince1970 - 10), dryRun: false)

@@ -133,6 +133,32 @@ import Testing
         }
     }
 
+    /// The one environment rule for content: a sandbox purchase of the level pack grants it, named
+    /// `Sandbox`, by default (App Review buys in the sandbox against the production server); with
+    /// `sandboxUnlocks` false it grants nothing, and the section says why in those words.
+    @Test(arguments: [true, false])
+    func aSandboxPurchaseUnlocksContentOnlyWhereTheAppSaysSo(unlocks: Bool) async throws {
+        let settings = unlocks ? "" : "<key>sandboxUnlocks</key><false/>"
+        try await ContentEndpointTests.withServer(settings: settings) { client, server in
+            var bought = ContentEndpointTests.levelsPurchase
+            bought["environment"] = "Sandbox"
+            let told = try await client.execute(
+                uri: ContentEndpointTests.path, method: .post, headers: server.headers(),
+                body: ContentEndpointTests.evidence(try server.pki.jws(payload: bought)))
+            #expect(told.status == .ok, "\(String(buffer: told.body))")
+            let listed = try #require(try Self.json(told)["items"] as? [[String: Any]])
+            #expect(listed.compactMap { $0["environment"] as? String } == (unlocks ? ["Sandbox"] : []))
+            let section = try Self.json(
+                try await Self.get(client, Self.base + "4000000000000001/content", token: try await Self.viewer(server)))
+            if unlocks {
+                #expect(try Self.granted(section) == ["levels": "holds-product 4000000000000001"])
+            } else {
+                #expect(try Self.granted(section) == [:])
+                #expect(try Self.refused(section)["levels"]?.contains("Sandbox environment") == true)
+            }
+        }
+    }
+
     /// An app that publishes no content: the section says so (`offered` 0, nothing granted or
     /// refused) rather than "no content for this customer".
     @Test func anAppWithoutContentOffersNothing() async throws {

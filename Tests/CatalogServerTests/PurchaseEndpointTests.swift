@@ -41,12 +41,12 @@ import Time
     }
 
     /// The app's catalog: a monthly subscription unlocking `pro` and a consumable, the test's Apple id.
-    static func catalog(policy: String) -> String {
+    static func catalog(policy: String, settings: String = "") -> String {
         """
         <?xml version="1.0" encoding="UTF-8"?>
         <plist version="1.0"><dict><key>platforms</key><array><string>iOS</string></array>
         <key>appAppleId</key><integer>1234567890</integer>
-        <key>transferPolicy</key><string>\(policy)</string>
+        <key>transferPolicy</key><string>\(policy)</string>\(settings)
         <key>products</key><array>
         <dict><key>id</key><string>com.example.app.pro.monthly</string><key>type</key><string>auto-renewable</string>
         <key>subscription</key><dict><key>group</key><string>pro</string><key>period</key><string>P1M</string></dict>
@@ -57,7 +57,7 @@ import Time
     }
 
     static func withServer(
-        policy: String = "keep", receipts: PKI? = nil, limit: RateLimit? = RateLimit(perMinute: 600, burst: 120),
+        policy: String = "keep", settings: String = "", receipts: PKI? = nil, limit: RateLimit? = RateLimit(perMinute: 600, burst: 120),
         store makeStore: ((SQLiteReportStore) -> any CatalogStore)? = nil,
         reports: ReportsConfiguration = ReportsConfiguration(),
         _ body: @Sendable (any TestClientProtocol, Server) async throws -> Void
@@ -66,7 +66,7 @@ import Time
         defer { try? FileManager.default.removeItem(at: root) }
         let catalog = root.appendingPathComponent("catalog")
         try FileManager.default.createDirectory(at: catalog, withIntermediateDirectories: true)
-        try Data(Self.catalog(policy: policy).utf8).write(to: catalog.appendingPathComponent("\(app).plist"))
+        try Data(Self.catalog(policy: policy, settings: settings).utf8).write(to: catalog.appendingPathComponent("\(app).plist"))
         let tree = PublicTree(root: root.appendingPathComponent("public"))
         let workflow = CatalogWorkflow(catalogDirectory: catalog, catalogDisplayPath: "catalog", publicDirectory: tree.root)
         let build = try workflow.build(at: Timestamp(secondsSince1970: Timestamp.now.secondsSince1970 - 10), dryRun: false)
@@ -296,6 +296,58 @@ import Time
                     uri: "/v1/apps/\(Self.app)/customers/1000000001", method: .get, headers: server.headers(server.backend)
                 ).status == .notFound,
                 "the product the catalog does not know is left out")
+        }
+    }
+
+    /// A copied receipt (receipts are no secret: support tickets, logs, backups) sent without the
+    /// device it was issued to. With `requireDeviceId` false it proves the purchases of whoever it
+    /// was copied from, first presenter binding them (the attack, as before the setting); with the
+    /// default, it is refused 403 until its device's identifier comes with it, and a wrong one is refused too.
+    @Test(arguments: [false, true])
+    func aCopiedReceiptNeedsItsDevice(required: Bool) async throws {
+        let receipts = try await PKI.rsa()
+        let receipt = Data(try await TestReceipts.signed(TestReceipts.payload(), by: receipts)).base64EncodedString()
+        let settings = required ? "" : "<key>requireDeviceId</key><false/>"
+        try await Self.withServer(settings: settings, receipts: receipts) { client, server in
+            func post(_ fields: [String: String]) async throws -> TestResponse {
+                let body = try JSONSerialization.data(withJSONObject: fields.merging(["receipt": receipt]) { $1 })
+                return try await client.execute(
+                    uri: Self.purchasesPath, method: .post, headers: server.headers(), body: ByteBuffer(bytes: body))
+            }
+            let copied = try await post(["appAccountToken": "33333333-3333-4333-8333-333333333333"])
+            if required {
+                #expect(copied.status == .forbidden, "\(String(buffer: copied.body))")
+                #expect(String(buffer: copied.body).contains("device identifier"))
+                #expect(try await post(["deviceId": String(repeating: "08", count: 16)]).status == .forbidden)
+                let genuine = try await post(["deviceId": String(repeating: "07", count: 16)])
+                #expect(genuine.status == .ok, "\(String(buffer: genuine.body))")
+            } else {
+                #expect(copied.status == .ok, "the attack, with the setting off")
+                #expect(Self.entitlements(try Self.json(copied)) == ["pro"])
+            }
+        }
+    }
+
+    /// `sandboxUnlocks` false (a TestFlight build with a public link): sandbox evidence is accepted
+    /// into the ledger, shown with its environment, and unlocks nothing; production evidence
+    /// unlocks as always. The default lets the sandbox unlock, so that App Review can use what it buys.
+    @Test(arguments: [true, false])
+    func sandboxEvidenceUnlocksOnlyWhereTheAppSaysSo(unlocks: Bool) async throws {
+        let settings = unlocks ? "" : "<key>sandboxUnlocks</key><false/>"
+        try await Self.withServer(settings: settings) { client, server in
+            let sandbox = try server.pki.jws(payload: PKI.transaction(["environment": "Sandbox"]))
+            let token = "44444444-4444-4444-8444-444444444444"
+            let recorded = try await client.execute(
+                uri: Self.purchasesPath, method: .post, headers: server.headers(), body: Self.purchase(sandbox, token: token))
+            #expect(recorded.status == .ok, "\(String(buffer: recorded.body))")
+            #expect(Self.entitlements(try Self.json(recorded)) == (unlocks ? ["pro"] : []))
+            let read = try Self.json(
+                try await client.execute(
+                    uri: "/v1/apps/\(Self.app)/customers/\(token)", method: .get, headers: server.headers(server.backend)))
+            let purchases = try #require(read["purchases"] as? [[String: Any]])
+            #expect(purchases.map { $0["environment"] as? String } == ["Sandbox"], "recorded either way")
+            let grants = (read["entitlements"] as? [[String: Any]]) ?? []
+            #expect(grants.map { $0["environment"] as? String } == (unlocks ? ["Sandbox"] : []))
         }
     }
 

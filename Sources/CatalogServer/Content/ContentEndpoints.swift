@@ -89,6 +89,8 @@ struct ContentListAnswer: Codable, Sendable, Equatable {
         var transactionId: String
         /// The product held, for `holds-product`.
         var productId: String?
+        /// The environment of the evidence that grants it (`Production`, `Sandbox`).
+        var environment: String?
         var files: [ContentDownload.File]
     }
 
@@ -96,13 +98,13 @@ struct ContentListAnswer: Codable, Sendable, Equatable {
         self.customer = customer
         self.at = CustomerAnswer.rfc3339(at)
         self.revision = revision
-        let reasons = Dictionary(grants.map { ($0.itemId, $0.reason) }, uniquingKeysWith: { first, _ in first })
+        let grantOf = Dictionary(grants.map { ($0.itemId, $0) }, uniquingKeysWith: { first, _ in first })
         items = downloads.compactMap { download in
-            guard let reason = reasons[download.item] else { return nil }
-            let (rule, transaction, product) = Self.rule(reason)
+            guard let grant = grantOf[download.item] else { return nil }
+            let (rule, transaction, product) = Self.rule(grant.reason)
             return Item(
                 item: download.item, version: download.version, rule: rule, transactionId: transaction, productId: product,
-                files: download.files)
+                environment: grant.environment?.rawValue, files: download.files)
         }
     }
 

@@ -63,6 +63,8 @@ struct CustomerContentAnswer: Codable, Sendable, Equatable {
         var transactionId: String
         /// The product held, for `holds-product`.
         var productId: String?
+        /// The environment of the evidence that grants it.
+        var environment: String?
         /// The rule in words (``CustomerContent/explain(_:)``).
         var why: String
         /// How many files the item has, and their bytes together.
@@ -83,17 +85,18 @@ struct CustomerContentAnswer: Codable, Sendable, Equatable {
         self.at = CustomerAnswer.rfc3339(at)
         self.revision = revision
         offered = manifest.items.count
-        let reasons = Dictionary(grants.map { ($0.itemId, $0.reason) }, uniquingKeysWith: { first, _ in first })
+        let grantOf = Dictionary(grants.map { ($0.itemId, $0) }, uniquingKeysWith: { first, _ in first })
         let sorted = manifest.items.sorted { $0.id < $1.id }
         items = sorted.compactMap { item in
-            guard let reason = reasons[item.id] else { return nil }
-            let (rule, transaction, product) = ContentListAnswer.rule(reason)
+            guard let grant = grantOf[item.id] else { return nil }
+            let (rule, transaction, product) = ContentListAnswer.rule(grant.reason)
             return Item(
                 item: item.id, version: item.version, rule: rule, transactionId: transaction, productId: product,
-                why: CustomerContent.explain(reason), files: item.files.count, bytes: item.files.reduce(0) { $0 + $1.size })
+                environment: grant.environment?.rawValue, why: CustomerContent.explain(grant.reason), files: item.files.count,
+                bytes: item.files.reduce(0) { $0 + $1.size })
         }
         refused = sorted.compactMap { item in
-            guard reasons[item.id] == nil else { return nil }
+            guard grantOf[item.id] == nil else { return nil }
             return Refused(item: item.id, version: item.version, reason: refusals[item.id] ?? "the access rules do not grant it")
         }
     }
