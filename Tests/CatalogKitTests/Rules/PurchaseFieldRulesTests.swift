@@ -333,4 +333,57 @@ import Testing
             #expect(app.products.map(\.duration) == ["P1Y"])
         }
     }
+
+    /// `sandboxUnlocks` and `requireDeviceId`: booleans in a plist, `true`/`false` in catalog XML; a
+    /// record leaves them out while they are the defaults, so that publishing an app that does not
+    /// set them gives the bytes it gave before they existed (a changed record is a new revision).
+    @Test func sandboxUnlocksAndRequireDeviceId() throws {
+        try withCatalog { catalog in
+            try catalog.write("com.example.game.plist", productsPlist([]))
+            let plain = try #require(catalog.workflow.validate().catalogs.first)
+            #expect(plain.purchaseSettings.sandboxUnlocks && plain.purchaseSettings.requireDeviceId)
+            let record = String(decoding: PurchaseRecord(plain).encoded, as: UTF8.self)
+            #expect(!record.contains("sandboxUnlocks") && !record.contains("requireDeviceId"), "\(record)")
+            try catalog.remove("com.example.game.plist")
+            try catalog.write(
+                "com.example.game.plist",
+                plist(
+                    """
+                    <dict>
+                    \t<key>sandboxUnlocks</key>
+                    \t<false/>
+                    \t<key>requireDeviceId</key>
+                    \t<false/>
+                    \t<key>products</key>
+                    \t<array/>
+                    </dict>
+                    """))
+            let set = try #require(catalog.workflow.validate().catalogs.first)
+            #expect(!set.purchaseSettings.sandboxUnlocks && !set.purchaseSettings.requireDeviceId)
+            let written = try #require(PurchaseRecord.decode(PurchaseRecord(set).encoded))
+            #expect(written.sandboxUnlocks == false && written.requireDeviceId == false)
+            try catalog.remove("com.example.game.plist")
+            try catalog.write(
+                "com.example.game.xml",
+                """
+                <?xml version="1.0" encoding="UTF-8"?>
+                <catalog xmlns="urn:iap-catalog:1" app="com.example.game" sandboxUnlocks="false" requireDeviceId="true">
+                \t<product id="com.example.game.gold" type="consumable"/>
+                </catalog>
+
+                """)
+            let xml = try #require(catalog.workflow.validate().catalogs.first)
+            #expect(!xml.purchaseSettings.sandboxUnlocks && xml.purchaseSettings.requireDeviceId)
+        }
+        #expect(
+            try validate([
+                "com.example.game.plist": plist(
+                    """
+                    <dict>
+                    \t<key>sandboxUnlocks</key>
+                    \t<string>no</string>
+                    </dict>
+                    """)
+            ]) == ["\(RuleFixtures.game):6:2: error: 'sandboxUnlocks' must be <true/> or <false/>, found <string>"])
+    }
 }
