@@ -52,6 +52,9 @@ import Time
         <key>subscription</key><dict><key>group</key><string>pro</string><key>period</key><string>P1M</string></dict>
         <key>entitlements</key><array><string>pro</string></array></dict>
         <dict><key>id</key><string>com.example.app.coins</string><key>type</key><string>consumable</string></dict>
+        <dict><key>id</key><string>com.example.app.pro.quarterly</string><key>type</key><string>auto-renewable</string>
+        <key>subscription</key><dict><key>group</key><string>pro</string><key>period</key><string>P3M</string></dict>
+        <key>entitlements</key><array><string>pro</string></array></dict>
         </array></dict></plist>
         """
     }
