@@ -79,7 +79,9 @@ extension PostgresReportStore {
     }
 
     /// Production reports, by network (``NetworkEvidence``), as `SQLiteReportStore` counts them:
-    /// per identifier from product reports, or per app (no identifier) from store-wide ones.
+    /// per identifier from product reports, or per app (no identifier) from store-wide ones; per
+    /// identifier with its invalid rate, one voice per verified install or network (NULL
+    /// included) among the production reports that requested it.
     private func evidence(_ query: AggregateQuery, allRequestedInvalid: Bool) async throws -> [NetworkEvidence] {
         let since = query.since?.secondsSince1970 ?? .min
         let (app, identifier, cap) = (query.app, query.identifier, max(query.installsPerNetwork, 1))
@@ -102,20 +104,36 @@ extension PostgresReportStore {
                         SELECT app, identifier, LEAST(GREATEST(count(DISTINCT install_id), 1), \(cap)) AS installs
                         FROM hits WHERE verified_install IS NULL
                         GROUP BY app, identifier, network
+                    ), voices AS (
+                        SELECT r.app, q.identifier, count(*) AS requests,
+                               count(*) FILTER (WHERE q.identifier = ANY (r.invalid)) AS invalid,
+                               CASE WHEN r.verified_install IS NULL
+                                    THEN LEAST(GREATEST(count(DISTINCT r.install_id), 1), \(cap)) ELSE 1 END AS weight
+                        FROM reports r CROSS JOIN LATERAL unnest(r.requested) AS q(identifier)
+                        WHERE \(perIdentifier) AND r.environment = 'production'
+                          AND r.received_at >= \(since) AND (\(app)::text IS NULL OR r.app = \(app))
+                          AND (\(identifier)::text IS NULL OR q.identifier = \(identifier))
+                        GROUP BY r.app, q.identifier, r.verified_install, CASE WHEN r.verified_install IS NULL THEN r.network END
+                    ), rates AS (
+                        SELECT app, identifier, sum(weight)::float8 AS requested,
+                               sum(weight::float8 * invalid / requests) AS invalid
+                        FROM voices GROUP BY app, identifier
                     )
                     SELECT h.app, h.identifier, count(*)::bigint, count(DISTINCT h.network)::bigint,
                            COALESCE((SELECT sum(c.installs) FROM capped c
                                      WHERE c.app = h.app AND c.identifier IS NOT DISTINCT FROM h.identifier), 0)::bigint,
-                           count(DISTINCT h.verified_install)::bigint
+                           count(DISTINCT h.verified_install)::bigint,
+                           COALESCE((SELECT rt.requested FROM rates rt WHERE rt.app = h.app AND rt.identifier = h.identifier), 0),
+                           COALESCE((SELECT rt.invalid FROM rates rt WHERE rt.app = h.app AND rt.identifier = h.identifier), 0)
                     FROM hits h
                     GROUP BY h.app, h.identifier
                     """, logger: logger)
                 var evidence: [NetworkEvidence] = []
-                for try await row in rows.decode((String, String?, Int, Int, Int, Int).self) {
+                for try await row in rows.decode((String, String?, Int, Int, Int, Int, Double, Double).self) {
                     evidence.append(
                         NetworkEvidence(
                             app: row.0, identifier: row.1, reports: row.2, networks: row.3, networkInstalls: row.4,
-                            verifiedInstalls: row.5))
+                            verifiedInstalls: row.5, requestWeight: row.6, invalidWeight: row.7))
                 }
                 return evidence.sorted { ($0.countedInstalls, $1.identifier ?? "") > ($1.countedInstalls, $0.identifier ?? "") }
             }

@@ -133,6 +133,8 @@ final class SQLiteStatement {
 
     func integer(_ column: Int32) -> Int64 { sqlite3_column_int64(statement, column) }
 
+    func double(_ column: Int32) -> Double { sqlite3_column_double(statement, column) }
+
     func optionalInteger(_ column: Int32) -> Int64? {
         sqlite3_column_type(statement, column) == SQLITE_NULL ? nil : sqlite3_column_int64(statement, column)
     }

@@ -85,7 +85,8 @@ public final class SQLiteReportStore: ReportStore {
             ) { row in
                 NetworkEvidence(
                     app: row.text(0) ?? "", identifier: row.text(1), reports: Int(row.integer(2)), networks: Int(row.integer(3)),
-                    networkInstalls: Int(row.integer(4)), verifiedInstalls: Int(row.integer(5)))
+                    networkInstalls: Int(row.integer(4)), verifiedInstalls: Int(row.integer(5)), requestWeight: row.double(6),
+                    invalidWeight: row.double(7))
             }
         }
     }
@@ -112,20 +113,22 @@ public final class SQLiteReportStore: ReportStore {
     /// Production reports, by network (``NetworkEvidence``): each unverified network adds its
     /// distinct installs up to `?4`, each verified install one. `?1` since, `?2` app or NULL,
     /// `?3` identifier or NULL. Reports stored before networks were recorded have none and
-    /// count for nothing here.
+    /// count for nothing here, but as one network in an identifier's invalid rate
+    /// (``rateBranch``). Only identifiers with evidence are kept (`HAVING`), whatever their rate.
     private static func evidenceQuery(of identifier: String, from source: String, allRequestedInvalid: Bool) -> String {
         """
-        SELECT app, identifier, SUM(reports), SUM(networks), SUM(installs), SUM(verified)
+        SELECT app, identifier, SUM(reports), SUM(networks), SUM(installs), SUM(verified), TOTAL(requested), TOTAL(invalid)
         FROM (
             SELECT r.app AS app, \(identifier) AS identifier, COUNT(*) AS reports,
-                   COUNT(DISTINCT r.network) AS networks, 0 AS installs, COUNT(DISTINCT r.verified_install) AS verified
+                   COUNT(DISTINCT r.network) AS networks, 0 AS installs, COUNT(DISTINCT r.verified_install) AS verified,
+                   0 AS requested, 0 AS invalid
             FROM \(source)
             WHERE r.environment = 'production' AND r.all_requested_invalid = \(allRequestedInvalid ? 1 : 0)
               AND (r.network IS NOT NULL OR r.verified_install IS NOT NULL)
               AND r.received_at >= ?1 AND (?2 IS NULL OR r.app = ?2) AND (?3 IS NULL OR \(identifier) = ?3)
             GROUP BY r.app, \(identifier)
             UNION ALL
-            SELECT app, identifier, 0, 0, MIN(MAX(installs, 1), ?4), 0
+            SELECT app, identifier, 0, 0, MIN(MAX(installs, 1), ?4), 0, 0, 0
             FROM (
                 SELECT r.app AS app, \(identifier) AS identifier, COUNT(DISTINCT r.install_id) AS installs
                 FROM \(source)
@@ -134,11 +137,32 @@ public final class SQLiteReportStore: ReportStore {
                   AND r.received_at >= ?1 AND (?2 IS NULL OR r.app = ?2) AND (?3 IS NULL OR \(identifier) = ?3)
                 GROUP BY r.app, \(identifier), r.network
             )
+            \(allRequestedInvalid ? "" : rateBranch)
         )
         GROUP BY app, identifier
+        HAVING SUM(reports) > 0
         ORDER BY SUM(installs) + SUM(verified) DESC, identifier
         """
     }
+
+    /// An identifier's invalid rate by network, as a branch of ``evidenceQuery(of:from:allRequestedInvalid:)``:
+    /// one row per voice among the production reports that requested the identifier (a verified
+    /// install, or else a network, NULL included), weighing its distinct installs up to `?4` (a
+    /// verified install one), with its weight times the share of its requests that named the
+    /// identifier invalid.
+    private static let rateBranch = """
+        UNION ALL
+        SELECT app, identifier, 0, 0, 0, 0, weight, weight * invalid * 1.0 / requests
+        FROM (
+            SELECT r.app AS app, q.value AS identifier, COUNT(*) AS requests,
+                   SUM(EXISTS (SELECT 1 FROM json_each(r.invalid) i WHERE i.value = q.value)) AS invalid,
+                   CASE WHEN r.verified_install IS NULL THEN MIN(MAX(COUNT(DISTINCT r.install_id), 1), ?4) ELSE 1 END AS weight
+            FROM reports r, json_each(r.requested) q
+            WHERE r.environment = 'production' AND r.requested IS NOT NULL
+              AND r.received_at >= ?1 AND (?2 IS NULL OR r.app = ?2) AND (?3 IS NULL OR q.value = ?3)
+            GROUP BY r.app, q.value, r.verified_install, CASE WHEN r.verified_install IS NULL THEN r.network END
+        )
+        """
 
     public func dailyCounts(app: String, identifier: String, since: Timestamp) async throws -> [DailyReportCount] {
         try await reader.run { connection in

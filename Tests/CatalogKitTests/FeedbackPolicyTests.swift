@@ -200,12 +200,16 @@ import Time
 }
 
 extension FeedbackPolicyTests {
-    /// Network evidence of genuine reports: every production install from a network of its own.
+    /// Network evidence of genuine reports: every production install, and every production
+    /// request, from a network of its own, so that the rate by network is the rate by report.
     static func genuine(_ aggregates: [ReportAggregate]) -> NetworkEvidence? {
-        let production = aggregates.filter { $0.environment == .production }.reduce(0) { $0 + $1.installs }
-        guard production > 0 else { return nil }
+        let production = aggregates.filter { $0.environment == .production }
+        let installs = production.reduce(0) { $0 + $1.installs }
+        guard installs > 0 else { return nil }
         return NetworkEvidence(
-            app: "com.example.app", identifier: "com.example.x", reports: production, networks: production, networkInstalls: production)
+            app: "com.example.app", identifier: "com.example.x", reports: installs, networks: installs, networkInstalls: installs,
+            requestWeight: Double(production.reduce(0) { $0 + $1.requestedReports }),
+            invalidWeight: Double(production.reduce(0) { $0 + $1.invalidWhenRequested }))
     }
 
     /// Whatever one network sends, it is one network's worth: 500 invented installs from one
@@ -227,6 +231,27 @@ extension FeedbackPolicyTests {
         #expect(
             quarantined?.reason == "reported invalid by 2 production installs from 2 networks and 18 verified installs in the last 24 h")
         #expect(policy.verdict(for: flood, network: nil, countedFrom: Self.windowStart, at: Self.now, previous: nil)?.status == .suspect)
+    }
+
+    /// The rate the policy compares is the networks' (``NetworkEvidence/invalidRate``), not the
+    /// reports': 25 networks and one flood of 500 reports asking for the id are 25 of 525 by
+    /// report and 25 voices of 26 by network.
+    @Test func theInvalidRateIsCountedByNetwork() {
+        let policy = FeedbackPolicy()
+        let diluted = [Self.rows(.production, installs: 25, requested: 525, invalidWhenRequested: 25)]
+        let network = NetworkEvidence(
+            app: "com.example.app", identifier: "com.example.x", reports: 25, networks: 25, networkInstalls: 25, requestWeight: 26,
+            invalidWeight: 25)
+        let verdict = policy.verdict(for: diluted, network: network, countedFrom: Self.windowStart, at: Self.now, previous: nil)
+        #expect(verdict?.status == .quarantined)
+        #expect(verdict?.evidence?.invalidRate == 0.96)
+        #expect(verdict?.reason == "reported invalid by 25 production installs from 25 networks in the last 24 h, invalid rate 0.96")
+
+        var outvoted = network
+        outvoted.invalidWeight = 12.5
+        #expect(
+            policy.verdict(for: diluted, network: outvoted, countedFrom: Self.windowStart, at: Self.now, previous: nil)?.status
+                == .suspect, "12.5 of 26: below 0.5")
     }
 
     @Test func budgetIsAShareWithAFloorOfOne() {

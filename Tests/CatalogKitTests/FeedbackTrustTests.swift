@@ -167,6 +167,86 @@ import Time
         }
     }
 
+    // MARK: - One network, one voice in the invalid rate
+
+    /// `count` production reports from one network, each from an install of its own invented,
+    /// asking for `requested` and naming `invalid` invalid.
+    static func oneNetwork(
+        _ count: Int, invalid: [String], requested: [String], network: String = "the-attackers-network"
+    ) -> [InvalidIdentifierReport] {
+        (0..<count).map { index in
+            InvalidIdentifierReport(
+                app: app, reportID: "\(network)-\(index)", receivedAt: later, invalid: invalid, requested: requested, platform: .iOS,
+                appVersion: AppVersion("2.3"), environment: .production, storefront: "USA", installID: "\(network)-install-\(index)",
+                network: network)
+        }
+    }
+
+    /// Issue 35 item 7, the attack: 25 networks report level2 invalid, and one network sends
+    /// 500 reports that ask for it and name only another identifier invalid. Counted by report,
+    /// the rate was 25 of 525 and held the quarantine back for as long as the flood went on;
+    /// counted by network, the flood is one voice of 26.
+    @Test(arguments: Engine.allCases)
+    func oneNetworkCannotHoldBackAQuarantine(_ engine: Engine) async throws {
+        try await Self.withPublished(seedCatalog) { catalog in
+            let all = ["com.example.level1", "com.example.level2", "com.example.rocket_car"]
+            let genuine = Self.reports(["com.example.level2"], requested: ["com.example.level2", "com.example.level1"], networks: 25)
+            let flood = Self.oneNetwork(500, invalid: ["com.example.rocket_car"], requested: all)
+            let (store, cleanUp) = try await Self.store(engine, catalog, genuine + flood)
+            do {
+                let run = try await catalog.workflow.runFeedback(store: store, at: Self.later.adding(60))
+                #expect(
+                    run.changes.map { "\($0.identifier) \($0.kind.rawValue)" } == [
+                        "com.example.level2 quarantined", "com.example.rocket_car suspect",
+                    ])
+                let verdict = try #require(Self.feedback(catalog)?.verdicts["com.example.level2"])
+                #expect(verdict.evidence?.invalidRate == 0.96, "25 of 26 networks")
+            } catch {
+                await cleanUp()
+                throw error
+            }
+            await cleanUp()
+        }
+    }
+
+    /// The converse: the store refuses valid identifiers now and then. 20 networks each saw p01
+    /// refused once in four requests (and p02, which is broken, in the other three); one network
+    /// sends 500 reports naming p01 invalid. Counted by report, the rate was 520 of 580 and took
+    /// p01 off sale with p02; counted by network it is 6 of 21, and p01 stays on sale.
+    @Test(arguments: Engine.allCases)
+    func oneNetworkCannotPushAQuarantineThrough(_ engine: Engine) async throws {
+        try await Self.withPublished(Self.catalog(products: 20)) { catalog in
+            let requested = [Self.id(0), Self.id(1), Self.id(2)]
+            var genuine: [InvalidIdentifierReport] = []
+            for network in 0..<20 {
+                for index in 0..<4 {
+                    genuine.append(
+                        InvalidIdentifierReport(
+                            app: Self.app, reportID: "g-\(network)-\(index)", receivedAt: Self.later,
+                            invalid: [index == 0 ? Self.id(1) : Self.id(2)], requested: requested, platform: .iOS,
+                            appVersion: AppVersion("2.3"), environment: .production, storefront: "USA", installID: "g-install-\(network)",
+                            network: "g-network-\(network)"))
+                }
+            }
+            let flood = Self.oneNetwork(500, invalid: [Self.id(1)], requested: [Self.id(0), Self.id(1)])
+            let (store, cleanUp) = try await Self.store(engine, catalog, genuine + flood)
+            do {
+                let run = try await catalog.workflow.runFeedback(store: store, at: Self.later.adding(60))
+                #expect(
+                    run.changes.map { "\($0.identifier) \($0.kind.rawValue)" } == [
+                        "com.example.p01 suspect", "com.example.p02 quarantined",
+                    ])
+                let verdict = try #require(Self.feedback(catalog)?.verdicts[Self.id(1)])
+                #expect(verdict.evidence?.networks == 21 && verdict.evidence?.invalidRate == 0.29, "6 of 21 networks")
+                #expect(verdict.reason.hasSuffix("invalid rate 0.29, below the 0.5 needed to quarantine"), "\(verdict.reason)")
+            } catch {
+                await cleanUp()
+                throw error
+            }
+            await cleanUp()
+        }
+    }
+
     // MARK: - Store-wide failures
 
     /// Every requested identifier invalid, from as many networks as a quarantine needs: the

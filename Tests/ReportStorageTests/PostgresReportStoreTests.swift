@@ -41,6 +41,7 @@ struct PostgresReportStoreTests {
     @Test func countsPerDay() async throws { try await withStore(StoreConformance.countsPerDay) }
     @Test func prunes() async throws { try await withStore(StoreConformance.prunes) }
     @Test func countsNetworks() async throws { try await withStore(StoreConformance.countsNetworks) }
+    @Test func countsTheInvalidRateByNetwork() async throws { try await withStore(StoreConformance.countsTheInvalidRateByNetwork) }
     @Test func prunesToTheQuota() async throws { try await withStore(StoreConformance.prunesToTheQuota) }
     @Test func quotaPrunesTheHeaviestNetworkFirst() async throws {
         try await withStore(StoreConformance.quotaPrunesTheHeaviestNetworkFirst)

@@ -106,6 +106,7 @@ import Testing
     @Test func countsPerDay() async throws { try await conformance(StoreConformance.countsPerDay) }
     @Test func prunes() async throws { try await conformance(StoreConformance.prunes) }
     @Test func countsNetworks() async throws { try await conformance(StoreConformance.countsNetworks) }
+    @Test func countsTheInvalidRateByNetwork() async throws { try await conformance(StoreConformance.countsTheInvalidRateByNetwork) }
     @Test func prunesToTheQuota() async throws { try await conformance(StoreConformance.prunesToTheQuota) }
     @Test func quotaPrunesTheHeaviestNetworkFirst() async throws {
         try await conformance(StoreConformance.quotaPrunesTheHeaviestNetworkFirst)

@@ -69,6 +69,61 @@ enum StoreConformance {
         #expect(otherApp == nil)
     }
 
+    /// The invalid rate counts voices, not reports (issue 35): each network weighs its distinct
+    /// installs among the production reports that asked for the identifier, at most
+    /// `installsPerNetwork`, and adds that weight times the share of its own requests that came
+    /// back invalid; a verified install is a voice of weight one; reports stored without a
+    /// network are one network together; sandbox reports and other apps do not count; an
+    /// identifier without quarantine evidence has no row, whatever its rate. Every share here is
+    /// a multiple of 1/2, so that both engines' sums are exact and equal.
+    static func countsTheInvalidRateByNetwork(_ store: any ReportStore) async throws {
+        let requested = ["com.example.x", "com.example.ok"]
+        var reports: [InvalidIdentifierReport] = [
+            // n1: one install, its one request invalid: share 1.
+            report(["com.example.x"], requested: requested, install: "i1", network: "n1"),
+            // n2: two installs, one of two requests invalid: share 1/2.
+            report(["com.example.x"], requested: requested, install: "i2", network: "n2"),
+            report(["com.example.ok2"], requested: requested + ["com.example.ok2"], install: "i3", network: "n2"),
+            // Verified installs, on the attacker's network: tx-1 share 1, tx-2 share 0.
+            report(["com.example.x"], requested: requested, install: "v1", network: "n-attacker", verified: "tx-1"),
+            report(["com.example.x"], requested: requested, install: "v1", network: "n-attacker", verified: "tx-1"),
+            report(["com.example.ok2"], requested: requested + ["com.example.ok2"], install: "v2", network: "n-attacker", verified: "tx-2"),
+            // Stored before networks were recorded: two installs, one of two requests invalid.
+            report(["com.example.x"], requested: requested, install: "old1"),
+            report(["com.example.ok2"], requested: requested + ["com.example.ok2"], install: "old2"),
+            // Not counted: sandbox, and another app.
+            report(["com.example.ok2"], requested: requested + ["com.example.ok2"], environment: .sandbox, install: "s1", network: "n3"),
+            report(["com.example.x"], app: "com.example.game", requested: requested, install: "g1", network: "n4"),
+        ]
+        // The attacker's network: 40 invented installs ask for x and name only another id invalid.
+        for index in 0..<40 {
+            reports.append(
+                report(
+                    ["com.example.ok2"], requested: requested + ["com.example.ok2"], install: "invented-\(index)", network: "n-attacker"))
+        }
+        _ = try await store.store(reports)
+
+        // Voices: n1 1 of 1, n2 1/2 of 1, tx-1 1 of 1, tx-2 0 of 1, no network 1/2 of 1, attacker 0 of 1.
+        let one = try await store.networkEvidence(AggregateQuery(app: "com.example.app", identifier: "com.example.x"))
+        #expect(one.count == 1)
+        #expect(one.first?.requestWeight == 6)
+        #expect(one.first?.invalidWeight == 3)
+        #expect(one.first?.invalidRate == 0.5, "by report it was 5 of 48")
+        // Two installs a network: n2, the attacker and the reports without a network weigh two each.
+        let two = try await store.networkEvidence(
+            AggregateQuery(app: "com.example.app", identifier: "com.example.x", installsPerNetwork: 2))
+        #expect(two.first?.requestWeight == 9)
+        #expect(two.first?.invalidWeight == 4)
+        // The whole app at once: the same row for x. ok2 has evidence of its own (three counted
+        // installs, as x; ties by name); ok, asked for and never named invalid, has no row.
+        let app = try await store.networkEvidence(AggregateQuery(app: "com.example.app"))
+        #expect(app.map(\.identifier) == ["com.example.ok2", "com.example.x"])
+        #expect(app.first?.invalidRate == 1, "n2, tx-2, the reports without a network and the attacker: 4 of 4")
+        #expect(app.first { $0.identifier == "com.example.x" } == one.first)
+        let storeWide = try await store.storeWideEvidence(AggregateQuery(app: "com.example.app"))
+        #expect(storeWide == nil)
+    }
+
     /// Text with a NUL inside is stored whole or refused, never cut at the NUL.
     static func keepsOrRefusesNULs(_ store: any CatalogStore) async throws {
         let summary = "before\u{0}after"

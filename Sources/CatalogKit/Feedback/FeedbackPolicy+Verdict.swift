@@ -35,7 +35,8 @@ extension FeedbackPolicy {
     /// - Parameters:
     ///   - aggregates: the identifier's reports received from `countedFrom` on.
     ///   - network: its quarantine evidence over the same reports: only production reports that
-    ///     said what they requested and had some of it answered valid, counted by network.
+    ///     said what they requested and had some of it answered valid, counted by network; and
+    ///     its invalid rate, counted by network too.
     ///   - countedFrom: the first moment its reports count from (``countingStart(at:firstPublishedAt:releasedAt:)``).
     ///   - now: the moment of the judgement.
     ///   - previous: its verdict before this run. A quarantine holds, reason and evidence
@@ -47,14 +48,14 @@ extension FeedbackPolicy {
         if let previous, previous.status == .quarantined { return previous }
         guard let evidence = VerdictEvidence(aggregates, network: network, countedFrom: countedFrom) else { return nil }
         let installs = evidence.installs
-        let rate = VerdictEvidence.invalidRate(of: aggregates)
+        let rate = network?.invalidRate
         let period =
             countedFrom == windowStart(at: now) ? "in the last \(windowHours) h" : "since \(countedFrom.iso8601)"
         let shownRate = evidence.invalidRate.map { ", invalid rate \($0)" } ?? ""
 
         // Only production answers from distinct networks (or verified installs) quarantine; the
         // store must also have refused most of the requests for it (it sometimes refuses valid
-        // ids at random).
+        // ids at random), each network one voice so that none can outvote the others.
         let rateAllows = rate.map { $0 >= minimumInvalidRate } ?? true
         let hasQuarantineEvidence = Int64(evidence.countedInstalls) >= quarantineAfterInstalls
         if hasQuarantineEvidence && rateAllows {

@@ -158,8 +158,9 @@ public struct VerdictEvidence: Sendable, Hashable {
     public var reports: Int
     /// Distinct installs among those reports, by environment.
     public var installs: InstallCounts
-    /// The share of production requests for the identifier that came back invalid, to two
-    /// decimals; nil when no production report said what it requested.
+    /// The share of production requests for the identifier that came back invalid, each network
+    /// one voice (``NetworkEvidence/invalidRate``), to two decimals; nil without network
+    /// evidence, or when no production report said it asked for the identifier.
     public var invalidRate: Double?
     /// When the first of those reports was received.
     public var firstSeen: Timestamp
@@ -217,7 +218,7 @@ public struct VerdictEvidence: Sendable, Hashable {
         for aggregate in aggregates { installs[aggregate.environment] += aggregate.installs }
         self.init(
             countedFrom: countedFrom, reports: aggregates.reduce(0) { $0 + $1.reports }, installs: installs,
-            invalidRate: Self.invalidRate(of: aggregates).map(Self.shown),
+            invalidRate: network?.invalidRate.map(Self.shown),
             firstSeen: aggregates.map(\.firstSeen).min() ?? first.firstSeen, lastSeen: aggregates.map(\.lastSeen).max() ?? first.lastSeen,
             platforms: Set(aggregates.compactMap(\.platform)).sorted().map(\.name),
             appVersions: Set(aggregates.flatMap(\.appVersions)).sorted(by: Self.versionOrder),
@@ -231,15 +232,6 @@ public struct VerdictEvidence: Sendable, Hashable {
     static func versionOrder(_ left: String, _ right: String) -> Bool {
         if let a = AppVersion(left), let b = AppVersion(right), a != b { return a < b }
         return left < right
-    }
-
-    /// The share of requests that came back invalid among the reports that can quarantine
-    /// (production), exactly; nil when none of them said what it requested.
-    static func invalidRate(of aggregates: [ReportAggregate]) -> Double? {
-        let counted = aggregates.filter { $0.environment?.canQuarantine == true }
-        let requested = counted.reduce(0) { $0 + $1.requestedReports }
-        guard requested > 0 else { return nil }
-        return Double(counted.reduce(0) { $0 + $1.invalidWhenRequested }) / Double(requested)
     }
 
     /// The rate as the file and the reason show it: rounded to two decimals, so that a verdict

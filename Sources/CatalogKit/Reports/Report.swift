@@ -177,7 +177,9 @@ public struct ReportAggregate: Sendable, Hashable, Codable {
     }
 
     /// The share of requests for the identifier that the store answered invalid, when clients
-    /// sent what they requested.
+    /// sent what they requested, counted by report: what `catalog reports` shows. The policy
+    /// counts by network instead (``NetworkEvidence/invalidRate``), since one network can send
+    /// any number of reports.
     public var invalidRate: Double? {
         requestedReports > 0 ? Double(invalidWhenRequested) / Double(requestedReports) : nil
     }
@@ -206,6 +208,10 @@ public struct DailyReportCount: Sendable, Hashable {
 /// For an identifier, only *product* reports count: those that said what they requested and had
 /// some of it answered valid. For a store-wide failure (``identifier`` nil), only the reports in
 /// which every requested identifier came back invalid.
+///
+/// An identifier's evidence also carries its invalid rate, counted the same way: each network
+/// one voice, weighed as its installs are (docs/feedback.md, "The policy"), so that no number of
+/// reports from one network outweighs other networks.
 public struct NetworkEvidence: Sendable, Hashable, Codable {
     /// The app's bundle identifier.
     public var app: String
@@ -220,19 +226,39 @@ public struct NetworkEvidence: Sendable, Hashable, Codable {
     public var networkInstalls: Int
     /// Distinct verified installs: the App Store vouches for each, so no network cap applies.
     public var verifiedInstalls: Int
+    /// The invalid rate's denominator: the voices among the production reports that asked for
+    /// the identifier (any report with it in its requested list, store-wide ones included). A
+    /// network's voice weighs its distinct installs among those reports, at most
+    /// ``AggregateQuery/installsPerNetwork`` (one when they name none); a verified install's
+    /// voice weighs one; reports stored without a network are one network together. Zero for
+    /// store-wide evidence.
+    public var requestWeight: Double
+    /// The invalid rate's numerator: each voice's weight times the share of its own requests for
+    /// the identifier that came back invalid, so that a voice adds at most its weight.
+    public var invalidWeight: Double
 
-    /// Evidence with every count given; verified installs are zero unless given.
-    public init(app: String, identifier: String?, reports: Int, networks: Int, networkInstalls: Int, verifiedInstalls: Int = 0) {
+    /// Evidence with every count given; verified installs and the rate's weights are zero unless given.
+    public init(
+        app: String, identifier: String?, reports: Int, networks: Int, networkInstalls: Int, verifiedInstalls: Int = 0,
+        requestWeight: Double = 0, invalidWeight: Double = 0
+    ) {
         self.app = app
         self.identifier = identifier
         self.reports = reports
         self.networks = networks
         self.networkInstalls = networkInstalls
         self.verifiedInstalls = verifiedInstalls
+        self.requestWeight = requestWeight
+        self.invalidWeight = invalidWeight
     }
 
     /// What the quarantine threshold is compared with.
     public var countedInstalls: Int { networkInstalls + verifiedInstalls }
+
+    /// The share of production requests for the identifier that came back invalid, each network
+    /// (or verified install) one voice: what the policy's `minimumInvalidRate` is compared with.
+    /// nil when no production report said it asked for the identifier.
+    public var invalidRate: Double? { requestWeight > 0 ? invalidWeight / requestWeight : nil }
 }
 
 /// Durable storage of reports: SQLite by default, PostgreSQL to share one store between replicas.
@@ -254,8 +280,9 @@ public protocol ReportStore: Sendable {
     /// Reports of `app` that named `identifier` invalid, received at or after `since`, per UTC
     /// day; only days with reports, oldest first.
     func dailyCounts(app: String, identifier: String, since: Timestamp) async throws -> [DailyReportCount]
-    /// The quarantine evidence of each identifier the query covers (``NetworkEvidence``), most
-    /// counted installs first; identifiers with none are left out.
+    /// The quarantine evidence of each identifier the query covers (``NetworkEvidence``), with its
+    /// invalid rate, most counted installs first; identifiers with no evidence are left out,
+    /// whatever their rate.
     func networkEvidence(_ query: AggregateQuery) async throws -> [NetworkEvidence]
     /// The store-wide failure evidence of `query.app` (``NetworkEvidence`` with no identifier);
     /// nil when there is none.
