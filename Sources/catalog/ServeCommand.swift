@@ -5,6 +5,7 @@ import FeedSigning
 import Foundation
 import Hummingbird
 import Logging
+import Purchases
 import NIOCore
 import NIOPosix
 import ReportStorage
@@ -159,9 +160,10 @@ struct ServeCommand: AsyncParsableCommand {
         raiseDescriptorLimit()
         resolved.protection.apply(to: &configuration, reports: &reports)
         do {
-            if !resolved.reports.appleRootCertificates.isEmpty {
-                reports.appTransactions = try ReportAppTransactions(rootCertificateFiles: resolved.reports.appleRootCertificates)
-            }
+            // Apple's pinned roots always, and the roots the operator adds: a report's AppTransaction
+            // is verified as a purchase's evidence is, with or without --root-certificate.
+            reports.appTransactions = try ReportAppTransactions(
+                roots: try PurchaseTrust.apple().jwsRoots + PurchaseTrust.certificates(fromFiles: resolved.reports.rootCertificates))
         } catch {
             printError("\(error)")
             throw ExitCode(1)

@@ -12,7 +12,7 @@ import Testing
 
 /// Issue 30 end to end: `ContentDownloadManager` (CatalogClient) against the real `catalog serve`
 /// on loopback, with content that `catalog build` published from a catalog with content items, and
-/// purchase evidence signed by a PKI the server trusts (`--apple-root-certificate`)
+/// purchase evidence signed by a PKI the server trusts (`--root-certificate`)
 /// (docs/content.md, "The client: downloads").
 @Suite struct ContentClientTests {
     typealias PKI = AppStoreTestPKI
@@ -87,7 +87,7 @@ import Testing
             let build = try await workspace.run("build", "--store", store)
             #expect(build.status == 0, "\(build.stderr)")
 
-            let arguments = ["--store", store, "--apple-root-certificate", "root.pem", "--content-keys", "content-keys.json"]
+            let arguments = ["--store", store, "--root-certificate", "root.pem", "--content-keys", "content-keys.json"]
             var server = try ServeProcess(in: workspace, arguments)
             defer { _ = try? server.process.terminate() }
             #expect(try await server.body(of: "/v1/apps/\(Self.app)/products.json", within: 30) != nil, "\(server.logText)")

@@ -38,7 +38,7 @@ import Testing
                 bodies.append((uuid, Data("{\"signedPayload\":\"\(jws)\"}".utf8)))
             }
             let server = try ServeProcess(
-                in: workspace, ["--apple-root-certificate", "root.pem", "--store", "sqlite:var/catalog.sqlite"])
+                in: workspace, ["--root-certificate", "root.pem", "--store", "sqlite:var/catalog.sqlite"])
             #expect(try await server.body(of: "/v1/apps/com.example.app/products.json", within: 30) != nil, "\(server.logText)")
 
             let signed = bodies

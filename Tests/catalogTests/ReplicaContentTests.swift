@@ -91,7 +91,7 @@ struct ReplicaContentTests {
         )
         let build = try await workspace.run("build", "--store", store)
         #expect(build.status == 0, "\(build.stderr)")
-        let common = ["--store", store, "--apple-root-certificate", "root.pem", "--content-keys", "content-keys.json"]
+        let common = ["--store", store, "--root-certificate", "root.pem", "--content-keys", "content-keys.json"]
 
         let cache = workspace.root.appendingPathComponent("replica-cache")
         let replica = try ServeProcess(in: workspace, ["--feeds", "store", "--feeds-cache", cache.path, "--feeds-poll", "1h"] + common)

@@ -193,9 +193,9 @@ struct ReplicaTests {
         let token = try await workspace.run("token", "create", "shop", "--role", "backend", "--store", editorStore)
         #expect(token.status == 0, "\(token.stderr)")
 
-        let editor = try ServeProcess(in: workspace, ["--store", editorStore, "--apple-root-certificate", "root.pem"])
+        let editor = try ServeProcess(in: workspace, ["--store", editorStore, "--root-certificate", "root.pem"])
         let replica = try ServeProcess(
-            in: replicaFolder, ["--feeds", "store", "--store", replicaStore, "--apple-root-certificate", "root.pem"])
+            in: replicaFolder, ["--feeds", "store", "--store", replicaStore, "--root-certificate", "root.pem"])
         defer {
             _ = try? editor.process.terminate()
             _ = try? replica.process.terminate()

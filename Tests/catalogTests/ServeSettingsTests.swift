@@ -176,7 +176,7 @@ import Testing
             "trusted-proxy": ("10.0.0.0/8", []), "trusted-proxy-header": ("forwarded", []), "report-network-ipv4-prefix": ("20", []),
             "report-network-ipv6-prefix": ("40", []), "report-evidence-ipv6-prefix": ("30", []),
             "report-network-secret-file": ("secret.key", []),
-            "apple-root-certificate": ("root.pem", []), "report-quota": ("5000", []), "retention-days": ("30", []),
+            "root-certificate": ("root.pem", []), "report-quota": ("5000", []), "retention-days": ("30", []),
             "cache-control": ("no-cache", []), "feeds": ("store", postgres), "feeds-cache": ("cache", ["--feeds", "store"] + postgres),
             "feeds-poll": ("5s", []), "auto-feedback": ("1h", []),
             "content-keys": ("content-keys.json", []), "content-url-lifetime": ("15m", []),

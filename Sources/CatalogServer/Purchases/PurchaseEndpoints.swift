@@ -11,7 +11,7 @@ import X509
 /// How the purchase endpoints protect the store, and what they trust.
 public struct PurchasesConfiguration: Sendable {
     /// The roots evidence must chain to; nil: Apple's two (pinned), plus the roots reports'
-    /// AppTransactions are verified against (`--apple-root-certificate`). Tests give their own.
+    /// AppTransactions are verified against (`--root-certificate`). Tests give their own.
     public var trust: PurchaseTrust?
     /// `POST …/purchases` per client network; nil for none (a benchmark from one address).
     public var perAddress: RateLimit? = RateLimit(perMinute: 600, burst: 120)

@@ -38,7 +38,7 @@ public final class ReportAppTransactions: Sendable {
     /// base64 certificates dominate), so 16 KiB leaves room without letting a client make us parse more.
     public static let maximumJWSBytes = 16 * 1024
 
-    /// The roots AppTransactions must chain to (`--apple-root-certificate`).
+    /// The roots AppTransactions must chain to: Apple's pinned ones and `--root-certificate`'s.
     public let trust: PurchaseTrust
     private let verifiers = Mutex<[String: SignedDataVerifier]>([:])
 

@@ -174,11 +174,11 @@ struct ReportsOptions: ParsableArguments {
     var reportNetworkSecretFile: String?
 
     @Option(
-        name: Setting.appleRootCertificate.long,
+        name: Setting.rootCertificate.long,
         help: ArgumentHelp(
-            "A root certificate (PEM or DER) that App Store AppTransactions in reports are verified against, such as Apple Root CA - G3; repeatable. Default: none, and no report counts as verified.",
+            "A root certificate (PEM or DER) trusted beside Apple's two pinned roots, for purchases, notifications and reports' AppTransactions alike; repeatable (as every command that verifies evidence takes it). Default: Apple's pinned roots only.",
             valueName: "file"))
-    var appleRootCertificate: [String] = []
+    var rootCertificate: [String] = []
 
     @Option(
         name: Setting.reportQuota.long,
@@ -198,7 +198,7 @@ struct ReportsOptions: ParsableArguments {
         var configuration: ReportsConfiguration
         var networkSecretFile: String
         var networkSecretFileNamed: Bool
-        var appleRootCertificates: [String]
+        var rootCertificates: [String]
     }
 
     func resolve(_ settings: Settings, store: StoreURL) throws -> Resolved {
@@ -217,7 +217,7 @@ struct ReportsOptions: ParsableArguments {
         let secretFile =
             try settings.value(.reportNetworkSecretFile, flag: reportNetworkSecretFile, default: store.defaultNetworkSecretPath)
             ?? store.defaultNetworkSecretPath
-        let roots = try settings.values(.appleRootCertificate, flags: appleRootCertificate)
+        let roots = try settings.values(.rootCertificate, flags: rootCertificate)
         reports.perAppQuota = try settings.value(.reportQuota, flag: reportQuota, default: reports.perAppQuota) ?? reports.perAppQuota
         guard reports.perAppQuota >= 1 else { throw ValidationError("--report-quota must be 1 or more") }
         let defaultSpan = Days(reports.retention)
@@ -228,7 +228,7 @@ struct ReportsOptions: ParsableArguments {
         reports.retention = .seconds(span.seconds)
         return Resolved(
             configuration: reports, networkSecretFile: secretFile, networkSecretFileNamed: secretFile != store.defaultNetworkSecretPath,
-            appleRootCertificates: roots)
+            rootCertificates: roots)
     }
 }
 

@@ -63,7 +63,7 @@ struct Setting: Hashable, Sendable, CustomStringConvertible {
     static let reportNetworkIPv6Prefix = Setting("report-network-ipv6-prefix")
     static let reportEvidenceIPv6Prefix = Setting("report-evidence-ipv6-prefix")
     static let reportNetworkSecretFile = Setting("report-network-secret-file")
-    static let appleRootCertificate = Setting("apple-root-certificate", list: true)
+    static let rootCertificate = Setting("root-certificate", list: true)
     static let reportQuota = Setting("report-quota")
     static let retentionDays = Setting("retention-days")
     // Feeds and replicas (FeedsOptions).
@@ -82,7 +82,7 @@ struct Setting: Hashable, Sendable, CustomStringConvertible {
         logLevel, logFormat, accessLog, accessLogFeedSample, logFullAddresses,
         host, port, tlsCertificate, tlsKey, adminPort, adminHost,
         readDeadline, idleTimeout, maxConnections, reportLimitAddress, reportLimitInstall, trustedProxy, trustedProxyHeader,
-        reportNetworkIPv4Prefix, reportNetworkIPv6Prefix, reportEvidenceIPv6Prefix, reportNetworkSecretFile, appleRootCertificate,
+        reportNetworkIPv4Prefix, reportNetworkIPv6Prefix, reportEvidenceIPv6Prefix, reportNetworkSecretFile, rootCertificate,
         reportQuota, retentionDays,
         cacheControl, feeds, feedsCache, feedsPoll, autoFeedback,
         contentKeys, contentURLLifetime,
