@@ -37,6 +37,27 @@ import Yams
         }
     }
 
+    /// docs/serving.md lists every route the server answers, with its methods, exactly as the
+    /// document does: a route added to one and not the other fails here.
+    @Test func theServingGuideListsEveryRoute() async throws {
+        try await AdminAPITests.withServer { client, _ in
+            let paths = try #require(try await Self.document(client)["paths"] as? [String: [String: Any]])
+            let documented = Set(
+                paths.map { path, item in Self.methods.filter { item[$0] != nil }.map { $0.uppercased() }.joined(separator: "/") + " " + path })
+            let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+                .deletingLastPathComponent()
+            let guide = try String(contentsOf: repository.appendingPathComponent("docs/serving.md"), encoding: .utf8)
+            // The table's first column: "| `GET/HEAD /v1/…` | …".
+            let listed = Set(
+                guide.split(separator: "\n").compactMap { line -> String? in
+                    guard line.hasPrefix("| `"), let end = line.dropFirst(3).firstIndex(of: "`") else { return nil }
+                    return String(line[line.index(line.startIndex, offsetBy: 3)..<end])
+                })
+            #expect(documented.subtracting(listed).sorted() == [], "routes docs/serving.md does not list")
+            #expect(listed.subtracting(documented).sorted() == [], "routes docs/serving.md lists that openapi.yaml does not")
+        }
+    }
+
     @Test func everyDocumentedOperationAnswersAsDocumented() async throws {
         try await AdminAPITests.withServer { client, server in
             let document = try await Self.document(client)
