@@ -29,6 +29,23 @@ import Testing
         }
     }
 
+    /// A fresh clone is consistent: the demo tree committed is what `catalog build` publishes from
+    /// the demo catalog, so the first build on a clone publishes nothing new (and `git status` stays
+    /// clean). It failed when the committed tree predated variant paths and content.
+    @Test func theDemoTreeIsWhatTheBuildPublishes() async throws {
+        try await CommandTests.withWorkspace { workspace in
+            for folder in ["catalog", "public", "public.records", "public.content"] {
+                try FileManager.default.copyItem(
+                    at: Self.repository.appendingPathComponent(folder), to: workspace.root.appendingPathComponent(folder))
+            }
+            let build = try await workspace.run("build")
+            #expect(build.status == 0, "\(build.stderr)")
+            let lines = build.stdout.split(separator: "\n").filter { $0.hasPrefix("com.example.") }
+            #expect(lines.count == 3, "\(build.stdout)")
+            for line in lines { #expect(line.contains(": unchanged at revision"), "\(line)") }
+        }
+    }
+
     @Test func busyPortIsNamed() async throws {
         try await CommandTests.withWorkspace { workspace in
             try CommandTests.writeDemo(workspace)
