@@ -5,9 +5,9 @@ import FeedSigning
 import Foundation
 import Hummingbird
 import Logging
-import Purchases
 import NIOCore
 import NIOPosix
+import Purchases
 import ReportStorage
 import ServiceLifecycle
 
@@ -116,6 +116,8 @@ struct ServeCommand: AsyncParsableCommand {
         let resolved = try resolve(settings)
         let warnings = Self.warnings(resolved)
         if printConfig {
+            // Files read at start are read now too, so that a bad one fails the check, not the restart.
+            _ = try ContentOptions.configuration(resolved.content)
             print(settings.description)
             for warning in warnings { print("# warning: \(warning)") }
             return
