@@ -7,7 +7,7 @@ struct PurchasesCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "purchases",
         abstract: "Work with App Store purchase evidence.",
-        subcommands: [PurchasesVerifyCommand.self, PurchasesRebuildCommand.self]
+        subcommands: [PurchasesVerifyCommand.self, PurchasesRebuildCommand.self, PurchasesSignCommand.self]
     )
 }
 
