@@ -40,6 +40,8 @@ import Time
                 <dict><key>id</key><string>com.example.app.pro.monthly</string><key>type</key><string>auto-renewable</string>
                 <key>subscription</key><dict><key>group</key><string>pro</string><key>period</key><string>P1M</string></dict>
                 <key>entitlements</key><array><string>pro</string></array></dict>
+                <dict><key>id</key><string>com.example.app.levels</string><key>type</key><string>non-consumable</string>
+                <key>entitlements</key><array><string>levels</string></array></dict>
                 </array></dict></plist>
                 """
             try Data(text.utf8).write(to: catalog.appendingPathComponent("\(PurchaseTests.app).plist"))
@@ -74,10 +76,12 @@ import Time
             try await sqlite.close()
         }
 
-        /// A client on this fixture's directory: a new one on it is the app relaunched.
-        func client(server: URL, automatic: Bool = false) -> CatalogClient {
+        /// A client on this fixture's directory: a new one on it is the app relaunched. `install`
+        /// names another install's directory (another device, or the app deleted and installed again).
+        func client(server: URL, automatic: Bool = false, install: String? = nil) -> CatalogClient {
+            let directory = install.map { root.appendingPathComponent("install-\($0)") } ?? clientDirectory
             var configuration = CatalogClient.Configuration(
-                server: server, app: PurchaseTests.app, fallbackIdentifiers: [], directory: clientDirectory)
+                server: server, app: PurchaseTests.app, fallbackIdentifiers: [], directory: directory)
             configuration.sendsPurchasesAutomatically = automatic
             configuration.sendsReportsAutomatically = false
             configuration.purchaseBackoff = Backoff(initial: 0.01, maximum: 0.05)
@@ -91,6 +95,14 @@ import Time
         }
 
         func remove() { try? FileManager.default.removeItem(at: root) }
+    }
+
+    /// The level pack (a non-consumable unlocking `levels`), bought by `transactionId`.
+    static func levels(_ transactionId: String = "2000000000000101") -> [String: any Sendable] {
+        PKI.transaction([
+            "transactionId": transactionId, "originalTransactionId": transactionId, "productId": "com.example.app.levels",
+            "type": "Non-Consumable", "expiresDate": NSNull(), "subscriptionGroupIdentifier": NSNull(), "webOrderLineItemId": NSNull(),
+        ])
     }
 
     /// A purchase goes out, the server records it against the customer, and its answer is what
@@ -190,6 +202,45 @@ import Time
         }
         await #expect(throws: CatalogClientError.self) {
             try await fixture.client(server: try await closedServerURL()).sendPurchase(signedTransaction: "not a jws")
+        }
+    }
+
+    /// The attack of issue 35 item 5: a purchase account A holds (the app's `keep` policy) presented
+    /// by account B, who owns the level pack. The server refuses it, 409 `bound-to-another-customer`,
+    /// with B's own customer beside: the app must learn both that this purchase belongs to another
+    /// account and what B does have, on the install that bought the pack and on B's second device,
+    /// where nothing was ever accepted.
+    @Test func aPurchaseBoundToAnotherAccountReachesTheAppWithWhatItDoesHave() async throws {
+        let fixture = try Fixture()
+        defer { fixture.remove() }
+        let (accountA, accountB) = (UUID(), UUID())
+        let pro = try fixture.pki.jws(payload: PKI.transaction())
+        let levels = try fixture.pki.jws(payload: Self.levels())
+        try await fixture.serve { server, _ in
+            let a = fixture.client(server: server, install: "a")
+            try await a.sendPurchase(signedTransaction: pro, appAccountToken: accountA)
+            #expect(await a.sendPendingPurchases().sent == 1)
+
+            let b = fixture.client(server: server, install: "b")
+            try await b.sendPurchase(signedTransaction: levels, appAccountToken: accountB)
+            #expect(await b.sendPendingPurchases().entitlements?.entitlements.map(\.name) == ["levels"])
+            // A's purchase presented by B (a shared Apple ID, a leaked transaction).
+            try await b.sendPurchase(signedTransaction: pro, appAccountToken: accountB)
+            let refused = await b.sendPendingPurchases()
+            #expect(refused.sent == 0 && refused.pending == 0)
+            #expect(refused.refused.first?.error.serverCode == "bound-to-another-customer")
+            #expect(refused.entitlements?.entitlements.map(\.name) == ["levels"], "the 409's customer reaches the app")
+            #expect(refused.entitlements?.source == .network)
+
+            // B's second device: nothing accepted there yet, and the 409 still says what B owns.
+            let second = fixture.client(server: server, install: "b2")
+            try await second.sendPurchase(signedTransaction: pro, appAccountToken: accountB)
+            let delivery = await second.sendPendingPurchases()
+            #expect(delivery.refused.map(\.error.serverCode) == ["bound-to-another-customer"])
+            #expect(delivery.entitlements?.entitlements.map(\.name) == ["levels"])
+            let kept = await second.entitlements()
+            #expect(kept.entitlements.map(\.name) == ["levels"], "kept for offline use, as an accepted answer is")
+            #expect(!kept.grants("pro"))
         }
     }
 
