@@ -1,6 +1,7 @@
 import CatalogClient
 import CatalogKit
 import CatalogServer
+import Content
 import Foundation
 import Hummingbird
 import HummingbirdTesting
@@ -55,14 +56,17 @@ import Time
                 publicDirectory: root.appendingPathComponent("public"))
         }
 
-        /// Serves the catalog with a new SQLite store (wrapped by `wrap`) for the duration of `body`.
+        /// Serves the catalog with a new SQLite store (wrapped by `wrap`) for the duration of `body`,
+        /// its clock at `clock` (by default inside the test subscription's period), signing content
+        /// URLs with a key of its own.
         func serve(
-            wrap: (SQLiteReportStore) -> any CatalogStore = { $0 },
+            wrap: (SQLiteReportStore) -> any CatalogStore = { $0 }, clock: @escaping @Sendable () -> Timestamp = { PurchaseTests.during },
             _ body: @Sendable (_ server: URL, _ store: SQLiteReportStore) async throws -> Void
         ) async throws {
             let sqlite = try await SQLiteReportStore.open(path: root.appendingPathComponent("server-\(UUID().uuidString).sqlite").path)
             var configuration = ServeConfiguration()
-            configuration.clock = { PurchaseTests.during }
+            configuration.clock = clock
+            configuration.content.keyRing = try ContentKeyRing(keys: [ContentSigningKey.generate(id: "k1")], current: "k1")
             var purchases = PurchasesConfiguration()
             purchases.trust = PurchaseTrust(jwsRoots: [pki.root], receiptRoots: [pki.root])
             let application = buildApplication(
@@ -89,8 +93,10 @@ import Time
             return CatalogClient(configuration: configuration)
         }
 
-        func queued() -> [String] {
-            let directory = clientDirectory.appendingPathComponent("data/purchases/queue")
+        /// The queued purchase files of the default install, or of `install`.
+        func queued(install: String? = nil) -> [String] {
+            let base = install.map { root.appendingPathComponent("install-\($0)") } ?? clientDirectory
+            let directory = base.appendingPathComponent("data/purchases/queue")
             return ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []).filter { $0.hasSuffix(".json") }
         }
 
@@ -225,12 +231,20 @@ import Time
             try await b.sendPurchase(signedTransaction: levels, appAccountToken: accountB)
             #expect(await b.sendPendingPurchases().entitlements?.entitlements.map(\.name) == ["levels"])
             // A's purchase presented by B (a shared Apple ID, a leaked transaction).
-            try await b.sendPurchase(signedTransaction: pro, appAccountToken: accountB)
+            let id = try await b.sendPurchase(signedTransaction: pro, appAccountToken: accountB)
             let refused = await b.sendPendingPurchases()
             #expect(refused.sent == 0 && refused.pending == 0)
             #expect(refused.refused.first?.error.serverCode == "bound-to-another-customer")
             #expect(refused.entitlements?.entitlements.map(\.name) == ["levels"], "the 409's customer reaches the app")
             #expect(refused.entitlements?.source == .network)
+            let refusal = try #require(refused.refused.first)
+            #expect(refusal.isBoundToAnotherCustomer && refusal.error.code == .boundToAnotherCustomer)
+            #expect(refusal.error.status == 409)
+            #expect(refusal.purchaseId == id)
+            #expect(refusal.productId == "com.example.app.pro.monthly" && refusal.transactionId == "2000000000000001")
+            #expect(refusal.entitlements?.entitlements.map(\.name) == ["levels"], "what B does own, beside the refusal")
+            #expect(await b.refusedPurchases().map(\.purchaseId) == [id], "kept for the app until it removes it")
+            #expect(await b.entitlements().entitlements.map(\.name) == ["levels"])
 
             // B's second device: nothing accepted there yet, and the 409 still says what B owns.
             let second = fixture.client(server: server, install: "b2")
@@ -241,6 +255,23 @@ import Time
             let kept = await second.entitlements()
             #expect(kept.entitlements.map(\.name) == ["levels"], "kept for offline use, as an accepted answer is")
             #expect(!kept.grants("pro"))
+
+            // As apps run: sent by the background loop, whose round has no caller. The refusal is
+            // neither retried nor lost: the app reads it, after a relaunch too, and removes it.
+            let background = fixture.client(server: server, automatic: true, install: "b3")
+            let sent = try await background.sendPurchase(signedTransaction: pro, appAccountToken: accountB)
+            for _ in 0..<200 where !fixture.queued(install: "b3").isEmpty { try await Task.sleep(nanoseconds: 25_000_000) }
+            #expect(fixture.queued(install: "b3").isEmpty, "a refusal is final: not sent again")
+            let relaunched = fixture.client(server: server, install: "b3")
+            let seen = await relaunched.refusedPurchases()
+            #expect(seen.map(\.purchaseId) == [sent])
+            #expect(seen.first?.isBoundToAnotherCustomer == true)
+            #expect(seen.first?.entitlements?.entitlements.map(\.name) == ["levels"])
+            #expect(seen.first?.productId == "com.example.app.pro.monthly")
+            #expect(await relaunched.entitlements().entitlements.map(\.name) == ["levels"])
+            await relaunched.removeRefusedPurchases([sent])
+            #expect(await relaunched.refusedPurchases().isEmpty)
+            withExtendedLifetime(background) {}
         }
     }
 
