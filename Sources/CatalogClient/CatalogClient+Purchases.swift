@@ -12,8 +12,9 @@ extension CatalogClient {
     /// The purchase is on disk before this returns, so it reaches the server even if the app is
     /// killed right after: on the next launch, or when ``sendPendingPurchases()`` runs. Network
     /// failures, 5xx and 429 keep it queued and retry with back-off (``Configuration/purchaseBackoff``,
-    /// or the server's `Retry-After`); a definitive refusal (another 4xx) drops it, and the delivery
-    /// says why (``PurchaseDelivery/refused``). The server records evidence once however often it
+    /// or the server's `Retry-After`); a definitive refusal (another 4xx) takes it out of the queue,
+    /// and the delivery says why (``PurchaseDelivery/refused``), as ``refusedPurchases()`` does until
+    /// the app removes it. The server records evidence once however often it
     /// arrives, so a resend after a crash changes nothing.
     ///
     /// - Parameters:
@@ -25,7 +26,7 @@ extension CatalogClient {
     ///     StoreKit 2 has it (iOS 16 and later); it is never required.
     ///   - appAccountToken: The customer's account in the app, when it has one and did not set it on
     ///     the purchase (a token StoreKit signed in the transaction wins over this one).
-    /// - Returns: An id for the queued purchase, which ``PurchaseDelivery/Refusal/purchaseId`` names.
+    /// - Returns: An id for the queued purchase, which ``RefusedPurchase/purchaseId`` names.
     /// - Throws: ``CatalogClientError/Code-swift.struct/rejected`` when `signedTransaction` is not a
     ///   compact JWS of at most 64 KiB; ``CatalogClientError/Code-swift.struct/storage`` when it
     ///   cannot be queued.
@@ -132,8 +133,9 @@ extension CatalogClient {
         if syncing {
             do { try await source.sync() } catch {
                 // StoreKit also says `userCancelled` when it is offline: what the device holds still goes.
-                syncFailure = CatalogClientError(code: .storeKit, message: "the store could not sync: \(error)")
-                configuration.log("restore: \(syncFailure?.message ?? "")")
+                let failure = CatalogClientError(code: .storeKit, message: "the store could not sync: \(error)")
+                configuration.log("restore: \(failure.message)")
+                syncFailure = failure
             }
         }
         let transactions: [String]
@@ -157,6 +159,9 @@ extension CatalogClient {
         /// ``sendPurchase(signedTransaction:appTransaction:appAccountToken:)`` does.
         ///
         /// An unverified result is sent too: the server verifies for itself, and counts what it refuses.
+        /// Set the app account on the purchase itself, so that the App Store signs it (on visionOS,
+        /// which has no `purchase(options:)`, through SwiftUI's `PurchaseAction` or
+        /// `purchase(confirmIn:options:)`: <doc:VerifyPurchases>).
         ///
         /// ```swift
         /// let result = try await product.purchase(options: [.appAccountToken(account)])
