@@ -383,6 +383,8 @@ public actor CatalogClient {
             code: retryable ? .server : .rejected, message: "HTTP \(answer.status): \(serverMessage(answer))", status: answer.status)
         error.retryAfter = retryable ? retryAfterDelay(answer.header("Retry-After"), now: Date()) : nil
         error.serverCode = ServiceErrorBody(answer.body)?.code
+        // The refusal an app shows the person ("this purchase belongs to another account"): a code of its own.
+        if answer.status == 409 && error.serverCode == "bound-to-another-customer" { error.code = .boundToAnotherCustomer }
         return error
     }
 

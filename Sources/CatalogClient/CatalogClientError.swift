@@ -8,6 +8,7 @@ public struct CatalogClientError: Error, Sendable, Hashable, CustomStringConvert
     public struct Code: Sendable, Hashable, CustomStringConvertible {
         private enum Value: Sendable, Hashable {
             case transport, server, rejected, malformedResponse, storage, signature, responseTooLarge, noReportEndpoint, digestMismatch
+            case boundToAnotherCustomer, storeKit
         }
         private let value: Value
 
@@ -36,6 +37,15 @@ public struct CatalogClientError: Error, Sendable, Hashable, CustomStringConvert
         /// A downloaded content file is not the SHA-256 the content list gives: its bytes were
         /// deleted, never handed over (``ContentDownloadManager``).
         public static let digestMismatch = Code(value: .digestMismatch)
+        /// The server refused a purchase for good because it belongs to another account of the app
+        /// (409, ``CatalogClientError/serverCode`` `bound-to-another-customer`, under the app's `keep`
+        /// policy): tell the person "this purchase belongs to another account". Not sent again;
+        /// ``RefusedPurchase/entitlements`` holds what their account does own.
+        public static let boundToAnotherCustomer = Code(value: .boundToAnotherCustomer)
+        /// The store on the device failed a restore: `AppStore.sync()` (which StoreKit also reports
+        /// as a cancellation when the device is offline), or reading its transactions
+        /// (``SignedTransactionSource``).
+        public static let storeKit = Code(value: .storeKit)
 
         /// The code's name, such as `transport`.
         public var description: String {
@@ -49,6 +59,8 @@ public struct CatalogClientError: Error, Sendable, Hashable, CustomStringConvert
             case .responseTooLarge: "responseTooLarge"
             case .noReportEndpoint: "noReportEndpoint"
             case .digestMismatch: "digestMismatch"
+            case .boundToAnotherCustomer: "boundToAnotherCustomer"
+            case .storeKit: "storeKit"
             }
         }
     }
@@ -79,4 +91,18 @@ public struct CatalogClientError: Error, Sendable, Hashable, CustomStringConvert
 
     /// Whether a later attempt may succeed: transport failures, 5xx and 429.
     var isRetryable: Bool { code == .transport || code == .server }
+}
+
+extension CatalogClientError.Code {
+    /// Every code, to read one back from its name (a refusal kept on disk).
+    private static let all: [Self] = [
+        .transport, .server, .rejected, .malformedResponse, .storage, .signature, .responseTooLarge, .noReportEndpoint,
+        .digestMismatch, .boundToAnotherCustomer, .storeKit,
+    ]
+
+    /// The code whose ``description`` is `name`.
+    init?(name: String) {
+        guard let code = Self.all.first(where: { $0.description == name }) else { return nil }
+        self = code
+    }
 }

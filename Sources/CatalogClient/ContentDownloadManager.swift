@@ -82,8 +82,8 @@ public actor ContentDownloadManager {
     /// - Parameters:
     ///   - configuration: The client's: the server, the app, the directories, the timeouts.
     ///   - location: Where the files go: Caches by default, out of backups.
-    ///   - evidence: What is shown to the server when asking for the list: by default the last
-    ///     purchase it accepted on this install.
+    ///   - evidence: What is shown to the server when asking for the list: by default what it
+    ///     accepted on this install, sent purchases and restored ones alike.
     ///   - maximumConcurrentDownloads: Items downloading at once (at least 1).
     ///   - attemptsPerFile: See ``attemptsPerFile``.
     ///   - resumesInterruptedDownloads: Start the downloads the last process left running.
@@ -127,35 +127,74 @@ public actor ContentDownloadManager {
     /// ``CatalogClient/Configuration/reportServer`` (or ``CatalogClient/Configuration/server``)
     /// with the manager's ``ContentEvidence``.
     ///
+    /// With ``ContentEvidence/lastAcceptedPurchase`` and several customers kept (a restore of
+    /// purchases made without an app account token), each customer's purchase is shown and the lists
+    /// are joined, an item at its highest version. One that the server refuses for good is left out
+    /// (it proves nothing); a failure worth trying again fails the whole list, since a list missing
+    /// a customer's items would end their downloads.
+    ///
     /// - Throws: ``CatalogClientError/Code-swift.struct/rejected`` when there is no evidence to
-    ///   show or the server refuses it (``CatalogClientError/serverCode`` says why);
-    ///   ``CatalogClientError/Code-swift.struct/malformedResponse`` for a list that is not one, or
-    ///   names a path that would leave the item's folder; `transport` or `server` otherwise.
+    ///   show or the server refuses it (``CatalogClientError/serverCode`` says why;
+    ///   ``CatalogClientError/Code-swift.struct/boundToAnotherCustomer`` for a purchase another
+    ///   account holds); ``CatalogClientError/Code-swift.struct/malformedResponse`` for a list that
+    ///   is not one, or names a path that would leave the item's folder; `transport` or `server`
+    ///   otherwise.
     public func available() async throws(CatalogClientError) -> [DownloadableContent] {
-        let body: Data
+        let bodies: [Data]
         switch evidence.kind {
-        case .body(let data): body = data
+        case .body(let data): bodies = [data]
         case .lastAcceptedPurchase:
-            guard let data = try? Data(contentsOf: PurchaseOutbox.evidenceFile(configuration)) else {
+            bodies = PurchaseOutbox.keptEvidence(configuration)
+            guard !bodies.isEmpty else {
                 throw CatalogClientError(
                     code: .rejected,
                     message:
-                        "no purchase was accepted on this install yet: send one (sendPurchase) or give the evidence (ContentEvidence.transaction)"
+                        "no purchase was accepted on this install yet: send one (sendPurchase), restore them (restorePurchases) or give the evidence (ContentEvidence.transaction)"
                 )
             }
-            body = data
         }
+        var lists: [[DownloadableContent]] = []
+        var refusal: CatalogClientError?
+        for body in bodies {
+            switch await list(presenting: body) {
+            case .success(let list): lists.append(list)
+            case .failure(let error) where error.isRetryable: throw error
+            case .failure(let error): refusal = refusal ?? error
+            }
+        }
+        if lists.isEmpty, let refusal { throw refusal }
+        return Self.joined(lists)
+    }
+
+    /// The lists of several customers as one: each item once, at the highest version listed.
+    private static func joined(_ lists: [[DownloadableContent]]) -> [DownloadableContent] {
+        guard lists.count > 1 else { return lists.first ?? [] }
+        var items: [DownloadableContent] = []
+        for content in lists.joined() {
+            if let index = items.firstIndex(where: { $0.item == content.item }) {
+                if content.version > items[index].version { items[index] = content }
+            } else {
+                items.append(content)
+            }
+        }
+        return items
+    }
+
+    /// The list one body of evidence gets.
+    private func list(presenting body: Data) async -> Result<[DownloadableContent], CatalogClientError> {
         var request = URLRequest(url: configuration.contentListURL)
         request.httpMethod = "POST"
         request.setValue("application/json", forHTTPHeaderField: "Content-Type")
         request.httpBody = body
         let answer: HTTPAnswer
         switch await transport.send(request) {
-        case .failure(let error): throw error
+        case .failure(let error): return .failure(error)
         case .success(let received): answer = received
         }
-        guard answer.status == 200 else { throw CatalogClient.unexpected(answer) }
-        return try ContentListWire.decode(answer.body, base: configuration.contentBaseURL, from: configuration.contentListURL)
+        guard answer.status == 200 else { return .failure(CatalogClient.unexpected(answer)) }
+        return Result { () throws(CatalogClientError) in
+            try ContentListWire.decode(answer.body, base: configuration.contentBaseURL, from: configuration.contentListURL)
+        }
     }
 
     // MARK: - Downloading

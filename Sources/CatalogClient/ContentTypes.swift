@@ -58,9 +58,11 @@ public struct ContentEvidence: Sendable, Hashable {
 
     let kind: Kind
 
-    /// The last purchase the server accepted on this install, as
-    /// ``CatalogClient/refreshEntitlements()`` presents it again: the default. Send a purchase first
-    /// (``CatalogClient/sendPurchase(signedTransaction:appTransaction:appAccountToken:)``).
+    /// The last purchase the server accepted on this install for each customer it answered, as
+    /// ``CatalogClient/refreshEntitlements()`` presents them again: the default. A purchase sent
+    /// (``CatalogClient/sendPurchase(signedTransaction:appTransaction:appAccountToken:)``) or,
+    /// on a fresh install or a second device, those a restore presented
+    /// (``CatalogClient/restorePurchases(from:syncing:appAccountToken:)``).
     public static let lastAcceptedPurchase = ContentEvidence(kind: .lastAcceptedPurchase)
 
     /// A signed transaction (StoreKit 2's `jwsRepresentation`), with the app's signed

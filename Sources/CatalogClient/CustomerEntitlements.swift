@@ -108,9 +108,9 @@ public struct CustomerEntitlements: Sendable, Hashable {
 }
 
 /// The JSON `POST …/purchases` answers (docs/purchases.md, "Reading a customer", without purchases,
-/// periods and transfers).
-struct WireCustomer: Decodable {
-    struct Grant: Decodable {
+/// periods and transfers); kept as the client read it (``KeptCustomers``).
+struct WireCustomer: Codable, Sendable {
+    struct Grant: Codable, Sendable {
         var entitlement: String
         var environment: String
         var productId: String
@@ -118,12 +118,12 @@ struct WireCustomer: Decodable {
         var expiresDate: String?
         var inGracePeriod: Bool?
     }
-    struct Credit: Decodable {
+    struct Credit: Codable, Sendable {
         var productId: String
         var environment: String
         var quantity: Int
     }
-    struct Key: Decodable {
+    struct Key: Codable, Sendable {
         var kind: String
         var value: String
     }
@@ -132,6 +132,9 @@ struct WireCustomer: Decodable {
     var keys: [Key]?
     var entitlements: [Grant]
     var credits: [Credit]?
+
+    /// Whether every date in it is RFC 3339: an answer that is not is never kept.
+    var isReadable: Bool { entitlements(readAt: Date(), source: .network) != nil }
 
     /// The answer as the app sees it, read at `readAt`; nil when a date in it is not RFC 3339.
     func entitlements(readAt: Date, source: CustomerEntitlements.Source) -> CustomerEntitlements? {

@@ -1,6 +1,7 @@
 import CatalogClient
 import CatalogKit
 import CatalogServer
+import Content
 import Foundation
 import Hummingbird
 import HummingbirdTesting
@@ -40,6 +41,8 @@ import Time
                 <dict><key>id</key><string>com.example.app.pro.monthly</string><key>type</key><string>auto-renewable</string>
                 <key>subscription</key><dict><key>group</key><string>pro</string><key>period</key><string>P1M</string></dict>
                 <key>entitlements</key><array><string>pro</string></array></dict>
+                <dict><key>id</key><string>com.example.app.levels</string><key>type</key><string>non-consumable</string>
+                <key>entitlements</key><array><string>levels</string></array></dict>
                 </array></dict></plist>
                 """
             try Data(text.utf8).write(to: catalog.appendingPathComponent("\(PurchaseTests.app).plist"))
@@ -53,14 +56,17 @@ import Time
                 publicDirectory: root.appendingPathComponent("public"))
         }
 
-        /// Serves the catalog with a new SQLite store (wrapped by `wrap`) for the duration of `body`.
+        /// Serves the catalog with a new SQLite store (wrapped by `wrap`) for the duration of `body`,
+        /// its clock at `clock` (by default inside the test subscription's period), signing content
+        /// URLs with a key of its own.
         func serve(
-            wrap: (SQLiteReportStore) -> any CatalogStore = { $0 },
+            wrap: (SQLiteReportStore) -> any CatalogStore = { $0 }, clock: @escaping @Sendable () -> Timestamp = { PurchaseTests.during },
             _ body: @Sendable (_ server: URL, _ store: SQLiteReportStore) async throws -> Void
         ) async throws {
             let sqlite = try await SQLiteReportStore.open(path: root.appendingPathComponent("server-\(UUID().uuidString).sqlite").path)
             var configuration = ServeConfiguration()
-            configuration.clock = { PurchaseTests.during }
+            configuration.clock = clock
+            configuration.content.keyRing = try ContentKeyRing(keys: [ContentSigningKey.generate(id: "k1")], current: "k1")
             var purchases = PurchasesConfiguration()
             purchases.trust = PurchaseTrust(jwsRoots: [pki.root], receiptRoots: [pki.root])
             let application = buildApplication(
@@ -74,10 +80,12 @@ import Time
             try await sqlite.close()
         }
 
-        /// A client on this fixture's directory: a new one on it is the app relaunched.
-        func client(server: URL, automatic: Bool = false) -> CatalogClient {
+        /// A client on this fixture's directory: a new one on it is the app relaunched. `install`
+        /// names another install's directory (another device, or the app deleted and installed again).
+        func client(server: URL, automatic: Bool = false, install: String? = nil) -> CatalogClient {
+            let directory = install.map { root.appendingPathComponent("install-\($0)") } ?? clientDirectory
             var configuration = CatalogClient.Configuration(
-                server: server, app: PurchaseTests.app, fallbackIdentifiers: [], directory: clientDirectory)
+                server: server, app: PurchaseTests.app, fallbackIdentifiers: [], directory: directory)
             configuration.sendsPurchasesAutomatically = automatic
             configuration.sendsReportsAutomatically = false
             configuration.purchaseBackoff = Backoff(initial: 0.01, maximum: 0.05)
@@ -85,12 +93,22 @@ import Time
             return CatalogClient(configuration: configuration)
         }
 
-        func queued() -> [String] {
-            let directory = clientDirectory.appendingPathComponent("data/purchases/queue")
+        /// The queued purchase files of the default install, or of `install`.
+        func queued(install: String? = nil) -> [String] {
+            let base = install.map { root.appendingPathComponent("install-\($0)") } ?? clientDirectory
+            let directory = base.appendingPathComponent("data/purchases/queue")
             return ((try? FileManager.default.contentsOfDirectory(atPath: directory.path)) ?? []).filter { $0.hasSuffix(".json") }
         }
 
         func remove() { try? FileManager.default.removeItem(at: root) }
+    }
+
+    /// The level pack (a non-consumable unlocking `levels`), bought by `transactionId`.
+    static func levels(_ transactionId: String = "2000000000000101") -> [String: any Sendable] {
+        PKI.transaction([
+            "transactionId": transactionId, "originalTransactionId": transactionId, "productId": "com.example.app.levels",
+            "type": "Non-Consumable", "expiresDate": NSNull(), "subscriptionGroupIdentifier": NSNull(), "webOrderLineItemId": NSNull(),
+        ])
     }
 
     /// A purchase goes out, the server records it against the customer, and its answer is what
@@ -190,6 +208,70 @@ import Time
         }
         await #expect(throws: CatalogClientError.self) {
             try await fixture.client(server: try await closedServerURL()).sendPurchase(signedTransaction: "not a jws")
+        }
+    }
+
+    /// The attack of issue 35 item 5: a purchase account A holds (the app's `keep` policy) presented
+    /// by account B, who owns the level pack. The server refuses it, 409 `bound-to-another-customer`,
+    /// with B's own customer beside: the app must learn both that this purchase belongs to another
+    /// account and what B does have, on the install that bought the pack and on B's second device,
+    /// where nothing was ever accepted.
+    @Test func aPurchaseBoundToAnotherAccountReachesTheAppWithWhatItDoesHave() async throws {
+        let fixture = try Fixture()
+        defer { fixture.remove() }
+        let (accountA, accountB) = (UUID(), UUID())
+        let pro = try fixture.pki.jws(payload: PKI.transaction())
+        let levels = try fixture.pki.jws(payload: Self.levels())
+        try await fixture.serve { server, _ in
+            let a = fixture.client(server: server, install: "a")
+            try await a.sendPurchase(signedTransaction: pro, appAccountToken: accountA)
+            #expect(await a.sendPendingPurchases().sent == 1)
+
+            let b = fixture.client(server: server, install: "b")
+            try await b.sendPurchase(signedTransaction: levels, appAccountToken: accountB)
+            #expect(await b.sendPendingPurchases().entitlements?.entitlements.map(\.name) == ["levels"])
+            // A's purchase presented by B (a shared Apple ID, a leaked transaction).
+            let id = try await b.sendPurchase(signedTransaction: pro, appAccountToken: accountB)
+            let refused = await b.sendPendingPurchases()
+            #expect(refused.sent == 0 && refused.pending == 0)
+            #expect(refused.refused.first?.error.serverCode == "bound-to-another-customer")
+            #expect(refused.entitlements?.entitlements.map(\.name) == ["levels"], "the 409's customer reaches the app")
+            #expect(refused.entitlements?.source == .network)
+            let refusal = try #require(refused.refused.first)
+            #expect(refusal.isBoundToAnotherCustomer && refusal.error.code == .boundToAnotherCustomer)
+            #expect(refusal.error.status == 409)
+            #expect(refusal.purchaseId == id)
+            #expect(refusal.productId == "com.example.app.pro.monthly" && refusal.transactionId == "2000000000000001")
+            #expect(refusal.entitlements?.entitlements.map(\.name) == ["levels"], "what B does own, beside the refusal")
+            #expect(await b.refusedPurchases().map(\.purchaseId) == [id], "kept for the app until it removes it")
+            #expect(await b.entitlements().entitlements.map(\.name) == ["levels"])
+
+            // B's second device: nothing accepted there yet, and the 409 still says what B owns.
+            let second = fixture.client(server: server, install: "b2")
+            try await second.sendPurchase(signedTransaction: pro, appAccountToken: accountB)
+            let delivery = await second.sendPendingPurchases()
+            #expect(delivery.refused.map(\.error.serverCode) == ["bound-to-another-customer"])
+            #expect(delivery.entitlements?.entitlements.map(\.name) == ["levels"])
+            let kept = await second.entitlements()
+            #expect(kept.entitlements.map(\.name) == ["levels"], "kept for offline use, as an accepted answer is")
+            #expect(!kept.grants("pro"))
+
+            // As apps run: sent by the background loop, whose round has no caller. The refusal is
+            // neither retried nor lost: the app reads it, after a relaunch too, and removes it.
+            let background = fixture.client(server: server, automatic: true, install: "b3")
+            let sent = try await background.sendPurchase(signedTransaction: pro, appAccountToken: accountB)
+            for _ in 0..<200 where !fixture.queued(install: "b3").isEmpty { try await Task.sleep(nanoseconds: 25_000_000) }
+            #expect(fixture.queued(install: "b3").isEmpty, "a refusal is final: not sent again")
+            let relaunched = fixture.client(server: server, install: "b3")
+            let seen = await relaunched.refusedPurchases()
+            #expect(seen.map(\.purchaseId) == [sent])
+            #expect(seen.first?.isBoundToAnotherCustomer == true)
+            #expect(seen.first?.entitlements?.entitlements.map(\.name) == ["levels"])
+            #expect(seen.first?.productId == "com.example.app.pro.monthly")
+            #expect(await relaunched.entitlements().entitlements.map(\.name) == ["levels"])
+            await relaunched.removeRefusedPurchases([sent])
+            #expect(await relaunched.refusedPurchases().isEmpty)
+            withExtendedLifetime(background) {}
         }
     }
 
