@@ -89,11 +89,12 @@ private let nginxPath = "/usr/sbin/nginx"
         let bytes = ContentDownloadManagerTests.bytes(1_000_000, seed: 21)
         standIn.publish("season", version: 1, files: [("season.bin", bytes)])
 
-        // nginx serves the blob by its digest, slowly enough (512 KiB/s) to be paused mid-file.
+        // nginx serves the blob by its digest, slowly enough (128 KiB/s: 8 s for the file) to be paused
+        // mid-file even on a loaded machine (at 512 KiB/s a loaded run once finished before the pause).
         let www = root.appendingPathComponent("www/v1/content")
         try FileManager.default.createDirectory(at: www, withIntermediateDirectories: true)
         try Data(bytes).write(to: www.appendingPathComponent(ContentDigest.of(bytes).hex))
-        let (process, cdn, log) = try await Self.startNginx(root: root, limitRate: "512k")
+        let (process, cdn, log) = try await Self.startNginx(root: root, limitRate: "128k")
         defer {
             process.terminate()
             process.waitUntilExit()
