@@ -302,6 +302,23 @@ import Time
         }
     }
 
+    /// A purchase made in the second the server's clock is in (it counts whole seconds), or a little
+    /// ahead of it by Apple's clock, is held in the answer to the app that presents it: answered at
+    /// the server's second, it was not held yet, and the app locked what was just bought.
+    @Test func aPurchaseOfThisVerySecondIsHeldInItsAnswer() async throws {
+        try await Self.withServer { client, server in
+            let now = Date(timeIntervalSince1970: TimeInterval(Self.during.secondsSince1970))
+            let jws = try server.pki.jws(
+                payload: PKI.transaction([
+                    "purchaseDate": PKI.milliseconds(now.addingTimeInterval(0.4)), "signedDate": PKI.milliseconds(now.addingTimeInterval(0.4)),
+                ]))
+            let answer = try await client.execute(
+                uri: Self.purchasesPath, method: .post, headers: server.headers(), body: Self.purchase(jws, token: nil))
+            #expect(answer.status == .ok, "\(String(buffer: answer.body))")
+            #expect(Self.entitlements(try Self.json(answer)) == ["pro"])
+        }
+    }
+
     /// A copied receipt (receipts are no secret: support tickets, logs, backups) sent without the
     /// device it was issued to. With `requireDeviceId` false it proves the purchases of whoever it
     /// was copied from, first presenter binding them (the attack, as before the setting); with the

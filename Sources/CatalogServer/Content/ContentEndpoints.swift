@@ -42,6 +42,7 @@ extension PurchaseEndpoints {
         }
         guard let revision else { return JSONError.response(.notFound, "no published app '\(app)'") }
         let record: CustomerRecord
+        var at = now
         if let key = (try? JSONDecoder().decode(ContentAsk.self, from: Data(text.utf8)))?.customer {
             if let refusal = await backendToken(request, app: app) { return refusal.response }
             do {
@@ -55,7 +56,9 @@ extension PurchaseEndpoints {
         } else {
             switch await verifyAndRecord(evidence, app: app, settings: config, now: now, endpoint: "content") {
             case .failure(let refusal): return refusal.response
-            case .success(let (found, _)): record = found
+            case .success(let (found, verified)):
+                record = found
+                at = verified.answeredAt(now)
             }
         }
         let manifest: ContentManifest
@@ -64,10 +67,10 @@ extension PurchaseEndpoints {
         case .success(let found): manifest = found
         }
         let grants = CustomerContent.grants(
-            record: record, catalog: config.catalog, groups: config.subscriptionGroups, manifest: manifest, at: now)
+            record: record, catalog: config.catalog, groups: config.subscriptionGroups, manifest: manifest, at: at)
         let downloads = ContentDownload.list(grants: grants, manifest: manifest, keyRing: keyRing, now: now, lifetime: lifetime)
         return Self.ok(
-            ServiceJSON.encode(ContentListAnswer(customer: record.id, at: now, revision: revision, grants: grants, downloads: downloads)))
+            ServiceJSON.encode(ContentListAnswer(customer: record.id, at: at, revision: revision, grants: grants, downloads: downloads)))
     }
 }
 

@@ -28,6 +28,14 @@ struct VerifiedEvidence: Sendable {
     /// What became of the AppTransaction sent beside the transaction, if one was.
     var appTransaction: AppTransactionUse?
 
+    /// The instant an answer to the presenting app is given at: `now`, or the presented purchases'
+    /// own latest date when it is later. The server's clock counts whole seconds and Apple's may run
+    /// ahead of it, and a purchase answered as not held yet, the moment it was made, is one the app
+    /// would wrongly lock.
+    func answeredAt(_ now: Date) -> Date {
+        max(now, transactions.compactMap(\.purchaseDate).max() ?? now)
+    }
+
     /// The purchase the first transaction belongs to: the one whose binding decides whose the evidence is.
     var originalTransactionId: String? {
         let first = transactions.first

@@ -236,8 +236,10 @@ struct PurchaseEndpoints: Sendable {
             case .failure(let refusal): return refusal.response
             case .success(let (record, verified)):
                 return Self.ok(
-                    CustomerAnswer(record, at: now, catalog: read.settings.catalog, full: false, appTransaction: verified.appTransaction)
-                        .json)
+                    CustomerAnswer(
+                        record, at: verified.answeredAt(now), catalog: read.settings.catalog, full: false,
+                        appTransaction: verified.appTransaction
+                    ).json)
             }
         }
     }
