@@ -100,7 +100,8 @@ public func buildApplication(
     let admin = reportStore.flatMap { reportStore in
         workflow.map {
             AdminAPI(
-                store: reportStore, workflow: $0, clock: configuration.clock, customers: customers, customerContent: customerContent)
+                store: reportStore, workflow: $0, clock: configuration.clock, instant: configuration.instant, customers: customers,
+                customerContent: customerContent)
         }
     }
     // Webhooks of entitlement changes, from the store's outbox (docs/purchases.md, "Webhooks"); on

@@ -104,7 +104,7 @@ public struct CatalogResponder: HTTPResponder {
     private func purchase(_ request: Request, at route: Route, app: String, context: Context) async -> Response {
         guard let purchases else { return JSONError.response(.serviceUnavailable, "this server keeps no purchases") }
         let revision = store.index.apps[app]?.manifest.revision
-        let now = Date(timeIntervalSince1970: TimeInterval(configuration.clock().secondsSince1970))
+        let now = configuration.instant()
         switch route {
         case .notifications:
             return await purchases.notification(request, app: app, revision: revision, now: now)

@@ -17,6 +17,9 @@ struct AdminAPI: Sendable {
     let workflow: CatalogWorkflow
     let changes = ChangeQueue()
     let clock: @Sendable () -> Timestamp
+    /// The instant customers are read at when the request names none, to the millisecond
+    /// (``ServeConfiguration/instant``).
+    let instant: @Sendable () -> Date
     /// A customer's full answer (`app`, any key, at an instant), as the purchase endpoints read
     /// it; nil when this server keeps no purchases.
     var customers: (@Sendable (_ app: String, _ id: String, _ at: Date) async -> Response)? = nil
@@ -103,7 +106,7 @@ struct AdminAPI: Sendable {
     ) async -> Response {
         guard let read else { return JSONError.response(.serviceUnavailable, "this server keeps no purchases") }
         let at: Date
-        switch PurchaseEndpoints.instant(of: request, default: Date(timeIntervalSince1970: TimeInterval(clock().secondsSince1970))) {
+        switch PurchaseEndpoints.instant(of: request, default: instant()) {
         case .failure(let refusal): return refusal.response
         case .success(let instant): at = instant
         }

@@ -1,4 +1,5 @@
 import CatalogKit
+import Foundation
 import NIOCore
 import Time
 
@@ -17,8 +18,17 @@ public struct ServeConfiguration: Sendable {
     public var maxConnections = defaultMaxConnections()
     /// What each request logs (`--access-log`, `--access-log-feed-sample`).
     public var accessLog = AccessLog()
-    /// The time responses are dated by and scheduled changes switch at; tests fix it.
-    public var clock: @Sendable () -> Timestamp = { .now }
+    /// The time responses are dated by and scheduled changes switch at; tests fix it (and with it
+    /// ``instant``, so that a fixed clock fixes both).
+    public var clock: @Sendable () -> Timestamp = { .now } {
+        didSet {
+            let clock = clock
+            instant = { Date(timeIntervalSince1970: TimeInterval(clock().secondsSince1970)) }
+        }
+    }
+    /// The instant purchases are recorded and customers read at, to the millisecond: a purchase
+    /// made within the current second is held at once, where whole seconds would say not yet.
+    public var instant: @Sendable () -> Date = { Date() }
     /// A serving replica (`catalog serve --feeds store`): its feeds come from the shared store,
     /// it holds no catalog sources, and `/v1/admin/` sends editors to the editor node.
     public var isReplica = false
