@@ -253,7 +253,7 @@ extension PostgresReportStore: PurchaseStore {
                     INSERT INTO purchase_transfers (app, original_transaction_id, from_customer, to_customer, outcome, at)
                     VALUES (\(app), \(original), \(from), \(id(to)), 'transferred', \(now))
                     """, logger: logger)
-            case .recordRefusedClaim(let original, _, let claimant, let kept):
+            case .recordRefusedClaim(let original, let claimant, let kept):
                 // As in SQLite: a claimant's own row while fewer than `kept` have one, else the row of the rest.
                 let known =
                     try await integer(

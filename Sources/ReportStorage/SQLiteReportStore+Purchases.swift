@@ -210,7 +210,7 @@ extension SQLiteReportStore.Writer {
                     INSERT INTO purchase_transfers (app, original_transaction_id, from_customer, to_customer, outcome, at)
                     VALUES (?1, ?2, ?3, ?4, 'transferred', ?5)
                     """, [.text(app), .text(original), .integer(from), .integer(id(to)), .integer(now)])
-            case .recordRefusedClaim(let original, _, let claimant, let kept):
+            case .recordRefusedClaim(let original, let claimant, let kept):
                 // A claimant already kept is counted on its row; a new one gets a row while fewer than
                 // `kept` claimants have one, else is counted on the row of the rest (kind and value '').
                 let known =

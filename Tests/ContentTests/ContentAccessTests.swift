@@ -268,9 +268,9 @@ import Testing
             items: ["levels-1": .product("levels"), "dec15": Self.monthly["dec15"]!, "jan15": Self.monthly["jan15"]!])
         #expect(
             grants == [
-                ContentGrant(itemId: "dec15", reason: .currentAtFirstPeriod(transactionId: "a")),
-                ContentGrant(itemId: "jan15", reason: .publishedDuringPeriod(transactionId: "a")),
-                ContentGrant(itemId: "levels-1", reason: .holdsProduct(productId: "levels", transactionId: "1")),
+                ContentGrant(itemId: "dec15", reason: .currentAtFirstPeriod(transactionId: "a"), environment: .production),
+                ContentGrant(itemId: "jan15", reason: .publishedDuringPeriod(transactionId: "a"), environment: .production),
+                ContentGrant(itemId: "levels-1", reason: .holdsProduct(productId: "levels", transactionId: "1"), environment: .production),
             ])
     }
 

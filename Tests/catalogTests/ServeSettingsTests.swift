@@ -194,17 +194,6 @@ import Testing
     }
 
     /// The operators' table (docs/operations.md, "Settings") has a row for every setting, with its variable.
-    /// `--print-config` checks a file the way a start would: a content key ring the server would
-    /// refuse fails the check, with the reason, instead of the next restart.
-    @Test func printConfigReadsTheContentKeyRing() async throws {
-        try await Self.withSampleWorkspace { workspace in
-            try Data(#"{"current": "k", "keys": {"k": "c2hvcnQ"}}"#.utf8).write(to: workspace.root.appendingPathComponent("keys.json"))
-            let refused = try await CommandTests.run(["serve", "--print-config", "--content-keys", "keys.json"], in: workspace.root)
-            #expect(refused.status != 0)
-            #expect(refused.stderr.contains("--content-keys"), "\(refused.stderr)")
-        }
-    }
-
     @Test func theOperatorsGuideListsEverySetting() throws {
         let guide = try String(
             contentsOf: NewcomerTests.repository.appendingPathComponent("docs/operations.md"), encoding: .utf8)

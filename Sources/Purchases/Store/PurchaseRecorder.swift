@@ -68,7 +68,7 @@ public enum PurchaseWrite: Sendable, Hashable {
     case recordTransfer(originalTransactionId: String, from: Int64, to: CustomerReference)
     /// Count a refused claim on a purchase: one row per claimant key, at most `distinctClaimants` of
     /// them per purchase, further claimants counted together in one more row.
-    case recordRefusedClaim(originalTransactionId: String, holder: Int64, claimant: CustomerKey, distinctClaimants: Int)
+    case recordRefusedClaim(originalTransactionId: String, claimant: CustomerKey, distinctClaimants: Int)
     /// Keep a signed transaction once (by its content).
     case keepTransaction(JWSTransactionDecodedPayload, source: EvidenceSource)
     /// Keep a signed renewal info once (by its content).
@@ -120,7 +120,6 @@ public struct PurchaseRecorder: Sendable {
     public private(set) var outcome = PurchaseOutcome()
     private var next = 0
     private var deciding: (transaction: JWSTransactionDecodedPayload, owner: CustomerReference?, moved: Int64?)?
-    private var owners: [String: CustomerReference] = [:]
     private var createdIds: [CustomerKey: Int64] = [:]
 
     /// A recorder for `submission`.
@@ -137,8 +136,8 @@ public struct PurchaseRecorder: Sendable {
             next += 1
             guard let original = Self.original(of: transaction) else { continue }
             deciding = (transaction, nil, nil)
-            let keys = [account(of: transaction), appleKey(of: transaction)].compactMap { $0 }
-            return PurchaseQuery(originalTransactionId: original, keys: Array(Set(keys)).sorted { $0.description < $1.description })
+            return PurchaseQuery(
+                originalTransactionId: original, keys: [account(of: transaction), appleKey(of: transaction)].compactMap { $0 })
         }
         return nil
     }
@@ -171,8 +170,7 @@ public struct PurchaseRecorder: Sendable {
                 } else {
                     writes.append(
                         .recordRefusedClaim(
-                            originalTransactionId: original, holder: bound.id, claimant: account,
-                            distinctClaimants: Self.refusedClaimantsKept))
+                            originalTransactionId: original, claimant: account, distinctClaimants: Self.refusedClaimantsKept))
                     outcome.refusal = PurchaseRefusal(
                         .boundToAnotherCustomer,
                         "transaction \(original) is bound to another customer, and the app keeps purchases with their first")
@@ -209,7 +207,6 @@ public struct PurchaseRecorder: Sendable {
         guard let (transaction, owner, moved) = deciding, let original = Self.original(of: transaction) else { return }
         deciding = nil
         guard let owner, let id = resolve(owner) else { return }
-        owners[original] = .id(id)
         outcome.customerId = id
         if let from = moved {
             outcome.transfers.append(
