@@ -41,10 +41,11 @@ extension SignedDataVerifier {
             isXcode = true
         } else {
             _ = try await validateChain(
-                leaf: signer, intermediates: envelope.certificates.filter { $0 != signer }, roots: receiptRootStore, at: created,
+                leaf: signer, intermediates: envelope.certificates.filter { $0 != signer }, roots: trust.receiptRoots, at: created,
                 what: "receipt")
             isXcode = false
         }
+        signatureCheckCounter.add(1)
         try envelope.verifySignature()
 
         // Claims.

@@ -32,18 +32,15 @@ public final class SignedDataVerifier: Sendable {
     public let trust: PurchaseTrust
     /// The app evidence is bound to.
     public let app: AppStoreApp
-    let jwsRootStore: CertificateStore
-    let receiptRootStore: CertificateStore
     let chains: VerifiedChainCache
     let headers: JWSHeaderCache
+    let signatureCheckCounter = SignatureCheckCounter()
 
     /// Makes a verifier for one app. `cacheCapacity` bounds the verified-chain cache and the
     /// decoded-header cache; 0 turns both off.
     public init(trust: PurchaseTrust, app: AppStoreApp, cacheCapacity: Int = 32) {
         self.trust = trust
         self.app = app
-        self.jwsRootStore = CertificateStore(trust.jwsRoots)
-        self.receiptRootStore = CertificateStore(trust.receiptRoots)
         self.chains = VerifiedChainCache(capacity: cacheCapacity)
         self.headers = JWSHeaderCache(capacity: cacheCapacity)
     }
@@ -53,6 +50,9 @@ public final class SignedDataVerifier: Sendable {
 
     /// How many decoded JWS headers are cached (for tests).
     var cachedHeaderCount: Int { headers.count }
+
+    /// How many signatures this verifier has checked or handed to the chain builder (for tests).
+    var signatureChecks: Int { signatureCheckCounter.count }
 
     // MARK: - Kinds of evidence
 
@@ -292,6 +292,7 @@ public final class SignedDataVerifier: Sendable {
         guard jws.signature.count == 64, let signature = try? P256.Signing.ECDSASignature(rawRepresentation: jws.signature) else {
             throw PurchaseRefusal(.notAuthenticated, "ES256 signature is \(jws.signature.count) bytes, not a 64-byte r||s pair")
         }
+        signatureCheckCounter.add(1)
         guard key.isValidSignature(signature, for: jws.signingInput) else {
             throw PurchaseRefusal(.notAuthenticated, "ES256 signature does not verify with the leaf certificate's key")
         }
@@ -315,7 +316,7 @@ public final class SignedDataVerifier: Sendable {
         let leaf = try Self.certificate(leafBase64, position: "leaf")
         let intermediate = try Self.certificate(intermediateBase64, position: "intermediate")
         let root = try await validateChain(
-            leaf: leaf, intermediates: [intermediate], roots: jwsRootStore, at: date, what: "JWS")
+            leaf: leaf, intermediates: [intermediate], roots: trust.jwsRoots, at: date, what: "JWS")
         guard let key = P256.Signing.PublicKey(leaf.publicKey) else {
             throw PurchaseRefusal(.notAuthenticated, "leaf certificate's key is not P-256, which ES256 needs")
         }
@@ -344,15 +345,19 @@ public final class SignedDataVerifier: Sendable {
 
     /// Validates leaf → one of `intermediates` → a root at `date`, with Apple's marker OIDs, and returns the root.
     func validateChain(
-        leaf: Certificate, intermediates: [Certificate], roots: CertificateStore, at date: Date, what: String
+        leaf: Certificate, intermediates: [Certificate], roots: [Certificate], at date: Date, what: String
     ) async throws(PurchaseRefusal) -> Certificate {
         // Validity first, by hand, so that the commonest failure (an expired leaf) is said plainly.
         try Self.checkValidity(of: [leaf] + intermediates.filter { $0.subject == leaf.issuer }, at: date)
-        var verifier = Verifier(rootCertificates: roots) {
+        let counter = signatureCheckCounter
+        var verifier = Verifier(rootCertificates: CertificateStore(custom: CountingCertificateStore(certificates: roots, counter: counter)))
+        {
             RFC5280Policy(fixedExpiryValidationTime: date)
             AppleMarkerPolicy()
         }
-        switch await verifier.validate(leaf: leaf, intermediates: CertificateStore(intermediates)) {
+        switch await verifier.validate(
+            leaf: leaf, intermediates: CertificateStore(custom: CountingCertificateStore(certificates: intermediates, counter: counter)))
+        {
         case .validCertificate(let chain):
             guard let root = chain.last else {
                 throw PurchaseRefusal(.notAuthenticated, "\(what) chain is empty")
