@@ -118,6 +118,55 @@ public enum TestReceipts {
         try await sign(payload, certificate: pki.leaf, keyPEM: pki.leafKeyPEM, chain: [pki.intermediate, pki.root], sha1: sha1, ber: ber)
     }
 
+    /// `receipt` (DER, as `sign` makes it) with its content in chunks of `size` bytes, a constructed
+    /// OCTET STRING as BER allows: the same signed content, in as many BER elements as one likes.
+    public static func chunked(_ receipt: [UInt8], size: Int) -> [UInt8] {
+        indirect enum Element {
+            case primitive(UInt8, [UInt8])
+            case constructed(UInt8, [Element])
+
+            var encoded: [UInt8] {
+                switch self {
+                case .primitive(let tag, let content): TestReceipts.tlv(tag, content)
+                case .constructed(let tag, let children): TestReceipts.tlv(tag, children.flatMap(\.encoded))
+                }
+            }
+        }
+        func elements(_ bytes: ArraySlice<UInt8>) -> [Element] {
+            var result: [Element] = []
+            var index = bytes.startIndex
+            while index < bytes.endIndex {
+                let tag = bytes[index]
+                var length = Int(bytes[index + 1])
+                index += 2
+                if length >= 0x80 {
+                    let count = length & 0x7F
+                    length = bytes[index..<index + count].reduce(0) { $0 << 8 | Int($1) }
+                    index += count
+                }
+                let content = bytes[index..<index + length]
+                result.append(tag & 0x20 != 0 ? .constructed(tag, elements(content)) : .primitive(tag, Array(content)))
+                index += length
+            }
+            return result
+        }
+        // ContentInfo > [0] > SignedData > encapContentInfo > [0] > OCTET STRING, each the path's child.
+        func rewrite(_ element: Element, path: ArraySlice<Int>) -> Element {
+            guard case .constructed(let tag, var children) = element else { return element }
+            guard let step = path.first else { return element }
+            if path.count == 1, case .primitive(0x04, let content) = children[step] {
+                let chunks = stride(from: 0, to: content.count, by: size).map {
+                    Element.primitive(0x04, Array(content[$0..<min($0 + size, content.count)]))
+                }
+                children[step] = .constructed(0x24, chunks)
+            } else {
+                children[step] = rewrite(children[step], path: path.dropFirst())
+            }
+            return .constructed(tag, children)
+        }
+        return elements(receipt[...]).map { rewrite($0, path: [1, 0, 2, 1, 0]) }.flatMap(\.encoded)
+    }
+
     // MARK: - DER
 
     /// One receipt attribute: SEQUENCE { type, version 1, OCTET STRING value }.

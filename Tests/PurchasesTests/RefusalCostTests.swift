@@ -68,6 +68,26 @@ import X509
         #expect(refusal?.code == .notAuthenticated, "\(refusal?.reason ?? "")")
     }
 
+    @Test func aReceiptOfTinyBERElementsIsRefusedBeforeItIsParsed() async throws {
+        let pki = try await PKI.rsa()
+        let verifier = SignedDataVerifier(trust: pki.trust, app: Self.app)
+        let entries = (0..<50).map {
+            TestReceipts.InApp(
+                productId: "com.example.app.coins", transactionId: "\($0)", originalTransactionId: "\($0)",
+                purchaseDate: "2024-12-01T10:00:00Z")
+        }
+        // About 8 KiB of content.
+        let der = try await TestReceipts.signed(TestReceipts.payload(inApp: entries), by: pki)
+        // In chunks of 64 bytes, as BER allows and Xcode does with larger ones, it still verifies.
+        _ = try await verifier.verifyAndDecodeReceipt(TestReceipts.chunked(der, size: 64))
+        let checks = verifier.signatureChecks
+        // In 1-byte chunks: a BER element, and a node for the parser, per byte of content.
+        let refusal = await Self.refusal { _ = try await verifier.verifyAndDecodeReceipt(TestReceipts.chunked(der, size: 1)) }
+        #expect(refusal?.code == .malformed, "\(refusal?.reason ?? "accepted")")
+        #expect(refusal?.reason.contains("BER elements") == true, "\(refusal?.reason ?? "accepted")")
+        #expect(verifier.signatureChecks == checks)
+    }
+
     /// In-app entries of one attribute each, and attributes of an undocumented type, beside the
     /// payload's own (8 attributes and 2 entries).
     static func extra(entries: Int, attributes: Int) -> [[UInt8]] {
