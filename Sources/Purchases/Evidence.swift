@@ -20,8 +20,12 @@ public enum EvidenceKind: String, Sendable, Hashable, Codable {
     public static func of(_ bytes: [UInt8]) -> EvidenceKind {
         let text = trimmingASCIIWhitespace(bytes)
         if text.first == UInt8(ascii: "{") { return .notification }
-        let parts = text.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
-        guard parts.count == 3, let payload = Base64URL.decode(bytes: parts[1]), payload.first == UInt8(ascii: "{") else {
+        // Two dots and no third, found without splitting: a receipt of hundreds of KiB has dots too.
+        let dot = UInt8(ascii: ".")
+        guard let first = text.firstIndex(of: dot), let second = text[(first + 1)...].firstIndex(of: dot),
+            !text[(second + 1)...].contains(dot), let payload = Base64URL.decode(bytes: text[(first + 1)..<second]),
+            payload.first == UInt8(ascii: "{")
+        else {
             return .receipt
         }
         // A key's presence tells the kind; a byte search is enough, since it only picks the check.
@@ -144,7 +148,7 @@ extension SignedDataVerifier {
 
     private func summary(of bytes: [UInt8], kind: EvidenceKind, deviceIdentifier: [UInt8]?) async throws(PurchaseRefusal) -> EvidenceSummary
     {
-        let text = String(decoding: trimmingASCIIWhitespace(bytes), as: UTF8.self)
+        var text: String { String(decoding: trimmingASCIIWhitespace(bytes), as: UTF8.self) }
         switch kind {
         case .transaction: return EvidenceSummary(try await verifyAndDecodeTransaction(text))
         case .renewalInfo: return EvidenceSummary(try await verifyAndDecodeRenewalInfo(text))

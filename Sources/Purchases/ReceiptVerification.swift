@@ -105,6 +105,12 @@ struct SignedEnvelope {
     /// The most certificates a receipt may carry: the App Store's carry three (signer, intermediate,
     /// root; every one of the real corpus's 15), Xcode's one.
     static let maximumCertificates = 3
+    /// The most BER elements an envelope may hold, counted before SwiftASN1 parses it, since it makes
+    /// a node of each first. Apple's hold under 300 (three certificates' worth: the content is one
+    /// OCTET STRING); Xcode's cut their content into chunks of hundreds of bytes. A forged envelope
+    /// of tiny elements (its content in 1-byte chunks, 128 Ki of them in the endpoint's 512 KiB)
+    /// cost a hundred times a genuine receipt's verification before this bound.
+    static let maximumElements = 4_096
 
     var content: [UInt8]
     var certificates: [Certificate]
@@ -114,6 +120,10 @@ struct SignedEnvelope {
     var signature: [UInt8]
 
     init(_ bytes: [UInt8]) throws(PurchaseRefusal) {
+        guard !Self.holdsMoreElements(than: Self.maximumElements, bytes) else {
+            throw PurchaseRefusal(
+                .malformed, "receipt envelope holds more than \(Self.maximumElements) BER elements; Apple's hold a few hundred")
+        }
         do {
             let parsed = try Self.parse(bytes)
             self = parsed
@@ -136,6 +146,62 @@ struct SignedEnvelope {
         self.digestAlgorithm = digestAlgorithm
         self.signatureAlgorithm = signatureAlgorithm
         self.signature = signature
+    }
+
+    /// Whether `bytes` hold more than `limit` BER elements, read from their headers alone and no
+    /// further than the first past the limit. What it cannot read it leaves to the parser, which
+    /// refuses it.
+    static func holdsMoreElements(than limit: Int, _ bytes: [UInt8]) -> Bool {
+        var count = 0
+        var index = 0
+        // Where each constructed element being read ends: an index, or nil for an indefinite length.
+        var ends: [Int?] = []
+        while index < bytes.count {
+            if let end = ends.last {
+                if let end, index >= end {
+                    ends.removeLast()
+                    continue
+                }
+                if end == nil, bytes[index] == 0, index + 1 < bytes.count, bytes[index + 1] == 0 {
+                    index += 2  // end-of-contents
+                    ends.removeLast()
+                    continue
+                }
+            }
+            let tag = bytes[index]
+            index += 1
+            if tag & 0x1F == 0x1F {  // a tag number in further bytes
+                while index < bytes.count, bytes[index] & 0x80 != 0 { index += 1 }
+                index += 1
+            }
+            guard index < bytes.count else { return false }
+            let first = bytes[index]
+            index += 1
+            count += 1
+            guard count <= limit else { return true }
+            if first == 0x80 {
+                guard tag & 0x20 != 0 else { return false }
+                ends.append(nil)
+                continue
+            }
+            var length = Int(first)
+            if first > 0x80 {
+                let size = Int(first & 0x7F)
+                guard size <= 4, bytes.count - index >= size else { return false }
+                length = 0
+                for _ in 0..<size {
+                    length = length << 8 | Int(bytes[index])
+                    index += 1
+                }
+            }
+            guard bytes.count - index >= length else { return false }
+            if tag & 0x20 != 0 {
+                ends.append(index + length)
+            } else {
+                index += length
+            }
+        }
+        return false
     }
 
     /// What went wrong, in words: SwiftASN1's own description names its source file and line.
