@@ -37,7 +37,7 @@ extension SignedDataVerifier {
         }
         let envelope = try SignedEnvelope(Self.receiptBytes(bytes))
         // Before authentication, what it needs and no more: the outline, and field 12 for the date.
-        let attributes = try ReceiptPayload.attributes(envelope.content[...], of: "receipt content")
+        let attributes = try ReceiptPayload.attributes(envelope.content, of: "receipt content")
         guard let created = try ReceiptPayload.creationDate(in: attributes) else {
             throw PurchaseRefusal(.malformed, "receipt has no creation date (field 12)")
         }
@@ -112,7 +112,8 @@ struct SignedEnvelope {
     /// cost a hundred times a genuine receipt's verification before this bound.
     static let maximumElements = 4_096
 
-    var content: [UInt8]
+    /// The signed content: a slice of the receipt's bytes (a copy when BER cut it into chunks).
+    var content: ArraySlice<UInt8>
     var certificates: [Certificate]
     var signerCertificate: Certificate
     var digestAlgorithm: ASN1ObjectIdentifier
@@ -137,7 +138,7 @@ struct SignedEnvelope {
     }
 
     private init(
-        content: [UInt8], certificates: [Certificate], signerCertificate: Certificate, digestAlgorithm: ASN1ObjectIdentifier,
+        content: ArraySlice<UInt8>, certificates: [Certificate], signerCertificate: Certificate, digestAlgorithm: ASN1ObjectIdentifier,
         signatureAlgorithm: ASN1ObjectIdentifier, signature: [UInt8]
     ) {
         self.content = content
@@ -236,11 +237,11 @@ struct SignedEnvelope {
         }
         // encapContentInfo: data, with the content in [0] EXPLICIT OCTET STRING (constructed in BER).
         guard let encapsulated = nodes.next() else { throw PurchaseRefusal(.malformed, "SignedData has no content") }
-        let content: [UInt8] = try BER.sequence(encapsulated, identifier: .sequence) { nodes in
+        let content: ArraySlice<UInt8> = try BER.sequence(encapsulated, identifier: .sequence) { nodes in
             let type = try ASN1ObjectIdentifier(berEncoded: &nodes)
             guard type == dataOID else { throw PurchaseRefusal(.malformed, "signed content is \(type), not data") }
             return try BER.explicitlyTagged(&nodes, tagNumber: 0, tagClass: .contextSpecific) { node in
-                Array(try ASN1OctetString(berEncoded: node).bytes)
+                try ASN1OctetString(berEncoded: node).bytes
             }
         }
         var certificates: [Certificate] = []
@@ -385,23 +386,36 @@ enum ReceiptPayload {
 
     /// The attributes of the SET `bytes` holds (`what` names it in a refusal), in order.
     static func attributes(_ bytes: ArraySlice<UInt8>, of what: String) throws(PurchaseRefusal) -> [Attribute] {
-        var outer = DERReader(bytes, what: what)
-        guard let set = try outer.next(), set.tag == 0x31, outer.isEmpty else {
+        let outline = bytes.withUnsafeBufferPointer { buffer in
+            Result { () throws(PurchaseRefusal) in try Self.outline(buffer, of: what) }
+        }
+        let base = bytes.startIndex
+        return try outline.get().map { Attribute(type: $0.type, value: bytes[(base + $0.value.lowerBound)..<(base + $0.value.upperBound)]) }
+    }
+
+    /// The attributes' types and where their values lie, read over the raw buffer: for a forged
+    /// content of thousands of attributes, retaining a slice at every step was a third of its cost.
+    private static func outline(_ buffer: UnsafeBufferPointer<UInt8>, of what: String) throws(PurchaseRefusal) -> [(
+        type: Int, value: Range<Int>
+    )] {
+        var outer = DERReader(buffer, 0..<buffer.count)
+        guard let set = try outer.next(in: what), set.tag == 0x31, outer.isEmpty else {
             throw PurchaseRefusal(.malformed, "\(what) is not one ASN.1 SET")
         }
-        var elements = DERReader(set.content, what: what)
-        var attributes: [Attribute] = []
-        while let element = try elements.next() {
+        var elements = DERReader(buffer, set.content)
+        var attributes: [(type: Int, value: Range<Int>)] = []
+        while let element = try elements.next(in: what) {
             guard attributes.count < maximumAttributes else {
                 throw PurchaseRefusal(.malformed, "\(what) has more than \(maximumAttributes) attributes")
             }
-            var fields = DERReader(element.content, what: what)
-            guard element.tag == 0x30, let type = try fields.next(), type.tag == 0x02, let typeNumber = integer(type.content),
-                let version = try fields.next(), version.tag == 0x02, let value = try fields.next(), value.tag == 0x04, fields.isEmpty
+            var fields = DERReader(buffer, element.content)
+            guard element.tag == 0x30, let type = try fields.next(in: what), type.tag == 0x02,
+                let typeNumber = integer(buffer[type.content]), let version = try fields.next(in: what), version.tag == 0x02,
+                let value = try fields.next(in: what), value.tag == 0x04, fields.isEmpty
             else {
                 throw PurchaseRefusal(.malformed, "\(what) holds an attribute that is not SEQUENCE { type, version, value }")
             }
-            attributes.append(Attribute(type: Int(typeNumber), value: value.content))
+            attributes.append((Int(typeNumber), value.content))
         }
         return attributes
     }
@@ -451,7 +465,7 @@ enum ReceiptPayload {
     /// What a receipt's envelope and content say, nothing checked: for display beside a refusal only.
     static func unverified(_ bytes: [UInt8]) throws(PurchaseRefusal) -> AppReceipt {
         let envelope = try SignedEnvelope(SignedDataVerifier.receiptBytes(bytes))
-        let attributes = try attributes(envelope.content[...], of: "receipt content")
+        let attributes = try attributes(envelope.content, of: "receipt content")
         return try decode(attributes, createdAt: try creationDate(in: attributes)).0
     }
 
@@ -478,13 +492,21 @@ enum ReceiptPayload {
         return entry
     }
 
-    /// A field's value: exactly one DER element.
-    static func element(_ value: ArraySlice<UInt8>, field: Int) throws(PurchaseRefusal) -> DERReader.Element {
-        var reader = DERReader(value, what: "receipt field \(field)")
-        guard let element = try reader.next(), reader.isEmpty else {
-            throw PurchaseRefusal(.malformed, "receipt field \(field) is not one DER value")
+    /// A field's value: exactly one DER element, its tag and content.
+    static func element(_ value: ArraySlice<UInt8>, field: Int) throws(PurchaseRefusal) -> (tag: UInt8, content: ArraySlice<UInt8>) {
+        let what = "receipt field \(field)"
+        let read = value.withUnsafeBufferPointer { buffer in
+            Result { () throws(PurchaseRefusal) -> DERReader.Element in
+                var reader = DERReader(buffer, 0..<buffer.count)
+                guard let element = try reader.next(in: what), reader.isEmpty else {
+                    throw PurchaseRefusal(.malformed, "\(what) is not one DER value")
+                }
+                return element
+            }
         }
-        return element
+        let element = try read.get()
+        let base = value.startIndex
+        return (element.tag, value[(base + element.content.lowerBound)..<(base + element.content.upperBound)])
     }
 
     /// A UTF8String, IA5String or PrintableString; an empty value is absent.
@@ -533,7 +555,7 @@ enum ReceiptPayload {
     }
 
     /// An INTEGER's content, two's complement in 1 to 8 bytes.
-    static func integer(_ content: ArraySlice<UInt8>) -> Int64? {
+    static func integer<Bytes: Collection<UInt8>>(_ content: Bytes) -> Int64? {
         guard let first = content.first, content.count <= 8 else { return nil }
         var number: Int64 = first >= 0x80 ? -1 : 0
         for byte in content { number = number << 8 | Int64(byte) }
@@ -551,53 +573,54 @@ enum ReceiptPayload {
     }
 }
 
-/// DER elements read one after another: each one's tag and content, nothing decoded or copied.
-/// Definite lengths only, as DER has them (Apple's receipts and Xcode's write their content in DER,
-/// whatever their envelope), and one-byte tags, which is all a receipt's content uses.
+/// DER elements read one after another from a buffer: each one's tag and where its content lies,
+/// nothing decoded, copied or retained. Definite lengths only, as DER has them (Apple's receipts and
+/// Xcode's write their content in DER, whatever their envelope), and one-byte tags, which is all a
+/// receipt's content uses.
 struct DERReader {
-    /// One element: its identifier octet and its content.
+    /// One element: its identifier octet and its content's place in the buffer.
     struct Element {
         var tag: UInt8
-        var content: ArraySlice<UInt8>
+        var content: Range<Int>
     }
 
-    private var bytes: ArraySlice<UInt8>
-    private let what: String
+    private let buffer: UnsafeBufferPointer<UInt8>
+    private var index: Int
+    private let end: Int
 
-    init(_ bytes: ArraySlice<UInt8>, what: String) {
-        self.bytes = bytes
-        self.what = what
+    /// Reads the elements that lie in `range` of `buffer`.
+    init(_ buffer: UnsafeBufferPointer<UInt8>, _ range: Range<Int>) {
+        self.buffer = buffer
+        self.index = range.lowerBound
+        self.end = range.upperBound
     }
 
-    var isEmpty: Bool { bytes.isEmpty }
+    var isEmpty: Bool { index == end }
 
-    /// The next element, nil at the end.
-    mutating func next() throws(PurchaseRefusal) -> Element? {
-        guard let tag = bytes.first else { return nil }
-        guard tag & 0x1F != 0x1F else { throw refusal("a tag of more than one byte") }
-        var index = bytes.startIndex + 1
-        guard index < bytes.endIndex else { throw refusal("truncated DER") }
-        let first = bytes[index]
-        index += 1
+    /// The next element, nil at the end; `what` names the bytes in a refusal.
+    mutating func next(in what: String) throws(PurchaseRefusal) -> Element? {
+        guard index < end else { return nil }
+        let tag = buffer[index]
+        guard tag & 0x1F != 0x1F else { throw Self.refusal(what, "a tag of more than one byte") }
+        guard end - index >= 2 else { throw Self.refusal(what, "truncated DER") }
+        let first = buffer[index + 1]
+        var start = index + 2
         var length = Int(first)
         if first >= 0x80 {
             let count = Int(first & 0x7F)
-            guard count > 0 else { throw refusal("an indefinite length, which DER has none of") }
-            guard count <= 4 else { throw refusal("a length of more than 4 bytes") }
-            guard bytes.endIndex - index >= count else { throw refusal("truncated DER") }
+            guard count > 0 else { throw Self.refusal(what, "an indefinite length, which DER has none of") }
+            guard count <= 4 else { throw Self.refusal(what, "a length of more than 4 bytes") }
+            guard end - start >= count else { throw Self.refusal(what, "truncated DER") }
             length = 0
-            for _ in 0..<count {
-                length = length << 8 | Int(bytes[index])
-                index += 1
-            }
+            for offset in 0..<count { length = length << 8 | Int(buffer[start + offset]) }
+            start += count
         }
-        guard bytes.endIndex - index >= length else { throw refusal("truncated DER") }
-        let element = Element(tag: tag, content: bytes[index..<index + length])
-        bytes = bytes[(index + length)...]
-        return element
+        guard end - start >= length else { throw Self.refusal(what, "truncated DER") }
+        index = start + length
+        return Element(tag: tag, content: start..<index)
     }
 
-    private func refusal(_ problem: String) -> PurchaseRefusal {
+    private static func refusal(_ what: String, _ problem: String) -> PurchaseRefusal {
         PurchaseRefusal(.malformed, "\(what) is not DER: \(problem)")
     }
 }
