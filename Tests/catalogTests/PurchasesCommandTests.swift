@@ -142,6 +142,29 @@ import Testing
         }
     }
 
+    @Test func reasonsArePlainAndCountWhatTheEvidenceCarries() async throws {
+        let jws = try PKI.ecdsa()
+        try await CommandTests.withWorkspace { workspace in
+            try workspace.write("root.pem", PKI.pem(jws.root) + "\n")
+            try workspace.write(
+                "four.jws", try jws.jws(header: ["alg": "ES256", "x5c": jws.x5c + [jws.x5c[2]]], payload: PKI.transaction()))
+            try workspace.write("not-a-receipt.der", "NOT A RECEIPT")
+            // A SEQUENCE that announces 4 KiB and holds one byte.
+            try Data([0x30, 0x82, 0x10, 0x00, 0x06]).write(to: workspace.root.appendingPathComponent("truncated.der"))
+            let run = try await workspace.run(
+                "purchases", "verify", "--root-certificate", "root.pem", "four.jws", "not-a-receipt.der", "truncated.der")
+            #expect(run.status == 1)
+            let lines = try Self.lines(run.stdout)
+            let reasons = lines.map { $0["reason"] as? String ?? "" }
+            #expect(reasons[0].contains("x5c has 4 certificates"), "\(reasons[0])")
+            #expect(lines[1]["code"] as? String == "malformed")
+            #expect(lines[2]["code"] as? String == "malformed")
+            for reason in reasons {
+                #expect(!reason.isEmpty && !reason.contains(".swift:") && reason.count < 300, "\(reason)")
+            }
+        }
+    }
+
     @Test func applesOwnRootsDoNotTrustATestCA() async throws {
         let jws = try PKI.ecdsa()
         try await CommandTests.withWorkspace { workspace in
