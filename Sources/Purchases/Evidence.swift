@@ -20,8 +20,12 @@ public enum EvidenceKind: String, Sendable, Hashable, Codable {
     public static func of(_ bytes: [UInt8]) -> EvidenceKind {
         let text = trimmingASCIIWhitespace(bytes)
         if text.first == UInt8(ascii: "{") { return .notification }
-        let parts = text.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
-        guard parts.count == 3, let payload = Base64URL.decode(bytes: parts[1]), payload.first == UInt8(ascii: "{") else {
+        // Two dots and no third, found without splitting: a receipt of hundreds of KiB has dots too.
+        let dot = UInt8(ascii: ".")
+        guard let first = text.firstIndex(of: dot), let second = text[(first + 1)...].firstIndex(of: dot),
+            !text[(second + 1)...].contains(dot), let payload = Base64URL.decode(bytes: text[(first + 1)..<second]),
+            payload.first == UInt8(ascii: "{")
+        else {
             return .receipt
         }
         // A key's presence tells the kind; a byte search is enough, since it only picks the check.
@@ -38,7 +42,7 @@ public enum EvidenceKind: String, Sendable, Hashable, Codable {
     }
 }
 
-/// What verified evidence names, whatever its kind: the fields a support tool prints.
+/// What evidence names, whatever its kind: the fields a support tool prints.
 public struct EvidenceSummary: Sendable, Hashable {
     /// The kind verified.
     public var kind: EvidenceKind
@@ -60,6 +64,73 @@ public struct EvidenceSummary: Sendable, Hashable {
     public var notificationType: NotificationTypeV2?
     /// A notification's subtype.
     public var subtype: Subtype?
+    /// A receipt's in-app entries, every one in the receipt's order; nil for the other kinds.
+    public var inApp: [AppReceipt.InAppPurchase]?
+
+    /// What `bytes` claim, decoded as `kind` without checking anything: no signature, no chain, no
+    /// claim. For a support tool to show, beside a refusal, which app and transaction a refused piece
+    /// of evidence names; never a reason to believe it. Nil when it does not decode.
+    public static func unverified(_ bytes: [UInt8], kind: EvidenceKind) -> EvidenceSummary? {
+        let text = String(decoding: trimmingASCIIWhitespace(bytes), as: UTF8.self)
+        func payload<T: Decodable>(_ jws: String, as type: T.Type) -> T? {
+            try? CompactJWS(jws).decodePayload(T.self)
+        }
+        switch kind {
+        case .transaction: return payload(text, as: JWSTransactionDecodedPayload.self).map(EvidenceSummary.init)
+        case .renewalInfo: return payload(text, as: JWSRenewalInfoDecodedPayload.self).map(EvidenceSummary.init)
+        case .appTransaction: return payload(text, as: AppTransaction.self).map(EvidenceSummary.init)
+        case .notification:
+            guard let jws = try? SignedDataVerifier.signedPayload(of: text),
+                let notification = payload(jws, as: ResponseBodyV2DecodedPayload.self)
+            else { return nil }
+            return EvidenceSummary(
+                notification: notification,
+                transaction: notification.data?.signedTransactionInfo.flatMap { payload($0, as: JWSTransactionDecodedPayload.self) },
+                renewalInfo: notification.data?.signedRenewalInfo.flatMap { payload($0, as: JWSRenewalInfoDecodedPayload.self) })
+        case .receipt:
+            return (try? ReceiptPayload.unverified(bytes)).map(EvidenceSummary.init)
+        }
+    }
+}
+
+// One mapping per kind, for evidence verified and evidence merely decoded alike.
+extension EvidenceSummary {
+    init(_ t: JWSTransactionDecodedPayload) {
+        self.init(
+            kind: .transaction, environment: t.environment, bundleId: t.bundleId, productId: t.productId, transactionId: t.transactionId,
+            originalTransactionId: t.originalTransactionId, signedDate: t.signedDate)
+    }
+
+    init(_ r: JWSRenewalInfoDecodedPayload) {
+        self.init(
+            kind: .renewalInfo, environment: r.environment, productId: r.productId, originalTransactionId: r.originalTransactionId,
+            signedDate: r.signedDate)
+    }
+
+    init(_ a: AppTransaction) {
+        self.init(
+            kind: .appTransaction, environment: a.receiptType, bundleId: a.bundleId, appAppleId: a.appAppleId,
+            transactionId: a.appTransactionId, signedDate: a.receiptCreationDate)
+    }
+
+    init(
+        notification n: ResponseBodyV2DecodedPayload, transaction: JWSTransactionDecodedPayload?, renewalInfo: JWSRenewalInfoDecodedPayload?
+    ) {
+        let named = n.app
+        self.init(
+            kind: .notification, environment: named.environment, bundleId: named.bundleId, appAppleId: named.appAppleId,
+            productId: transaction?.productId ?? renewalInfo?.productId ?? n.summary?.productId, transactionId: transaction?.transactionId,
+            originalTransactionId: transaction?.originalTransactionId ?? renewalInfo?.originalTransactionId, signedDate: n.signedDate,
+            notificationType: n.notificationType, subtype: n.subtype)
+    }
+
+    init(_ r: AppReceipt) {
+        let latest = r.inApp.max { ($0.purchaseDate ?? .distantPast) < ($1.purchaseDate ?? .distantPast) }
+        self.init(
+            kind: .receipt, environment: r.environment, bundleId: r.bundleId, appAppleId: r.appItemId, productId: latest?.productId,
+            transactionId: latest?.transactionId, originalTransactionId: latest?.originalTransactionId, signedDate: r.receiptCreationDate,
+            inApp: r.inApp)
+    }
 }
 
 extension SignedDataVerifier {
@@ -77,39 +148,15 @@ extension SignedDataVerifier {
 
     private func summary(of bytes: [UInt8], kind: EvidenceKind, deviceIdentifier: [UInt8]?) async throws(PurchaseRefusal) -> EvidenceSummary
     {
-        let text = String(decoding: trimmingASCIIWhitespace(bytes), as: UTF8.self)
+        var text: String { String(decoding: trimmingASCIIWhitespace(bytes), as: UTF8.self) }
         switch kind {
-        case .transaction:
-            let t = try await verifyAndDecodeTransaction(text)
-            return EvidenceSummary(
-                kind: kind, environment: t.environment, bundleId: t.bundleId, productId: t.productId, transactionId: t.transactionId,
-                originalTransactionId: t.originalTransactionId, signedDate: t.signedDate)
-        case .renewalInfo:
-            let r = try await verifyAndDecodeRenewalInfo(text)
-            return EvidenceSummary(
-                kind: kind, environment: r.environment, productId: r.productId, originalTransactionId: r.originalTransactionId,
-                signedDate: r.signedDate)
-        case .appTransaction:
-            let a = try await verifyAndDecodeAppTransaction(text)
-            return EvidenceSummary(
-                kind: kind, environment: a.receiptType, bundleId: a.bundleId, appAppleId: a.appAppleId, transactionId: a.appTransactionId,
-                signedDate: a.receiptCreationDate)
+        case .transaction: return EvidenceSummary(try await verifyAndDecodeTransaction(text))
+        case .renewalInfo: return EvidenceSummary(try await verifyAndDecodeRenewalInfo(text))
+        case .appTransaction: return EvidenceSummary(try await verifyAndDecodeAppTransaction(text))
         case .notification:
             let n = try await verifyAndDecodeNotification(text)
-            let named = n.payload.app
-            return EvidenceSummary(
-                kind: kind, environment: named.environment, bundleId: named.bundleId, appAppleId: named.appAppleId,
-                productId: n.transaction?.productId ?? n.renewalInfo?.productId ?? n.payload.summary?.productId,
-                transactionId: n.transaction?.transactionId,
-                originalTransactionId: n.transaction?.originalTransactionId ?? n.renewalInfo?.originalTransactionId,
-                signedDate: n.payload.signedDate, notificationType: n.payload.notificationType, subtype: n.payload.subtype)
-        case .receipt:
-            let r = try await verifyAndDecodeReceipt(bytes, deviceIdentifier: deviceIdentifier)
-            let latest = r.inApp.max { ($0.purchaseDate ?? .distantPast) < ($1.purchaseDate ?? .distantPast) }
-            return EvidenceSummary(
-                kind: kind, environment: r.environment, bundleId: r.bundleId, appAppleId: r.appItemId, productId: latest?.productId,
-                transactionId: latest?.transactionId, originalTransactionId: latest?.originalTransactionId,
-                signedDate: r.receiptCreationDate)
+            return EvidenceSummary(notification: n.payload, transaction: n.transaction, renewalInfo: n.renewalInfo)
+        case .receipt: return EvidenceSummary(try await verifyAndDecodeReceipt(bytes, deviceIdentifier: deviceIdentifier))
         }
     }
 }

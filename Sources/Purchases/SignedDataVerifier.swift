@@ -20,8 +20,8 @@ import SwiftASN1
 /// too, is that a leaf key leaked after expiry could sign back-dated evidence; only revocation checks,
 /// which are online, close that.
 ///
-/// Verified (leaf, intermediate) pairs are cached (`VerifiedChainCache`), so a verification costs one
-/// ES256 check. The verifier is safe to share between tasks.
+/// Verified (leaf, intermediate) pairs are cached (`VerifiedChainCache`) once a token they signed has
+/// verified, so a verification costs one ES256 check. The verifier is safe to share between tasks.
 public final class SignedDataVerifier: Sendable {
     /// Apple's marker on the Worldwide Developer Relations intermediate.
     public static let intermediateMarkerOID: ASN1ObjectIdentifier = [1, 2, 840, 113635, 100, 6, 2, 1]
@@ -32,18 +32,15 @@ public final class SignedDataVerifier: Sendable {
     public let trust: PurchaseTrust
     /// The app evidence is bound to.
     public let app: AppStoreApp
-    let jwsRootStore: CertificateStore
-    let receiptRootStore: CertificateStore
     let chains: VerifiedChainCache
     let headers: JWSHeaderCache
+    let signatureCheckCounter = SignatureCheckCounter()
 
     /// Makes a verifier for one app. `cacheCapacity` bounds the verified-chain cache and the
     /// decoded-header cache; 0 turns both off.
     public init(trust: PurchaseTrust, app: AppStoreApp, cacheCapacity: Int = 32) {
         self.trust = trust
         self.app = app
-        self.jwsRootStore = CertificateStore(trust.jwsRoots)
-        self.receiptRootStore = CertificateStore(trust.receiptRoots)
         self.chains = VerifiedChainCache(capacity: cacheCapacity)
         self.headers = JWSHeaderCache(capacity: cacheCapacity)
     }
@@ -53,6 +50,9 @@ public final class SignedDataVerifier: Sendable {
 
     /// How many decoded JWS headers are cached (for tests).
     var cachedHeaderCount: Int { headers.count }
+
+    /// How many signatures this verifier has checked or handed to the chain builder (for tests).
+    var signatureChecks: Int { signatureCheckCounter.count }
 
     // MARK: - Kinds of evidence
 
@@ -279,9 +279,11 @@ public final class SignedDataVerifier: Sendable {
         }
         let key: P256.Signing.PublicKey
         let signer: Signer
+        var newChain: (key: String, entry: VerifiedChainCache.Entry)?
         switch x5c.count {
         case 3:
-            key = try await appStoreLeafKey(leaf: x5c[0], intermediate: x5c[1], at: signedAt)
+            let leaf = try await appStoreLeafKey(leaf: x5c[0], intermediate: x5c[1], at: signedAt)
+            (key, newChain) = (leaf.key, leaf.newChain)
             signer = .appStore
         case 1:
             key = try xcodeKey(x5c[0], at: signedAt)
@@ -292,35 +294,38 @@ public final class SignedDataVerifier: Sendable {
         guard jws.signature.count == 64, let signature = try? P256.Signing.ECDSASignature(rawRepresentation: jws.signature) else {
             throw PurchaseRefusal(.notAuthenticated, "ES256 signature is \(jws.signature.count) bytes, not a 64-byte r||s pair")
         }
+        signatureCheckCounter.add(1)
         guard key.isValidSignature(signature, for: jws.signingInput) else {
             throw PurchaseRefusal(.notAuthenticated, "ES256 signature does not verify with the leaf certificate's key")
         }
+        // Cached only now: a chain that merely validates (Apple's public certificates under anybody's
+        // signature) never takes a place, so refused tokens cannot push genuine chains out.
+        if let newChain { chains.insert(newChain.entry, for: newChain.key) }
         return (payload, signer)
     }
 
-    /// The leaf's key once the chain is known good at `date`: from the cache, or by validating it.
+    /// The leaf's key once the chain is known good at `date`: from the cache, or by validating it, and
+    /// then with the entry to cache once the token's own signature has verified.
     private func appStoreLeafKey(leaf leafBase64: String, intermediate intermediateBase64: String, at date: Date)
-        async throws(PurchaseRefusal) -> P256.Signing.PublicKey
+        async throws(PurchaseRefusal) -> (key: P256.Signing.PublicKey, newChain: (key: String, entry: VerifiedChainCache.Entry)?)
     {
         let cacheKey = VerifiedChainCache.key(leaf: leafBase64, intermediate: intermediateBase64)
         if let entry = chains.entry(for: cacheKey) {
             guard entry.window.contains(date) else {
                 throw PurchaseRefusal(
                     .notAuthenticated,
-                    "signed at \(Self.iso8601(date)), outside its chain's validity \(Self.iso8601(entry.window.lowerBound))…\(Self.iso8601(entry.window.upperBound))"
+                    "signed at \(RFC3339.format(date)), outside its chain's validity \(RFC3339.format(entry.window.lowerBound))…\(RFC3339.format(entry.window.upperBound))"
                 )
             }
-            return entry.key
+            return (entry.key, nil)
         }
         let leaf = try Self.certificate(leafBase64, position: "leaf")
         let intermediate = try Self.certificate(intermediateBase64, position: "intermediate")
-        let root = try await validateChain(
-            leaf: leaf, intermediates: [intermediate], roots: jwsRootStore, at: date, what: "JWS")
+        let root = try await validateChain(leaf: leaf, intermediate: intermediate, roots: trust.jwsRoots, at: date, what: "JWS")
         guard let key = P256.Signing.PublicKey(leaf.publicKey) else {
             throw PurchaseRefusal(.notAuthenticated, "leaf certificate's key is not P-256, which ES256 needs")
         }
-        chains.insert(.init(window: Self.window(of: [leaf, intermediate, root]), key: key), for: cacheKey)
-        return key
+        return (key, (cacheKey, .init(window: Self.window(of: [leaf, intermediate, root]), key: key)))
     }
 
     /// The Xcode certificate's key, when the app's settings name exactly the certificate the token carries.
@@ -342,26 +347,58 @@ public final class SignedDataVerifier: Sendable {
         return key
     }
 
-    /// Validates leaf → one of `intermediates` → a root at `date`, with Apple's marker OIDs, and returns the root.
+    /// Validates leaf → `intermediate` → a root of `roots` at `date`, with Apple's marker OIDs, and
+    /// returns the root.
+    ///
+    /// The chain is the one given, never searched for: the chain builder is handed this one
+    /// intermediate and only the roots named as its issuer, so it checks at most three signatures (one
+    /// more per further root of that name), whatever the evidence carries. Validity, names and
+    /// markers are checked by hand first, so the commonest failures are said plainly and a chain that
+    /// cannot be Apple's costs no signature check at all.
     func validateChain(
-        leaf: Certificate, intermediates: [Certificate], roots: CertificateStore, at date: Date, what: String
+        leaf: Certificate, intermediate: Certificate, roots: [Certificate], at date: Date, what: String
     ) async throws(PurchaseRefusal) -> Certificate {
-        // Validity first, by hand, so that the commonest failure (an expired leaf) is said plainly.
-        try Self.checkValidity(of: [leaf] + intermediates.filter { $0.subject == leaf.issuer }, at: date)
-        var verifier = Verifier(rootCertificates: roots) {
-            RFC5280Policy(fixedExpiryValidationTime: date)
-            AppleMarkerPolicy()
+        try Self.checkValidity(of: [leaf, intermediate], at: date)
+        guard intermediate.subject == leaf.issuer else {
+            throw PurchaseRefusal(.notAuthenticated, "\(what) intermediate is not the issuer its leaf names")
         }
-        switch await verifier.validate(leaf: leaf, intermediates: CertificateStore(intermediates)) {
+        guard Self.carries(intermediate, Self.intermediateMarkerOID) else {
+            throw PurchaseRefusal(.notAuthenticated, "\(what) intermediate lacks Apple's marker 1.2.840.113635.100.6.2.1")
+        }
+        guard Self.carries(leaf, Self.leafMarkerOID) else {
+            throw PurchaseRefusal(.notAuthenticated, "\(what) leaf lacks Apple's marker 1.2.840.113635.100.6.11.1")
+        }
+        let issuers = roots.filter { $0.subject == intermediate.issuer }
+        guard !issuers.isEmpty else {
+            throw PurchaseRefusal(.notAuthenticated, "\(what) intermediate is not issued by a trusted root")
+        }
+        let counter = signatureCheckCounter
+        var verifier = Verifier(
+            rootCertificates: CertificateStore(custom: CountingCertificateStore(certificates: issuers, counter: counter))
+        ) {
+            RFC5280Policy(fixedExpiryValidationTime: date)
+            ExactChainPolicy(intermediate: intermediate)
+        }
+        let intermediates = CertificateStore(custom: CountingCertificateStore(certificates: [intermediate], counter: counter))
+        switch await verifier.validate(leaf: leaf, intermediates: intermediates) {
         case .validCertificate(let chain):
             guard let root = chain.last else {
                 throw PurchaseRefusal(.notAuthenticated, "\(what) chain is empty")
             }
-            try Self.checkValidity(of: [root], at: date)
             return root
         case .couldNotValidate(let failures):
-            throw PurchaseRefusal(.notAuthenticated, "\(what) certificate chain is not trusted: \(Self.summary(failures))")
+            // In plain words: swift-certificates' reasons embed whole certificates.
+            throw PurchaseRefusal(
+                .notAuthenticated,
+                failures.isEmpty
+                    ? "\(what) certificate chain does not verify: the intermediate did not sign the leaf, or no trusted root signed the intermediate"
+                    : "\(what) certificate chain does not meet RFC 5280 at \(RFC3339.format(date)) (validity, basic or name constraints)")
         }
+    }
+
+    /// Whether `certificate` carries the extension `oid` (one of Apple's markers).
+    static func carries(_ certificate: Certificate, _ oid: ASN1ObjectIdentifier) -> Bool {
+        certificate.extensions.contains { $0.oid == oid }
     }
 
     // MARK: - Claims
@@ -420,12 +457,13 @@ public final class SignedDataVerifier: Sendable {
     // MARK: - Helpers
 
     static func certificate(_ base64: String, position: String) throws(PurchaseRefusal) -> Certificate {
-        // x5c entries are standard base64 of DER (RFC 7515 §4.1.6), not base64url.
-        guard let der = Data(base64Encoded: base64), !der.isEmpty else {
-            throw PurchaseRefusal(.notAuthenticated, "x5c \(position) certificate is not base64")
+        // x5c entries are standard base64 of DER (RFC 7515 §4.1.6), not base64url, and read strictly:
+        // the verified-chain cache keys chains by this text, which must spell its certificate one way.
+        guard let der = StrictBase64.decode(base64) else {
+            throw PurchaseRefusal(.notAuthenticated, "x5c \(position) certificate is not canonical standard base64")
         }
         do {
-            return try Certificate(derEncoded: [UInt8](der))
+            return try Certificate(derEncoded: der)
         } catch {
             throw PurchaseRefusal(.notAuthenticated, "x5c \(position) certificate is not DER X.509")
         }
@@ -436,12 +474,14 @@ public final class SignedDataVerifier: Sendable {
             if date < certificate.notValidBefore {
                 throw PurchaseRefusal(
                     .notAuthenticated,
-                    "signed at \(iso8601(date)), before \(commonName(certificate)) became valid at \(iso8601(certificate.notValidBefore))")
+                    "signed at \(RFC3339.format(date)), before \(commonName(certificate)) became valid at \(RFC3339.format(certificate.notValidBefore))"
+                )
             }
             if date > certificate.notValidAfter {
                 throw PurchaseRefusal(
                     .notAuthenticated,
-                    "signed at \(iso8601(date)), after \(commonName(certificate)) expired at \(iso8601(certificate.notValidAfter))")
+                    "signed at \(RFC3339.format(date)), after \(commonName(certificate)) expired at \(RFC3339.format(certificate.notValidAfter))"
+                )
             }
         }
     }
@@ -462,45 +502,23 @@ public final class SignedDataVerifier: Sendable {
         return "a certificate"
     }
 
-    /// swift-certificates' reasons embed whole certificate dumps: keep each one's start and end, where
-    /// the verdict is, and at most three of them.
-    static func summary(_ failures: [CertificateValidationResult.PolicyFailure]) -> String {
-        guard !failures.isEmpty else { return "no chain from the leaf reaches a trusted root" }
-        var seen = Set<String>()
-        let reasons = failures.compactMap { failure -> String? in
-            let reason = String(describing: failure.policyFailureReason)
-            let short = reason.count > 200 ? reason.prefix(60) + "…" + reason.suffix(120) : reason
-            return seen.insert(short).inserted ? short : nil
-        }
-        return reasons.prefix(3).joined(separator: "; ")
-    }
-
     static func quote(_ text: String?) -> String {
         text.map { PurchaseRefusal.excerpt($0) } ?? "nothing"
     }
-
-    static func iso8601(_ date: Date) -> String {
-        date.formatted(.iso8601)
-    }
 }
 
-/// Apple's rule beyond RFC 5280, from its `ChainVerifier`: exactly leaf, intermediate and root, with the
-/// Worldwide Developer Relations marker on the intermediate and the receipt-signing marker on the leaf.
-/// RFC 5280 alone would accept any leaf under Apple's root (a developer's own certificate, say); the
-/// markers are what make the signer the App Store.
-struct AppleMarkerPolicy: VerifierPolicy, Sendable {
+/// Apple's shape beyond RFC 5280, from its `ChainVerifier`: exactly leaf, intermediate and root, and
+/// the intermediate the one given, whose marker OID `validateChain` checked. RFC 5280 alone would
+/// accept any leaf under Apple's root (a developer's own certificate, say); the markers are what make
+/// the signer the App Store.
+struct ExactChainPolicy: VerifierPolicy, Sendable {
     // The markers are not critical extensions: this policy takes responsibility for none.
     let verifyingCriticalExtensions: [ASN1ObjectIdentifier] = []
+    let intermediate: Certificate
 
     func chainMeetsPolicyRequirements(chain: UnverifiedCertificateChain) async -> PolicyEvaluationResult {
-        guard chain.count == 3 else {
-            return .failsToMeetPolicy(reason: "chain has \(chain.count) certificates, Apple's has leaf, intermediate and root")
-        }
-        guard chain[1].extensions.contains(where: { $0.oid == SignedDataVerifier.intermediateMarkerOID }) else {
-            return .failsToMeetPolicy(reason: "intermediate lacks Apple's marker 1.2.840.113635.100.6.2.1")
-        }
-        guard chain[0].extensions.contains(where: { $0.oid == SignedDataVerifier.leafMarkerOID }) else {
-            return .failsToMeetPolicy(reason: "leaf lacks Apple's marker 1.2.840.113635.100.6.11.1")
+        guard chain.count == 3, chain[1] == intermediate else {
+            return .failsToMeetPolicy(reason: "not the leaf, its intermediate and a root")
         }
         return .meetsPolicy
     }

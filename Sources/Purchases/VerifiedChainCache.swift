@@ -6,9 +6,16 @@ import Foundation
 ///
 /// What is cached is time-free: the chain's signatures, constraints and marker OIDs. What depends on
 /// time, whether every certificate was valid at a token's own date, is kept as the window where all
-/// were, and checked on every use. The key is the two certificates' base64 exactly as sent, so a hit
-/// decodes nothing. The size is bounded: past `capacity` the oldest entry goes, since Apple signs with
-/// a handful of leaves at a time and an attacker's chains never verify, so never enter.
+/// were, and checked on every use. An entry is made only once a token the chain signed has verified:
+/// Apple's certificates are public, and a chain that merely validates, under anybody's signature,
+/// would let refused tokens push genuine chains out.
+///
+/// The key is the two certificates' base64 exactly as sent, so a hit decodes nothing. It is as much
+/// the certificates' own key as their DER bytes would be: a chain enters only through
+/// `StrictBase64`, which reads canonical base64 alone, and that spells each DER in one way
+/// (Foundation's decoder also read extra padding and stray bits, so one certificate had many
+/// spellings, each an entry). The size is bounded: past `capacity` the oldest entry goes, since Apple
+/// signs with a handful of leaves at a time.
 final class VerifiedChainCache: @unchecked Sendable {
     // @unchecked: `entries` and `order` are only touched while `lock` is held.
     struct Entry {

@@ -24,8 +24,10 @@ struct PurchasesVerifyCommand: AsyncParsableCommand {
             --app-apple-id or --environment it binds the evidence to no app and prints what it names. \
             Each line holds file, kind, verdict (valid or invalid), code and status (Apple's old status \
             where one fits), reason, environment, bundleId, appAppleId, productId, transactionId, \
-            originalTransactionId, signedDate, notificationType and subtype. Exit status: 0 when every file is valid, 1 otherwise, \
-            64 on misuse. See docs/purchases.md.
+            originalTransactionId, signedDate, notificationType, subtype and, for a receipt, inApp (every \
+            in-app entry); a refused file that decodes still names what it claims, unverified. Dates are \
+            UTC to the millisecond. Exit status: 0 when every file is valid, 1 otherwise, 64 on misuse. \
+            See docs/purchases.md.
             """
     )
 
@@ -102,28 +104,33 @@ struct PurchasesVerifyCommand: AsyncParsableCommand {
         }
         let device = deviceId.flatMap(Self.bytes(hex:))
         let contents = files.map { FileManager.default.contents(atPath: $0).map { [UInt8]($0) } }
-        var lines: [VerdictLine] = []
+        var verdicts: [(kind: EvidenceKind?, result: Result<EvidenceSummary, PurchaseRefusal>)] = []
         let clock = ContinuousClock()
         let elapsed = await clock.measure {
             for _ in 0..<(`repeat` ?? 1) {
-                lines = []
-                for (file, bytes) in zip(files, contents) {
+                verdicts = []
+                for bytes in contents {
                     guard let bytes else {
-                        lines.append(
-                            VerdictLine(file: file, kind: nil, result: .failure(PurchaseRefusal(.malformed, "cannot read the file"))))
+                        verdicts.append((nil, .failure(PurchaseRefusal(.malformed, "cannot read the file"))))
                         continue
                     }
-                    let (kind, result) = await verifier.verifyAny(bytes, deviceIdentifier: device)
-                    lines.append(VerdictLine(file: file, kind: kind, result: result))
+                    verdicts.append(await verifier.verifyAny(bytes, deviceIdentifier: device))
                 }
             }
         }
-        for line in lines { print(line.json) }
+        // What refused evidence claims is decoded once, outside the timed rounds.
+        for ((file, bytes), verdict) in zip(zip(files, contents), verdicts) {
+            var claimed: EvidenceSummary?
+            if case .failure = verdict.result, let bytes, let kind = verdict.kind {
+                claimed = EvidenceSummary.unverified(bytes, kind: kind)
+            }
+            print(VerdictLine(file: file, kind: verdict.kind, result: verdict.result, claimed: claimed).json)
+        }
         if let rounds = `repeat` {
             let seconds = Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
             FileHandle.standardError.write(Array("verified \(files.count * rounds) in \(seconds) s\n".utf8))
         }
-        if lines.contains(where: { $0.verdict != "valid" }) { throw ExitCode(1) }
+        if verdicts.contains(where: { if case .failure = $0.result { true } else { false } }) { throw ExitCode(1) }
     }
 
     /// Hex to bytes, ignoring the dashes of a UUID and the colons of a MAC address.
@@ -139,7 +146,8 @@ struct PurchasesVerifyCommand: AsyncParsableCommand {
     }
 }
 
-/// One file's verdict, as one JSON line with a fixed set of keys (null where nothing applies).
+/// One file's verdict, as one JSON line with a fixed set of keys (null where nothing applies). A
+/// refused file's fields are what it claims, decoded without trusting it, when it decodes.
 struct VerdictLine {
     var file: String
     var kind: String?
@@ -147,56 +155,63 @@ struct VerdictLine {
     var code: String?
     var status: Int?
     var reason: String?
-    var environment: String?
-    var bundleId: String?
-    var appAppleId: Int64?
-    var productId: String?
-    var transactionId: String?
-    var originalTransactionId: String?
-    var signedDate: String?
-    var notificationType: String?
-    var subtype: String?
+    var summary: EvidenceSummary?
 
-    init(file: String, kind: EvidenceKind?, result: Result<EvidenceSummary, PurchaseRefusal>) {
+    init(file: String, kind: EvidenceKind?, result: Result<EvidenceSummary, PurchaseRefusal>, claimed: EvidenceSummary? = nil) {
         self.file = file
         self.kind = kind?.rawValue
         switch result {
-        case .success(let summary):
+        case .success(let verified):
             verdict = "valid"
-            environment = summary.environment?.rawValue
-            bundleId = summary.bundleId
-            appAppleId = summary.appAppleId
-            productId = summary.productId
-            transactionId = summary.transactionId
-            originalTransactionId = summary.originalTransactionId
-            signedDate = summary.signedDate.map { $0.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true)) }
-            notificationType = summary.notificationType?.rawValue
-            subtype = summary.subtype?.rawValue
+            summary = verified
         case .failure(let refusal):
             verdict = "invalid"
             code = refusal.code.rawValue
             status = refusal.code.appleStatus
             reason = refusal.reason
+            summary = claimed
         }
     }
 
-    /// The line, its keys always in the same order (JSONEncoder's order is not fixed on every platform).
+    /// The line, its keys always in the same order (JSONEncoder's order is not fixed on every platform);
+    /// keys added later come last, so that a reader of the older lines keeps working.
     var json: String {
-        let fields: [(String, String?)] = [
-            ("file", file), ("kind", kind), ("verdict", verdict), ("code", code), ("status", status.map(String.init)), ("reason", reason),
-            ("environment", environment), ("bundleId", bundleId), ("appAppleId", appAppleId.map(String.init)), ("productId", productId),
-            ("transactionId", transactionId),
-            ("originalTransactionId", originalTransactionId), ("signedDate", signedDate), ("notificationType", notificationType),
-            ("subtype", subtype),
-        ]
+        Self.object([
+            ("file", Self.string(file)), ("kind", Self.string(kind)), ("verdict", Self.string(verdict)), ("code", Self.string(code)),
+            ("status", status.map(String.init)), ("reason", Self.string(reason)),
+            ("environment", Self.string(summary?.environment?.rawValue)), ("bundleId", Self.string(summary?.bundleId)),
+            ("appAppleId", summary?.appAppleId.map(String.init)), ("productId", Self.string(summary?.productId)),
+            ("transactionId", Self.string(summary?.transactionId)),
+            ("originalTransactionId", Self.string(summary?.originalTransactionId)), ("signedDate", Self.date(summary?.signedDate)),
+            ("notificationType", Self.string(summary?.notificationType?.rawValue)), ("subtype", Self.string(summary?.subtype?.rawValue)),
+            ("inApp", summary?.inApp.map { "[" + $0.map(Self.entry).joined(separator: ",") + "]" }),
+        ])
+    }
+
+    /// One in-app entry of a receipt.
+    static func entry(_ entry: AppReceipt.InAppPurchase) -> String {
+        object([
+            ("productId", string(entry.productId)), ("transactionId", string(entry.transactionId)),
+            ("originalTransactionId", string(entry.originalTransactionId)), ("purchaseDate", date(entry.purchaseDate)),
+            ("expiresDate", date(entry.subscriptionExpirationDate)), ("cancellationDate", date(entry.cancellationDate)),
+            ("quantity", entry.quantity.map(String.init)),
+        ])
+    }
+
+    /// `{"key":value,…}` in the order given, each value JSON already, null for nil.
+    static func object(_ fields: [(String, String?)]) -> String {
+        "{" + fields.map { "\"\($0.0)\":" + ($0.1 ?? "null") }.joined(separator: ",") + "}"
+    }
+
+    static func string(_ text: String?) -> String? {
+        guard let text else { return nil }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.withoutEscapingSlashes]
-        func quoted(_ text: String) -> String {
-            (try? encoder.encode(text)).map { String(decoding: $0, as: UTF8.self) } ?? "null"
-        }
-        let body = fields.map { key, value in
-            "\"\(key)\":" + (value.map { ["status", "appAppleId"].contains(key) ? $0 : quoted($0) } ?? "null")
-        }
-        return "{" + body.joined(separator: ",") + "}"
+        return (try? encoder.encode(text)).map { String(decoding: $0, as: UTF8.self) } ?? "null"
+    }
+
+    /// UTC to the millisecond, as Apple signs dates.
+    static func date(_ date: Date?) -> String? {
+        string(date.map(RFC3339.format))
     }
 }

@@ -157,6 +157,46 @@ public struct AppStoreTestPKI: @unchecked Sendable {
         return (certificate, pem, signingKey)
     }
 
+    /// `count` CA certificates that share one name and one RSA key and differ only in their subject
+    /// alternative name, each with Apple's intermediate marker, and a leaf with Apple's leaf marker
+    /// issued under that name: every one of them verifies as the issuer of every other, which makes a
+    /// chain builder that is handed them all try every ordering. The envelope of a forged receipt
+    /// (issue 35: eight of them kept the old verifier busy for minutes).
+    public static func mutuallyIssuing(count: Int) async throws -> (leaf: Certificate, leafKeyPEM: String, certificates: [Certificate]) {
+        try await offThePool {
+            let caKey = try _RSA.Signing.PrivateKey(keySize: .bits2048)
+            let leafKey = try _RSA.Signing.PrivateKey(keySize: .bits2048)
+            let issuer = Certificate.PrivateKey(caKey)
+            let name = try DistinguishedName {
+                CommonName("Mutual Certification Authority")
+                OrganizationName("Test Inc.")
+            }
+            let certificates = try (0..<count).map { index in
+                try Certificate(
+                    version: .v3, serialNumber: .init(), publicKey: issuer.publicKey, notValidBefore: date(2015), notValidAfter: date(2036),
+                    issuer: name, subject: name, signatureAlgorithm: .sha256WithRSAEncryption,
+                    extensions: try Certificate.Extensions {
+                        Critical(BasicConstraints.isCertificateAuthority(maxPathLength: nil))
+                        Critical(KeyUsage(keyCertSign: true, cRLSign: true))
+                        SubjectAlternativeNames([.dnsName("ca\(index).example")])
+                        AppleMarker(oid: intermediateMarkerOID)
+                    },
+                    issuerPrivateKey: issuer)
+            }
+            let leaf = try Certificate(
+                version: .v3, serialNumber: .init(), publicKey: Certificate.PrivateKey(leafKey).publicKey, notValidBefore: date(2024),
+                notValidAfter: date(2026), issuer: name, subject: try DistinguishedName { CommonName("Test App Store Receipt Signing") },
+                signatureAlgorithm: .sha256WithRSAEncryption,
+                extensions: try Certificate.Extensions {
+                    Critical(BasicConstraints.notCertificateAuthority)
+                    Critical(KeyUsage(digitalSignature: true))
+                    AppleMarker(oid: leafMarkerOID)
+                },
+                issuerPrivateKey: issuer)
+            return (leaf, leafKey.pemRepresentation, certificates)
+        }
+    }
+
     // MARK: - JWS
 
     /// The x5c header Apple sends: leaf, intermediate, root, each standard base64 of DER.

@@ -27,7 +27,8 @@ public enum TestReceipts {
     }
 
     /// The receipt payload: environment (field 0), app id (1), bundle (2), version (3), opaque (4),
-    /// device hash (5, made from `deviceIdentifier`), creation date (12), in-app entries (17).
+    /// device hash (5, made from `deviceIdentifier`), creation date (12), in-app entries (17), then
+    /// `extra` attributes as given (``attribute(_:_:)``), for receipts no App Store writes.
     public static func payload(
         environment: String = "Production", appItemId: Int = 1_234_567_890, bundleId: String = "com.example.app",
         creationDate: String = "2025-01-01T00:00:00Z", opaque: [UInt8] = Array(0..<16),
@@ -39,7 +40,8 @@ public enum TestReceipts {
             InApp(
                 productId: "com.example.app.pro.monthly", transactionId: "1000000002", originalTransactionId: "1000000002",
                 purchaseDate: "2024-12-15T10:00:00Z", expiresDate: "2025-01-15T10:00:00Z"),
-        ]
+        ],
+        extra: [[UInt8]] = []
     ) -> [UInt8] {
         let bundle = utf8String(bundleId)
         let hash = Array(Insecure.SHA1.hash(data: deviceIdentifier + opaque + bundle))
@@ -62,7 +64,7 @@ public enum TestReceipts {
             if let expires = entry.expiresDate { fields.append(attribute(1708, ia5String(expires))) }
             attributes.append(attribute(17, tlv(0x31, fields.flatMap { $0 })))
         }
-        return tlv(0x31, attributes.flatMap { $0 })
+        return tlv(0x31, (attributes + extra).flatMap { $0 })
     }
 
     /// Signs `payload` with `pki`'s leaf (or any certificate and key) through openssl cms, carrying
@@ -116,13 +118,64 @@ public enum TestReceipts {
         try await sign(payload, certificate: pki.leaf, keyPEM: pki.leafKeyPEM, chain: [pki.intermediate, pki.root], sha1: sha1, ber: ber)
     }
 
+    /// `receipt` (DER, as `sign` makes it) with its content in chunks of `size` bytes, a constructed
+    /// OCTET STRING as BER allows: the same signed content, in as many BER elements as one likes.
+    public static func chunked(_ receipt: [UInt8], size: Int) -> [UInt8] {
+        indirect enum Element {
+            case primitive(UInt8, [UInt8])
+            case constructed(UInt8, [Element])
+
+            var encoded: [UInt8] {
+                switch self {
+                case .primitive(let tag, let content): TestReceipts.tlv(tag, content)
+                case .constructed(let tag, let children): TestReceipts.tlv(tag, children.flatMap(\.encoded))
+                }
+            }
+        }
+        func elements(_ bytes: ArraySlice<UInt8>) -> [Element] {
+            var result: [Element] = []
+            var index = bytes.startIndex
+            while index < bytes.endIndex {
+                let tag = bytes[index]
+                var length = Int(bytes[index + 1])
+                index += 2
+                if length >= 0x80 {
+                    let count = length & 0x7F
+                    length = bytes[index..<index + count].reduce(0) { $0 << 8 | Int($1) }
+                    index += count
+                }
+                let content = bytes[index..<index + length]
+                result.append(tag & 0x20 != 0 ? .constructed(tag, elements(content)) : .primitive(tag, Array(content)))
+                index += length
+            }
+            return result
+        }
+        // ContentInfo > [0] > SignedData > encapContentInfo > [0] > OCTET STRING, each the path's child.
+        func rewrite(_ element: Element, path: ArraySlice<Int>) -> Element {
+            guard case .constructed(let tag, var children) = element else { return element }
+            guard let step = path.first else { return element }
+            if path.count == 1, case .primitive(0x04, let content) = children[step] {
+                let chunks = stride(from: 0, to: content.count, by: size).map {
+                    Element.primitive(0x04, Array(content[$0..<min($0 + size, content.count)]))
+                }
+                children[step] = .constructed(0x24, chunks)
+            } else {
+                children[step] = rewrite(children[step], path: path.dropFirst())
+            }
+            return .constructed(tag, children)
+        }
+        return elements(receipt[...]).map { rewrite($0, path: [1, 0, 2, 1, 0]) }.flatMap(\.encoded)
+    }
+
     // MARK: - DER
 
-    static func attribute(_ type: Int, _ value: [UInt8]) -> [UInt8] {
+    /// One receipt attribute: SEQUENCE { type, version 1, OCTET STRING value }.
+    public static func attribute(_ type: Int, _ value: [UInt8]) -> [UInt8] {
         tlv(0x30, integer(type) + integer(1) + tlv(0x04, value))
     }
 
-    static func tlv(_ tag: UInt8, _ content: [UInt8]) -> [UInt8] {
+    /// A DER element: tag, definite length, content.
+    public static func tlv(_ tag: UInt8, _ content: [UInt8]) -> [UInt8] {
         var length: [UInt8]
         if content.count < 128 {
             length = [UInt8(content.count)]
@@ -138,7 +191,8 @@ public enum TestReceipts {
         return [tag] + length + content
     }
 
-    static func integer(_ value: Int) -> [UInt8] {
+    /// A DER INTEGER (non-negative).
+    public static func integer(_ value: Int) -> [UInt8] {
         var bytes: [UInt8] = []
         var n = value
         repeat {
@@ -149,6 +203,8 @@ public enum TestReceipts {
         return tlv(0x02, bytes)
     }
 
-    static func utf8String(_ text: String) -> [UInt8] { tlv(0x0C, Array(text.utf8)) }
-    static func ia5String(_ text: String) -> [UInt8] { tlv(0x16, Array(text.utf8)) }
+    /// A DER UTF8String.
+    public static func utf8String(_ text: String) -> [UInt8] { tlv(0x0C, Array(text.utf8)) }
+    /// A DER IA5String, the type of a receipt's dates.
+    public static func ia5String(_ text: String) -> [UInt8] { tlv(0x16, Array(text.utf8)) }
 }

@@ -68,6 +68,103 @@ import Testing
         }
     }
 
+    @Test func datesArePrintedToTheMillisecondAsSigned() async throws {
+        let jws = try PKI.ecdsa()
+        let milliseconds: [Int64] = [1, 7, 123, 456, 999]
+        try await CommandTests.withWorkspace { workspace in
+            try workspace.write("root.pem", PKI.pem(jws.root) + "\n")
+            var files: [String] = []
+            for (index, extra) in milliseconds.enumerated() {
+                let signed = PKI.milliseconds(PKI.defaultSignedDate) + 86_400_000 * Int64(index) + extra
+                try workspace.write("t\(index).jws", try jws.jws(payload: PKI.transaction(["signedDate": signed])))
+                files.append("t\(index).jws")
+            }
+            let run = try await CommandTests.run(["purchases", "verify", "--root-certificate", "root.pem"] + files, in: workspace.root)
+            #expect(run.status == 0, "\(run.stdout)\(run.stderr)")
+            let dates = try Self.lines(run.stdout).map { $0["signedDate"] as? String }
+            #expect(
+                dates
+                    == milliseconds.enumerated().map { index, extra in
+                        "2025-01-0\(index + 1)T00:00:00.\(String(format: "%03d", extra))Z"
+                    })
+        }
+    }
+
+    @Test func aRefusedTokenStillNamesWhatItClaims() async throws {
+        let jws = try PKI.ecdsa()
+        let impostor = try PKI.ecdsa()
+        try await CommandTests.withWorkspace { workspace in
+            try workspace.write("root.pem", PKI.pem(jws.root) + "\n")
+            try workspace.write("forged.jws", try impostor.jws(payload: PKI.transaction()))
+            let notification = try impostor.jws(
+                payload: PKI.notification(type: "SUBSCRIBED", data: ["signedTransactionInfo": try impostor.jws(payload: PKI.transaction())])
+            )
+            try workspace.write("forged-notification.json", "{\"signedPayload\":\"\(notification)\"}")
+            let run = try await workspace.run(
+                "purchases", "verify", "--root-certificate", "root.pem", "forged.jws", "forged-notification.json")
+            #expect(run.status == 1)
+            let lines = try Self.lines(run.stdout)
+            for line in lines {
+                #expect(line["verdict"] as? String == "invalid")
+                #expect(line["code"] as? String == "not-authenticated")
+                #expect(line["bundleId"] as? String == "com.example.app")
+                #expect(line["productId"] as? String == "com.example.app.pro.monthly")
+                #expect(line["transactionId"] as? String == "2000000000000001")
+                #expect(line["originalTransactionId"] as? String == "2000000000000001")
+                #expect(line["signedDate"] as? String == "2025-01-01T00:00:00.000Z")
+            }
+            #expect(lines.last?["notificationType"] as? String == "SUBSCRIBED")
+        }
+    }
+
+    @Test func aReceiptListsEveryInAppEntryAfterTheOtherKeys() async throws {
+        let receipts = try await PKI.rsa()
+        let jws = try PKI.ecdsa()
+        try await CommandTests.withWorkspace { workspace in
+            try workspace.write("roots.pem", PKI.pem(receipts.root) + "\n" + PKI.pem(jws.root) + "\n")
+            try workspace.write(
+                "receipt.b64", Data(try await TestReceipts.signed(TestReceipts.payload(), by: receipts)).base64EncodedString())
+            try workspace.write("transaction.jws", try jws.jws(payload: PKI.transaction()))
+            let run = try await workspace.run("purchases", "verify", "--root-certificate", "roots.pem", "receipt.b64", "transaction.jws")
+            #expect(run.status == 0, "\(run.stdout)\(run.stderr)")
+            let raw = run.stdout.split(separator: "\n").map(String.init)
+            #expect(raw.first?.contains("\"subtype\":null,\"inApp\":[{\"productId\":") == true, "\(raw.first ?? "")")
+            #expect(raw.last?.hasSuffix("\"subtype\":null,\"inApp\":null}") == true, "\(raw.last ?? "")")
+            let entries = try #require(try Self.lines(run.stdout).first?["inApp"] as? [[String: Any]])
+            #expect(entries.map { $0["productId"] as? String } == ["com.example.app.lifetime", "com.example.app.pro.monthly"])
+            #expect(entries[1]["transactionId"] as? String == "1000000002")
+            #expect(entries[1]["originalTransactionId"] as? String == "1000000002")
+            #expect(entries[1]["purchaseDate"] as? String == "2024-12-15T10:00:00.000Z")
+            #expect(entries[1]["expiresDate"] as? String == "2025-01-15T10:00:00.000Z")
+            #expect(entries[1]["cancellationDate"] is NSNull)
+            #expect(entries[1]["quantity"] as? Int == 1)
+            #expect(entries[0]["expiresDate"] is NSNull)
+        }
+    }
+
+    @Test func reasonsArePlainAndCountWhatTheEvidenceCarries() async throws {
+        let jws = try PKI.ecdsa()
+        try await CommandTests.withWorkspace { workspace in
+            try workspace.write("root.pem", PKI.pem(jws.root) + "\n")
+            try workspace.write(
+                "four.jws", try jws.jws(header: ["alg": "ES256", "x5c": jws.x5c + [jws.x5c[2]]], payload: PKI.transaction()))
+            try workspace.write("not-a-receipt.der", "NOT A RECEIPT")
+            // A SEQUENCE that announces 4 KiB and holds one byte.
+            try Data([0x30, 0x82, 0x10, 0x00, 0x06]).write(to: workspace.root.appendingPathComponent("truncated.der"))
+            let run = try await workspace.run(
+                "purchases", "verify", "--root-certificate", "root.pem", "four.jws", "not-a-receipt.der", "truncated.der")
+            #expect(run.status == 1)
+            let lines = try Self.lines(run.stdout)
+            let reasons = lines.map { $0["reason"] as? String ?? "" }
+            #expect(reasons[0].contains("x5c has 4 certificates"), "\(reasons[0])")
+            #expect(lines[1]["code"] as? String == "malformed")
+            #expect(lines[2]["code"] as? String == "malformed")
+            for reason in reasons {
+                #expect(!reason.isEmpty && !reason.contains(".swift:") && reason.count < 300, "\(reason)")
+            }
+        }
+    }
+
     @Test func applesOwnRootsDoNotTrustATestCA() async throws {
         let jws = try PKI.ecdsa()
         try await CommandTests.withWorkspace { workspace in
