@@ -43,7 +43,9 @@ import Yams
         try await AdminAPITests.withServer { client, _ in
             let paths = try #require(try await Self.document(client)["paths"] as? [String: [String: Any]])
             let documented = Set(
-                paths.map { path, item in Self.methods.filter { item[$0] != nil }.map { $0.uppercased() }.joined(separator: "/") + " " + path })
+                paths.map { path, item in
+                    Self.methods.filter { item[$0] != nil }.map { $0.uppercased() }.joined(separator: "/") + " " + path
+                })
             let repository = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
                 .deletingLastPathComponent()
             let guide = try String(contentsOf: repository.appendingPathComponent("docs/serving.md"), encoding: .utf8)

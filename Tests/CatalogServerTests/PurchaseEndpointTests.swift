@@ -310,7 +310,8 @@ import Time
             let now = Date(timeIntervalSince1970: TimeInterval(Self.during.secondsSince1970))
             let jws = try server.pki.jws(
                 payload: PKI.transaction([
-                    "purchaseDate": PKI.milliseconds(now.addingTimeInterval(0.4)), "signedDate": PKI.milliseconds(now.addingTimeInterval(0.4)),
+                    "purchaseDate": PKI.milliseconds(now.addingTimeInterval(0.4)),
+                    "signedDate": PKI.milliseconds(now.addingTimeInterval(0.4)),
                 ]))
             let answer = try await client.execute(
                 uri: Self.purchasesPath, method: .post, headers: server.headers(), body: Self.purchase(jws, token: nil))
