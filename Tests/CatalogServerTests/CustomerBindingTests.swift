@@ -195,4 +195,31 @@ import Testing
             #expect(refusals.count <= 16, "and the rows they take are bounded")
         }
     }
+
+    /// The same attack on `POST …/content`: the victim's level pack, bought on iOS 18.4 (its
+    /// transaction signs their `appTransactionId`), and the attacker's own coins presented with the
+    /// victim's AppTransaction. Before, the coins joined the victim's customer and the answer signed
+    /// URLs of the level pack; now the attacker is granted nothing.
+    @Test func aForeignAppTransactionGetsNoContent() async throws {
+        try await ContentEndpointTests.withServer { client, server in
+            var levels = ContentEndpointTests.levelsPurchase
+            levels["appTransactionId"] = Self.victimAccount
+            let victimApp = try server.pki.jws(payload: PKI.appTransaction(["appTransactionId": Self.victimAccount]))
+            let bought = try await client.execute(
+                uri: ContentEndpointTests.path, method: .post, headers: server.headers(),
+                body: Self.evidence(try server.pki.jws(payload: levels), appTransaction: victimApp))
+            #expect(try ContentEndpointTests.items(bought).keys.sorted() == ["levels"], "\(String(buffer: bought.body))")
+            let coins = try server.pki.jws(
+                payload: PKI.transaction([
+                    "transactionId": "3000000000000001", "originalTransactionId": "3000000000000001",
+                    "productId": ContentEndpointTests.coins, "type": "Consumable", "purchaseDate": PKI.milliseconds(PKI.date(2025, 3, 1)),
+                    "expiresDate": NSNull(), "subscriptionGroupIdentifier": NSNull(),
+                ]))
+            let attack = try await client.execute(
+                uri: ContentEndpointTests.path, method: .post, headers: server.headers(),
+                body: Self.evidence(coins, appTransaction: victimApp))
+            #expect(attack.status == .ok, "\(String(buffer: attack.body))")
+            #expect(try ContentEndpointTests.items(attack) == [:], "\(String(buffer: attack.body))")
+        }
+    }
 }
