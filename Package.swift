@@ -198,7 +198,9 @@ let package = Package(
                 // The server's GroupCommitter, driven here against each store (a stalled one too).
                 "CatalogServer",
                 .product(name: "Logging", package: "swift-log"),
-            ]
+            ],
+            // Rows an older version wrote, read at run time from beside the migration tests.
+            exclude: ["Fixtures"]
         ),
         .testTarget(
             name: "CatalogClientTests",
