@@ -11,16 +11,17 @@ enum OpenAPIDocument {
         return [UInt8](data)
     }()
 
-    /// The document without the admin listener's paths (`/v1/admin/…`, `/editor…`, `/metrics`):
-    /// what the public listener describes when the two are split.
+    /// The document without the admin listener's paths (`/v1/admin/…`, `/editor…`, `/metrics`,
+    /// as their routes say: ``RouteListener``): what the public listener describes when the two
+    /// are split.
     static let publicHalf: [UInt8] = {
         var kept: [Substring] = []
         var skipping = false
         for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n", omittingEmptySubsequences: false) {
             if line.hasPrefix("  /") {
                 // A path of `paths:`, two spaces in; everything indented further belongs to it.
-                let path = line.dropFirst(2)
-                skipping = path.hasPrefix("/v1/admin/") || path.hasPrefix("/editor") || path.hasPrefix("/metrics:")
+                let template = line.dropFirst(2).dropLast(line.hasSuffix(":") ? 1 : 0)
+                skipping = CatalogResponder.routes.route(template: String(template))?.listener == .admin
             } else if let first = line.first, first != " " {
                 skipping = false  // the next top-level key: `paths:` has ended
             }

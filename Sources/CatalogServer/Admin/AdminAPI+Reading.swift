@@ -48,7 +48,7 @@ extension AdminAPI {
     /// nothing but this.
     func dailyReports(_ request: Request, app: String) async throws -> Response {
         let query = request.uri.queryParameters
-        guard let identifier = query.get("identifier"), AdminRoute.isIdentifier(identifier) else {
+        guard let identifier = query.get("identifier"), Self.isIdentifier(identifier) else {
             throw Refusal(response: JSONError.response(.badRequest, "identifier= must be a product identifier ([A-Za-z0-9._-], 1 to 100)"))
         }
         var days = 30

@@ -30,16 +30,12 @@ struct AdminAPI: Sendable {
     /// Request bodies are one product definition: far below this.
     static let maximumBodyBytes = 64 * 1024
 
-    func respond(to request: Request, at route: AdminRoute) async -> Response {
-        guard route.allowed.contains(request.method) else {
-            if request.method == .delete, case .product = route {
-                var response = JSONError.response(
-                    .methodNotAllowed, "a product is never deleted: App Store identifiers cannot be reused; POST …/retire to retire it")
-                response.headers[.allow] = "PUT"
-                return response
-            }
-            return CatalogResponder.methodNotAllowed(request, allow: route.allowed.map(\.rawValue).joined(separator: ", "))
-        }
+    /// A request to one of ``routes``: the token first, then whether its role allows `effect`,
+    /// then `handler`, whose errors become answers.
+    func respond(
+        to call: RouteCall, effect: Effect, _ handler: @Sendable (AdminAPI, AdminCall) async throws -> Response
+    ) async -> Response {
+        let request = call.request
         let token: EditorToken
         switch await authenticate(request) {
         case .success(let found): token = found
@@ -54,43 +50,21 @@ struct AdminAPI: Sendable {
         guard token.role.canUseEditorAPI else {
             return JSONError.response(.forbidden, "token '\(token.name)' is a backend's: it reads customers, not the editor API")
         }
-        if route.changes(dryRun: dryRun) && !token.role.canEdit {
+        if effect.changes(dryRun: dryRun) && !token.role.canEdit {
             return JSONError.response(.forbidden, "token '\(token.name)' is a viewer's; changes need an editor's token")
         }
+        let app = call.parameters.value("app")
         do {
-            switch route {
-            case .apps: return try apps()
-            case .app(let app): return try appState(app)
-            case .products(let app): return try await edit(request, app: app, actor: token.name) { .create($0) }
-            case .product(let app, let id): return try await edit(request, app: app, actor: token.name) { .update(id: id, $0) }
-            case .retire(let app, let id): return try await edit(request, app: app, actor: token.name, body: false) { _ in .retire(id: id) }
-            case .publish(let app): return try await publish(request, app: app, dryRun: dryRun, actor: token.name)
-            case .reports(let app): return try await reports(request, app: app)
-            case .dailyReports(let app): return try await dailyReports(request, app: app)
-            case .release(let app, let id):
-                return try await decide(app: app, id: id, actor: token.name, key: .released) { workflow, now in
-                    try workflow.releaseFeedback(app: app, identifier: id, at: now)
-                }
-            case .quarantine(let app, let id):
-                return try await decide(app: app, id: id, actor: token.name, key: .quarantined) { workflow, now in
-                    try workflow.confirmQuarantine(app: app, identifier: id, by: token.name, at: now)
-                }
-            case .revisions(let app): return try revisions(request, app: app)
-            case .diff(let app): return try diff(request, app: app)
-            case .rollback(let app, let revision): return try await rollback(request, app: app, to: revision, actor: token.name)
-            case .audit: return try await audit(request)
-            case .customer(let app, let id): return await customer(request, app: app, id: id, read: customers)
-            case .customerContent(let app, let id): return await customer(request, app: app, id: id, read: customerContent)
-            }
+            return try await handler(self, AdminCall(request: request, parameters: call.parameters, token: token, dryRun: dryRun))
         } catch let refusal as Refusal {
             return refusal.response
         } catch let failure as AuditFailure {
             // Undone: the store is unavailable, try again later. Not undone: a server error.
             return JSONError.response(failure.undoFailure == nil ? .serviceUnavailable : .internalServerError, "\(failure)")
         } catch let error as EditError {
-            return response(for: error, app: route.app)
+            return response(for: error, app: app)
         } catch let error as HistoryError {
-            return response(for: Self.editError(error), app: route.app)
+            return response(for: Self.editError(error), app: app)
         } catch {
             return JSONError.response(.internalServerError, "\(error)")
         }
@@ -225,18 +199,6 @@ struct AdminAPI: Sendable {
             var response = JSONError.response(.preconditionFailed, error.description, appending: [("current", AppStateAnswer(state).json)])
             response.headers[.eTag] = Self.entityTag(state.sourceRevision)
             return response
-        }
-    }
-}
-
-extension AdminRoute {
-    var app: String? {
-        switch self {
-        case .apps, .audit: nil
-        case .app(let app), .products(let app), .publish(let app), .reports(let app), .dailyReports(let app): app
-        case .product(let app, _), .retire(let app, _), .release(let app, _), .quarantine(let app, _): app
-        case .revisions(let app), .diff(let app), .rollback(let app, _), .customer(let app, _): app
-        case .customerContent(let app, _): app
         }
     }
 }

@@ -3,21 +3,18 @@ import CoreMetrics
 import Prometheus
 import Synchronization
 
-/// The route a request is counted under: a few fixed values, never an app or a revision.
-enum MetricsRoute: String, Sendable {
-    case products, catalog
-    case revisionProducts = "revision_products"
-    case revisionCatalog = "revision_catalog"
-    case apps, variants, revisions, reports, healthz, readyz, metrics, admin, openapi, editor, unknown
-    case notifications, purchases, customers
-    case customerLookup = "customer_lookup"
-    /// A content file's `GET` (`/v1/content/…`), and a customer's list (`POST …/content`).
-    case content
-    case contentList = "content_list"
+/// The route a request is counted under (`catalog_http_requests_total{route=…}`): a few fixed
+/// values, never an app or a revision. Each route names its own in its feature's table
+/// (``RouteSpec``), as a literal; dashboards depend on the values.
+struct MetricsRoute: Hashable, Sendable, ExpressibleByStringLiteral {
+    let rawValue: String
 
-    init(_ kind: FeedKind) {
-        self = kind == .products ? .products : .catalog
+    init(stringLiteral value: StaticString) {
+        rawValue = value.description
     }
+
+    /// A path no route of the listener answers.
+    static let unknown: MetricsRoute = "unknown"
 }
 
 /// What the server counts, served at `/metrics` in Prometheus text format.
