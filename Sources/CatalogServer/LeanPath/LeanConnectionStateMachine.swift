@@ -1,6 +1,6 @@
 import NIOCore
 
-/// What one connection of ``FeedConnectionHandler`` is doing, and what it must do next: the
+/// What one connection of ``LeanConnectionHandler`` is doing, and what it must do next: the
 /// deadlines, backpressure and request order of the lean path, decided without a channel.
 ///
 /// The handler tells it every event (bytes received, a read batch ended, the socket's writability
@@ -26,7 +26,7 @@ import NIOCore
 ///   unanswered closes after `idleTimeout`; a client that has not drained its answers for
 ///   `readDeadline` is closed. The application's own time (a request read and not yet
 ///   answered) is never the client's.
-struct FeedConnectionStateMachine {
+struct LeanConnectionStateMachine {
     let readDeadline: TimeAmount
     let idleTimeout: TimeAmount
 
@@ -190,7 +190,7 @@ struct FeedConnectionStateMachine {
             unread = buffer
             return .done(timerAfterRead())
         }
-        switch buffer.withUnsafeReadableBytes(FeedRequestParser.parse) {
+        switch buffer.withUnsafeReadableBytes(LeanRequestParser.parse) {
         case .needMore:
             unread = buffer
             return .done(timerAfterRead())
