@@ -44,13 +44,14 @@ final class LeanConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     /// Behind a TLS handler: a file cannot go zero-copy (the bytes must be encrypted), so it is
     /// read in bounded chunks instead (``LeanHTTP1Channel`` sets it).
     var isSecure = false
-    /// The file being sent, if any.
+    /// The file being sent, if any, and the pieces of it still to write: the I/O behind the state
+    /// machine's download phase, which may outlive it (a chunk being read when the connection ends
+    /// keeps its file until the read returns).
     private var download: Download?
-    /// The inbound event held while a download was in progress.
+    /// The inbound event held during a download: the state machine says when to pass it on; the
+    /// event itself, which it never looks into, stays here.
     private var heldEvent: Any?
-    /// The connection ended (or the handler left it).
-    private var ended = false
-    /// Inside ``pump(_:)``.
+    /// Inside ``pump(_:)``: this handler's own loop, not the connection's state.
     private var pumping = false
     /// Inside ``handleReceived(_:now:)``'s loop, which goes on by itself after a download that ends at once.
     private var handlingReceived = false
@@ -102,7 +103,6 @@ final class LeanConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     }
 
     private func end() {
-        ended = true
         // A chunk being read keeps the file until the read returns (``readChunk``); a final write
         // issued closes it when done.
         if let download, !download.finalWriteIssued, !download.reading {
@@ -372,7 +372,7 @@ final class LeanConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         let read = Self.fileIO.read(
             fileHandle: file, fromOffset: offset, byteCount: Int(count), allocator: context.channel.allocator, eventLoop: context.eventLoop)
         read.assumeIsolated().whenComplete { result in
-            guard var current = self.download, current.file === file, !self.ended else {
+            guard var current = self.download, current.file === file, !self.state.hasEnded else {
                 // The connection ended while the chunk was read: the file is closed now, not
                 // while the read could still use its descriptor.
                 try? file.close()
