@@ -1,10 +1,11 @@
+import AppStore
 import CatalogKit
 import Foundation
 import Hummingbird
 import HummingbirdCore
+import Ledger
 import Logging
 import NIOCore
-import Purchases
 import ServiceLifecycle
 import Synchronization
 

@@ -1,11 +1,11 @@
 import CatalogKit
 import Foundation
+import Ledger
 import PostgresNIO
-import Purchases
 
 /// Customers, purchases and notifications in the same PostgreSQL database as the reports, with the
 /// semantics of `SQLiteReportStore`'s. Replicas that record purchases at the same moment meet on
-/// the tables' keys: each purchase is locked (an advisory lock on its app and original transaction)
+/// the tables' keys: each purchase is locked (an advisory lock on its app and purchase key)
 /// for the rest of the transaction before its binding is read, so two first presentations of one
 /// purchase bind it once.
 extension PostgresReportStore: PurchaseStore {
@@ -25,12 +25,12 @@ extension PostgresReportStore: PurchaseStore {
                     """
                     SELECT customer_id FROM (
                         SELECT 1 AS priority, customer_id FROM purchase_customer_keys
-                            WHERE app = \(app) AND kind = 'appAccountToken' AND value = lower(\(id))
+                            WHERE app = \(app) AND store = '' AND kind = 'appAccount' AND value = lower(\(id))
                         UNION ALL SELECT 2, customer_id FROM purchase_customer_keys
-                            WHERE app = \(app) AND kind = 'appTransactionId' AND value = \(id)
-                        UNION ALL SELECT 3, customer_id FROM purchase_bindings WHERE app = \(app) AND original_transaction_id = \(id)
+                            WHERE app = \(app) AND kind = 'storeAccount' AND value = \(id)
+                        UNION ALL SELECT 3, customer_id FROM purchase_bindings WHERE app = \(app) AND purchase_key = \(id)
                         UNION ALL SELECT 4, b.customer_id FROM purchase_transactions t
-                            JOIN purchase_bindings b ON b.app = t.app AND b.original_transaction_id = t.original_transaction_id
+                            JOIN purchase_bindings b ON b.app = t.app AND b.store = t.store AND b.purchase_key = t.purchase_key
                             WHERE t.app = \(app) AND t.transaction_id = \(id)) AS found
                     ORDER BY priority LIMIT 1
                     """, logger: logger
@@ -38,75 +38,48 @@ extension PostgresReportStore: PurchaseStore {
                     customer = found
                 }
                 guard let customer else { return nil }
-                var keys: [CustomerKey] = []
-                for try await (kind, value) in try await connection.query(
-                    "SELECT kind, value FROM purchase_customer_keys WHERE customer_id = \(customer) ORDER BY kind COLLATE \"C\", value COLLATE \"C\"",
-                    logger: logger
-                ).decode((String, String).self) {
-                    if let kind = CustomerKey.Kind(rawValue: kind) { keys.append(CustomerKey(kind: kind, value: value)) }
+                func rows<Row>(_ sql: String, _ make: (PostgresStoredRow) -> Row) async throws -> [Row] {
+                    var binds = PostgresBindings()
+                    binds.append(customer)
+                    var rows: [Row] = []
+                    for try await row in try await connection.query(PostgresQuery(unsafeSQL: sql, binds: binds), logger: logger) {
+                        rows.append(make(PostgresStoredRow(row)))
+                    }
+                    return rows
                 }
-                var originals: [String] = []
-                for try await original in try await connection.query(
-                    """
-                    SELECT original_transaction_id FROM purchase_bindings WHERE customer_id = \(customer)
-                    ORDER BY original_transaction_id COLLATE "C"
-                    """, logger: logger
-                ).decode(String.self) {
-                    originals.append(original)
-                }
-                var transactions: [JWSTransactionDecodedPayload] = []
-                for try await payload in try await connection.query(
-                    """
-                    SELECT t.payload FROM purchase_bindings b
-                    JOIN purchase_transactions t ON t.app = b.app AND t.original_transaction_id = b.original_transaction_id
-                    WHERE b.customer_id = \(customer)
-                    """, logger: logger
-                ).decode(String.self) {
-                    if let decoded = StoredPayload.decode(JWSTransactionDecodedPayload.self, payload) { transactions.append(decoded) }
-                }
-                var infos: [JWSRenewalInfoDecodedPayload] = []
-                for try await payload in try await connection.query(
-                    """
-                    SELECT r.payload FROM purchase_bindings b
-                    JOIN purchase_renewal_infos r ON r.app = b.app AND r.original_transaction_id = b.original_transaction_id
-                    WHERE b.customer_id = \(customer)
-                    """, logger: logger
-                ).decode(String.self) {
-                    if let decoded = StoredPayload.decode(JWSRenewalInfoDecodedPayload.self, payload) { infos.append(decoded) }
-                }
-                var transfers: [TransferEvent] = []
-                for try await (original, from, to, outcome, at) in try await connection.query(
-                    """
-                    SELECT original_transaction_id, from_customer, to_customer, outcome, at FROM purchase_transfers
-                    WHERE from_customer = \(customer) OR to_customer = \(customer) ORDER BY sequence
-                    """, logger: logger
-                ).decode((String, Int64, Int64, String, Int64).self) {
-                    transfers.append(
-                        TransferEvent(
-                            originalTransactionId: original, fromCustomer: from, toCustomer: to,
-                            outcome: TransferEvent.Outcome(rawValue: outcome) ?? .refused, at: Date(timeIntervalSince1970: TimeInterval(at))
-                        ))
-                }
-                var refused: [RefusedClaim] = []
-                for try await (original, kind, value, count, first, last) in try await connection.query(
-                    """
-                    SELECT r.original_transaction_id, r.claimant_kind, r.claimant_value, r.count, r.first_at, r.last_at
-                    FROM purchase_bindings b
-                    JOIN purchase_refused_claims r ON r.app = b.app AND r.original_transaction_id = b.original_transaction_id
-                    WHERE b.customer_id = \(customer)
-                    ORDER BY r.original_transaction_id COLLATE "C", r.first_at, r.claimant_kind COLLATE "C", r.claimant_value COLLATE "C"
-                    """, logger: logger
-                ).decode((String, String, String, Int64, Int64, Int64).self) {
-                    refused.append(
-                        RefusedClaim(
-                            originalTransactionId: original,
-                            claimant: CustomerKey.Kind(rawValue: kind).map { CustomerKey(kind: $0, value: value) },
-                            count: Int(count), firstAt: Date(timeIntervalSince1970: TimeInterval(first)),
-                            lastAt: Date(timeIntervalSince1970: TimeInterval(last))))
-                }
+                // Through the bindings: a purchase's rows are the customer's while it is bound to them.
+                let bound = "FROM purchase_bindings b JOIN"
+                let ofBound = "ON x.app = b.app AND x.store = b.store AND x.purchase_key = b.purchase_key WHERE b.customer_id = $1"
                 return CustomerRecord(
-                    id: customer, app: app, keys: keys, originalTransactionIds: originals, transactions: transactions, renewalInfos: infos,
-                    transfers: transfers, refusedClaims: refused)
+                    id: customer, app: app,
+                    keys: try await rows(
+                        """
+                        SELECT store, kind, value FROM purchase_customer_keys WHERE customer_id = $1
+                        ORDER BY store COLLATE "C", kind COLLATE "C", value COLLATE "C"
+                        """, CustomerKey.init(row:)
+                    ).compactMap { $0 },
+                    purchases: try await rows(
+                        """
+                        SELECT store, purchase_key FROM purchase_bindings WHERE customer_id = $1
+                        ORDER BY store COLLATE "C", purchase_key COLLATE "C"
+                        """, PurchaseReference.init(row:)),
+                    transactions: try await rows(
+                        "SELECT x.store, x.payload \(bound) purchase_transactions x \(ofBound)", LedgerTransaction.init(row:)
+                    ).compactMap { $0 },
+                    states: try await rows("SELECT x.store, x.payload \(bound) purchase_states x \(ofBound)", SubscriptionState.init(row:))
+                        .compactMap { $0 },
+                    transfers: try await rows(
+                        """
+                        SELECT store, purchase_key, from_customer, to_customer, outcome, at FROM purchase_transfers
+                        WHERE from_customer = $1 OR to_customer = $1 ORDER BY sequence
+                        """, TransferEvent.init(row:)),
+                    refusedClaims: try await rows(
+                        """
+                        SELECT x.store, x.purchase_key, x.claimant_store, x.claimant_kind, x.claimant_value, x.count, x.first_at, x.last_at
+                        \(bound) purchase_refused_claims x \(ofBound)
+                        ORDER BY x.store COLLATE "C", x.purchase_key COLLATE "C", x.first_at, x.claimant_store COLLATE "C",
+                                 x.claimant_kind COLLATE "C", x.claimant_value COLLATE "C"
+                        """, RefusedClaim.init(row:)))
             }
         }
     }
@@ -117,18 +90,11 @@ extension PostgresReportStore: PurchaseStore {
                 var notifications: [RawNotification] = []
                 let rows = try await connection.query(
                     """
-                    SELECT sequence, app, notification_uuid, notification_type, subtype, environment, signed_at_ms, received_at, body
+                    SELECT \(unescaped: RawNotification.columns)
                     FROM purchase_notifications WHERE sequence > \(sequence) AND (\(app)::text IS NULL OR app = \(app))
                     ORDER BY sequence LIMIT \(Int64(max(limit, 0)))
                     """, logger: logger)
-                for try await row in rows.decode((Int64, String, String, String?, String?, String?, Int64?, Int64, String).self) {
-                    notifications.append(
-                        RawNotification(
-                            sequence: row.0, app: row.1, notificationUUID: row.2, notificationType: row.3, subtype: row.4,
-                            environment: row.5,
-                            signedDate: row.6.map { Date(timeIntervalSince1970: TimeInterval($0) / 1000) },
-                            receivedAt: Date(timeIntervalSince1970: TimeInterval(row.7)), body: row.8))
-                }
+                for try await row in rows { notifications.append(RawNotification(row: PostgresStoredRow(row))) }
                 return notifications
             }
         }
@@ -137,7 +103,7 @@ extension PostgresReportStore: PurchaseStore {
     public func clearNotificationEvidence(app: String?) async throws -> Int {
         try await transaction("cannot clear notification evidence") { connection, logger in
             var total = 0
-            for table in ["purchase_transactions", "purchase_renewal_infos"] {
+            for table in ["purchase_transactions", "purchase_states"] {
                 let rows = try await connection.query(
                     PostgresQuery(
                         unsafeSQL: "DELETE FROM \(table) WHERE source = 'notification' AND ($1::text IS NULL OR app = $1) RETURNING 1",
@@ -164,17 +130,21 @@ extension PostgresReportStore: PurchaseStore {
         if let notification = recorder.notificationToStore {
             let inserted = try await connection.query(
                 """
-                INSERT INTO purchase_notifications (app, notification_uuid, notification_type, subtype, environment, signed_at_ms,
+                INSERT INTO purchase_notifications (app, store, notification_id, notification_type, subtype, environment, signed_at_ms,
                                                     received_at, body)
-                VALUES (\(app), \(notification.notificationUUID), \(notification.notificationType), \(notification.subtype),
-                        \(notification.environment), \(milliseconds(notification.signedDate)), \(now), \(notification.body))
-                ON CONFLICT (app, notification_uuid) DO NOTHING RETURNING 1
+                VALUES (\(app), \(notification.marketplace.rawValue), \(notification.notificationId), \(notification.notificationType),
+                        \(notification.subtype), \(notification.environment), \(milliseconds(notification.signedDate)), \(now),
+                        \(notification.body))
+                ON CONFLICT (app, store, notification_id) DO NOTHING RETURNING 1
                 """, logger: logger
             ).collect().count
             if inserted == 0 { return PurchaseOutcome(duplicate: true) }
         }
         while let query = recorder.nextPurchase() {
-            let lockKey = "\(app)/\(query.originalTransactionId)"
+            // The App Store's purchases are locked by the key they had before stores were told apart,
+            // so that a replica of either version meets the other on the same lock.
+            let purchase = query.purchase
+            let lockKey = purchase.marketplace == .appStore ? "\(app)/\(purchase.key)" : "\(app)/\(purchase.marketplace)/\(purchase.key)"
             try await connection.execute("SELECT pg_advisory_xact_lock(hashtextextended(\(lockKey), 0))", logger: logger)
             let state = try await state(of: query, app: app, connection, logger)
             recorder.created(try await apply(recorder.decide(state), app: app, now: now, connection, logger))
@@ -190,23 +160,23 @@ extension PostgresReportStore: PurchaseStore {
         func customer(_ id: Int64?) async throws -> StoredCustomer? {
             guard let id else { return nil }
             var keys: [CustomerKey] = []
-            for try await (kind, value) in try await connection.query(
-                "SELECT kind, value FROM purchase_customer_keys WHERE customer_id = \(id)", logger: logger
-            ).decode((String, String).self) {
-                if let kind = CustomerKey.Kind(rawValue: kind) { keys.append(CustomerKey(kind: kind, value: value)) }
+            for try await row in try await connection.query(
+                "SELECT store, kind, value FROM purchase_customer_keys WHERE customer_id = \(id)", logger: logger)
+            {
+                if let key = CustomerKey(row: PostgresStoredRow(row)) { keys.append(key) }
             }
             return StoredCustomer(id: id, keys: keys)
         }
         let bound = try await customer(
             integer(
-                "SELECT customer_id FROM purchase_bindings WHERE app = $1 AND original_transaction_id = $2",
-                [app, query.originalTransactionId], connection, logger))
+                "SELECT customer_id FROM purchase_bindings WHERE app = $1 AND store = $2 AND purchase_key = $3",
+                [app, query.purchase.marketplace.rawValue, query.purchase.key], connection, logger))
         var customers: [CustomerKey: StoredCustomer] = [:]
         for key in query.keys {
             customers[key] = try await customer(
                 integer(
-                    "SELECT customer_id FROM purchase_customer_keys WHERE app = $1 AND kind = $2 AND value = $3",
-                    [app, key.kind.rawValue, key.value], connection, logger))
+                    "SELECT customer_id FROM purchase_customer_keys WHERE app = $1 AND store = $2 AND kind = $3 AND value = $4",
+                    [app, key.storeColumn, key.kind.rawValue, key.value], connection, logger))
         }
         return PurchaseState(bound: bound, customers: customers)
     }
@@ -229,14 +199,16 @@ extension PostgresReportStore: PurchaseStore {
             case .addKey(let key, let customer):
                 try await connection.execute(
                     """
-                    INSERT INTO purchase_customer_keys (app, kind, value, customer_id) VALUES (\(app), \(key.kind.rawValue), \(key.value), \(id(customer)))
+                    INSERT INTO purchase_customer_keys (app, store, kind, value, customer_id)
+                    VALUES (\(app), \(key.storeColumn), \(key.kind.rawValue), \(key.value), \(id(customer)))
                     ON CONFLICT DO NOTHING
                     """, logger: logger)
-            case .bind(let original, let customer):
+            case .bind(let purchase, let customer):
                 try await connection.execute(
                     """
-                    INSERT INTO purchase_bindings (app, original_transaction_id, customer_id, bound_at) VALUES (\(app), \(original), \(id(customer)), \(now))
-                    ON CONFLICT (app, original_transaction_id) DO UPDATE SET customer_id = excluded.customer_id, bound_at = excluded.bound_at
+                    INSERT INTO purchase_bindings (app, store, purchase_key, customer_id, bound_at)
+                    VALUES (\(app), \(purchase.marketplace.rawValue), \(purchase.key), \(id(customer)), \(now))
+                    ON CONFLICT (app, store, purchase_key) DO UPDATE SET customer_id = excluded.customer_id, bound_at = excluded.bound_at
                     """, logger: logger)
             case .absorb(let placeholder, let customer):
                 try await connection.execute(
@@ -245,54 +217,56 @@ extension PostgresReportStore: PurchaseStore {
                 try await connection.execute(
                     """
                     UPDATE purchase_customer_keys SET customer_id = \(id(customer))
-                    WHERE customer_id = \(placeholder) AND kind = 'appTransactionId'
+                    WHERE customer_id = \(placeholder) AND kind = 'storeAccount'
                     """, logger: logger)
-            case .recordTransfer(let original, let from, let to):
+            case .recordTransfer(let purchase, let from, let to):
                 try await connection.execute(
                     """
-                    INSERT INTO purchase_transfers (app, original_transaction_id, from_customer, to_customer, outcome, at)
-                    VALUES (\(app), \(original), \(from), \(id(to)), 'transferred', \(now))
+                    INSERT INTO purchase_transfers (app, store, purchase_key, from_customer, to_customer, outcome, at)
+                    VALUES (\(app), \(purchase.marketplace.rawValue), \(purchase.key), \(from), \(id(to)), 'transferred', \(now))
                     """, logger: logger)
-            case .recordRefusedClaim(let original, let claimant, let kept):
+            case .recordRefusedClaim(let purchase, let claimant, let kept):
                 // As in SQLite: a claimant's own row while fewer than `kept` have one, else the row of the rest.
                 let known =
                     try await integer(
                         """
-                        SELECT count(*) FROM purchase_refused_claims WHERE app = $1 AND original_transaction_id = $2
-                        AND claimant_kind <> '' AND NOT (claimant_kind = $3 AND claimant_value = $4)
-                        """, [app, original, claimant.kind.rawValue, claimant.value], connection, logger) ?? 0
+                        SELECT count(*) FROM purchase_refused_claims WHERE app = $1 AND store = $2 AND purchase_key = $3
+                        AND claimant_kind <> '' AND NOT (claimant_store = $4 AND claimant_kind = $5 AND claimant_value = $6)
+                        """,
+                        [app, purchase.marketplace.rawValue, purchase.key, claimant.storeColumn, claimant.kind.rawValue, claimant.value],
+                        connection, logger) ?? 0
                 let own = known < Int64(kept)
-                let (kind, value) = own ? (claimant.kind.rawValue, claimant.value) : ("", "")
+                let (store, kind, value) = own ? (claimant.storeColumn, claimant.kind.rawValue, claimant.value) : ("", "", "")
                 try await connection.execute(
                     """
-                    INSERT INTO purchase_refused_claims (app, original_transaction_id, claimant_kind, claimant_value, count, first_at, last_at)
-                    VALUES (\(app), \(original), \(kind), \(value), 1, \(now), \(now))
-                    ON CONFLICT (app, original_transaction_id, claimant_kind, claimant_value)
+                    INSERT INTO purchase_refused_claims (app, store, purchase_key, claimant_store, claimant_kind, claimant_value, count,
+                                                         first_at, last_at)
+                    VALUES (\(app), \(purchase.marketplace.rawValue), \(purchase.key), \(store), \(kind), \(value), 1, \(now), \(now))
+                    ON CONFLICT (app, store, purchase_key, claimant_store, claimant_kind, claimant_value)
                     DO UPDATE SET count = purchase_refused_claims.count + 1, last_at = excluded.last_at
                     """, logger: logger)
-            case .keepTransaction(let transaction, let source):
-                guard let transactionId = transaction.transactionId else { continue }
-                let original = transaction.originalTransactionId ?? transactionId
-                let payload = StoredPayload.encode(transaction)
-                let hash = ContentHash.sha256Hex(Array(payload.utf8))
+            case .keepTransaction(let kept, let source):
+                let transaction = kept.value
+                guard let transactionId = transaction.transactionId, let purchase = transaction.purchase else { continue }
+                let hash = ContentHash.sha256Hex(Array(kept.json.utf8))
                 try await connection.execute(
                     """
-                    INSERT INTO purchase_transactions (app, transaction_id, original_transaction_id, environment, signed_at_ms, payload,
+                    INSERT INTO purchase_transactions (app, store, transaction_id, purchase_key, environment, signed_at_ms, payload,
                                                        payload_sha256, source, received_at)
-                    VALUES (\(app), \(transactionId), \(original), \(transaction.environment?.rawValue), \(milliseconds(transaction.signedDate)),
-                            \(payload), \(hash), \(source.rawValue), \(now))
+                    VALUES (\(app), \(transaction.marketplace.rawValue), \(transactionId), \(purchase), \(transaction.environment?.rawValue),
+                            \(milliseconds(transaction.signedDate)), \(kept.json), \(hash), \(source.rawValue), \(now))
                     ON CONFLICT DO NOTHING
                     """, logger: logger)
-            case .keepRenewalInfo(let info, let source):
-                guard let original = info.originalTransactionId else { continue }
-                let payload = StoredPayload.encode(info)
-                let hash = ContentHash.sha256Hex(Array(payload.utf8))
+            case .keepState(let kept, let source):
+                let state = kept.value
+                guard let purchase = state.purchaseKey else { continue }
+                let hash = ContentHash.sha256Hex(Array(kept.json.utf8))
                 try await connection.execute(
                     """
-                    INSERT INTO purchase_renewal_infos (app, original_transaction_id, environment, signed_at_ms, payload, payload_sha256,
-                                                        source, received_at)
-                    VALUES (\(app), \(original), \(info.environment?.rawValue), \(milliseconds(info.signedDate)), \(payload), \(hash),
-                            \(source.rawValue), \(now))
+                    INSERT INTO purchase_states (app, store, purchase_key, environment, signed_at_ms, payload, payload_sha256, source,
+                                                 received_at)
+                    VALUES (\(app), \(state.marketplace.rawValue), \(purchase), \(state.environment?.rawValue),
+                            \(milliseconds(state.signedDate)), \(kept.json), \(hash), \(source.rawValue), \(now))
                     ON CONFLICT DO NOTHING
                     """, logger: logger)
             case .enqueue(let event):
@@ -319,8 +293,8 @@ extension PostgresReportStore: PurchaseStore {
     private static func customer(app: String, key: CustomerKey, now: Int64, _ connection: PostgresConnection, _ logger: Logger)
         async throws -> Int64
     {
-        let find = "SELECT customer_id FROM purchase_customer_keys WHERE app = $1 AND kind = $2 AND value = $3"
-        let values = [app, key.kind.rawValue, key.value]
+        let find = "SELECT customer_id FROM purchase_customer_keys WHERE app = $1 AND store = $2 AND kind = $3 AND value = $4"
+        let values = [app, key.storeColumn, key.kind.rawValue, key.value]
         var created: Int64 = 0
         for try await id in try await connection.query(
             "INSERT INTO purchase_customers (app, created_at) VALUES (\(app), \(now)) RETURNING id", logger: logger
@@ -329,7 +303,8 @@ extension PostgresReportStore: PurchaseStore {
         }
         try await connection.execute(
             """
-            INSERT INTO purchase_customer_keys (app, kind, value, customer_id) VALUES (\(app), \(key.kind.rawValue), \(key.value), \(created))
+            INSERT INTO purchase_customer_keys (app, store, kind, value, customer_id)
+            VALUES (\(app), \(key.storeColumn), \(key.kind.rawValue), \(key.value), \(created))
             ON CONFLICT DO NOTHING
             """, logger: logger
         )

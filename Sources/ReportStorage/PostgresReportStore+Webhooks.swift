@@ -1,25 +1,18 @@
 import Foundation
+import Ledger
 import PostgresNIO
-import Purchases
 
 /// The webhook outbox in PostgreSQL, with the semantics of `SQLiteReportStore`'s. Replicas that
 /// deliver at the same moment may both send an event (delivery is at least once; the event id
 /// lets the receiver deduplicate).
 extension PostgresReportStore: WebhookOutbox {
-    private static let webhookColumns = """
-        sequence, event_id, app, type, customer_id, original_transaction_id, transaction_id, product_id, environment, occurred_at_ms,
-        created_at, attempts
-        """
-
-    private typealias WebhookRow = (Int64, String, String, String, Int64?, String, String?, String?, String?, Int64?, Int64, Int32)
-
     public func dueWebhookEvents(at now: Date, limit: Int) async throws -> [WebhookEvent] {
         let now = Int64(now.timeIntervalSince1970)
         let limit = Int64(max(limit, 0))
         return try await webhookEvents(
             PostgresQuery(
                 unsafeSQL: """
-                    SELECT \(Self.webhookColumns) FROM purchase_webhook_events e
+                    SELECT \(WebhookEvent.columns) FROM purchase_webhook_events e
                     WHERE state = 'pending' AND next_attempt_at <= $1
                       AND NOT EXISTS (SELECT 1 FROM purchase_webhook_events o
                                       WHERE o.state = 'pending' AND o.customer_id = e.customer_id AND o.sequence < e.sequence)
@@ -37,7 +30,7 @@ extension PostgresReportStore: WebhookOutbox {
         let limit = Int64(max(limit, 0))
         return try await webhookEvents(
             PostgresQuery(
-                unsafeSQL: "SELECT \(Self.webhookColumns) FROM purchase_webhook_events WHERE state = 'pending' ORDER BY sequence LIMIT $1",
+                unsafeSQL: "SELECT \(WebhookEvent.columns) FROM purchase_webhook_events WHERE state = 'pending' ORDER BY sequence LIMIT $1",
                 binds: {
                     var binds = PostgresBindings()
                     binds.append(limit)
@@ -95,14 +88,8 @@ extension PostgresReportStore: WebhookOutbox {
         try await withStoreErrors("cannot read webhook events") {
             try await client.withConnection { connection in
                 var events: [WebhookEvent] = []
-                for try await row in try await connection.query(query, logger: logger).decode(WebhookRow.self) {
-                    guard let type = WebhookEventType(rawValue: row.3) else { continue }
-                    events.append(
-                        WebhookEvent(
-                            sequence: row.0, id: row.1, app: row.2, type: type, customerId: row.4, originalTransactionId: row.5,
-                            transactionId: row.6, productId: row.7, environment: row.8,
-                            occurredAt: row.9.map { Date(timeIntervalSince1970: TimeInterval($0) / 1000) },
-                            createdAt: Date(timeIntervalSince1970: TimeInterval(row.10)), attempts: Int(row.11)))
+                for try await row in try await connection.query(query, logger: logger) {
+                    if let event = WebhookEvent(row: PostgresStoredRow(row)) { events.append(event) }
                 }
                 return events
             }
@@ -116,9 +103,10 @@ extension PostgresReportStore: WebhookOutbox {
         let occurred = event.occurredAt.map { Int64(($0.timeIntervalSince1970 * 1000).rounded()) }
         try await connection.execute(
             """
-            INSERT INTO purchase_webhook_events (event_id, app, type, customer_id, original_transaction_id, transaction_id, product_id,
+            INSERT INTO purchase_webhook_events (event_id, app, type, customer_id, store, purchase_key, transaction_id, product_id,
                                                  environment, occurred_at_ms, created_at, next_attempt_at)
-            VALUES (\(event.id), \(event.app), \(event.type.rawValue), \(event.customerId), \(event.originalTransactionId),
+            VALUES (\(event.id), \(event.app), \(event.type.rawValue), \(event.customerId), \(event.marketplace.rawValue),
+                    \(event.purchaseKey),
                     \(event.transactionId), \(event.productId), \(event.environment), \(occurred), \(created), \(created))
             ON CONFLICT (event_id) DO NOTHING
             """, logger: logger)

@@ -89,6 +89,17 @@ final class SQLiteConnection {
 final class SQLiteStatement {
     private let statement: OpaquePointer
     private let connection: SQLiteConnection
+    /// Each result column's index by its name, read once from the prepared statement.
+    private lazy var columns: [String: Int32] = {
+        var columns: [String: Int32] = [:]
+        for index in 0..<sqlite3_column_count(statement) {
+            if let name = sqlite3_column_name(statement, index) { columns[String(cString: name)] = index }
+        }
+        return columns
+    }()
+
+    /// The index of the result column named `name`.
+    func column(_ name: String) -> Int32? { columns[name] }
 
     fileprivate init(_ statement: OpaquePointer, connection: SQLiteConnection) {
         self.statement = statement

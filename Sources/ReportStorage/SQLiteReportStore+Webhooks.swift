@@ -1,20 +1,15 @@
 import Foundation
-import Purchases
+import Ledger
 
 /// The webhook outbox in the SQLite file (docs/purchases.md, "Webhooks"): events are written by
 /// ``SQLiteReportStore/Writer/enqueueWebhooks(for:outcome:)`` inside the transaction that records
 /// the evidence, and settled here by the delivery service.
 extension SQLiteReportStore: WebhookOutbox {
-    static let webhookColumns = """
-        sequence, event_id, app, type, customer_id, original_transaction_id, transaction_id, product_id, environment, occurred_at_ms,
-        created_at, attempts
-        """
-
     public func dueWebhookEvents(at now: Date, limit: Int) async throws -> [WebhookEvent] {
         try await reader.run { connection in
             try connection.rows(
                 """
-                SELECT \(Self.webhookColumns) FROM purchase_webhook_events e
+                SELECT \(WebhookEvent.columns) FROM purchase_webhook_events e
                 WHERE state = 'pending' AND next_attempt_at <= ?1
                   AND NOT EXISTS (SELECT 1 FROM purchase_webhook_events o
                                   WHERE o.state = 'pending' AND o.customer_id = e.customer_id AND o.sequence < e.sequence)
@@ -27,7 +22,7 @@ extension SQLiteReportStore: WebhookOutbox {
     public func pendingWebhookEvents(limit: Int) async throws -> [WebhookEvent] {
         try await reader.run { connection in
             try connection.rows(
-                "SELECT \(Self.webhookColumns) FROM purchase_webhook_events WHERE state = 'pending' ORDER BY sequence LIMIT ?1",
+                "SELECT \(WebhookEvent.columns) FROM purchase_webhook_events WHERE state = 'pending' ORDER BY sequence LIMIT ?1",
                 [.integer(Int64(max(limit, 0)))], Self.webhookEvent
             ).compactMap { $0 }
         }
@@ -67,14 +62,7 @@ extension SQLiteReportStore: WebhookOutbox {
         }
     }
 
-    static func webhookEvent(_ row: SQLiteStatement) -> WebhookEvent? {
-        guard let type = WebhookEventType(rawValue: row.text(3) ?? "") else { return nil }
-        return WebhookEvent(
-            sequence: row.integer(0), id: row.text(1) ?? "", app: row.text(2) ?? "", type: type, customerId: row.optionalInteger(4),
-            originalTransactionId: row.text(5) ?? "", transactionId: row.text(6), productId: row.text(7), environment: row.text(8),
-            occurredAt: row.optionalInteger(9).map { Date(timeIntervalSince1970: TimeInterval($0) / 1000) },
-            createdAt: Date(timeIntervalSince1970: TimeInterval(row.integer(10))), attempts: Int(row.integer(11)))
-    }
+    static func webhookEvent(_ row: SQLiteStatement) -> WebhookEvent? { WebhookEvent(row: SQLiteRow(statement: row)) }
 }
 
 extension SQLiteReportStore.Writer {
@@ -84,13 +72,14 @@ extension SQLiteReportStore.Writer {
         let created = Int64(event.createdAt.timeIntervalSince1970)
         try run(
             """
-            INSERT INTO purchase_webhook_events (event_id, app, type, customer_id, original_transaction_id, transaction_id, product_id,
+            INSERT INTO purchase_webhook_events (event_id, app, type, customer_id, store, purchase_key, transaction_id, product_id,
                                                  environment, occurred_at_ms, created_at, next_attempt_at)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?10) ON CONFLICT (event_id) DO NOTHING
+            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?11) ON CONFLICT (event_id) DO NOTHING
             """,
             [
                 .text(event.id), .text(event.app), .text(event.type.rawValue), event.customerId.map { .integer($0) } ?? .null,
-                .text(event.originalTransactionId), .init(event.transactionId), .init(event.productId), .init(event.environment),
+                .text(event.marketplace.rawValue), .text(event.purchaseKey), .init(event.transactionId), .init(event.productId),
+                .init(event.environment),
                 event.occurredAt.map { .integer(Int64(($0.timeIntervalSince1970 * 1000).rounded())) } ?? .null, .integer(created),
             ])
     }

@@ -199,6 +199,136 @@ enum Schema {
                     PRIMARY KEY (app, original_transaction_id, claimant_kind, claimant_value)
                 );
                 """),
+        // The schema learns stores (docs/storage.md, "Purchase tables"): every purchase table and
+        // key names the store (`appStore`, `googlePlay`), a purchase is its store's `purchase_key`
+        // (the App Store's original transaction id), and key kinds are the ledger's (`appAccount`,
+        // shared by every store; a store's `storeAccount` and `purchase`). The App Store's rows are
+        // moved in place. Tables whose key changes are rebuilt, as SQLite changes no primary key;
+        // `purchase_renewal_infos` becomes `purchase_states`, the ledger's subscription states.
+        Migration(
+            version: 8,
+            sql: """
+                CREATE TABLE purchase_customer_keys_v8 (
+                    app TEXT NOT NULL,
+                    store TEXT NOT NULL,
+                    kind TEXT NOT NULL,
+                    value TEXT NOT NULL,
+                    customer_id INTEGER NOT NULL REFERENCES purchase_customers (id),
+                    PRIMARY KEY (app, store, kind, value)
+                );
+                INSERT INTO purchase_customer_keys_v8 (app, store, kind, value, customer_id)
+                    SELECT app, CASE kind WHEN 'appAccountToken' THEN '' ELSE 'appStore' END,
+                           CASE kind WHEN 'appAccountToken' THEN 'appAccount' WHEN 'appTransactionId' THEN 'storeAccount'
+                                     ELSE 'purchase' END,
+                           value, customer_id
+                    FROM purchase_customer_keys;
+                DROP TABLE purchase_customer_keys;
+                ALTER TABLE purchase_customer_keys_v8 RENAME TO purchase_customer_keys;
+                CREATE INDEX purchase_customer_keys_by_customer ON purchase_customer_keys (customer_id);
+
+                CREATE TABLE purchase_bindings_v8 (
+                    app TEXT NOT NULL,
+                    store TEXT NOT NULL,
+                    purchase_key TEXT NOT NULL,
+                    customer_id INTEGER NOT NULL REFERENCES purchase_customers (id),
+                    bound_at INTEGER NOT NULL,
+                    PRIMARY KEY (app, store, purchase_key)
+                );
+                INSERT INTO purchase_bindings_v8 (app, store, purchase_key, customer_id, bound_at)
+                    SELECT app, 'appStore', original_transaction_id, customer_id, bound_at FROM purchase_bindings;
+                DROP TABLE purchase_bindings;
+                ALTER TABLE purchase_bindings_v8 RENAME TO purchase_bindings;
+                CREATE INDEX purchase_bindings_by_customer ON purchase_bindings (customer_id);
+
+                CREATE TABLE purchase_transactions_v8 (
+                    app TEXT NOT NULL,
+                    store TEXT NOT NULL,
+                    transaction_id TEXT NOT NULL,
+                    purchase_key TEXT NOT NULL,
+                    environment TEXT,
+                    signed_at_ms INTEGER,
+                    payload TEXT NOT NULL,
+                    payload_sha256 TEXT NOT NULL,
+                    source TEXT NOT NULL,
+                    received_at INTEGER NOT NULL,
+                    PRIMARY KEY (app, store, transaction_id, payload_sha256)
+                );
+                INSERT INTO purchase_transactions_v8 (app, store, transaction_id, purchase_key, environment, signed_at_ms, payload,
+                                                      payload_sha256, source, received_at)
+                    SELECT app, 'appStore', transaction_id, original_transaction_id, environment, signed_at_ms, payload, payload_sha256,
+                           source, received_at
+                    FROM purchase_transactions;
+                DROP TABLE purchase_transactions;
+                ALTER TABLE purchase_transactions_v8 RENAME TO purchase_transactions;
+                CREATE INDEX purchase_transactions_by_purchase ON purchase_transactions (app, store, purchase_key);
+
+                CREATE TABLE purchase_states (
+                    app TEXT NOT NULL,
+                    store TEXT NOT NULL,
+                    purchase_key TEXT NOT NULL,
+                    environment TEXT,
+                    signed_at_ms INTEGER,
+                    payload TEXT NOT NULL,
+                    payload_sha256 TEXT NOT NULL,
+                    source TEXT NOT NULL,
+                    received_at INTEGER NOT NULL,
+                    PRIMARY KEY (app, store, purchase_key, payload_sha256)
+                );
+                INSERT INTO purchase_states (app, store, purchase_key, environment, signed_at_ms, payload, payload_sha256, source,
+                                             received_at)
+                    SELECT app, 'appStore', original_transaction_id, environment, signed_at_ms, payload, payload_sha256, source,
+                           received_at
+                    FROM purchase_renewal_infos;
+                DROP TABLE purchase_renewal_infos;
+
+                CREATE TABLE purchase_notifications_v8 (
+                    sequence INTEGER PRIMARY KEY,
+                    app TEXT NOT NULL,
+                    store TEXT NOT NULL,
+                    notification_id TEXT NOT NULL,
+                    notification_type TEXT,
+                    subtype TEXT,
+                    environment TEXT,
+                    signed_at_ms INTEGER,
+                    received_at INTEGER NOT NULL,
+                    body TEXT NOT NULL,
+                    UNIQUE (app, store, notification_id)
+                );
+                INSERT INTO purchase_notifications_v8 (sequence, app, store, notification_id, notification_type, subtype, environment,
+                                                       signed_at_ms, received_at, body)
+                    SELECT sequence, app, 'appStore', notification_uuid, notification_type, subtype, environment, signed_at_ms,
+                           received_at, body
+                    FROM purchase_notifications;
+                DROP TABLE purchase_notifications;
+                ALTER TABLE purchase_notifications_v8 RENAME TO purchase_notifications;
+
+                ALTER TABLE purchase_transfers ADD COLUMN store TEXT NOT NULL DEFAULT 'appStore';
+                ALTER TABLE purchase_transfers RENAME COLUMN original_transaction_id TO purchase_key;
+
+                CREATE TABLE purchase_refused_claims_v8 (
+                    app TEXT NOT NULL,
+                    store TEXT NOT NULL,
+                    purchase_key TEXT NOT NULL,
+                    claimant_store TEXT NOT NULL,
+                    claimant_kind TEXT NOT NULL,
+                    claimant_value TEXT NOT NULL,
+                    count INTEGER NOT NULL,
+                    first_at INTEGER NOT NULL,
+                    last_at INTEGER NOT NULL,
+                    PRIMARY KEY (app, store, purchase_key, claimant_store, claimant_kind, claimant_value)
+                );
+                INSERT INTO purchase_refused_claims_v8 (app, store, purchase_key, claimant_store, claimant_kind, claimant_value, count,
+                                                        first_at, last_at)
+                    SELECT app, 'appStore', original_transaction_id, '',
+                           CASE claimant_kind WHEN 'appAccountToken' THEN 'appAccount' ELSE claimant_kind END,
+                           claimant_value, count, first_at, last_at
+                    FROM purchase_refused_claims;
+                DROP TABLE purchase_refused_claims;
+                ALTER TABLE purchase_refused_claims_v8 RENAME TO purchase_refused_claims;
+
+                ALTER TABLE purchase_webhook_events ADD COLUMN store TEXT NOT NULL DEFAULT 'appStore';
+                ALTER TABLE purchase_webhook_events RENAME COLUMN original_transaction_id TO purchase_key;
+                """),
     ]
 
     static let postgres: [Migration] = [
@@ -430,6 +560,59 @@ enum Schema {
                     last_at BIGINT NOT NULL,
                     PRIMARY KEY (app, original_transaction_id, claimant_kind, claimant_value)
                 );
+                """),
+        // SQLite's version 8, the same meaning: the store in every purchase table and key, a
+        // purchase's `purchase_key`, the ledger's key kinds, `purchase_states`; the App Store's rows
+        // moved in place (a primary key can change here without a rebuild).
+        Migration(
+            version: 11,
+            sql: """
+                ALTER TABLE purchase_customer_keys ADD COLUMN store TEXT NOT NULL DEFAULT '';
+                UPDATE purchase_customer_keys
+                    SET store = CASE kind WHEN 'appAccountToken' THEN '' ELSE 'appStore' END,
+                        kind = CASE kind WHEN 'appAccountToken' THEN 'appAccount' WHEN 'appTransactionId' THEN 'storeAccount'
+                                         ELSE 'purchase' END;
+                ALTER TABLE purchase_customer_keys ALTER COLUMN store DROP DEFAULT,
+                    DROP CONSTRAINT purchase_customer_keys_pkey, ADD PRIMARY KEY (app, store, kind, value);
+
+                ALTER TABLE purchase_bindings ADD COLUMN store TEXT NOT NULL DEFAULT 'appStore';
+                ALTER TABLE purchase_bindings RENAME COLUMN original_transaction_id TO purchase_key;
+                ALTER TABLE purchase_bindings ALTER COLUMN store DROP DEFAULT,
+                    DROP CONSTRAINT purchase_bindings_pkey, ADD PRIMARY KEY (app, store, purchase_key);
+
+                ALTER TABLE purchase_transactions ADD COLUMN store TEXT NOT NULL DEFAULT 'appStore';
+                ALTER TABLE purchase_transactions RENAME COLUMN original_transaction_id TO purchase_key;
+                ALTER TABLE purchase_transactions ALTER COLUMN store DROP DEFAULT,
+                    DROP CONSTRAINT purchase_transactions_pkey, ADD PRIMARY KEY (app, store, transaction_id, payload_sha256);
+                DROP INDEX purchase_transactions_by_original;
+                CREATE INDEX purchase_transactions_by_purchase ON purchase_transactions (app, store, purchase_key);
+
+                ALTER TABLE purchase_renewal_infos RENAME TO purchase_states;
+                ALTER TABLE purchase_states ADD COLUMN store TEXT NOT NULL DEFAULT 'appStore';
+                ALTER TABLE purchase_states RENAME COLUMN original_transaction_id TO purchase_key;
+                ALTER TABLE purchase_states ALTER COLUMN store DROP DEFAULT,
+                    DROP CONSTRAINT purchase_renewal_infos_pkey, ADD PRIMARY KEY (app, store, purchase_key, payload_sha256);
+
+                ALTER TABLE purchase_notifications ADD COLUMN store TEXT NOT NULL DEFAULT 'appStore';
+                ALTER TABLE purchase_notifications RENAME COLUMN notification_uuid TO notification_id;
+                ALTER TABLE purchase_notifications ALTER COLUMN store DROP DEFAULT,
+                    DROP CONSTRAINT purchase_notifications_app_notification_uuid_key, ADD UNIQUE (app, store, notification_id);
+
+                ALTER TABLE purchase_transfers ADD COLUMN store TEXT NOT NULL DEFAULT 'appStore';
+                ALTER TABLE purchase_transfers RENAME COLUMN original_transaction_id TO purchase_key;
+                ALTER TABLE purchase_transfers ALTER COLUMN store DROP DEFAULT;
+
+                ALTER TABLE purchase_refused_claims ADD COLUMN store TEXT NOT NULL DEFAULT 'appStore',
+                    ADD COLUMN claimant_store TEXT NOT NULL DEFAULT '';
+                ALTER TABLE purchase_refused_claims RENAME COLUMN original_transaction_id TO purchase_key;
+                UPDATE purchase_refused_claims SET claimant_kind = 'appAccount' WHERE claimant_kind = 'appAccountToken';
+                ALTER TABLE purchase_refused_claims ALTER COLUMN store DROP DEFAULT, ALTER COLUMN claimant_store DROP DEFAULT,
+                    DROP CONSTRAINT purchase_refused_claims_pkey,
+                    ADD PRIMARY KEY (app, store, purchase_key, claimant_store, claimant_kind, claimant_value);
+
+                ALTER TABLE purchase_webhook_events ADD COLUMN store TEXT NOT NULL DEFAULT 'appStore';
+                ALTER TABLE purchase_webhook_events RENAME COLUMN original_transaction_id TO purchase_key;
+                ALTER TABLE purchase_webhook_events ALTER COLUMN store DROP DEFAULT;
                 """),
     ]
 

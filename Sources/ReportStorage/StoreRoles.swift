@@ -30,7 +30,7 @@ public enum StoreRoles {
         ("purchase_customer_keys", ["SELECT", "INSERT", "UPDATE"]),
         ("purchase_bindings", ["SELECT", "INSERT", "UPDATE"]),
         ("purchase_transactions", ["SELECT", "INSERT"]),
-        ("purchase_renewal_infos", ["SELECT", "INSERT"]),
+        ("purchase_states", ["SELECT", "INSERT"]),
         ("purchase_notifications", ["SELECT", "INSERT"]),
         ("purchase_transfers", ["SELECT", "INSERT"]),
         ("purchase_refused_claims", ["SELECT", "INSERT", "UPDATE"]),
@@ -45,7 +45,7 @@ public enum StoreRoles {
     /// The tables of the schema (`Schema.postgres`) and the sequence a replica has no use for.
     static let tables = [
         "schema_migrations", "reports", "editor_tokens", "audit_log", "published_files", "network_secret", "purchase_customers",
-        "purchase_customer_keys", "purchase_bindings", "purchase_transactions", "purchase_renewal_infos", "purchase_notifications",
+        "purchase_customer_keys", "purchase_bindings", "purchase_transactions", "purchase_states", "purchase_notifications",
         "purchase_transfers", "purchase_webhook_events", "content_blobs", "content_chunks", "purchase_refused_claims",
     ]
     static let sequences = [

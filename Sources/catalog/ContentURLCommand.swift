@@ -1,10 +1,11 @@
+import AppStore
 import ArgumentParser
 import CatalogKit
 import CatalogServer
 import Content
 import Foundation
+import Ledger
 import Logging
-import Purchases
 
 /// `catalog content url APP ITEM --customer ID`: for support, signed URLs of an item a customer may
 /// download, or why they may not.
@@ -78,7 +79,7 @@ struct ContentURLCommand: AsyncParsableCommand {
             throw ExitCode(1)
         }
         let manifest: ContentManifest
-        switch CustomerContent.manifest(tree: tree, app: app, revision: revision) {
+        switch tree.servedContentManifest(app, revision: revision) {
         case .failure(let error):
             printError("\(error)")
             throw ExitCode(1)

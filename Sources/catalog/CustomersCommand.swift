@@ -1,9 +1,10 @@
+import AppStore
 import ArgumentParser
 import CatalogKit
 import CatalogServer
 import Foundation
+import Ledger
 import Logging
-import Purchases
 import ReportStorage
 
 /// `catalog customers`: what the store knows of an app's customers.
@@ -120,7 +121,7 @@ struct PurchasesRebuildCommand: AsyncParsableCommand {
                             batch.append(submission)
                         } catch {
                             refused += 1
-                            printError("\(name): notification \(raw.notificationUUID) (#\(raw.sequence)) no longer verifies: \(error)")
+                            printError("\(name): notification \(raw.notificationId) (#\(raw.sequence)) no longer verifies: \(error)")
                         }
                     }
                     _ = try await purchases.record(batch)

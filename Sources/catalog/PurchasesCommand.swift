@@ -1,6 +1,7 @@
+import AppStore
 import ArgumentParser
 import Foundation
-import Purchases
+import Ledger
 
 /// `catalog purchases`: App Store evidence from the terminal.
 struct PurchasesCommand: AsyncParsableCommand {

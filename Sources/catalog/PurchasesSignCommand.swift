@@ -1,8 +1,9 @@
+import AppStore
 import ArgumentParser
 import Crypto
 import FeedSigning
 import Foundation
-import Purchases
+import Ledger
 import SwiftASN1
 import X509
 

@@ -1,13 +1,14 @@
+import AppStore
 import ArgumentParser
 import CatalogKit
 import CatalogServer
 import FeedSigning
 import Foundation
 import Hummingbird
+import Ledger
 import Logging
 import NIOCore
 import NIOPosix
-import Purchases
 import ReportStorage
 import ServiceLifecycle
 

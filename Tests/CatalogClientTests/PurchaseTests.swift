@@ -1,3 +1,5 @@
+import AppStore
+import AppStoreTestSupport
 import CatalogClient
 import CatalogKit
 import CatalogServer
@@ -5,9 +7,8 @@ import Content
 import Foundation
 import Hummingbird
 import HummingbirdTesting
+import Ledger
 import Logging
-import Purchases
-import PurchasesTestSupport
 import ReportStorage
 import Synchronization
 import Testing
@@ -16,7 +17,7 @@ import Time
 /// Purchases from `CatalogClient` to the real purchase endpoint of `catalog serve`, verified with a
 /// PKI the test makes and recorded in a real SQLite file (docs/client.md, docs/purchases.md).
 @Suite struct PurchaseTests {
-    typealias PKI = PurchasesTestSupport.AppStoreTestPKI
+    typealias PKI = AppStoreTestSupport.AppStoreTestPKI
     /// The app PurchasesTestSupport signs for.
     static let app = "com.example.app"
     /// Inside the test transaction's period (2024-12-31 to 2025-01-31): the server's clock.

@@ -1,8 +1,8 @@
+import AppStoreTestSupport
 import CatalogClient
 import CatalogKit
 import Content
 import Foundation
-import PurchasesTestSupport
 import Synchronization
 import Testing
 import Time
@@ -12,7 +12,7 @@ import Time
 /// install that never sent a purchase knows what the customer owns and downloads it.
 @Suite struct RestoreTests {
     typealias Fixture = PurchaseTests.Fixture
-    typealias PKI = PurchasesTestSupport.AppStoreTestPKI
+    typealias PKI = AppStoreTestSupport.AppStoreTestPKI
 
     /// The two purchases of these tests, signed by the fixture's PKI: the pro subscription and the
     /// level pack.

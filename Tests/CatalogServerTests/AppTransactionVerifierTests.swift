@@ -1,7 +1,8 @@
+import AppStore
+import AppStoreTestSupport
 import Crypto
 import Foundation
-import Purchases
-import PurchasesTestSupport
+import Ledger
 import Testing
 import X509
 
@@ -68,9 +69,9 @@ struct AppTransactionVerifierTests {
     /// purchase settings name that certificate.
     @Test func xcodeAppTransactionNeedsTheAppsXcodeCertificate() async throws {
         let pki = try AppStoreTestPKI.make()
-        let xcode = try PurchasesTestSupport.AppStoreTestPKI.xcode()
+        let xcode = try AppStoreTestSupport.AppStoreTestPKI.xcode()
         let key = try #require(xcode.signingKey)
-        let jws = try PurchasesTestSupport.AppStoreTestPKI.sign(
+        let jws = try AppStoreTestSupport.AppStoreTestPKI.sign(
             header: ["alg": "ES256", "x5c": [Data(AppStoreTestPKI.der(xcode.certificate)).base64EncodedString()]],
             payload: AppStoreTestPKI.appTransactionPayload(environment: "Xcode"), key: key)
         #expect(kind(try await verify(jws, with: pki)) == .notAuthenticated)

@@ -1,3 +1,5 @@
+import AppStore
+import AppStoreTestSupport
 import CatalogKit
 import CatalogServer
 import Content
@@ -5,10 +7,9 @@ import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+import Ledger
 import Logging
 import NIOCore
-import Purchases
-import PurchasesTestSupport
 import ReportStorage
 import Testing
 import Time
@@ -17,7 +18,7 @@ import Time
 /// SQLite store and content store, with evidence signed by a PKI the test makes: the magazine of
 /// docs/content.md end to end, a refund that takes a level pack away, a consumable that gives nothing.
 @Suite struct ContentEndpointTests {
-    typealias PKI = PurchasesTestSupport.AppStoreTestPKI
+    typealias PKI = AppStoreTestSupport.AppStoreTestPKI
     static let app = "com.example.app"
     static let path = "/v1/apps/\(app)/content"
     static let magazine = "com.example.app.news.monthly"

@@ -1,11 +1,12 @@
+import AppStore
+import AppStoreTestSupport
 import CatalogServer
 import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+import Ledger
 import NIOCore
-import Purchases
-import PurchasesTestSupport
 import Testing
 
 /// Evidence joins a customer only through what Apple signed in the purchase itself
@@ -14,7 +15,7 @@ import Testing
 /// person's AppTransaction, the two arrival orders of Apple's notification and the app's request,
 /// and refused claims.
 @Suite struct CustomerBindingTests {
-    typealias PKI = PurchasesTestSupport.AppStoreTestPKI
+    typealias PKI = AppStoreTestSupport.AppStoreTestPKI
     typealias Endpoints = PurchaseEndpointTests
     static let victimAccount = "704289572"
     static let victimToken = "11111111-1111-4111-8111-111111111111"

@@ -1,19 +1,20 @@
+import AppStore
+import AppStoreTestSupport
 import CatalogKit
 import CatalogServer
 import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+import Ledger
 import NIOCore
-import Purchases
-import PurchasesTestSupport
 import Testing
 
 /// Issue 30, item 6: `GET /v1/admin/apps/{app}/customers/{id}/content`, the dashboard's content
 /// section, on ``ContentEndpointTests``' app (real HTTP, catalog, SQLite and content store): what a
 /// customer may download and why, what not and why not, with an editor's or a viewer's token only.
 @Suite struct CustomerContentTests {
-    typealias PKI = PurchasesTestSupport.AppStoreTestPKI
+    typealias PKI = AppStoreTestSupport.AppStoreTestPKI
     static let base = "/v1/admin/apps/\(ContentEndpointTests.app)/customers/"
 
     /// A viewer's token on the server's store, for the support person's dashboard.

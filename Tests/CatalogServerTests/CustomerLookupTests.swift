@@ -1,18 +1,19 @@
+import AppStore
+import AppStoreTestSupport
 import CatalogServer
 import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+import Ledger
 import NIOCore
-import Purchases
-import PurchasesTestSupport
 import Testing
 
 /// `POST /v1/apps/{app}/customers/lookup`: the app reads its own customer by presenting evidence of
 /// them (docs/purchases.md, "The app reads its own customer"), through real HTTP on loopback, a real
 /// catalog and SQLite store, and evidence signed by a PKI the test makes.
 @Suite struct CustomerLookupTests {
-    typealias PKI = PurchasesTestSupport.AppStoreTestPKI
+    typealias PKI = AppStoreTestSupport.AppStoreTestPKI
     typealias Endpoints = PurchaseEndpointTests
     static let lookupPath = "/v1/apps/\(Endpoints.app)/customers/lookup"
     static let mine = "11111111-1111-4111-8111-111111111111"

@@ -1,14 +1,15 @@
+import AppStore
+import AppStoreTestSupport
 import CatalogKit
 import CatalogServer
 import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+import Ledger
 import Logging
 import NIOCore
 import PropertyList
-import Purchases
-import PurchasesTestSupport
 import ReportStorage
 import Synchronization
 import Testing
@@ -17,7 +18,7 @@ import Time
 /// The purchase endpoints through real HTTP on loopback, on a real catalog and SQLite store, with
 /// evidence signed by a PKI the test makes (docs/purchases.md).
 @Suite struct PurchaseEndpointTests {
-    typealias PKI = PurchasesTestSupport.AppStoreTestPKI
+    typealias PKI = AppStoreTestSupport.AppStoreTestPKI
     static let app = "com.example.app"
     static let notificationsPath = "/v1/apps/\(app)/notifications/app-store"
     static let purchasesPath = "/v1/apps/\(app)/purchases"

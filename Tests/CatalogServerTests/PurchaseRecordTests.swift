@@ -1,13 +1,14 @@
+import AppStore
+import AppStoreTestSupport
 import CatalogKit
 import CatalogServer
 import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+import Ledger
 import Logging
 import NIOCore
-import Purchases
-import PurchasesTestSupport
 import ReportStorage
 import Testing
 import Time
@@ -17,7 +18,7 @@ import Time
 /// that a server without the catalog sources (a replica) binds evidence alike (docs/purchases.md,
 /// "Replicas").
 @Suite struct PurchaseRecordTests {
-    typealias PKI = PurchasesTestSupport.AppStoreTestPKI
+    typealias PKI = AppStoreTestSupport.AppStoreTestPKI
     static let app = "com.example.app"
 
     static func catalog(policy: String = "keep", xcode: String? = nil) -> String {

@@ -1,6 +1,7 @@
+import AppStore
 import CatalogKit
 import Foundation
-import Purchases
+import Ledger
 import Testing
 import Time
 import Yams
@@ -197,9 +198,9 @@ import Yams
     static let now = Date(timeIntervalSince1970: 1_772_366_400)  // 2026-03-01T12:00:00Z
 
     /// A transaction as the store keeps it: Apple's field names, instants in milliseconds.
-    static func transaction(_ fields: [String: Any]) throws -> JWSTransactionDecodedPayload {
+    static func transaction(_ fields: [String: Any]) throws -> LedgerTransaction {
         let data = try JSONSerialization.data(withJSONObject: fields, options: [.sortedKeys])
-        return try #require(StoredPayload.decode(JWSTransactionDecodedPayload.self, String(decoding: data, as: UTF8.self)))
+        return try #require(LedgerJSON.decode(LedgerTransaction.self, String(decoding: data, as: UTF8.self)))
     }
 
     /// A customer with something in every member of the answer: an active subscription (a period, an
@@ -223,9 +224,13 @@ import Yams
         ])
         let record = CustomerRecord(
             id: 7, app: "com.example.served",
-            keys: [CustomerKey(kind: .originalTransactionId, value: "1000"), CustomerKey(kind: .originalTransactionId, value: "2000")],
-            originalTransactionIds: ["1000", "2000", "3000"], transactions: [subscription, coins, refunded], renewalInfos: [],
-            transfers: [TransferEvent(originalTransactionId: "1000", fromCustomer: 3, toCustomer: 7, outcome: .transferred, at: now)])
+            keys: [CustomerKey(kind: .purchase, value: "1000"), CustomerKey(kind: .purchase, value: "2000")],
+            purchases: ["1000", "2000", "3000"].map { PurchaseReference(.appStore, $0) }, transactions: [subscription, coins, refunded],
+            states: [],
+            transfers: [
+                TransferEvent(
+                    purchase: PurchaseReference(.appStore, "1000"), fromCustomer: 3, toCustomer: 7, outcome: .transferred, at: now)
+            ])
         let catalog = LedgerCatalog(products: [
             "pro.monthly": LedgerProduct(entitlements: ["pro"]), "coins": LedgerProduct(entitlements: []),
             "lifetime": LedgerProduct(entitlements: ["pro"]),

@@ -1,11 +1,12 @@
+import AppStore
+import AppStoreTestSupport
 import CatalogServer
 import Foundation
 import HTTPTypes
 import Hummingbird
 import HummingbirdTesting
+import Ledger
 import NIOCore
-import Purchases
-import PurchasesTestSupport
 import Testing
 
 /// One subscription, one period at a time (docs/purchases.md, "The ledger"), through the
@@ -13,7 +14,7 @@ import Testing
 /// real data by `scripts/check-real-histories`) signed by the test PKI, every notification sent
 /// twice in several orders, and the customer read at instants around every change.
 @Suite struct SubscriptionTimelineTests {
-    typealias PKI = PurchasesTestSupport.AppStoreTestPKI
+    typealias PKI = AppStoreTestSupport.AppStoreTestPKI
     typealias Endpoints = PurchaseEndpointTests
     static let quarterly = "com.example.app.pro.quarterly"
     static let monthly = "com.example.app.pro.monthly"

@@ -1,13 +1,14 @@
+import AppStore
+import AppStoreTestSupport
 import CatalogServer
 import CatalogTestSupport
 import Foundation
 import HTTPTypes
 import Hummingbird
+import Ledger
 import Logging
 import NIOCore
 import Prometheus
-import Purchases
-import PurchasesTestSupport
 import ReportStorage
 import Synchronization
 import Testing
@@ -83,7 +84,7 @@ struct HangingTransport: WebhookTransport {
 
 /// The webhook scenarios, the same on SQLite and PostgreSQL.
 enum WebhookScenarios {
-    typealias PKI = PurchasesTestSupport.AppStoreTestPKI
+    typealias PKI = AppStoreTestSupport.AppStoreTestPKI
     typealias Store = any WebhookOutbox & PurchaseStore
     static let app = "com.example.app"
     static let start = PKI.date(2025, 1, 15)
@@ -108,9 +109,9 @@ enum WebhookScenarios {
         PurchaseSubmission(
             app: app, receivedAt: start, source: .notification,
             notification: RawNotification(
-                app: app, notificationUUID: uuid, notificationType: type, subtype: subtype, environment: "Production",
+                app: app, notificationId: uuid, notificationType: type, subtype: subtype, environment: "Production",
                 signedDate: transaction.signedDate, receivedAt: start, body: "{\"signedPayload\":\"\(uuid)\"}"),
-            transactions: [transaction])
+            notificationEvent: .appStore(notification: type, subtype: subtype), transactions: [Kept(transaction)])
     }
 
     static func service(
@@ -133,7 +134,7 @@ enum WebhookScenarios {
         _ = try await store.record([subscribed])  // Apple's retry: a duplicate, no new event
         _ = try await store.record([
             PurchaseSubmission(
-                app: app, receivedAt: start, source: .app, transactions: [transaction()], appAccountToken: token)
+                app: app, receivedAt: start, source: .app, transactions: [Kept(transaction())], appAccount: token)
         ])
         #expect(try await store.pendingWebhookEvents(limit: 10).count == 1)
 
@@ -291,17 +292,17 @@ struct WebhookDeliveryTests {
 
     /// Each notification type maps to the event the docs' table names.
     @Test func notificationTypesMapToEvents() {
-        #expect(WebhookEvent.type(notification: "SUBSCRIBED", subtype: "RESUBSCRIBE") == .started)
-        #expect(WebhookEvent.type(notification: "DID_RENEW", subtype: "BILLING_RECOVERY") == .renewed)
-        #expect(WebhookEvent.type(notification: "EXPIRED", subtype: "VOLUNTARY") == .expired)
-        #expect(WebhookEvent.type(notification: "DID_FAIL_TO_RENEW", subtype: "GRACE_PERIOD") == .inGracePeriod)
-        #expect(WebhookEvent.type(notification: "DID_FAIL_TO_RENEW", subtype: nil) == .billingRetry)
-        #expect(WebhookEvent.type(notification: "GRACE_PERIOD_EXPIRED", subtype: nil) == .billingRetry)
-        #expect(WebhookEvent.type(notification: "REFUND", subtype: nil) == .refundedOrRevoked)
-        #expect(WebhookEvent.type(notification: "REVOKE", subtype: nil) == .refundedOrRevoked)
-        #expect(WebhookEvent.type(notification: "DID_CHANGE_RENEWAL_PREF", subtype: "UPGRADE") == .started)
-        #expect(WebhookEvent.type(notification: "DID_CHANGE_RENEWAL_PREF", subtype: "DOWNGRADE") == nil)
-        #expect(WebhookEvent.type(notification: "TEST", subtype: nil) == nil)
+        #expect(WebhookEventType.appStore(notification: "SUBSCRIBED", subtype: "RESUBSCRIBE") == .started)
+        #expect(WebhookEventType.appStore(notification: "DID_RENEW", subtype: "BILLING_RECOVERY") == .renewed)
+        #expect(WebhookEventType.appStore(notification: "EXPIRED", subtype: "VOLUNTARY") == .expired)
+        #expect(WebhookEventType.appStore(notification: "DID_FAIL_TO_RENEW", subtype: "GRACE_PERIOD") == .inGracePeriod)
+        #expect(WebhookEventType.appStore(notification: "DID_FAIL_TO_RENEW", subtype: nil) == .billingRetry)
+        #expect(WebhookEventType.appStore(notification: "GRACE_PERIOD_EXPIRED", subtype: nil) == .billingRetry)
+        #expect(WebhookEventType.appStore(notification: "REFUND", subtype: nil) == .refundedOrRevoked)
+        #expect(WebhookEventType.appStore(notification: "REVOKE", subtype: nil) == .refundedOrRevoked)
+        #expect(WebhookEventType.appStore(notification: "DID_CHANGE_RENEWAL_PREF", subtype: "UPGRADE") == .started)
+        #expect(WebhookEventType.appStore(notification: "DID_CHANGE_RENEWAL_PREF", subtype: "DOWNGRADE") == nil)
+        #expect(WebhookEventType.appStore(notification: "TEST", subtype: nil) == nil)
     }
 }
 

@@ -1,6 +1,6 @@
 import Content
 import Foundation
-import Purchases
+import Ledger
 import Testing
 
 /// The access rules (docs/content.md, "Access rules"), on ledgers derived by `Purchases` from
@@ -23,7 +23,7 @@ import Testing
     static func transaction(
         _ id: String, original: String? = nil, product: String, type: String = "Auto-Renewable Subscription",
         group: String = "magazine", purchased: String, expires: String? = nil, signed: String? = nil, _ fields: [String: Any] = [:]
-    ) -> JWSTransactionDecodedPayload {
+    ) -> LedgerTransaction {
         var json: [String: Any] = [
             "transactionId": id, "originalTransactionId": original ?? id, "productId": product, "type": type,
             "purchaseDate": millis(date(purchased)), "signedDate": millis(date(signed ?? purchased)), "environment": "Production",
@@ -35,7 +35,7 @@ import Testing
         return decode(json)
     }
 
-    static func renewalInfo(original: String, signed: String, _ fields: [String: Any]) -> JWSRenewalInfoDecodedPayload {
+    static func renewalInfo(original: String, signed: String, _ fields: [String: Any]) -> SubscriptionState {
         var json: [String: Any] = ["originalTransactionId": original, "signedDate": millis(date(signed)), "environment": "Production"]
         json.merge(fields) { $1 }
         return decode(json)
@@ -54,8 +54,8 @@ import Testing
         }
     }
 
-    static func ledger(_ transactions: [JWSTransactionDecodedPayload], _ infos: [JWSRenewalInfoDecodedPayload] = []) -> Ledger {
-        Ledger(transactions: transactions, renewalInfos: infos, environment: .production, catalog: catalog)
+    static func ledger(_ transactions: [LedgerTransaction], _ infos: [SubscriptionState] = []) -> Ledger {
+        Ledger(transactions: transactions, states: infos, environment: .production, catalog: catalog)
     }
 
     /// The magazine's issues, published on the first of each month of 2025.
@@ -106,8 +106,8 @@ import Testing
     /// One row of the rules' table: a ledger, an instant, and the items granted then.
     struct Case: Sendable, CustomTestStringConvertible {
         var name: String
-        var transactions: [JWSTransactionDecodedPayload]
-        var infos: [JWSRenewalInfoDecodedPayload] = []
+        var transactions: [LedgerTransaction]
+        var infos: [SubscriptionState] = []
         var instant: String
         var items: [String: ContentAvailability]
         var granted: [String]
@@ -124,7 +124,7 @@ import Testing
         "other-group": .subscriptionGroup("comics", published: date("2025-01-20")),
         "pro-files": .product("magazine.monthly"),
     ]
-    static func month(_ id: String, _ from: String, _ to: String, _ fields: [String: Any] = [:]) -> JWSTransactionDecodedPayload {
+    static func month(_ id: String, _ from: String, _ to: String, _ fields: [String: Any] = [:]) -> LedgerTransaction {
         transaction(id, original: "m1", product: "magazine.monthly", purchased: from, expires: to, fields)
     }
 

@@ -1,6 +1,7 @@
+import AppStore
+import AppStoreTestSupport
 import Foundation
-import Purchases
-import PurchasesTestSupport
+import Ledger
 import Testing
 
 /// What every `PurchaseStore` must do, the same on SQLite and PostgreSQL: each engine's test case
@@ -26,9 +27,10 @@ enum PurchaseStoreConformance {
         PurchaseSubmission(
             app: app, receivedAt: received, source: .notification,
             notification: RawNotification(
-                app: app, notificationUUID: uuid, notificationType: type, subtype: nil, environment: "Production",
+                app: app, notificationId: uuid, notificationType: type, subtype: nil, environment: "Production",
                 signedDate: transaction?.signedDate, receivedAt: received, body: "{\"signedPayload\":\"\(uuid)\"}"),
-            transactions: transaction.map { [$0] } ?? [], renewalInfos: info.map { [$0] } ?? [])
+            notificationEvent: .appStore(notification: type, subtype: nil), transactions: transaction.map { [Kept($0)] } ?? [],
+            states: info.map { [Kept($0)] } ?? [])
     }
 
     /// What an app sends: `transaction` presented by the customer of `token`.
@@ -36,8 +38,7 @@ enum PurchaseStoreConformance {
         _ transaction: JWSTransactionDecodedPayload, token: String?, policy: PurchaseTransferPolicy, app: String = "com.example.app"
     ) -> PurchaseSubmission {
         PurchaseSubmission(
-            app: app, receivedAt: received, source: .app, transactions: [transaction],
-            appAccountToken: token, transferPolicy: policy)
+            app: app, receivedAt: received, source: .app, transactions: [Kept(transaction)], appAccount: token, transferPolicy: policy)
     }
 
     /// A notification is recorded once: its customer is found by every key, and a retry with the
@@ -59,10 +60,10 @@ enum PurchaseStoreConformance {
         let record = try #require(try await store.customer(app: "com.example.app", id: "2000000000000001"))
         #expect(record.transactions.count == 1)
         #expect(record.transactions.first?.revocationDate == nil)
-        #expect(record.renewalInfos.count == 1)
-        #expect(record.keys.contains(CustomerKey(kind: .appTransactionId, value: "704289572")))
+        #expect(record.states.count == 1)
+        #expect(record.keys.contains(CustomerKey(kind: .storeAccount, value: "704289572")))
         let stored = try await store.notifications(app: "com.example.app", after: 0, limit: 10)
-        #expect(stored.map(\.notificationUUID) == ["n-1"])
+        #expect(stored.map(\.notificationId) == ["n-1"])
         #expect(stored.first?.body == "{\"signedPayload\":\"n-1\"}")
     }
 
@@ -106,7 +107,9 @@ enum PurchaseStoreConformance {
         let inOrder = try #require(try await store.customer(app: "com.example.app", id: token))
         let outOfOrder = try #require(try await store.customer(app: "com.example.other", id: token.uppercased()))
         let expected = Ledger(
-            transactions: [purchase, renewal, refunded], renewalInfos: [retry, recovered], environment: .production, catalog: catalog)
+            transactions: [purchase, renewal, refunded].map(LedgerTransaction.init),
+            states: [retry, recovered].map(SubscriptionState.init),
+            environment: .production, catalog: catalog)
         #expect(inOrder.ledger(environment: .production, catalog: catalog) == expected)
         #expect(outOfOrder.ledger(environment: .production, catalog: catalog) == expected)
         #expect(expected.periods.count == 2)
@@ -132,7 +135,7 @@ enum PurchaseStoreConformance {
         _ = try await store.record([presented(kept, token: b, policy: .keep)])
         let holder = try #require(try await store.customer(app: "com.example.app", id: "3000000000000001"))
         #expect(holder.keys.map(\.value) == [a])
-        #expect(holder.refusedClaims.map(\.claimant) == [CustomerKey(kind: .appAccountToken, value: b)])
+        #expect(holder.refusedClaims.map(\.claimant) == [.appAccount(b)])
         #expect(holder.refusedClaims.map(\.count) == [2])
         #expect(try await store.customer(app: "com.example.app", id: b) == nil, "a refused claim makes no customer")
 
@@ -142,9 +145,9 @@ enum PurchaseStoreConformance {
         #expect(transferred.first?.refusal == nil)
         #expect(transferred.first?.transfers.map(\.outcome) == [.transferred])
         let now = try #require(try await store.customer(app: "com.example.app", id: c))
-        #expect(now.originalTransactionIds == ["4000000000000001"])
+        #expect(now.purchases.map(\.key) == ["4000000000000001"])
         let before = try #require(try await store.customer(app: "com.example.app", id: a))
-        #expect(before.originalTransactionIds == ["3000000000000001"])
+        #expect(before.purchases.map(\.key) == ["3000000000000001"])
         #expect(before.transfers.map(\.outcome) == [.transferred], "refusals are kept apart, as refused claims")
 
         // Presented with no customer of its own (no token, no appTransactionId): nothing moves.
@@ -165,7 +168,7 @@ enum PurchaseStoreConformance {
         #expect(taken.first?.transfers == [])
         #expect(taken.first?.customerId != placeholder)
         #expect(try await store.customer(app: "com.example.app", id: "5000000000000001")?.keys.map(\.value) == [token])
-        #expect(try await store.customer(app: "com.example.app", id: token)?.originalTransactionIds == ["5000000000000001"])
+        #expect(try await store.customer(app: "com.example.app", id: token)?.purchases.map(\.key) == ["5000000000000001"])
     }
 
     /// A customer known only by Apple's keys (a notification made it, named by the `appTransactionId`
@@ -189,7 +192,8 @@ enum PurchaseStoreConformance {
             #expect(try await store.customer(app: "com.example.app", id: id)?.id == account, "\(id)")
         }
         let customer = try #require(try await store.customer(app: "com.example.app", id: token))
-        #expect(customer.originalTransactionIds == ["6000000000000001", "6100000000000001"])
+        #expect(customer.purchases.map(\.key) == ["6000000000000001", "6100000000000001"])
+        #expect(customer.purchases.map(\.marketplace) == [.appStore, .appStore])
         #expect(customer.keys.map(\.value) == [token, "804289572"])
         let later = transaction([
             "transactionId": "6200000000000001", "originalTransactionId": "6200000000000001", "appTransactionId": "804289572",
@@ -232,7 +236,7 @@ enum PurchaseStoreConformance {
         let emptied = try #require(try await store.customer(app: "com.example.app", id: token))
         #expect(emptied.transactions.map(\.transactionId) == ["6000000000000001"], "what the app sent stays")
         let raw = try await store.notifications(app: "com.example.app", after: 0, limit: 10)
-        #expect(raw.map(\.notificationUUID) == ["r-1"])
+        #expect(raw.map(\.notificationId) == ["r-1"])
         var replay = notification(uuid: "r-1", renewed, renewalInfo())
         replay.isReplay = true
         #expect(try await store.record([replay]).first?.duplicate == false)

@@ -1,8 +1,9 @@
+import AppStore
 import CatalogKit
 import CatalogTestSupport
 import Foundation
+import Ledger
 import Logging
-import Purchases
 import Testing
 import Time
 
@@ -152,16 +153,14 @@ struct PostgresHardeningTests {
         try await replica.ping()
         // Purchases, on every node (docs/purchases.md, "Replicas"): bound to a first customer, moved
         // by the transfer policy to a second (an update of the binding), with its webhook events.
-        let transaction = try #require(
-            StoredPayload.decode(
-                JWSTransactionDecodedPayload.self,
-                #"{"transactionId":"7001","originalTransactionId":"7001","productId":"pro","type":"Non-Consumable","quantity":1,"environment":"Production","purchaseDate":1735689600000,"signedDate":1735689600000}"#
-            ))
+        let json =
+            #"{"transactionId":"7001","originalTransactionId":"7001","productId":"pro","type":"Non-Consumable","quantity":1,"environment":"Production","purchaseDate":1735689600000,"signedDate":1735689600000}"#
+        let transaction = Kept(try #require(LedgerJSON.decode(LedgerTransaction.self, json)), json: json)
         for account in ["11111111-1111-4111-8111-111111111111", "22222222-2222-4222-8222-222222222222"] {
             let outcome = try await replica.record([
                 PurchaseSubmission(
                     app: "com.example.app", receivedAt: Date(timeIntervalSince1970: 1_735_689_600), source: .app,
-                    transactions: [transaction], appAccountToken: account, transferPolicy: .transfer)
+                    transactions: [transaction], appAccount: account, transferPolicy: .transfer)
             ])
             #expect(outcome.first?.refusal == nil)
         }

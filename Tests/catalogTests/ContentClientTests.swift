@@ -1,6 +1,6 @@
+import AppStoreTestSupport
 import CatalogClient
 import Foundation
-import PurchasesTestSupport
 import Testing
 
 #if canImport(FoundationNetworking)

@@ -1,8 +1,9 @@
+import AppStore
+import AppStoreTestSupport
 import CatalogKit
 import Content
 import Foundation
-import Purchases
-import PurchasesTestSupport
+import Ledger
 import ReportStorage
 import Testing
 
@@ -52,7 +53,7 @@ extension CommandTests {
                 ]))
             _ = try await store.record([
                 PurchaseSubmission(
-                    app: app, receivedAt: PKI.date(2025, 1, 10), source: .app, transactions: [bought])
+                    app: app, receivedAt: PKI.date(2025, 1, 10), source: .app, transactions: [Kept(bought)])
             ])
             try await store.close()
 

@@ -1,6 +1,7 @@
+import AppStore
+import AppStoreTestSupport
 import Foundation
-import Purchases
-import PurchasesTestSupport
+import Ledger
 import ReportStorage
 import Testing
 

@@ -1,6 +1,7 @@
+import AppStore
+import AppStoreTestSupport
 import Foundation
-import Purchases
-import PurchasesTestSupport
+import Ledger
 import ReportStorage
 import Synchronization
 import Testing
@@ -72,7 +73,7 @@ import Testing
             #expect(acked.count < bodies.count, "the kill came after every notification; it interrupted nothing")
 
             let store = try await SQLiteReportStore.open(path: workspace.root.appendingPathComponent("var/catalog.sqlite").path)
-            let stored = Set(try await store.notifications(app: "com.example.app", after: 0, limit: 10_000).map(\.notificationUUID))
+            let stored = Set(try await store.notifications(app: "com.example.app", after: 0, limit: 10_000).map(\.notificationId))
             let lost = acked.subtracting(stored)
             #expect(lost.isEmpty, "\(lost.count) acknowledged notifications lost")
             // Each kept notification's transaction is there with it: one transaction, not two.

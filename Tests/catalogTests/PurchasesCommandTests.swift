@@ -1,5 +1,5 @@
+import AppStoreTestSupport
 import Foundation
-import PurchasesTestSupport
 import Testing
 
 /// `catalog purchases verify` as support staff run it: one JSON line per file, exit 0 only when all are valid.

@@ -1,13 +1,14 @@
+import AppStore
+import AppStoreTestSupport
 import Foundation
-import Purchases
-import PurchasesTestSupport
+import Ledger
 import Testing
 
 /// `catalog purchases sign`: evidence signed as Xcode's StoreKit testing signs it, with the
 /// developer's own certificate, that `catalog purchases verify` (and the server) accept only with that
 /// certificate named, and only for the Xcode environment.
 @Suite struct PurchasesSignCommandTests {
-    typealias PKI = PurchasesTestSupport.AppStoreTestPKI
+    typealias PKI = AppStoreTestSupport.AppStoreTestPKI
 
     @Test func signsXcodeEvidenceOnly() async throws {
         try await CommandTests.withWorkspace { workspace in

@@ -1,8 +1,8 @@
+import AppStoreTestSupport
 import CatalogKit
 import CatalogTestSupport
 import Content
 import Foundation
-import PurchasesTestSupport
 import Testing
 
 #if canImport(FoundationNetworking)

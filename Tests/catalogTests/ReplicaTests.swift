@@ -1,7 +1,7 @@
+import AppStoreTestSupport
 import CatalogKit
 import CatalogTestSupport
 import Foundation
-import PurchasesTestSupport
 import Testing
 
 #if canImport(FoundationNetworking)

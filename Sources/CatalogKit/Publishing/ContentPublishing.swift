@@ -146,6 +146,21 @@ extension PublicTree {
             throw CatalogError.corruptPublication(path: url.path, message: "\(error)")
         }
     }
+
+    /// The content manifest of `app`'s published `revision` (`content.json` in its records, read by
+    /// ``contentManifest(_:revision:)``); an empty one when the revision delivers no content. What
+    /// the content endpoints and `catalog content url` decide on.
+    public func servedContentManifest(_ app: String, revision: Int) -> Result<ContentManifest, CatalogError> {
+        Result { () throws(CatalogError) in
+            do {
+                return try contentManifest(app, revision: revision) ?? ContentManifest(items: [])
+            } catch let error as CatalogError {
+                throw error
+            } catch {
+                throw CatalogError.corruptPublication(path: contentManifestURL(app, revision).path, message: "\(error)")
+            }
+        }
+    }
 }
 
 extension CatalogWorkflow {

@@ -1,11 +1,12 @@
+import AppStore
 import CatalogKit
 import Content
 import Foundation
 import HTTPTypes
 import Hummingbird
+import Ledger
 import NIOCore
 import NIOPosix
-import Purchases
 import Time
 
 #if canImport(Glibc)
@@ -62,7 +63,7 @@ extension PurchaseEndpoints {
             }
         }
         let manifest: ContentManifest
-        switch CustomerContent.manifest(tree: tree, app: app, revision: revision) {
+        switch tree.servedContentManifest(app, revision: revision) {
         case .failure(let error): return JSONError.response(.internalServerError, "\(error)")
         case .success(let found): manifest = found
         }

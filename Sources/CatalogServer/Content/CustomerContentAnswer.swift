@@ -1,8 +1,9 @@
+import AppStore
 import CatalogKit
 import Content
 import Foundation
 import Hummingbird
-import Purchases
+import Ledger
 
 extension PurchaseEndpoints {
     /// `GET /v1/admin/apps/{app}/customers/{id}/content[?at=]` (docs/editor-api.md): what the
@@ -17,7 +18,7 @@ extension PurchaseEndpoints {
         case .success(let found): config = found
         }
         let manifest: ContentManifest
-        switch CustomerContent.manifest(tree: tree, app: app, revision: revision) {
+        switch tree.servedContentManifest(app, revision: revision) {
         case .failure(let error): return JSONError.response(.internalServerError, "\(error)")
         case .success(let found): manifest = found
         }

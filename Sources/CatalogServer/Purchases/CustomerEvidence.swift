@@ -1,7 +1,8 @@
+import AppStore
 import Foundation
 import HTTPTypes
 import Hummingbird
-import Purchases
+import Ledger
 
 /// What an app presents as evidence of who it is: a signed transaction (and optionally its
 /// AppTransaction), or a base64 legacy receipt with the device identifier, plus the customer's
@@ -26,7 +27,7 @@ struct VerifiedEvidence: Sendable {
     /// the purchase itself signs (or the token sent beside it), never from an AppTransaction.
     var claimant: CustomerKey
     /// What became of the AppTransaction sent beside the transaction, if one was.
-    var appTransaction: AppTransactionUse?
+    var appTransaction: AccountEvidenceUse?
 
     /// The instant an answer to the presenting app is given at: `now`, or the presented purchases'
     /// own latest date when it is later. The server's clock counts whole seconds and Apple's may run
@@ -41,14 +42,6 @@ struct VerifiedEvidence: Sendable {
         let first = transactions.first
         return first?.originalTransactionId ?? first?.transactionId
     }
-}
-
-/// Whether an AppTransaction sent beside a transaction was used, and why not: it is used only when
-/// the transaction signs the same `appTransactionId` (iOS 18.4 and later), since an AppTransaction
-/// names an Apple account and says nothing of whose purchase the transaction is.
-struct AppTransactionUse: Codable, Sendable, Equatable {
-    var used: Bool
-    var reason: String?
 }
 
 /// Why presented evidence was not taken: a refusal of the evidence itself (counted, with its stable
@@ -67,7 +60,7 @@ extension AppPurchases {
             throw .badRequest("appAccountToken must be a UUID")
         }
         var transactions: [JWSTransactionDecodedPayload] = []
-        var appTransactionUse: AppTransactionUse?
+        var appTransactionUse: AccountEvidenceUse?
         do {
             switch (evidence.signedTransaction, evidence.receipt) {
             case (let jws?, nil):
@@ -102,7 +95,7 @@ extension AppPurchases {
                     )
                 }
                 let receipt = try await verifier.verifyAndDecodeReceipt([UInt8](bytes), deviceIdentifier: device)
-                transactions = PurchaseEndpoints.transactions(of: receipt, types: productTypes)
+                transactions = receipt.transactions(types: productTypes)
                 guard !transactions.isEmpty else {
                     throw PurchaseRefusal(.unknownProduct, "the receipt names no purchase of a product the catalog of '\(app)' knows")
                 }
@@ -116,27 +109,29 @@ extension AppPurchases {
         } catch {
             throw .refusal(PurchaseRefusal(.malformed, "\(error)"))
         }
-        guard let first = transactions.first, let claimant = CustomerKey.of(first, appAccountToken: evidence.appAccountToken) else {
+        guard let first = transactions.first, let claimant = CustomerKey.of(LedgerTransaction(first), appAccount: evidence.appAccountToken)
+        else {
             throw .refusal(PurchaseRefusal(.malformed, "the transaction names no transaction id"))
         }
         return VerifiedEvidence(
             transactions: transactions, appAccountToken: evidence.appAccountToken, claimant: claimant, appTransaction: appTransactionUse)
     }
 
-    /// An AppTransaction counts only when the transaction signs its `appTransactionId`: then both
-    /// name the same Apple account. Otherwise someone else's AppTransaction would join a cheap
+    /// An AppTransaction counts only when the transaction signs its `appTransactionId` (iOS 18.4 and
+    /// later): then both name the same Apple account. An AppTransaction names an Apple account and
+    /// says nothing of whose purchase a transaction is: otherwise someone else's would join a cheap
     /// purchase of one's own to that account's customer.
-    static func use(of appTransaction: AppTransaction, beside transaction: JWSTransactionDecodedPayload) -> AppTransactionUse {
+    static func use(of appTransaction: AppTransaction, beside transaction: JWSTransactionDecodedPayload) -> AccountEvidenceUse {
         guard let signed = transaction.appTransactionId, !signed.isEmpty else {
-            return AppTransactionUse(
+            return AccountEvidenceUse(
                 used: false,
                 reason:
                     "the transaction signs no appTransactionId (it was signed before iOS 18.4), so the AppTransaction cannot be tied to it")
         }
         guard signed == appTransaction.appTransactionId else {
-            return AppTransactionUse(used: false, reason: "the AppTransaction's appTransactionId is not the one the transaction signs")
+            return AccountEvidenceUse(used: false, reason: "the AppTransaction's appTransactionId is not the one the transaction signs")
         }
-        return AppTransactionUse(used: true, reason: nil)
+        return AccountEvidenceUse(used: true, reason: nil)
     }
 }
 
@@ -238,14 +233,14 @@ extension PurchaseEndpoints {
         }
         // The key lookup tries account tokens and Apple ids before bindings; only the purchase's own
         // binding says whose it is.
-        guard let record, record.originalTransactionIds.contains(original) else {
+        guard let record, record.purchases.contains(PurchaseReference(.appStore, original)) else {
             return .failure(
                 EndpointRefusal(
                     response: JSONError.response(
                         .notFound, "no customer of '\(app)' holds this purchase yet; send it to POST /v1/apps/\(app)/purchases first")))
         }
         // A customer no app account names yet waits for its first one to claim it by presenting a purchase.
-        if !record.keys.contains(verified.claimant), !record.keys.contains(where: { $0.kind == .appAccountToken }) {
+        if !record.keys.contains(verified.claimant), !record.keys.contains(where: { $0.kind == .appAccount }) {
             return .failure(
                 EndpointRefusal(
                     response: JSONError.response(

@@ -1,10 +1,11 @@
+import AppStore
 import CatalogKit
 import Foundation
 import HTTPTypes
 import Hummingbird
+import Ledger
 import Logging
 import NIOCore
-import Purchases
 import Synchronization
 import X509
 
@@ -20,81 +21,6 @@ public struct PurchasesConfiguration: Sendable {
 
     /// The defaults.
     public init() {}
-}
-
-/// What one app's settings make of the evidence it is sent: its verifier, its ledger catalog, its
-/// products' types (a legacy receipt names none) and its transfer policy. The server and
-/// `catalog purchases rebuild` make it alike.
-public struct AppPurchases: Sendable {
-    /// Bound to the app's bundle id, Apple id, environments and Xcode certificate.
-    public let verifier: SignedDataVerifier
-    /// What each product unlocks, and a non-renewing one's duration.
-    public let catalog: LedgerCatalog
-    /// Each product's type, Apple's name for it.
-    public let productTypes: [String: Purchases.ProductType]
-    /// What happens to a purchase presented by another customer.
-    public let transferPolicy: PurchaseTransferPolicy
-    /// Where webhooks of entitlement changes go (`webhookURL`); nil: none are sent.
-    public let webhookURL: URL?
-    /// The file holding the webhook's HMAC secret (`webhookSecretFile`), as written.
-    public let webhookSecretFile: String?
-    /// Whether a legacy receipt must come with its device identifier (`requireDeviceId`).
-    public let requiresDeviceId: Bool
-    /// Each auto-renewable product's subscription group in the catalog (``subscriptionGroups``).
-    let groupsByProduct: [String: String]
-
-    /// The settings of the validated `catalog`, trusting `trust`'s roots: what its published
-    /// record would say (`catalog customers show`, `catalog purchases rebuild`).
-    public init(_ catalog: AppCatalog, trust: PurchaseTrust) throws(PurchaseConfigurationError) {
-        try self.init(PurchaseRecord(catalog), trust: trust)
-    }
-
-    /// The settings a revision's purchase record holds, trusting `trust`'s roots; fails when the
-    /// Xcode certificate it names did not travel with it or is not one certificate.
-    public init(_ record: PurchaseRecord, trust: PurchaseTrust) throws(PurchaseConfigurationError) {
-        var xcode: Certificate?
-        if let path = record.xcodeCertificatePath {
-            guard let base64 = record.xcodeCertificate, let bytes = Data(base64Encoded: base64) else {
-                throw PurchaseConfigurationError(
-                    record.xcodeCertificateProblem ?? "the Xcode certificate \(path) is not in the published record")
-            }
-            let certificates = try PurchaseTrust.certificates(fromBytes: [UInt8](bytes), named: path)
-            guard certificates.count == 1 else { throw PurchaseConfigurationError("\(path) must hold exactly one certificate") }
-            xcode = certificates.first
-        }
-        let environments = Set(
-            record.environments.map { environment -> AppStoreEnvironment in
-                switch environment {
-                case .production: .production
-                case .sandbox: .sandbox
-                case .xcode: .xcode
-                }
-            })
-        verifier = SignedDataVerifier(
-            trust: trust,
-            app: AppStoreApp(bundleId: record.app, appAppleId: record.appAppleId, environments: environments, xcodeCertificate: xcode))
-        var products: [String: LedgerProduct] = [:]
-        var types: [String: Purchases.ProductType] = [:]
-        var groups: [String: String] = [:]
-        for product in record.products {
-            groups[product.id] = product.group
-            products[product.id] = LedgerProduct(entitlements: product.entitlements, duration: product.duration.flatMap(ISO8601Period.init))
-            switch product.type {
-            case .consumable?: types[product.id] = .consumable
-            case .nonConsumable?: types[product.id] = .nonConsumable
-            case .autoRenewable?: types[product.id] = .autoRenewableSubscription
-            case .nonRenewing?: types[product.id] = .nonRenewingSubscription
-            case nil: break
-            }
-        }
-        self.catalog = LedgerCatalog(products: products, sandboxUnlocks: record.sandboxUnlocks ?? true)
-        requiresDeviceId = record.requireDeviceId ?? true
-        productTypes = types
-        transferPolicy = record.transferPolicy == .transfer ? .transfer : .keep
-        webhookURL = record.webhookURL.flatMap { URL(string: $0) }
-        webhookSecretFile = record.webhookSecretFile
-        groupsByProduct = groups
-    }
 }
 
 /// The apps' purchase settings, read from the purchase record of the revision each app serves
@@ -209,7 +135,7 @@ struct PurchaseEndpoints: Sendable {
         guard
             let submission = PurchaseSubmission.notification(
                 verified, app: app, body: body, receivedAt: now, transferPolicy: config.transferPolicy),
-            let uuid = submission.notification?.notificationUUID
+            let uuid = submission.notification?.notificationId
         else {
             return refuse(PurchaseRefusal(.malformed, "the notification has no notificationUUID"), endpoint: "notifications")
         }
@@ -266,7 +192,8 @@ struct PurchaseEndpoints: Sendable {
             }
         }
         let submission = PurchaseSubmission(
-            app: app, receivedAt: now, source: .app, transactions: verified.transactions, appAccountToken: verified.appAccountToken,
+            app: app, receivedAt: now, source: .app, transactions: verified.transactions.map { Kept($0) },
+            appAccount: verified.appAccountToken,
             transferPolicy: config.transferPolicy)
         let outcome: PurchaseOutcome
         switch await committer.outcome(of: submission) {
@@ -278,35 +205,13 @@ struct PurchaseEndpoints: Sendable {
         if let refusal = outcome.refusal {
             // The presenting customer's own entitlements, when an app account that has some presented it.
             var own: CustomerAnswer?
-            if verified.claimant.kind == .appAccountToken, let record = try? await store.customer(app: app, id: verified.claimant.value) {
+            if verified.claimant.kind == .appAccount, let record = try? await store.customer(app: app, id: verified.claimant.value) {
                 own = CustomerAnswer(record, at: now, catalog: config.catalog, full: false)
             }
             return refused(refuse(refusal, endpoint: endpoint, customer: own))
         }
         return await holder(of: verified, app: app, endpoint: endpoint).map { ($0, verified) }
     }
-
-    /// A legacy receipt's in-app entries as transactions, typed from the catalog (a receipt names
-    /// no type); entries of products the catalog does not know are left out.
-    static func transactions(of receipt: AppReceipt, types: [String: Purchases.ProductType]) -> [JWSTransactionDecodedPayload] {
-        receipt.inApp.compactMap { entry in
-            guard let product = entry.productId, let type = types[product], let id = entry.transactionId else { return nil }
-            var json: [String: Any] = [
-                "transactionId": id, "originalTransactionId": entry.originalTransactionId ?? id, "productId": product,
-                "type": type.rawValue, "quantity": entry.quantity ?? 1, "inAppOwnershipType": "PURCHASED",
-            ]
-            json["bundleId"] = receipt.bundleId
-            json["environment"] = receipt.environment?.rawValue
-            json["purchaseDate"] = entry.purchaseDate.map(milliseconds)
-            json["expiresDate"] = entry.subscriptionExpirationDate.map(milliseconds)
-            json["revocationDate"] = entry.cancellationDate.map(milliseconds)
-            json["signedDate"] = receipt.receiptCreationDate.map(milliseconds)
-            guard let data = try? JSONSerialization.data(withJSONObject: json, options: [.sortedKeys]) else { return nil }
-            return StoredPayload.decode(JWSTransactionDecodedPayload.self, String(decoding: data, as: UTF8.self))
-        }
-    }
-
-    private static func milliseconds(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded()) }
 
     /// Hex to bytes, ignoring the dashes of a UUID and the colons of a MAC address.
     static func bytes(hex: String) -> [UInt8]? {
@@ -477,191 +382,4 @@ struct RefusalAnswer: Codable, Sendable, Equatable {
     /// The customer the app account presenting the purchase is (``CustomerAnswer``, without history),
     /// when it is one: what they do have.
     var customer: CustomerAnswer.Body?
-}
-
-/// A customer as the endpoints answer it (docs/purchases.md, "Reading a customer"): keys, and per
-/// environment every purchase, every period (Apple's field names, `start` and `end` as RFC 3339
-/// instants), the entitlements and credits at `at`, and transfers.
-public struct CustomerAnswer: Sendable {
-    /// The answer's JSON.
-    public let json: [UInt8]
-    /// The answer as a value, for an answer that holds it (a webhook's body).
-    let body: Body
-
-    /// The answer's members; `purchases`, `periods` and `transfers` only in a full answer.
-    struct Body: Codable, Sendable, Equatable {
-        var customer: Int64
-        var at: String?
-        var keys: [Key]
-        var entitlements: [Entitlement]
-        var credits: [Credit]
-        var purchases: [Purchase]?
-        var periods: [Period]?
-        var transfers: [Transfer]?
-        var refusedClaims: [RefusedClaimRow]?
-        /// Beside a purchase the app sent with an AppTransaction: whether it was used, and why not.
-        var appTransaction: AppTransactionUse?
-    }
-
-    /// Claims refused on one of the customer's purchases (`keep`): by whom (nil: the claimants past
-    /// the bound, together), how often, first and last.
-    struct RefusedClaimRow: Codable, Sendable, Equatable {
-        var originalTransactionId: String
-        var claimant: Key?
-        var count: Int
-        var firstAt: String
-        var lastAt: String
-    }
-
-    /// One of the customer's keys.
-    struct Key: Codable, Sendable, Equatable {
-        var kind: String
-        var value: String
-    }
-
-    /// An entitlement active at `at`.
-    struct Entitlement: Codable, Sendable, Equatable {
-        var entitlement: String
-        var environment: String
-        var productId: String
-        var transactionId: String
-        var expiresDate: String?
-        var inGracePeriod: Bool
-    }
-
-    /// A consumable's credits at `at`.
-    struct Credit: Codable, Sendable, Equatable {
-        var productId: String
-        var environment: String
-        var quantity: Int
-    }
-
-    /// One purchase, Apple's field names.
-    struct Purchase: Codable, Sendable, Equatable {
-        var environment: String
-        var transactionId: String
-        var originalTransactionId: String?
-        var productId: String
-        var type: String?
-        var purchaseDate: String
-        var quantity: Int
-        var inAppOwnershipType: String?
-        var revocationDate: String?
-        var revocationReason: Int?
-        var signedDate: String?
-    }
-
-    /// One subscription period, Apple's field names.
-    struct Period: Codable, Sendable, Equatable {
-        var environment: String
-        var transactionId: String
-        var originalTransactionId: String?
-        var productId: String
-        var subscriptionGroupIdentifier: String?
-        var type: String?
-        var start: String
-        var end: String?
-        var expiresDate: String?
-        var offerType: Int?
-        var offerIdentifier: String?
-        var offerDiscountType: String?
-        var inAppOwnershipType: String?
-        var revocationDate: String?
-        var revocationReason: Int?
-        var isUpgraded: Bool
-        var gracePeriodExpiresDate: String?
-        var isInBillingRetryPeriod: Bool
-        var active: Bool
-    }
-
-    /// A purchase that moved to or from the customer.
-    struct Transfer: Codable, Sendable, Equatable {
-        var originalTransactionId: String
-        var fromCustomer: Int64
-        var toCustomer: Int64
-        var outcome: String
-        var at: String
-    }
-
-    /// The answer for `record` at `at`: with every purchase, period, transfer and refused claim when `full`.
-    public init(_ record: CustomerRecord, at: Date, catalog: LedgerCatalog, full: Bool) {
-        self.init(record, at: at, catalog: catalog, full: full, appTransaction: nil)
-    }
-
-    /// The same, with what became of an AppTransaction sent beside a purchase.
-    init(_ record: CustomerRecord, at: Date, catalog: LedgerCatalog, full: Bool, appTransaction: AppTransactionUse?) {
-        let ledgers = record.ledgers(catalog: catalog)
-        let date = Self.rfc3339
-        var body = Body(
-            customer: record.id, at: date(at),
-            keys: record.keys.map { Key(kind: $0.kind.rawValue, value: $0.value) },
-            entitlements: ledgers.flatMap { ledger in
-                ledger.entitlements(at: at).map { grant in
-                    Entitlement(
-                        entitlement: grant.entitlement, environment: ledger.environment.rawValue, productId: grant.productId,
-                        transactionId: grant.transactionId, expiresDate: grant.expiresDate.map(date), inGracePeriod: grant.inGracePeriod)
-                }
-            },
-            credits: ledgers.flatMap { ledger in
-                ledger.credits(at: at).sorted { $0.key < $1.key }.map {
-                    Credit(productId: $0.key, environment: ledger.environment.rawValue, quantity: $0.value)
-                }
-            })
-        if full {
-            body.purchases = ledgers.flatMap { ledger in
-                ledger.purchases.map { purchase in
-                    Purchase(
-                        environment: ledger.environment.rawValue, transactionId: purchase.transactionId,
-                        originalTransactionId: purchase.originalTransactionId, productId: purchase.productId, type: purchase.type?.rawValue,
-                        purchaseDate: date(purchase.purchaseDate), quantity: purchase.quantity,
-                        inAppOwnershipType: purchase.inAppOwnershipType?.rawValue, revocationDate: purchase.revocationDate.map(date),
-                        revocationReason: purchase.revocationReason.map { Int($0.rawValue) }, signedDate: purchase.signedDate.map(date))
-                }
-            }
-            body.periods = ledgers.flatMap { ledger in
-                ledger.periods.map { period in
-                    Period(
-                        environment: ledger.environment.rawValue, transactionId: period.transactionId,
-                        originalTransactionId: period.originalTransactionId, productId: period.productId,
-                        subscriptionGroupIdentifier: period.subscriptionGroupIdentifier, type: period.type?.rawValue,
-                        start: date(period.start), end: period.end.map(date), expiresDate: period.expiresDate.map(date),
-                        offerType: period.offerType.map { Int($0.rawValue) }, offerIdentifier: period.offerIdentifier,
-                        offerDiscountType: period.offerDiscountType?.rawValue, inAppOwnershipType: period.inAppOwnershipType?.rawValue,
-                        revocationDate: period.revocationDate.map(date), revocationReason: period.revocationReason.map { Int($0.rawValue) },
-                        isUpgraded: period.isUpgraded, gracePeriodExpiresDate: period.gracePeriodExpiresDate.map(date),
-                        isInBillingRetryPeriod: period.isInBillingRetryPeriod, active: period.isActive(at: at))
-                }
-            }
-            body.transfers = record.transfers.map {
-                Transfer(
-                    originalTransactionId: $0.originalTransactionId, fromCustomer: $0.fromCustomer, toCustomer: $0.toCustomer,
-                    outcome: $0.outcome.rawValue, at: date($0.at))
-            }
-            body.refusedClaims = record.refusedClaims.map {
-                RefusedClaimRow(
-                    originalTransactionId: $0.originalTransactionId,
-                    claimant: $0.claimant.map { Key(kind: $0.kind.rawValue, value: $0.value) },
-                    count: $0.count, firstAt: date($0.firstAt), lastAt: date($0.lastAt))
-            }
-        }
-        body.appTransaction = appTransaction
-        self.body = body
-        json = ServiceJSON.encode(body)
-    }
-
-    /// An RFC 3339 instant, with or without fractional seconds (`?at=`, `--at`).
-    public static func instant(_ text: String) -> Date? {
-        let plain = ISO8601DateFormatter()
-        plain.formatOptions = [.withInternetDateTime]
-        let fractional = ISO8601DateFormatter()
-        fractional.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return plain.date(from: text) ?? fractional.date(from: text)
-    }
-
-    /// `2025-01-31T12:00:00.000Z`.
-    static func rfc3339(_ date: Date) -> String {
-        let formatter = ISO8601DateFormatter()
-        formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
-        return formatter.string(from: date)
-    }
 }

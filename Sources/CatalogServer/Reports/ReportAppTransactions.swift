@@ -1,5 +1,6 @@
+import AppStore
 import Foundation
-import Purchases
+import Ledger
 import Synchronization
 import X509
 

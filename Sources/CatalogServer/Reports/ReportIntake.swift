@@ -1,9 +1,10 @@
+import AppStore
 import CatalogKit
 import Crypto
 import HTTPTypes
 import Hummingbird
+import Ledger
 import NIOCore
-import Purchases
 import Time
 
 /// What the report endpoint answers, whichever path received the request: a status and a JSON

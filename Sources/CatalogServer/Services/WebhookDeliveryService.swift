@@ -1,9 +1,10 @@
+import AppStore
 import CatalogKit
 import CoreMetrics
 import Foundation
+import Ledger
 import Logging
 import Prometheus
-import Purchases
 import ServiceLifecycle
 import Synchronization
 
@@ -238,10 +239,10 @@ public struct WebhookDeliveryService: Service {
     /// The event's JSON (docs/purchases.md, "Webhooks"): what changed, and the customer as
     /// `GET /v1/apps/{app}/customers/{id}` answers it now (keys and entitlements).
     func body(of event: WebhookEvent, catalog: LedgerCatalog) async throws -> [UInt8] {
-        let record = try await purchases.customer(app: event.app, id: event.originalTransactionId)
+        let record = try await purchases.customer(app: event.app, id: event.purchaseKey)
         let body = WebhookBody(
             id: event.id, type: event.type.rawValue, app: event.app, environment: event.environment,
-            originalTransactionId: event.originalTransactionId, transactionId: event.transactionId, productId: event.productId,
+            originalTransactionId: event.purchaseKey, transactionId: event.transactionId, productId: event.productId,
             occurredAt: event.occurredAt.map(CustomerAnswer.rfc3339), createdAt: CustomerAnswer.rfc3339(event.createdAt),
             customer: record.map { CustomerAnswer($0, at: now(), catalog: catalog, full: false).body })
         // These bytes, encoded once, are both what is signed and what is sent.

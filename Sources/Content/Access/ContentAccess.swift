@@ -1,5 +1,5 @@
 import Foundation
-import Purchases
+import Ledger
 
 /// How an item of content is sold: with a product, or as a dated item of a subscription group.
 public enum ContentAvailability: Sendable, Hashable {
@@ -29,10 +29,10 @@ public struct ContentGrant: Sendable, Hashable {
     public var reason: ContentGrantReason
     /// The environment of the evidence that grants it; nil until a caller that reads a customer's
     /// ledgers names it (``ContentAccess`` sees one environment's purchases and periods at a time).
-    public var environment: AppStoreEnvironment?
+    public var environment: LedgerEnvironment?
 
     /// A grant of `itemId` for `reason`, by evidence of `environment`.
-    public init(itemId: String, reason: ContentGrantReason, environment: AppStoreEnvironment? = nil) {
+    public init(itemId: String, reason: ContentGrantReason, environment: LedgerEnvironment? = nil) {
         self.itemId = itemId
         self.reason = reason
         self.environment = environment
@@ -69,7 +69,7 @@ public enum ContentAccess {
         // Of the group's periods, those that still count: begun, with an end, and not revoked by now.
         func counting(_ group: String) -> [SubscriptionPeriod] {
             periods.filter { period in
-                period.subscriptionGroupIdentifier == group && period.start <= instant && period.end != nil
+                period.subscriptionGroup == group && period.start <= instant && period.end != nil
                     && !isVoided(period, at: instant)
             }.sorted { ($0.start, $0.transactionId) < ($1.start, $1.transactionId) }
         }
@@ -124,7 +124,7 @@ public enum ContentAccess {
     private static func holder(
         of product: String, purchases: [LedgerPurchase], periods: [SubscriptionPeriod], at instant: Date
     ) -> ContentGrantReason? {
-        let bought = purchases.filter { $0.productId == product && $0.type == .nonConsumable && $0.isHeld(at: instant) }
+        let bought = purchases.filter { $0.productId == product && $0.kind == .nonConsumable && $0.isHeld(at: instant) }
             .min { ($0.purchaseDate, $0.transactionId) < ($1.purchaseDate, $1.transactionId) }
         if let bought { return .holdsProduct(productId: product, transactionId: bought.transactionId) }
         let subscribed = periods.filter { $0.productId == product && $0.isActive(at: instant) }

@@ -1,0 +1,97 @@
+import FeedSigning
+import Foundation
+import Ledger
+
+/// A compact JWS split into its parts, nothing in it believed yet.
+struct CompactJWS {
+    /// A JWS longer than this is refused before parsing: Apple's are 3 to 6 KiB (three base64
+    /// certificates dominate), a notification with its two nested tokens about 14 KiB.
+    static let maximumBytes = 64 * 1024
+
+    /// The header fields read; others are ignored, a known one of the wrong type is malformed.
+    struct Header: Decodable {
+        var alg: String?
+        var x5c: [String]?
+        var crit: [String]?
+    }
+
+    var header: Header
+    var payload: [UInt8]
+    var signature: [UInt8]
+    /// `header.payload` as sent: what the signature covers (RFC 7515 §5.2).
+    var signingInput: ArraySlice<UInt8>
+
+    /// Splits `text`; with `headers`, a header already decoded from the same bytes is taken from it.
+    init(_ text: String, headers: JWSHeaderCache? = nil) throws(PurchaseRefusal) {
+        let bytes = Array(text.utf8)
+        guard bytes.count <= Self.maximumBytes else {
+            throw PurchaseRefusal(.malformed, "JWS is \(bytes.count) bytes, over the \(Self.maximumBytes)-byte limit")
+        }
+        let dots = bytes.indices.filter { bytes[$0] == UInt8(ascii: ".") }
+        guard dots.count == 2 else {
+            throw PurchaseRefusal(.malformed, "not a compact JWS: \(dots.count + 1) dot-separated parts, not 3")
+        }
+        let encodedHeader = Array(bytes[..<dots[0]])
+        if let known = headers?.header(for: encodedHeader) {
+            header = known
+        } else {
+            header = try Self.decodeHeader(encodedHeader)
+            headers?.insert(header, for: encodedHeader)
+        }
+        guard let payloadBytes = Base64URL.decode(bytes: bytes[(dots[0] + 1)..<dots[1]]) else {
+            throw PurchaseRefusal(.malformed, "JWS payload is not base64url")
+        }
+        payload = payloadBytes
+        // An empty signature (alg none) decodes to no bytes; the algorithm check refuses it.
+        guard let signatureBytes = Base64URL.decode(bytes: bytes[(dots[1] + 1)...]) else {
+            throw PurchaseRefusal(.malformed, "JWS signature is not base64url")
+        }
+        signature = signatureBytes
+        signingInput = bytes[..<dots[1]]
+    }
+
+    static func decodeHeader(_ encoded: [UInt8]) throws(PurchaseRefusal) -> Header {
+        guard let headerBytes = Base64URL.decode(bytes: encoded) else {
+            throw PurchaseRefusal(.malformed, "JWS header is not base64url")
+        }
+        do {
+            return try JSONDecoder().decode(Header.self, from: Data(headerBytes))
+        } catch {
+            throw PurchaseRefusal(.malformed, "JWS header is not a JSON object of the expected shape")
+        }
+    }
+
+    /// The payload decoded as `T`, with Apple's dates (milliseconds since 1970, sometimes fractional).
+    func decodePayload<T: Decodable>(_ type: T.Type) throws(PurchaseRefusal) -> T {
+        do {
+            return try AppStoreJSON.decoder().decode(T.self, from: Data(payload))
+        } catch {
+            throw PurchaseRefusal(.malformed, "JWS payload is not a JSON object of the expected shape: \(AppStoreJSON.describe(error))")
+        }
+    }
+}
+
+/// JSON as the App Store writes it.
+enum AppStoreJSON {
+    /// A decoder for Apple's payloads: dates in milliseconds since 1970.
+    static func decoder() -> JSONDecoder {
+        let decoder = JSONDecoder()
+        decoder.dateDecodingStrategy = .millisecondsSince1970
+        return decoder
+    }
+
+    /// Names the field that failed to decode, without echoing the input.
+    static func describe(_ error: any Error) -> String {
+        guard let error = error as? DecodingError else { return "not JSON" }
+        switch error {
+        case .typeMismatch(_, let context), .valueNotFound(_, let context), .keyNotFound(_, let context):
+            let path = context.codingPath.map(\.stringValue).joined(separator: ".")
+            return path.isEmpty ? "not a JSON object" : "field \(path) has the wrong type"
+        case .dataCorrupted(let context):
+            let path = context.codingPath.map(\.stringValue).joined(separator: ".")
+            return path.isEmpty ? "not JSON" : "field \(path) is invalid"
+        @unknown default:
+            return "not JSON"
+        }
+    }
+}

@@ -1,0 +1,87 @@
+import AppStoreTestSupport
+import Crypto
+import FeedSigning
+import Foundation
+import Ledger
+import Testing
+
+@testable import AppStore
+
+/// The shortcuts that make a notification cheaper to verify (docs/benchmarks.md, durable
+/// notifications) change no verdict: a cached header is never a cached trust, and a notification
+/// body read without the JSON decoder gives the decoder's answer.
+@Suite struct VerificationShortcutTests {
+    typealias PKI = AppStoreTestPKI
+    static let app = SignedDataVerifierTests.app
+
+    /// `jws` with its payload signed again by `key`, its header bytes untouched.
+    static func resigned(_ jws: String, payload: [String: any Sendable]? = nil, key: P256.Signing.PrivateKey) throws -> String {
+        let parts = jws.split(separator: ".", omittingEmptySubsequences: false).map(String.init)
+        let body = try payload.map { Base64URL.encode(try JSONSerialization.data(withJSONObject: $0)) } ?? parts[1]
+        let input = parts[0] + "." + body
+        return input + "." + Base64URL.encode(try key.signature(for: Data(input.utf8)).rawRepresentation)
+    }
+
+    @Test func aCachedHeaderDoesNotVouchForAnotherSigner() async throws {
+        let pki = try PKI.ecdsa()
+        let verifier = SignedDataVerifier(trust: pki.trust, app: Self.app)
+        let genuine = try pki.jws(payload: PKI.transaction())
+        _ = try await verifier.verifyAndDecodeTransaction(genuine)
+        #expect(verifier.cachedHeaderCount == 1)
+        // The genuine header, byte for byte (a hit), over a payload the attacker chose and signed.
+        let forged = try Self.resigned(
+            genuine, payload: PKI.transaction(["transactionId": "9"]), key: P256.Signing.PrivateKey())
+        let refusal = await SignedDataVerifierTests.refusal { _ = try await verifier.verifyAndDecodeTransaction(forged) }
+        #expect(refusal?.code == .notAuthenticated)
+        // The genuine x5c under another algorithm: a header of other bytes, decoded on its own.
+        var header = pki.header
+        header["alg"] = "HS256"
+        let swapped = try PKI.sign(header: header, payload: PKI.transaction(), key: try #require(pki.signingKey))
+        let algorithm = await SignedDataVerifierTests.refusal { _ = try await verifier.verifyAndDecodeTransaction(swapped) }
+        #expect(algorithm?.code == .notAuthenticated)
+        _ = try await verifier.verifyAndDecodeTransaction(genuine)
+    }
+
+    @Test func madeUpHeadersFillTheCacheOnlyToItsBound() async throws {
+        let pki = try PKI.ecdsa()
+        let verifier = SignedDataVerifier(trust: pki.trust, app: Self.app, cacheCapacity: 4)
+        let impostor = P256.Signing.PrivateKey()
+        for index in 0..<20 {
+            var header = pki.header
+            header["kid"] = "made-up-\(index)"
+            let token = try PKI.sign(header: header, payload: PKI.transaction(), key: impostor)
+            let refusal = await SignedDataVerifierTests.refusal { _ = try await verifier.verifyAndDecodeTransaction(token) }
+            #expect(refusal?.code == .notAuthenticated)
+        }
+        #expect(verifier.cachedHeaderCount == 4)
+        // Headers that do not decode are never kept.
+        _ = await SignedDataVerifierTests.refusal { _ = try await verifier.verifyAndDecodeTransaction("bm90IGpzb24.e30.AA") }
+        #expect(verifier.cachedHeaderCount == 4)
+        _ = try await verifier.verifyAndDecodeTransaction(try pki.jws(payload: PKI.transaction()))
+        let off = SignedDataVerifier(trust: pki.trust, app: Self.app, cacheCapacity: 0)
+        _ = try await off.verifyAndDecodeTransaction(try pki.jws(payload: PKI.transaction()))
+        #expect(off.cachedHeaderCount == 0)
+    }
+
+    @Test func aBodyReadWithoutTheDecoderGivesTheDecodersAnswer() async throws {
+        let pki = try PKI.ecdsa()
+        let verifier = SignedDataVerifier(trust: pki.trust, app: Self.app)
+        let jws = try pki.jws(payload: PKI.notification(type: "TEST"))
+        let read = [
+            "{\"signedPayload\":\"\(jws)\"}", "{ \"signedPayload\" :\t\"\(jws)\"\r\n}",
+            // Forms only the decoder reads: an escape in the value, another key beside it.
+            "{\"signedPayload\":\"\(jws.replacingOccurrences(of: ".", with: "\\u002e"))\"}",
+            "{\"signedPayload\":\"\(jws)\",\"other\":1}",
+        ]
+        for body in read {
+            #expect(try SignedDataVerifier.signedPayload(of: body) == jws, "\(body.prefix(40))")
+            _ = try await verifier.verifyAndDecodeNotification(body)
+        }
+        #expect(SignedDataVerifier.plainSignedPayload(ArraySlice(read[0].utf8)) == jws)
+        #expect(SignedDataVerifier.plainSignedPayload(ArraySlice(read[2].utf8)) == nil)
+        for body in ["{\"signedPayload\":\"\(jws)\"}x", "{\"signedPayload\":\"\(jws)\"", "{\"signedPayload\":\"\(jws)}"] {
+            let refusal = await SignedDataVerifierTests.refusal { _ = try await verifier.verifyAndDecodeNotification(body) }
+            #expect(refusal?.code == .malformed)
+        }
+    }
+}
