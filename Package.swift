@@ -23,6 +23,9 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-http-types", from: "1.8.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
         .package(url: "https://github.com/apple/swift-nio-extras", from: "1.35.2"),
+        // TLS and HTTP/2 on the lean path, which the server names itself (Hummingbird brings them too).
+        .package(url: "https://github.com/apple/swift-nio-ssl", from: "2.37.6"),
+        .package(url: "https://github.com/apple/swift-nio-http2", from: "1.46.0"),
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
@@ -84,20 +87,23 @@ let package = Package(
             ],
             resources: [.copy("Resources/catalog.xsd")]
         ),
-        // Where invalid-identifier reports are kept: SQLite by default, PostgreSQL to scale out.
+        // Where the server keeps everything (reports, editors and the audit log, publications,
+        // purchases, webhooks, content blobs): SQLite by default, PostgreSQL to scale out. It stores
+        // the ledger's rows and knows no store's evidence.
         .target(
-            name: "ReportStorage",
+            name: "Storage",
             dependencies: [
-                "CatalogKit", "Time", "CSQLite", "AppStore",
+                "CatalogKit", "Ledger", "Time", "CSQLite",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),
             ]
         ),
         .target(
             name: "CatalogServer",
             dependencies: [
-                // The domain's store protocols only: the executable opens the stores (ReportStorage).
-                "CatalogKit", "Time", "HTTPSemantics", "AppStore", "Content",
+                // The domain's store protocols only: the executable opens the stores (Storage).
+                "CatalogKit", "Time", "HTTPSemantics", "AppStore", "Content", "Ledger", "FeedSigning", "PropertyList",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdHTTP2", package: "hummingbird"),
@@ -105,9 +111,13 @@ let package = Package(
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOPosix", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "NIOTLS", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
                 .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "NIOHTTPTypesHTTP1", package: "swift-nio-extras"),
                 .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
                 .product(name: "Logging", package: "swift-log"),
@@ -144,7 +154,7 @@ let package = Package(
         // swift-crypto and the ledger's types; no store's evidence, no NIO, no HTTP, no database.
         .target(
             name: "Content",
-            dependencies: ["Ledger", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["Ledger", "FeedSigning", .product(name: "Crypto", package: "swift-crypto")]
         ),
         // What an app links: Foundation and FeedSigning only (CryptoKit, or swift-crypto off Apple
         // platforms), so that it builds for every Apple platform and Linux.
@@ -159,8 +169,9 @@ let package = Package(
         .executableTarget(
             name: "catalog",
             dependencies: [
-                "CatalogKit", "CatalogServer", "ReportStorage", "CatalogClient", "FeedSigning", "CMallocTuning", "AppStore", "Time",
-                "Content",
+                "CatalogKit", "CatalogServer", "Storage", "CatalogClient", "FeedSigning", "CMallocTuning", "AppStore", "Time",
+                "Content", "Ledger", "PropertyList",
+                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                 // `catalog purchases sign`: ES256 and the certificate it puts in x5c.
                 .product(name: "Crypto", package: "swift-crypto"), .product(name: "X509", package: "swift-certificates"),
@@ -179,7 +190,7 @@ let package = Package(
         .testTarget(
             name: "CatalogKitTests",
             dependencies: [
-                "CatalogKit", "FeedSigning", "CatalogTestSupport", "ReportStorage", "Time", "HTTPSemantics", "Content",
+                "CatalogKit", "FeedSigning", "CatalogTestSupport", "Storage", "Time", "HTTPSemantics", "Content", "PropertyList",
                 .product(name: "Logging", package: "swift-log"),
             ],
             // Golden feeds and their source, read at run time from beside PublishingTests.swift.
@@ -188,10 +199,18 @@ let package = Package(
         .testTarget(
             name: "CatalogServerTests",
             dependencies: [
-                "CatalogServer", "CatalogKit", "FeedSigning", "CatalogTestSupport", "ReportStorage", "Time", "HTTPSemantics", "AppStore",
-                "AppStoreTestSupport", "Content",
+                "CatalogServer", "CatalogKit", "FeedSigning", "CatalogTestSupport", "Storage", "Time", "HTTPSemantics", "AppStore",
+                "AppStoreTestSupport", "Content", "Ledger", "PropertyList",
+                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "HTTPTypes", package: "swift-http-types"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOTLS", package: "swift-nio"),
+                .product(name: "NIOSSL", package: "swift-nio-ssl"),
+                .product(name: "NIOHTTPTypes", package: "swift-nio-extras"),
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
                 .product(name: "Yams", package: "Yams"),
@@ -201,9 +220,9 @@ let package = Package(
             ]
         ),
         .testTarget(
-            name: "ReportStorageTests",
+            name: "StorageTests",
             dependencies: [
-                "ReportStorage", "CatalogKit", "CatalogTestSupport", "Time", "AppStore", "AppStoreTestSupport",
+                "Storage", "CatalogKit", "CatalogTestSupport", "Time", "Ledger", "AppStore", "AppStoreTestSupport",
                 // The server's GroupCommitter, driven here against each store (a stalled one too).
                 "CatalogServer",
                 .product(name: "Logging", package: "swift-log"),
@@ -214,18 +233,20 @@ let package = Package(
         .testTarget(
             name: "CatalogClientTests",
             dependencies: [
-                "CatalogClient", "CatalogServer", "CatalogKit", "CatalogTestSupport", "ReportStorage", "Time", "AppStore",
-                "AppStoreTestSupport", "Content",
+                "CatalogClient", "CatalogServer", "CatalogKit", "CatalogTestSupport", "Storage", "Time", "AppStore",
+                "AppStoreTestSupport", "Content", "Ledger",
+                .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
+                .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
-        // A stand-in for Apple's PKI and signers of JWS and PKCS#7 receipts, shared by the Purchases and command tests.
+        // A stand-in for Apple's PKI and signers of JWS and PKCS#7 receipts, shared by the App Store, store and command tests.
         .target(
             name: "AppStoreTestSupport",
             dependencies: [
-                "AppStore", "CatalogTestSupport",
+                "AppStore", "Ledger", "CatalogTestSupport",
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -236,7 +257,7 @@ let package = Package(
         .testTarget(
             name: "AppStoreTests",
             dependencies: [
-                "AppStore", "AppStoreTestSupport", "FeedSigning",
+                "AppStore", "AppStoreTestSupport", "FeedSigning", "Ledger",
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -247,8 +268,8 @@ let package = Package(
         .testTarget(
             name: "catalogTests",
             dependencies: [
-                "catalog", "CatalogKit", "CatalogTestSupport", "ReportStorage", "AppStore", "AppStoreTestSupport", "Time",
-                "HTTPSemantics", "Content", "CatalogClient",
+                "catalog", "CatalogKit", "CatalogTestSupport", "Storage", "AppStore", "AppStoreTestSupport", "Time",
+                "HTTPSemantics", "Content", "CatalogClient", "Ledger",
             ]
         ),
     ],

@@ -16,11 +16,14 @@ import Synchronization
 /// The serving application: the catalog's routes and the reload service, ready to run or test.
 ///
 /// The editor API under `/v1/admin/` needs both `reportStore` (tokens and the audit log) and
-/// `workflow` (the catalog sources it edits and publishes from, into `publicDirectory`).
+/// `workflow` (the catalog sources it edits and publishes from, into `publicDirectory`); the
+/// purchase endpoints and webhooks need `purchaseStore`. Each store capability is handed in on
+/// its own, as the caller composed them (the `catalog` executable passes one store as both).
 public func buildApplication(
     publicDirectory: PublicTree, host: String = "127.0.0.1", port: Int = 8080,
     configuration: ServeConfiguration = ServeConfiguration(), reloadInterval: Duration = .milliseconds(250),
-    reportStore: (any CatalogStore)? = nil, reportsConfiguration: ReportsConfiguration = ReportsConfiguration(),
+    reportStore: (any CatalogStore)? = nil, purchaseStore: (any PurchaseStore & WebhookOutbox)? = nil,
+    reportsConfiguration: ReportsConfiguration = ReportsConfiguration(),
     workflow: CatalogWorkflow? = nil, purchasesConfiguration: PurchasesConfiguration = PurchasesConfiguration(),
     metrics: ServerMetrics = ServerMetrics(),
     adminListener: (host: String, port: Int)? = nil, tls: ReloadingCertificate? = nil,
@@ -31,7 +34,7 @@ public func buildApplication(
     // Purchases need a store that keeps them; the apps' settings come from each revision's
     // purchase record, on the editor node and on replicas alike.
     let purchases: PurchaseEndpoints? = {
-        guard let reportStore, let purchaseStore = reportStore as? any PurchaseStore else { return nil }
+        guard let purchaseStore else { return nil }
         let appleRoots: PurchaseTrust
         do {
             appleRoots = try PurchaseTrust.apple()
@@ -107,7 +110,7 @@ public func buildApplication(
     }
     // Webhooks of entitlement changes, from the store's outbox (docs/purchases.md, "Webhooks"); on
     // the editor node only, as purchases are: a replica's role has no rights on the purchase tables.
-    if !configuration.isReplica, let purchases, let outbox = purchases.store as? any WebhookOutbox & PurchaseStore {
+    if !configuration.isReplica, purchases != nil, let outbox = purchaseStore {
         let targets = WebhookTargets(settings: publishedSettings, logger: logger)
         services.append(
             WebhookDeliveryService(

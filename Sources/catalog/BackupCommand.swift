@@ -1,7 +1,7 @@
 import ArgumentParser
 import Foundation
 import Logging
-import ReportStorage
+import Storage
 
 /// `catalog backup FILE`: an online, consistent copy of a SQLite store while the server runs.
 struct BackupCommand: AsyncParsableCommand {
@@ -30,7 +30,7 @@ struct BackupCommand: AsyncParsableCommand {
             throw ExitCode(1)
         }
         do {
-            let store = try await SQLiteReportStore.open(path: path)
+            let store = try await SQLiteStore.open(path: path)
             try await store.backup(to: file)
             try await store.close()
         } catch {

@@ -1,7 +1,6 @@
 import AppStore
 import ArgumentParser
 import CatalogKit
-import CatalogServer
 import Content
 import Foundation
 import Ledger
@@ -94,11 +93,7 @@ struct ContentURLCommand: AsyncParsableCommand {
         }
         let instant = at.flatMap(CustomerAnswer.instant) ?? Date()
         let logger = Logger(label: "catalog.content")
-        try await storeOptions.withStore(configured, logger: logger) { store in
-            guard let purchases = store as? any PurchaseStore else {
-                printError("this store keeps no purchases")
-                throw ExitCode(1)
-            }
+        try await storeOptions.withStore(configured, logger: logger) { purchases in
             guard let record = try await purchases.customer(app: app, id: customer) else {
                 printError("no customer of '\(app)' has the key '\(customer)'")
                 throw ExitCode(1)

@@ -1,11 +1,10 @@
 import AppStore
 import ArgumentParser
 import CatalogKit
-import CatalogServer
 import Foundation
 import Ledger
 import Logging
-import ReportStorage
+import Storage
 
 /// `catalog customers`: what the store knows of an app's customers.
 struct CustomersCommand: AsyncParsableCommand {
@@ -50,11 +49,7 @@ struct CustomersShowCommand: AsyncParsableCommand {
         let settings = try PurchaseCommands.settings(of: app, catalog: try catalogOptions.paths(configured), roots: [])
         let instant = at.flatMap(CustomerAnswer.instant) ?? Date()
         let logger = Logger(label: "catalog.customers")
-        try await storeOptions.withStore(configured, logger: logger) { store in
-            guard let purchases = store as? any PurchaseStore else {
-                printError("this store keeps no purchases")
-                throw ExitCode(1)
-            }
+        try await storeOptions.withStore(configured, logger: logger) { purchases in
             guard let record = try await purchases.customer(app: app, id: id) else {
                 printError("no customer of '\(app)' has the key '\(id)'")
                 throw ExitCode(1)
@@ -96,11 +91,7 @@ struct PurchasesRebuildCommand: AsyncParsableCommand {
         let logger = Logger(label: "catalog.purchases")
         var settings: [String: AppPurchases] = [:]
         for name in names { settings[name] = try PurchaseCommands.settings(of: name, catalog: paths, roots: rootCertificate) }
-        try await storeOptions.withStore(configured, logger: logger) { store in
-            guard let purchases = store as? any PurchaseStore else {
-                printError("this store keeps no purchases")
-                throw ExitCode(1)
-            }
+        try await storeOptions.withStore(configured, logger: logger) { purchases in
             for name in names {
                 guard let app = settings[name] else { continue }
                 let cleared = try await purchases.clearNotificationEvidence(app: name)

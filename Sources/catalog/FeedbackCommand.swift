@@ -2,7 +2,7 @@ import ArgumentParser
 import CatalogKit
 import Foundation
 import Logging
-import ReportStorage
+import Storage
 import Time
 
 struct FeedbackCommand: AsyncParsableCommand {

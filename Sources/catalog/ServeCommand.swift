@@ -9,8 +9,8 @@ import Ledger
 import Logging
 import NIOCore
 import NIOPosix
-import ReportStorage
 import ServiceLifecycle
+import Storage
 
 #if canImport(Glibc)
     import Glibc
@@ -205,11 +205,12 @@ struct ServeCommand: AsyncParsableCommand {
                 printError("\(error)")
                 throw ExitCode(1)
             }
-            if isReplica, let shared = store as? PostgresReportStore { await shared.warnOfRightsBeyondAReplica() }
+            if isReplica, let shared = store.postgres { await shared.warnOfRightsBeyondAReplica() }
             let publications = try await publicationServices(resolved, store: store, tree: tree, metrics: metrics, logger: logger)
             let app = buildApplication(
                 publicDirectory: tree, host: listener.host, port: listener.port, configuration: configuration, reportStore: store,
-                reportsConfiguration: reports, workflow: workflow, metrics: metrics, adminListener: listener.admin, tls: tls,
+                purchaseStore: store, reportsConfiguration: reports, workflow: workflow, metrics: metrics, adminListener: listener.admin,
+                tls: tls,
                 extraServices: (resolved.feeds.autoFeedback.map {
                     [AutoFeedbackService(workflow: workflow, store: store, interval: $0, metrics: metrics, logger: logger)]
                 } ?? [])
@@ -234,9 +235,9 @@ extension ServeCommand {
     /// replica catches up with it first (an empty disk serves nothing until it has the feeds)
     /// and then follows it.
     private func publicationServices(
-        _ resolved: Resolved, store: any CatalogStore, tree: PublicTree, metrics: ServerMetrics, logger: Logger
+        _ resolved: Resolved, store: any Store, tree: PublicTree, metrics: ServerMetrics, logger: Logger
     ) async throws -> [any Service] {
-        guard let shared = store as? any PublicationStore else { return [] }
+        guard let shared = store.publications else { return [] }
         guard resolved.feeds.isReplica else { return [PublicationExportService(store: store, tree: tree, logger: logger)] }
         // With feeds in its cache, the replica serves them at once and the follower catches up
         // as soon as the store answers; with none, it has nothing to serve until it has caught up.

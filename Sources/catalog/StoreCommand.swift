@@ -2,7 +2,7 @@ import ArgumentParser
 import CatalogKit
 import Foundation
 import Logging
-import ReportStorage
+import Storage
 
 /// `catalog store …`: the shared PostgreSQL store itself, as its administrator sees it.
 struct StoreCommand: AsyncParsableCommand {
@@ -74,7 +74,7 @@ struct StoreBenchContentCommand: AsyncParsableCommand {
         }
         let url = URL(fileURLWithPath: file)
         let size = (try FileManager.default.attributesOfItem(atPath: url.path)[.size] as? NSNumber)?.int64Value ?? 0
-        guard let opened = try await openReportStore(try StoreURL(parsing: store), logger: Logger(label: "bench")) as? PostgresReportStore
+        guard let opened = try await openStore(try StoreURL(parsing: store), logger: Logger(label: "bench")).postgres
         else {
             printError("--store must be a PostgreSQL URL")
             throw ExitCode.validationFailure

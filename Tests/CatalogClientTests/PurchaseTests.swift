@@ -9,7 +9,7 @@ import Hummingbird
 import HummingbirdTesting
 import Ledger
 import Logging
-import ReportStorage
+import Storage
 import Synchronization
 import Testing
 import Time
@@ -61,10 +61,11 @@ import Time
         /// its clock at `clock` (by default inside the test subscription's period), signing content
         /// URLs with a key of its own.
         func serve(
-            wrap: (SQLiteReportStore) -> any CatalogStore = { $0 }, clock: @escaping @Sendable () -> Timestamp = { PurchaseTests.during },
-            _ body: @Sendable (_ server: URL, _ store: SQLiteReportStore) async throws -> Void
+            wrap: (SQLiteStore) -> any PurchaseStore & WebhookOutbox = { $0 },
+            clock: @escaping @Sendable () -> Timestamp = { PurchaseTests.during },
+            _ body: @Sendable (_ server: URL, _ store: SQLiteStore) async throws -> Void
         ) async throws {
-            let sqlite = try await SQLiteReportStore.open(path: root.appendingPathComponent("server-\(UUID().uuidString).sqlite").path)
+            let sqlite = try await SQLiteStore.open(path: root.appendingPathComponent("server-\(UUID().uuidString).sqlite").path)
             var configuration = ServeConfiguration()
             configuration.clock = clock
             configuration.content.keyRing = try ContentKeyRing(keys: [ContentSigningKey.generate(id: "k1")], current: "k1")
@@ -72,7 +73,8 @@ import Time
             purchases.trust = PurchaseTrust(jwsRoots: [pki.root], receiptRoots: [pki.root])
             let application = buildApplication(
                 publicDirectory: PublicTree(root: root.appendingPathComponent("public")), port: 0, configuration: configuration,
-                reloadInterval: .milliseconds(100), reportStore: wrap(sqlite), workflow: workflow, purchasesConfiguration: purchases,
+                reloadInterval: .milliseconds(100), reportStore: sqlite, purchaseStore: wrap(sqlite), workflow: workflow,
+                purchasesConfiguration: purchases,
                 logger: Logger(label: "test"))
             try await application.test(.live) { client in
                 let port = try #require(client.port)
@@ -313,11 +315,11 @@ final class Countdown: Sendable {
 
 /// A store whose first `failures` purchase commits fail as a full commit queue does (503,
 /// `Retry-After: 1`), then pass through.
-final class FlakyPurchaseStore: CatalogStore, PurchaseStore {
-    let base: SQLiteReportStore
+final class FlakyPurchaseStore: PurchaseStore, WebhookOutbox {
+    let base: SQLiteStore
     let failures: Countdown
 
-    init(_ base: SQLiteReportStore, failures: Countdown) {
+    init(_ base: SQLiteStore, failures: Countdown) {
         self.base = base
         self.failures = failures
     }
@@ -337,25 +339,15 @@ final class FlakyPurchaseStore: CatalogStore, PurchaseStore {
     }
     func clearNotificationEvidence(app: String?) async throws -> Int { try await base.clearNotificationEvidence(app: app) }
 
-    func appendAudit(_ entry: AuditEntry) async throws { try await base.appendAudit(entry) }
-    func createToken(_ token: EditorToken) async throws { try await base.createToken(token) }
-    func createToken(_ token: EditorToken, audit: AuditEntry) async throws { try await base.createToken(token, audit: audit) }
-    func revokeToken(named name: String, at moment: Timestamp, audit: AuditEntry) async throws -> Bool {
-        try await base.revokeToken(named: name, at: moment, audit: audit)
+    func dueWebhookEvents(at now: Date, limit: Int) async throws -> [WebhookEvent] {
+        try await base.dueWebhookEvents(at: now, limit: limit)
     }
-    func tokens() async throws -> [EditorToken] { try await base.tokens() }
-    func activeToken(secretHash: String) async throws -> EditorToken? { try await base.activeToken(secretHash: secretHash) }
-    func revokeToken(named name: String, at moment: Timestamp) async throws -> Bool { try await base.revokeToken(named: name, at: moment) }
-    func auditLog(app: String?, limit: Int) async throws -> [AuditEntry] { try await base.auditLog(app: app, limit: limit) }
-    func store(_ reports: [InvalidIdentifierReport]) async throws -> [StoreOutcome] { try await base.store(reports) }
-    func aggregate(_ query: AggregateQuery) async throws -> [ReportAggregate] { try await base.aggregate(query) }
-    func dailyCounts(app: String, identifier: String, since: Timestamp) async throws -> [DailyReportCount] {
-        try await base.dailyCounts(app: app, identifier: identifier, since: since)
+    func pendingWebhookEvents(limit: Int) async throws -> [WebhookEvent] { try await base.pendingWebhookEvents(limit: limit) }
+    func markWebhookDelivered(_ sequence: Int64, attempts: Int, at now: Date) async throws {
+        try await base.markWebhookDelivered(sequence, attempts: attempts, at: now)
     }
-    func networkEvidence(_ query: AggregateQuery) async throws -> [NetworkEvidence] { try await base.networkEvidence(query) }
-    func storeWideEvidence(_ query: AggregateQuery) async throws -> NetworkEvidence? { try await base.storeWideEvidence(query) }
-    func prune(receivedBefore moment: Timestamp) async throws -> Int { try await base.prune(receivedBefore: moment) }
-    func prune(keepingPerApp quota: Int) async throws -> [String: Int] { try await base.prune(keepingPerApp: quota) }
-    func ping() async throws { try await base.ping() }
-    func close() async throws { try await base.close() }
+    func markWebhookFailed(_ sequence: Int64, attempts: Int, retryAt: Date?, error: String, at now: Date) async throws {
+        try await base.markWebhookFailed(sequence, attempts: attempts, retryAt: retryAt, error: error, at: now)
+    }
+    func webhookState(id: String) async throws -> (state: String, attempts: Int)? { try await base.webhookState(id: id) }
 }

@@ -5,7 +5,7 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import Logging
-import ReportStorage
+import Storage
 import Testing
 import Time
 
@@ -72,10 +72,10 @@ struct ServedCatalog {
         var reports = ReportsConfiguration()
         reports.perAddress = nil
         reports.perInstall = perInstall
-        let store = try await SQLiteReportStore.open(path: root.appendingPathComponent("server-\(UUID().uuidString).sqlite").path)
+        let store = try await SQLiteStore.open(path: root.appendingPathComponent("server-\(UUID().uuidString).sqlite").path)
         let application = buildApplication(
             publicDirectory: publicTree, port: 0, configuration: configuration, reloadInterval: .milliseconds(100), reportStore: store,
-            reportsConfiguration: reports, logger: Logger(label: "test"))
+            purchaseStore: store, reportsConfiguration: reports, logger: Logger(label: "test"))
         try await application.test(.live) { client in
             let port = try #require(client.port)
             let server = try #require(URL(string: "http://127.0.0.1:\(port)"))
@@ -119,7 +119,7 @@ struct ServedCatalog {
 /// The server's own count of what it answered, from `/metrics`: proof of what went over the wire.
 struct ServerCounters: Sendable {
     let client: any TestClientProtocol
-    let store: SQLiteReportStore
+    let store: SQLiteStore
 
     /// The server's aggregate of stored reports for the fixture's app, by identifier.
     func storedReports() async throws -> [String: Int] {

@@ -2,7 +2,7 @@ import CatalogKit
 import CatalogTestSupport
 import Foundation
 import Logging
-import ReportStorage
+import Storage
 import Testing
 import Time
 
@@ -72,7 +72,7 @@ import Time
                 server.stop()
                 throw StoreURLError.notPostgres
             }
-            let store = try await PostgresReportStore.open(address, logger: Logger(label: "catalog.tests.trust"))
+            let store = try await PostgresStore.open(address, logger: Logger(label: "catalog.tests.trust"))
             _ = try await store.store(reports)
             return (
                 store,

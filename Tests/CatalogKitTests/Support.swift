@@ -1,7 +1,7 @@
 import CatalogKit
 import CatalogTestSupport
 import Foundation
-import ReportStorage
+import Storage
 import Testing
 import Time
 
@@ -23,8 +23,8 @@ struct TemporaryCatalog {
     var tree: PublicTree { PublicTree(root: publicDirectory) }
 
     /// A real SQLite report store in this catalog's folder, holding `reports`.
-    func reportStore(_ reports: [InvalidIdentifierReport] = []) async throws -> SQLiteReportStore {
-        let store = try await SQLiteReportStore.open(path: root.appendingPathComponent("var/reports-\(UUID().uuidString).sqlite").path)
+    func reportStore(_ reports: [InvalidIdentifierReport] = []) async throws -> SQLiteStore {
+        let store = try await SQLiteStore.open(path: root.appendingPathComponent("var/reports-\(UUID().uuidString).sqlite").path)
         _ = try await store.store(reports)
         return store
     }

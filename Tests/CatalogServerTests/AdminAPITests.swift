@@ -7,7 +7,7 @@ import Hummingbird
 import HummingbirdTesting
 import Logging
 import NIOCore
-import ReportStorage
+import Storage
 import Synchronization
 import Testing
 import Time
@@ -20,7 +20,7 @@ import Time
     /// A published fixture, a store with an editor's, a viewer's and a revoked token.
     struct Server {
         let fixture: CatalogServerTests.Fixture
-        let store: SQLiteReportStore
+        let store: SQLiteStore
         let editor: String
         let viewer: String
         let revoked: String
@@ -41,7 +41,7 @@ import Time
     static func withServer(_ body: @Sendable (any TestClientProtocol, Server) async throws -> Void) async throws {
         let fixture = try CatalogServerTests.Fixture(ids: ["com.example.served.coins"])
         defer { fixture.remove() }
-        let store = try await SQLiteReportStore.open(path: fixture.root.appendingPathComponent("var/catalog.sqlite").path)
+        let store = try await SQLiteStore.open(path: fixture.root.appendingPathComponent("var/catalog.sqlite").path)
         var secrets: [String] = []
         for (name, role) in [("ada", EditorRole.editor), ("vic", .viewer), ("old", .editor)] {
             let secret = TokenSecret.generate()
@@ -598,10 +598,12 @@ import Time
 /// A real SQLite store whose audit log can be made to fail: for what a change does when its
 /// audit entry cannot be written.
 final class AuditFailingStore: CatalogStore {
-    let base: SQLiteReportStore
+    let base: SQLiteStore
     let failing = Mutex(false)
 
-    init(_ base: SQLiteReportStore) { self.base = base }
+    init(_ base: SQLiteStore) { self.base = base }
+
+    var publications: (any PublicationStore)? { nil }
 
     struct AuditDown: Error, CustomStringConvertible {
         var description: String { "the audit log is down (test)" }
@@ -671,7 +673,7 @@ final class AuditFailingStore: CatalogStore {
     @Test func aChangeWhoseAuditEntryFailsIsUndoneAndAnswers5xx() async throws {
         let fixture = try CatalogServerTests.Fixture(ids: ["com.example.served.coins"])
         defer { fixture.remove() }
-        let base = try await SQLiteReportStore.open(path: fixture.root.appendingPathComponent("var/catalog.sqlite").path)
+        let base = try await SQLiteStore.open(path: fixture.root.appendingPathComponent("var/catalog.sqlite").path)
         let store = AuditFailingStore(base)
         let secret = TokenSecret.generate()
         try await base.createToken(EditorToken(name: "ada", role: .editor, secretHash: TokenSecret.hash(secret), createdAt: .now))

@@ -5,7 +5,7 @@ import Foundation
 import Hummingbird
 import HummingbirdTesting
 import Logging
-import ReportStorage
+import Storage
 import Testing
 
 /// `--admin-port`: the editor API, the dashboard and `/metrics` move to a second listener, and
@@ -23,7 +23,7 @@ import Testing
     @Test func adminRoutesMoveToTheAdminPortAndThePublicPortRefusesThem() async throws {
         let fixture = try CatalogServerTests.Fixture(ids: ["com.example.served.coins"])
         defer { fixture.remove() }
-        let store = try await SQLiteReportStore.open(path: fixture.root.appendingPathComponent("var/catalog.sqlite").path)
+        let store = try await SQLiteStore.open(path: fixture.root.appendingPathComponent("var/catalog.sqlite").path)
         let adminPort = try LoopbackListener().port  // free a moment ago: the listener closes at once
         let workflow = CatalogWorkflow(
             catalogDirectory: fixture.catalog, catalogDisplayPath: "catalog", publicDirectory: fixture.publicTree.root)

@@ -10,7 +10,7 @@ import HummingbirdTesting
 import Ledger
 import Logging
 import NIOCore
-import ReportStorage
+import Storage
 import Testing
 import Time
 
@@ -91,7 +91,7 @@ import Time
         try FileManager.default.createDirectory(at: manifestURL.deletingLastPathComponent(), withIntermediateDirectories: true)
         try manifest.encoded().write(to: manifestURL)
 
-        let store = try await SQLiteReportStore.open(path: root.appendingPathComponent("var/catalog.sqlite").path)
+        let store = try await SQLiteStore.open(path: root.appendingPathComponent("var/catalog.sqlite").path)
         let secret = TokenSecret.generate()
         try await store.createToken(EditorToken(name: "shop", role: .backend, secretHash: TokenSecret.hash(secret), createdAt: .now))
         let pki = try PKI.ecdsa()
@@ -103,7 +103,7 @@ import Time
         purchases.perAddress = limit
         let application = buildApplication(
             publicDirectory: tree, port: 0, configuration: configuration, reloadInterval: .milliseconds(50), reportStore: store,
-            workflow: workflow, purchasesConfiguration: purchases, logger: Logger(label: "test"))
+            purchaseStore: store, workflow: workflow, purchasesConfiguration: purchases, logger: Logger(label: "test"))
         try await application.test(.live) { client in try await body(client, Server(store: store, pki: pki, backend: secret)) }
     }
 

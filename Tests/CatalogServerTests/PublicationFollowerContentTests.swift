@@ -4,7 +4,7 @@ import CatalogTestSupport
 import Content
 import Foundation
 import Logging
-import ReportStorage
+import Storage
 import Testing
 
 /// Content through a real PostgreSQL store to a replica with no disk of its own (docs/content.md,
@@ -206,7 +206,7 @@ private struct CutOff: Error {}
 
 /// A store whose blobs stop after their first chunk, as when the connection is lost mid-transfer.
 private struct CuttingStore: PublicationStore {
-    let store: PostgresReportStore
+    let store: PostgresStore
 
     func publishedFileHashes(app: String) async throws -> [String: String] { try await store.publishedFileHashes(app: app) }
     func recordPublication(app: String, files: [PublishedFile], blobs: [PublishedBlob], audit: AuditEntry?) async throws {

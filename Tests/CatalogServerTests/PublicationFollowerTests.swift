@@ -3,7 +3,7 @@ import CatalogServer
 import CatalogTestSupport
 import Foundation
 import Logging
-import ReportStorage
+import Storage
 import Testing
 
 /// Publications through a real PostgreSQL store into a replica's tree (docs/operations.md,
@@ -15,12 +15,12 @@ struct PublicationFollowerTests {
 
     /// A store in a database of its own, an editor's published tree (revision 1) and an empty
     /// replica tree, for `body`; removed afterwards.
-    func withEditorAndReplica(_ body: (PostgresReportStore, CatalogServerTests.Fixture, PublicTree) async throws -> Void)
+    func withEditorAndReplica(_ body: (PostgresStore, CatalogServerTests.Fixture, PublicTree) async throws -> Void)
         async throws
     {
         let server = try TestPostgres.current
         let url = try StoreURL(parsing: try await server.createDatabase())
-        let store = try #require(try await openReportStore(url, logger: logger) as? PostgresReportStore)
+        let store = try #require(try await openStore(url, logger: logger) as? PostgresStore)
         let fixture = try CatalogServerTests.Fixture(ids: ["com.example.served.coins"])
         let replica = FileManager.default.temporaryDirectory.appendingPathComponent("replica-\(UUID().uuidString)")
         defer {
@@ -162,7 +162,7 @@ struct PublicationFollowerTests {
 
 /// A store whose announcements connection is up and never delivers one: a lost notification.
 private struct DeafStore: PublicationStore {
-    let store: PostgresReportStore
+    let store: PostgresStore
 
     func publishedFileHashes(app: String) async throws -> [String: String] { try await store.publishedFileHashes(app: app) }
     func recordPublication(app: String, files: [PublishedFile], blobs: [PublishedBlob], audit: AuditEntry?) async throws {

@@ -10,7 +10,7 @@ import Ledger
 import Logging
 import NIOCore
 import PropertyList
-import ReportStorage
+import Storage
 import Synchronization
 import Testing
 import Time
@@ -27,7 +27,7 @@ import Time
 
     struct Server {
         let root: URL
-        let store: any CatalogStore
+        let store: SQLiteStore
         let pki: PKI
         let backend: String
         let viewer: String
@@ -62,7 +62,7 @@ import Time
 
     static func withServer(
         policy: String = "keep", settings: String = "", receipts: PKI? = nil, limit: RateLimit? = RateLimit(perMinute: 600, burst: 120),
-        store makeStore: ((SQLiteReportStore) -> any CatalogStore)? = nil,
+        store makeStore: ((SQLiteStore) -> any PurchaseStore & WebhookOutbox)? = nil,
         reports: ReportsConfiguration = ReportsConfiguration(),
         _ body: @Sendable (any TestClientProtocol, Server) async throws -> Void
     ) async throws {
@@ -75,7 +75,7 @@ import Time
         let workflow = CatalogWorkflow(catalogDirectory: catalog, catalogDisplayPath: "catalog", publicDirectory: tree.root)
         let build = try workflow.build(at: Timestamp(secondsSince1970: Timestamp.now.secondsSince1970 - 10), dryRun: false)
         #expect(!build.hasErrors, "\(build.diagnostics)")
-        let sqlite = try await SQLiteReportStore.open(path: root.appendingPathComponent("var/catalog.sqlite").path)
+        let sqlite = try await SQLiteStore.open(path: root.appendingPathComponent("var/catalog.sqlite").path)
         var secrets: [String] = []
         for (name, role) in [("shop", EditorRole.backend), ("vic", .viewer)] {
             let secret = TokenSecret.generate()
@@ -84,16 +84,17 @@ import Time
         }
         let pki = try PKI.ecdsa()
         let metrics = ServerMetrics()
-        let store = makeStore?(sqlite) ?? sqlite
+        let purchaseStore = makeStore?(sqlite) ?? sqlite
         var configuration = ServeConfiguration()
         configuration.clock = { during }
         var purchases = PurchasesConfiguration()
         purchases.trust = PurchaseTrust(jwsRoots: [pki.root], receiptRoots: [receipts?.root ?? pki.root])
         purchases.perAddress = limit
-        let server = Server(root: root, store: store, pki: pki, backend: secrets[0], viewer: secrets[1], metrics: metrics)
+        let server = Server(root: root, store: sqlite, pki: pki, backend: secrets[0], viewer: secrets[1], metrics: metrics)
         let application = buildApplication(
-            publicDirectory: tree, port: 0, configuration: configuration, reloadInterval: .milliseconds(50), reportStore: store,
-            reportsConfiguration: reports, workflow: workflow, purchasesConfiguration: purchases, metrics: metrics,
+            publicDirectory: tree, port: 0, configuration: configuration, reloadInterval: .milliseconds(50), reportStore: sqlite,
+            purchaseStore: purchaseStore, reportsConfiguration: reports, workflow: workflow, purchasesConfiguration: purchases,
+            metrics: metrics,
             logger: Logger(label: "test"))
         try await application.test(.live) { client in try await body(client, server) }
     }
@@ -155,7 +156,7 @@ import Time
                 uri: Self.notificationsPath, method: .post, headers: server.headers(), body: Self.body(notification))
             #expect(again.status == .ok)
             #expect(try Self.json(again)["duplicate"] as? Bool == true)
-            let stored = try await (server.store as? any PurchaseStore)?.notifications(app: Self.app, after: 0, limit: 10)
+            let stored: [RawNotification]? = try await server.store.notifications(app: Self.app, after: 0, limit: 10)
             #expect(stored?.count == 1)
 
             let customer = "/v1/apps/\(Self.app)/customers/2000000000000001"
@@ -204,7 +205,7 @@ import Time
                 uri: Self.notificationsPath, method: .post, headers: server.headers(),
                 body: ByteBuffer(string: "{\"signedPayload\":\"" + String(repeating: "a", count: 70_000) + "\"}"))
             #expect(huge.status == .contentTooLarge)
-            let stored = try await (server.store as? any PurchaseStore)?.notifications(app: Self.app, after: 0, limit: 10)
+            let stored: [RawNotification]? = try await server.store.notifications(app: Self.app, after: 0, limit: 10)
             #expect(stored?.isEmpty == true)
             let metrics = String(decoding: server.metrics.render(), as: UTF8.self)
             #expect(
@@ -221,7 +222,7 @@ import Time
                     uri: Self.notificationsPath, method: .post, headers: server.headers(), body: Self.body(jws))
                 #expect(response.status == .ok, "\(type): \(String(buffer: response.body))")
             }
-            let stored = try await (server.store as? any PurchaseStore)?.notifications(app: Self.app, after: 0, limit: 10)
+            let stored: [RawNotification]? = try await server.store.notifications(app: Self.app, after: 0, limit: 10)
             #expect(stored?.compactMap(\.notificationType) == ["TEST", "SOMETHING_APPLE_ADDS"])
         }
     }
@@ -423,10 +424,10 @@ import Time
 }
 
 /// A store whose purchase commits fail (the disk is full, the server is gone).
-final class FailingPurchaseStore: CatalogStore, PurchaseStore {
-    let base: SQLiteReportStore
+final class FailingPurchaseStore: PurchaseStore, WebhookOutbox {
+    let base: SQLiteStore
 
-    init(_ base: SQLiteReportStore) { self.base = base }
+    init(_ base: SQLiteStore) { self.base = base }
 
     struct Down: Error {}
 
@@ -437,25 +438,15 @@ final class FailingPurchaseStore: CatalogStore, PurchaseStore {
     }
     func clearNotificationEvidence(app: String?) async throws -> Int { throw Down() }
 
-    func appendAudit(_ entry: AuditEntry) async throws { try await base.appendAudit(entry) }
-    func createToken(_ token: EditorToken) async throws { try await base.createToken(token) }
-    func createToken(_ token: EditorToken, audit: AuditEntry) async throws { try await base.createToken(token, audit: audit) }
-    func revokeToken(named name: String, at moment: Timestamp, audit: AuditEntry) async throws -> Bool {
-        try await base.revokeToken(named: name, at: moment, audit: audit)
+    func dueWebhookEvents(at now: Date, limit: Int) async throws -> [WebhookEvent] {
+        try await base.dueWebhookEvents(at: now, limit: limit)
     }
-    func tokens() async throws -> [EditorToken] { try await base.tokens() }
-    func activeToken(secretHash: String) async throws -> EditorToken? { try await base.activeToken(secretHash: secretHash) }
-    func revokeToken(named name: String, at moment: Timestamp) async throws -> Bool { try await base.revokeToken(named: name, at: moment) }
-    func auditLog(app: String?, limit: Int) async throws -> [AuditEntry] { try await base.auditLog(app: app, limit: limit) }
-    func store(_ reports: [InvalidIdentifierReport]) async throws -> [StoreOutcome] { try await base.store(reports) }
-    func aggregate(_ query: AggregateQuery) async throws -> [ReportAggregate] { try await base.aggregate(query) }
-    func dailyCounts(app: String, identifier: String, since: Timestamp) async throws -> [DailyReportCount] {
-        try await base.dailyCounts(app: app, identifier: identifier, since: since)
+    func pendingWebhookEvents(limit: Int) async throws -> [WebhookEvent] { try await base.pendingWebhookEvents(limit: limit) }
+    func markWebhookDelivered(_ sequence: Int64, attempts: Int, at now: Date) async throws {
+        try await base.markWebhookDelivered(sequence, attempts: attempts, at: now)
     }
-    func networkEvidence(_ query: AggregateQuery) async throws -> [NetworkEvidence] { try await base.networkEvidence(query) }
-    func storeWideEvidence(_ query: AggregateQuery) async throws -> NetworkEvidence? { try await base.storeWideEvidence(query) }
-    func prune(receivedBefore moment: Timestamp) async throws -> Int { try await base.prune(receivedBefore: moment) }
-    func prune(keepingPerApp quota: Int) async throws -> [String: Int] { try await base.prune(keepingPerApp: quota) }
-    func ping() async throws { try await base.ping() }
-    func close() async throws { try await base.close() }
+    func markWebhookFailed(_ sequence: Int64, attempts: Int, retryAt: Date?, error: String, at now: Date) async throws {
+        try await base.markWebhookFailed(sequence, attempts: attempts, retryAt: retryAt, error: error, at: now)
+    }
+    func webhookState(id: String) async throws -> (state: String, attempts: Int)? { try await base.webhookState(id: id) }
 }

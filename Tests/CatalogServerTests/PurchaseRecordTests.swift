@@ -9,7 +9,7 @@ import HummingbirdTesting
 import Ledger
 import Logging
 import NIOCore
-import ReportStorage
+import Storage
 import Testing
 import Time
 
@@ -103,13 +103,13 @@ import Time
         try FileManager.default.removeItem(at: certificateFile)
         try FileManager.default.removeItem(at: root.appendingPathComponent("catalog"))
 
-        let store = try await SQLiteReportStore.open(path: root.appendingPathComponent("var/catalog.sqlite").path)
+        let store = try await SQLiteStore.open(path: root.appendingPathComponent("var/catalog.sqlite").path)
         var purchases = PurchasesConfiguration()
         purchases.trust = PurchaseTrust(jwsRoots: [try PKI.ecdsa().root], receiptRoots: [])
         var configuration = ServeConfiguration()
         configuration.clock = { PurchaseEndpointTests.during }
         let application = buildApplication(
-            publicDirectory: tree, port: 0, configuration: configuration, reportStore: store, workflow: nil,
+            publicDirectory: tree, port: 0, configuration: configuration, reportStore: store, purchaseStore: store, workflow: nil,
             purchasesConfiguration: purchases, logger: Logger(label: "test"))
         let header: [String: any Sendable] = [
             "alg": "ES256", "kid": "Apple_Xcode_Key", "x5c": [Data(PKI.der(xcode.certificate)).base64EncodedString()],

@@ -7,7 +7,7 @@ import Hummingbird
 import HummingbirdTesting
 import Logging
 import NIOCore
-import ReportStorage
+import Storage
 import Testing
 import Time
 
@@ -23,12 +23,12 @@ import Time
     /// A served fixture and a fresh SQLite store beside it; `body` gets the client and the store.
     private func withServer(
         limits: (address: RateLimit?, install: RateLimit?) = (nil, nil),
-        _ body: @Sendable (any TestClientProtocol, SQLiteReportStore) async throws -> Void
+        _ body: @Sendable (any TestClientProtocol, SQLiteStore) async throws -> Void
     ) async throws {
         // The examples' identifiers are published: only those are stored one by one.
         let fixture = try CatalogServerTests.Fixture(ids: ["com.example.served.coins"] + Self.publishedByExamples)
         defer { fixture.remove() }
-        let store = try await SQLiteReportStore.open(path: fixture.root.appendingPathComponent("var/catalog.sqlite").path)
+        let store = try await SQLiteStore.open(path: fixture.root.appendingPathComponent("var/catalog.sqlite").path)
         var reports = ReportsConfiguration()
         reports.perAddress = limits.address
         reports.perInstall = limits.install
@@ -43,7 +43,7 @@ import Time
         try await client.execute(uri: path, method: .post, headers: headers, body: ByteBuffer(string: body))
     }
 
-    private func storedReports(_ store: SQLiteReportStore) async throws -> Int {
+    private func storedReports(_ store: SQLiteStore) async throws -> Int {
         try await store.aggregate(AggregateQuery()).reduce(0) { $0 + $1.reports }
     }
 
@@ -197,7 +197,7 @@ import Time
         // The examples' identifiers are published: only those are stored one by one.
         let fixture = try CatalogServerTests.Fixture(ids: ["com.example.served.coins"] + Self.publishedByExamples)
         defer { fixture.remove() }
-        let store = try await SQLiteReportStore.open(path: fixture.root.appendingPathComponent("reports.sqlite").path)
+        let store = try await SQLiteStore.open(path: fixture.root.appendingPathComponent("reports.sqlite").path)
         let now = Timestamp.now
         func report(ageInDays days: Int64) -> InvalidIdentifierReport {
             InvalidIdentifierReport(

@@ -4,7 +4,7 @@ import CatalogTestSupport
 import Foundation
 import HummingbirdTesting
 import Logging
-import ReportStorage
+import Storage
 import Testing
 
 /// Where a report came from, over real HTTP from chosen loopback addresses (127.0.N.x are
@@ -25,11 +25,11 @@ import Testing
     /// and the server's metrics.
     static func withServer(
         _ configure: (inout ReportsConfiguration) -> Void = { _ in },
-        _ body: @Sendable (Int, SQLiteReportStore, ServerMetrics) async throws -> Void
+        _ body: @Sendable (Int, SQLiteStore, ServerMetrics) async throws -> Void
     ) async throws {
         let fixture = try CatalogServerTests.Fixture(ids: ["com.example.served.coins"])
         defer { fixture.remove() }
-        let store = try await SQLiteReportStore.open(path: fixture.root.appendingPathComponent("var/catalog.sqlite").path)
+        let store = try await SQLiteStore.open(path: fixture.root.appendingPathComponent("var/catalog.sqlite").path)
         var reports = ReportsConfiguration()
         reports.perAddress = nil
         reports.perInstall = nil
@@ -41,7 +41,7 @@ import Testing
         try await app.test(.live) { client in try await body(try #require(client.port), store, metrics) }
     }
 
-    static func evidence(_ store: SQLiteReportStore) async throws -> NetworkEvidence? {
+    static func evidence(_ store: SQLiteStore) async throws -> NetworkEvidence? {
         try await store.networkEvidence(AggregateQuery(app: CatalogServerTests.app)).first
     }
 

@@ -9,7 +9,7 @@ import Ledger
 import Logging
 import NIOCore
 import Prometheus
-import ReportStorage
+import Storage
 import Synchronization
 import Testing
 
@@ -254,7 +254,7 @@ struct WebhookDeliveryTests {
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("webhooks-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
-        let store = try await SQLiteReportStore.open(path: folder.appendingPathComponent("catalog.sqlite").path)
+        let store = try await SQLiteStore.open(path: folder.appendingPathComponent("catalog.sqlite").path)
         try await body(store)
     }
 
@@ -311,7 +311,7 @@ struct PostgresWebhookDeliveryTests {
     private func withStore(_ body: (any WebhookOutbox & PurchaseStore) async throws -> Void) async throws {
         let url = try await TestPostgres.current.createDatabase()
         guard case .postgres(let address) = try StoreURL(parsing: url) else { throw NotPostgres() }
-        let store = try await PostgresReportStore.open(address, logger: Logger(label: "catalog.tests.webhooks"))
+        let store = try await PostgresStore.open(address, logger: Logger(label: "catalog.tests.webhooks"))
         do {
             try await body(store)
         } catch {

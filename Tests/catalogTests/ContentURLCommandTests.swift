@@ -4,7 +4,7 @@ import CatalogKit
 import Content
 import Foundation
 import Ledger
-import ReportStorage
+import Storage
 import Testing
 
 /// Issue 30: `catalog content url APP ITEM --customer ID`, for support: URLs for a granted item, and
@@ -44,7 +44,7 @@ extension CommandTests {
             let key = try ContentSigningKey.generate(id: "k1")
             try workspace.write("content-keys.json", #"{"current":"k1","keys":{"k1":"\#(key.secretBase64URL)"}}"#)
 
-            let store = try await SQLiteReportStore.open(path: workspace.root.appendingPathComponent("var/catalog.sqlite").path)
+            let store = try await SQLiteStore.open(path: workspace.root.appendingPathComponent("var/catalog.sqlite").path)
             let bought: JWSTransactionDecodedPayload = PKI.decoded(
                 PKI.transaction([
                     "transactionId": "4000000000000001", "originalTransactionId": "4000000000000001", "productId": "com.example.app.levels",

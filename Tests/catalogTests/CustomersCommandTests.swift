@@ -2,7 +2,7 @@ import AppStore
 import AppStoreTestSupport
 import Foundation
 import Ledger
-import ReportStorage
+import Storage
 import Testing
 
 /// `catalog customers show` and `catalog purchases rebuild` on a real SQLite store.
@@ -42,7 +42,7 @@ import Testing
             let verified = try await verifier.verifyAndDecodeNotification(body)
             let submission = try #require(
                 PurchaseSubmission.notification(verified, app: "com.example.app", body: body, receivedAt: Date(), transferPolicy: .keep))
-            let store = try await SQLiteReportStore.open(path: workspace.root.appendingPathComponent("var/catalog.sqlite").path)
+            let store = try await SQLiteStore.open(path: workspace.root.appendingPathComponent("var/catalog.sqlite").path)
             _ = try await store.record([submission])
             try await store.close()
 

@@ -1,7 +1,7 @@
 import CatalogKit
 import CatalogTestSupport
 import Foundation
-import ReportStorage
+import Storage
 import Testing
 import Time
 
@@ -34,7 +34,7 @@ import Time
 
     /// Reports stored through the store's own API into the file `catalog feedback` opens by default.
     static func storeReports(_ reports: [InvalidIdentifierReport], in workspace: CommandTests.Workspace) async throws {
-        let store = try await SQLiteReportStore.open(path: workspace.root.appendingPathComponent("var/catalog.sqlite").path)
+        let store = try await SQLiteStore.open(path: workspace.root.appendingPathComponent("var/catalog.sqlite").path)
         let outcomes = try await store.store(reports)
         try await store.close()
         #expect(outcomes == Array(repeating: .stored, count: reports.count))

@@ -2,7 +2,7 @@ import AppStore
 import AppStoreTestSupport
 import Foundation
 import Ledger
-import ReportStorage
+import Storage
 import Synchronization
 import Testing
 
@@ -72,7 +72,7 @@ import Testing
             #expect(acked.count >= 60, "too few acknowledged before the kill to prove anything: \(server.logText)")
             #expect(acked.count < bodies.count, "the kill came after every notification; it interrupted nothing")
 
-            let store = try await SQLiteReportStore.open(path: workspace.root.appendingPathComponent("var/catalog.sqlite").path)
+            let store = try await SQLiteStore.open(path: workspace.root.appendingPathComponent("var/catalog.sqlite").path)
             let stored = Set(try await store.notifications(app: "com.example.app", after: 0, limit: 10_000).map(\.notificationId))
             let lost = acked.subtracting(stored)
             #expect(lost.isEmpty, "\(lost.count) acknowledged notifications lost")

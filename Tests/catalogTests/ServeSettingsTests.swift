@@ -1,5 +1,5 @@
 import Foundation
-import ReportStorage
+import Storage
 import Testing
 
 @testable import catalog

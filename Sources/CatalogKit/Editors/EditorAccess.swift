@@ -140,6 +140,9 @@ public protocol EditorStore: Sendable {
     func appendAudit(_ entry: AuditEntry) async throws
     /// Newest first, at most `limit`, only `app`'s when given.
     func auditLog(app: String?, limit: Int) async throws -> [AuditEntry]
+    /// The store's publications, when it keeps them for replicas (PostgreSQL); nil when
+    /// publications live on the editor's disk only (SQLite).
+    var publications: (any PublicationStore)? { get }
 }
 
 /// The error of ``EditorStore/createToken(_:)`` when an active token already has the name.

@@ -174,7 +174,7 @@ extension EditorStore {
     /// the store lacks and every content blob a new content manifest names, in one transaction. Holds the tree's build lock meanwhile, so that what is
     /// read is one publication's tree, never half of the next one's.
     public func recordPublication(_ entry: AuditEntry?, app: String, tree: PublicTree) async throws {
-        guard let store = self as? any PublicationStore else {
+        guard let store = publications else {
             if let entry { try await appendAudit(entry) }
             return
         }

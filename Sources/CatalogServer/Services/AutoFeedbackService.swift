@@ -25,7 +25,7 @@ public struct AutoFeedbackService: Service {
     public func run() async throws {
         do {
             try await cancelWhenGracefulShutdown {
-                guard let shared = store as? any PublicationStore else { return try await loop() }
+                guard let shared = store.publications else { return try await loop() }
                 // Several editor nodes on one PostgreSQL store: one of them at a time runs the
                 // loop, and another takes over when its node dies (its session's lock goes with it).
                 try await shared.whileHoldingLock("catalog.auto-feedback") { try await loop() }

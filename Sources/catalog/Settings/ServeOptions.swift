@@ -4,7 +4,7 @@ import CatalogServer
 import Foundation
 import Logging
 import NIOCore
-import ReportStorage
+import Storage
 
 // The option groups of `catalog serve`, one per concern. Each declares its flags with the
 // table's names (``Setting``), resolves itself from flags, environment and `--config` file

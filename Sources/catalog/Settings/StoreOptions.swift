@@ -2,7 +2,7 @@ import ArgumentParser
 import CatalogKit
 import Foundation
 import Logging
-import ReportStorage
+import Storage
 
 #if canImport(Glibc)
     import Glibc
@@ -51,17 +51,17 @@ struct StoreOptions: ParsableArguments {
 
     /// Opens the configured store, runs `body` with it and closes it, whatever `body` does. A
     /// store that cannot be opened is a clear message and exit status 1.
-    func withStore<Result>(_ settings: Settings, logger: Logger, _ body: (any CatalogStore) async throws -> Result) async throws -> Result {
+    func withStore<Result>(_ settings: Settings, logger: Logger, _ body: (any Store) async throws -> Result) async throws -> Result {
         try await Self.withStore(try url(settings), logger: logger, body)
     }
 
     /// Opens the store at `url`, runs `body` with it and closes it (see the method above).
     static func withStore<Result>(
-        _ url: StoreURL, logger: Logger, evenIfUnreachable: Bool = false, _ body: (any CatalogStore) async throws -> Result
+        _ url: StoreURL, logger: Logger, evenIfUnreachable: Bool = false, _ body: (any Store) async throws -> Result
     ) async throws -> Result {
-        let store: any CatalogStore
+        let store: any Store
         do {
-            store = try await openReportStore(url, logger: logger, evenIfUnreachable: evenIfUnreachable)
+            store = try await openStore(url, logger: logger, evenIfUnreachable: evenIfUnreachable)
         } catch {
             printError("cannot open the report store \(url): \(error)")
             throw ExitCode(1)
@@ -88,11 +88,11 @@ extension StoreOptions {
     ///
     /// A replica that starts while the database cannot be reached uses the copy of the store's
     /// secret it keeps in its feeds cache (`cache`), else `file`; with neither it cannot start.
-    static func networkSecret(store: any CatalogStore, file: String, explicit: Bool, cache: String?, logger: Logger) async throws
+    static func networkSecret(store: any Store, file: String, explicit: Bool, cache: String?, logger: Logger) async throws
         -> [UInt8]
     {
         let fileURL = URL(fileURLWithPath: file)
-        guard let shared = store as? PostgresReportStore else { return try NetworkSecret.loadOrCreate(at: fileURL) }
+        guard let shared = store.postgres else { return try NetworkSecret.loadOrCreate(at: fileURL) }
         let kept = try NetworkSecret.read(fileURL)
         let copy = cache.map { URL(fileURLWithPath: $0, isDirectory: true).appendingPathComponent("report-network.secret") }
         guard shared.connectedAtOpen else {

@@ -4,7 +4,7 @@ import Ledger
 
 /// Customers, purchases and notifications in the same SQLite file as the reports, written by the
 /// same writer connection: a batch of submissions is one transaction, durable when `record` returns.
-extension SQLiteReportStore: PurchaseStore {
+extension SQLiteStore: PurchaseStore {
     public func record(_ submissions: [PurchaseSubmission]) async throws -> [PurchaseOutcome] {
         try await writer.run { writer in try writer.connection.transaction { try submissions.map { try writer.record($0) } } }
     }
@@ -93,7 +93,7 @@ extension SQLiteReportStore: PurchaseStore {
     }
 }
 
-extension SQLiteReportStore.Writer {
+extension SQLiteStore.Writer {
     /// One submission, inside the caller's transaction: ``PurchaseRecorder`` decides, this answers
     /// its questions and applies its writes (docs/purchases.md, "Customers and transfers").
     func record(_ submission: PurchaseSubmission) throws -> PurchaseOutcome {

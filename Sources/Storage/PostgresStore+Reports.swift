@@ -5,7 +5,7 @@ import PostgresNIO
 import Time
 
 // Storing, reading and pruning reports.
-extension PostgresReportStore {
+extension PostgresStore {
     public func store(_ reports: [InvalidIdentifierReport]) async throws -> [StoreOutcome] {
         // A report twice in one batch: the first is stored and the others are duplicates, as on
         // SQLite. Deciding it here keeps the batch free of conflicts within itself.
@@ -78,7 +78,7 @@ extension PostgresReportStore {
         try await evidence(query, allRequestedInvalid: true).first
     }
 
-    /// Production reports, by network (``NetworkEvidence``), as `SQLiteReportStore` counts them:
+    /// Production reports, by network (``NetworkEvidence``), as `SQLiteStore` counts them:
     /// per identifier from product reports, or per app (no identifier) from store-wide ones; per
     /// identifier with its invalid rate, one voice per verified install or network (NULL
     /// included) among the production reports that requested it.

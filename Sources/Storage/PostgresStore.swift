@@ -6,11 +6,11 @@ import Synchronization
 import Time
 
 /// Reports in PostgreSQL: one store that several `catalog serve` replicas share, with the
-/// schema and semantics of `SQLiteReportStore` (docs/storage.md).
+/// schema and semantics of `SQLiteStore` (docs/storage.md).
 ///
 /// The store owns a `PostgresClient` and the task that runs it for the store's whole life;
 /// `close()` ends both. Every value reaches the server as a bound parameter.
-public final class PostgresReportStore: ReportStore {
+public final class PostgresStore: ReportStore {
     let client: PostgresClient
     /// `client.run()`: the pool hands out no connection unless it runs.
     private let running: Task<Void, Never>
@@ -32,7 +32,7 @@ public final class PostgresReportStore: ReportStore {
     /// a tree of its own to serve meanwhile; it migrates nothing then (the editor node does).
     public static func open(
         _ address: StoreURL.PostgresAddress, logger: Logger, connectTimeout: Duration = .seconds(10), evenIfUnreachable: Bool = false
-    ) async throws -> PostgresReportStore {
+    ) async throws -> PostgresStore {
         let location = StoreURL.postgres(address).description
         let password = address.password ?? PostgresPassword.lookUp(for: address)
         let tls: TLSConfiguration?
@@ -95,7 +95,7 @@ public final class PostgresReportStore: ReportStore {
         // first, and PostgresNIO warned on every command that run() had not been called.
         let running = Task.immediate { await client.run() }
         logger.info("report store opened", metadata: ["store.url": "\(location)"])
-        return PostgresReportStore(client: client, running: running, logger: logger, location: location, connectedAtOpen: connected)
+        return PostgresStore(client: client, running: running, logger: logger, location: location, connectedAtOpen: connected)
     }
 
     private init(client: PostgresClient, running: Task<Void, Never>, logger: Logger, location: String, connectedAtOpen: Bool) {

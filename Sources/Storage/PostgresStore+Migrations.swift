@@ -3,7 +3,7 @@ import PostgresNIO
 import Time
 
 // Checked and applied once, when the store opens.
-extension PostgresReportStore {
+extension PostgresStore {
     /// Refuses a server that would acknowledge commits it has not flushed: a 202 promises that
     /// the report survives a crash. Every level of `synchronous_commit` but `off` flushes locally.
     static func requireDurableCommits(_ connection: PostgresConnection, logger: Logger) async throws {

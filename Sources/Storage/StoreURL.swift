@@ -135,7 +135,7 @@ public enum StoreURL: Sendable, Hashable, CustomStringConvertible {
 
     /// Where the secret that report networks are hashed with is kept unless configured: beside a
     /// SQLite file, never inside it, so that the file alone cannot be matched to addresses. A
-    /// PostgreSQL store keeps its own (`PostgresReportStore.networkSecret(proposing:)`), since every
+    /// PostgreSQL store keeps its own (`PostgresStore.networkSecret(proposing:)`), since every
     /// node on it must use one; a file at this path is only proposed to a store that has none.
     public var defaultNetworkSecretPath: String {
         switch self {

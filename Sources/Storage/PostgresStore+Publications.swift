@@ -5,8 +5,8 @@ import PostgresNIO
 
 /// Publications in the shared store, for serving replicas (docs/operations.md, "Replicas"):
 /// every file of the published tree, each row numbered by the change that wrote it, and a
-/// notification on the channel ``PostgresReportStore/publicationChannel`` when one commits.
-extension PostgresReportStore: PublicationStore {
+/// notification on the channel ``PostgresStore/publicationChannel`` when one commits.
+extension PostgresStore: PublicationStore {
     /// The `LISTEN`/`NOTIFY` channel publications are announced on; the payload is the app.
     public static let publicationChannel = "catalog_publications"
 

@@ -2,10 +2,10 @@ import Foundation
 import Ledger
 import PostgresNIO
 
-/// The webhook outbox in PostgreSQL, with the semantics of `SQLiteReportStore`'s. Replicas that
+/// The webhook outbox in PostgreSQL, with the semantics of `SQLiteStore`'s. Replicas that
 /// deliver at the same moment may both send an event (delivery is at least once; the event id
 /// lets the receiver deduplicate).
-extension PostgresReportStore: WebhookOutbox {
+extension PostgresStore: WebhookOutbox {
     public func dueWebhookEvents(at now: Date, limit: Int) async throws -> [WebhookEvent] {
         let now = Int64(now.timeIntervalSince1970)
         let limit = Int64(max(limit, 0))

@@ -4,11 +4,11 @@ import Ledger
 import PostgresNIO
 
 /// Customers, purchases and notifications in the same PostgreSQL database as the reports, with the
-/// semantics of `SQLiteReportStore`'s. Replicas that record purchases at the same moment meet on
+/// semantics of `SQLiteStore`'s. Replicas that record purchases at the same moment meet on
 /// the tables' keys: each purchase is locked (an advisory lock on its app and purchase key)
 /// for the rest of the transaction before its binding is read, so two first presentations of one
 /// purchase bind it once.
-extension PostgresReportStore: PurchaseStore {
+extension PostgresStore: PurchaseStore {
     public func record(_ submissions: [PurchaseSubmission]) async throws -> [PurchaseOutcome] {
         try await transaction("cannot record purchases") { connection, logger in
             var outcomes: [PurchaseOutcome] = []
@@ -119,7 +119,7 @@ extension PostgresReportStore: PurchaseStore {
     }
 
     /// One submission, inside the caller's transaction: ``PurchaseRecorder`` decides, this answers its
-    /// questions and applies its writes, as `SQLiteReportStore.Writer.record` does. Each purchase is
+    /// questions and applies its writes, as `SQLiteStore.Writer.record` does. Each purchase is
     /// locked before it is read, so that replicas presenting it at the same moment bind it once.
     private static func record(_ submission: PurchaseSubmission, _ connection: PostgresConnection, _ logger: Logger) async throws
         -> PurchaseOutcome

@@ -1,7 +1,7 @@
 import CatalogKit
 import CatalogServer
 import Foundation
-import ReportStorage
+import Storage
 import Testing
 import Time
 

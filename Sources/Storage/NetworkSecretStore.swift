@@ -5,7 +5,7 @@ import Time
 /// The report-network secret kept in a PostgreSQL store (docs/feedback.md): every node on one
 /// store hashes a client's network with the same key, so that one network counts once however
 /// many replicas its reports reach. SQLite has no replicas and keeps its secret in a file.
-extension PostgresReportStore {
+extension PostgresStore {
     /// The store's secret. When the store holds none yet, `proposal` becomes it: written with
     /// `INSERT … ON CONFLICT DO NOTHING` and read back, so that of nodes starting together the
     /// first to commit decides and every one reads the same. Never replaced once written: a new

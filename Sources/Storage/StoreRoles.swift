@@ -131,7 +131,7 @@ public struct StoreRoleError: Error, CustomStringConvertible {
     init(_ description: String) { self.description = description }
 }
 
-extension PostgresReportStore {
+extension PostgresStore {
     /// The rights this store's role holds beyond a serving replica's (``StoreRoles``), each as
     /// "INSERT, UPDATE on published_files": empty for a role made by `catalog store roles`. A
     /// superuser, or the tables' owner, holds every right on them.

@@ -11,14 +11,14 @@ import Time
 /// readers are read-only and apart: `reader` takes the long aggregates of reports and feedback,
 /// `lookupReader` the short lookups a request waits for (a token, the audit log), so that a
 /// long aggregate never delays a token check. Readiness asks the writer.
-public final class SQLiteReportStore: ReportStore {
+public final class SQLiteStore: ReportStore {
     let writer: Confined<Writer>
     let reader: Confined<SQLiteConnection>
     let lookupReader: Confined<SQLiteConnection>
     public let path: String
 
     /// Opens (creating it and its folder if needed) and migrates the store at `path`.
-    public static func open(path: String) async throws -> SQLiteReportStore {
+    public static func open(path: String) async throws -> SQLiteStore {
         let folder = URL(fileURLWithPath: path).deletingLastPathComponent()
         try FileManager.default.createDirectory(at: folder, withIntermediateDirectories: true)
         let writerQueue = DispatchQueue(label: "catalog.sqlite.writer")
@@ -30,7 +30,7 @@ public final class SQLiteReportStore: ReportStore {
         let lookupReader = try await Confined.make(on: DispatchQueue(label: "catalog.sqlite.lookup")) {
             try SQLiteConnection(path: path, readOnly: true)
         }
-        return SQLiteReportStore(path: path, writer: writer, reader: reader, lookupReader: lookupReader)
+        return SQLiteStore(path: path, writer: writer, reader: reader, lookupReader: lookupReader)
     }
 
     private init(path: String, writer: Confined<Writer>, reader: Confined<SQLiteConnection>, lookupReader: Confined<SQLiteConnection>) {

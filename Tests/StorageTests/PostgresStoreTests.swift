@@ -2,14 +2,14 @@ import CatalogKit
 import CatalogTestSupport
 import Foundation
 import Logging
-import ReportStorage
+import Storage
 import Testing
 
 /// One server for the whole suite (started by the `.postgres` trait before the first test and
 /// stopped after the last), a fresh database for each test, so the tests may run in parallel. A
 /// server that cannot start fails every test that needs it with the reason.
 @Suite(.postgres)
-struct PostgresReportStoreTests {
+struct PostgresStoreTests {
     private let logger = Logger(label: "catalog.tests.postgres")
 
     private func runningServer() throws -> TestPostgres {
@@ -22,10 +22,10 @@ struct PostgresReportStoreTests {
     }
 
     /// A store on a new database; closed afterwards whatever `body` does.
-    private func withStore(database url: String? = nil, _ body: (PostgresReportStore) async throws -> Void) async throws {
+    private func withStore(database url: String? = nil, _ body: (PostgresStore) async throws -> Void) async throws {
         var database = url
         if database == nil { database = try await runningServer().createDatabase() }
-        let store = try await PostgresReportStore.open(try address(database ?? ""), logger: logger)
+        let store = try await PostgresStore.open(try address(database ?? ""), logger: logger)
         do {
             try await body(store)
         } catch {
@@ -88,8 +88,8 @@ struct PostgresReportStoreTests {
         let server = try runningServer()
         let url = try await server.createDatabase()
         let (target, logger) = (try address(url), logger)
-        async let first = PostgresReportStore.open(target, logger: logger)
-        async let second = PostgresReportStore.open(target, logger: logger)
+        async let first = PostgresStore.open(target, logger: logger)
+        async let second = PostgresStore.open(target, logger: logger)
         let stores = try await [first, second]
         for store in stores { try await store.close() }
         // A second run of a migration would have failed one of the opens (its tables exist, its
@@ -193,7 +193,7 @@ struct PostgresReportStoreTests {
     }
 
     @Test func pingAnswersUntilClosed() async throws {
-        let store = try await PostgresReportStore.open(try address(await runningServer().createDatabase()), logger: logger)
+        let store = try await PostgresStore.open(try address(await runningServer().createDatabase()), logger: logger)
         try await store.ping()
         try await store.close()
         do {
@@ -207,7 +207,7 @@ struct PostgresReportStoreTests {
     /// What opening `url` throws, as text.
     private func openingError(_ url: String, connectTimeout: Duration = .seconds(10)) async throws -> String {
         do {
-            let store = try await PostgresReportStore.open(try address(url), logger: logger, connectTimeout: connectTimeout)
+            let store = try await PostgresStore.open(try address(url), logger: logger, connectTimeout: connectTimeout)
             try await store.close()
         } catch {
             return "\(error)"

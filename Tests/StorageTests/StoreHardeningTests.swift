@@ -7,7 +7,7 @@ import Logging
 import Testing
 import Time
 
-@testable import ReportStorage
+@testable import Storage
 
 /// What the store URL says about TLS and what messages show of it (docs/operations.md, "With
 /// PostgreSQL"): a server on another machine has its certificate checked unless the URL lowers
@@ -70,7 +70,7 @@ import Time
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("audit-\(UUID().uuidString)")
         defer { try? FileManager.default.removeItem(at: folder) }
         let path = folder.appendingPathComponent("catalog.sqlite").path
-        let store = try await SQLiteReportStore.open(path: path)
+        let store = try await SQLiteStore.open(path: path)
         try await store.appendAudit(
             AuditEntry(at: Timestamp(secondsSince1970: 1_700_000_000), actor: "alice", action: .publish, summary: "revision 1"))
         try await store.close()
@@ -78,7 +78,7 @@ import Time
         for statement in ["UPDATE audit_log SET summary = 'nothing happened'", "DELETE FROM audit_log"] {
             #expect(throws: SQLiteError.self, "\(statement)") { try connection.execute(statement) }
         }
-        let reopened = try await SQLiteReportStore.open(path: path)
+        let reopened = try await SQLiteStore.open(path: path)
         let entries = try await reopened.auditLog(app: nil, limit: 10)
         try await reopened.close()
         #expect(entries.map(\.summary) == ["revision 1"])
@@ -90,9 +90,9 @@ import Time
 struct PostgresHardeningTests {
     private let logger = Logger(label: "catalog.tests.hardening")
 
-    private func open(_ url: String) async throws -> PostgresReportStore {
+    private func open(_ url: String) async throws -> PostgresStore {
         guard case .postgres(let address) = try StoreURL(parsing: url) else { throw StoreURLError("not PostgreSQL") }
-        return try await PostgresReportStore.open(address, logger: logger)
+        return try await PostgresStore.open(address, logger: logger)
     }
 
     @Test func auditEntriesCannotBeChangedOrDeleted() async throws {
@@ -230,7 +230,7 @@ struct PostgresCertificateMessageTests {
         let url = "postgres://\(TestPostgres.user):\(TestPostgres.password)@localhost:\(server.port)/catalog?sslmode=verify-full"
         guard case .postgres(let address) = try StoreURL(parsing: url) else { return }
         do {
-            let store = try await PostgresReportStore.open(address, logger: Logger(label: "test"), connectTimeout: .seconds(5))
+            let store = try await PostgresStore.open(address, logger: Logger(label: "test"), connectTimeout: .seconds(5))
             try await store.close()
             Issue.record("a certificate signed by an unknown authority was accepted")
         } catch {

@@ -2,7 +2,7 @@ import CatalogKit
 import Time
 
 /// Tokens and the audit log in the same SQLite file as the reports.
-extension SQLiteReportStore: EditorStore {
+extension SQLiteStore: EditorStore {
     public func createToken(_ token: EditorToken) async throws {
         try await insertToken(token, audit: nil)
     }

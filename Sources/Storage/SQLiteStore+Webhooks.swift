@@ -2,9 +2,9 @@ import Foundation
 import Ledger
 
 /// The webhook outbox in the SQLite file (docs/purchases.md, "Webhooks"): events are written by
-/// ``SQLiteReportStore/Writer/enqueueWebhooks(for:outcome:)`` inside the transaction that records
+/// ``SQLiteStore/Writer/enqueueWebhooks(for:outcome:)`` inside the transaction that records
 /// the evidence, and settled here by the delivery service.
-extension SQLiteReportStore: WebhookOutbox {
+extension SQLiteStore: WebhookOutbox {
     public func dueWebhookEvents(at now: Date, limit: Int) async throws -> [WebhookEvent] {
         try await reader.run { connection in
             try connection.rows(
@@ -65,7 +65,7 @@ extension SQLiteReportStore: WebhookOutbox {
     static func webhookEvent(_ row: SQLiteStatement) -> WebhookEvent? { WebhookEvent(row: SQLiteRow(statement: row)) }
 }
 
-extension SQLiteReportStore.Writer {
+extension SQLiteStore.Writer {
     /// Writes an event into the outbox, inside the caller's transaction; an event already there (the
     /// same change told twice) is not written again.
     func enqueue(_ event: WebhookEvent) throws {

@@ -4,9 +4,9 @@ import Foundation
 import Synchronization
 import Testing
 
-@testable import ReportStorage
+@testable import Storage
 
-@Suite struct SQLiteReportStoreTests {
+@Suite struct SQLiteStoreTests {
     /// This test's own folder, made anew for each test (a suite's init runs before each one);
     /// every test that creates it removes it when done.
     private let folder: URL
@@ -20,14 +20,14 @@ import Testing
     }
 
     /// A fresh store in a folder that does not exist yet: opening creates both.
-    private func withStore(_ body: (SQLiteReportStore) async throws -> Void) async throws {
-        let store = try await SQLiteReportStore.open(path: folder.appendingPathComponent("var/catalog.sqlite").path)
+    private func withStore(_ body: (SQLiteStore) async throws -> Void) async throws {
+        let store = try await SQLiteStore.open(path: folder.appendingPathComponent("var/catalog.sqlite").path)
         try await body(store)
         try await store.close()
     }
 
     /// One of the checks every engine passes, on a fresh store; the folder is removed afterwards.
-    private func conformance(_ check: (SQLiteReportStore) async throws -> Void) async throws {
+    private func conformance(_ check: (SQLiteStore) async throws -> Void) async throws {
         defer { removeFolder() }
         try await withStore(check)
     }
@@ -72,7 +72,7 @@ import Testing
             _ = try await store.store((0..<50).map { StoreConformance.report(["com.example.a"], id: "report-\($0)", install: "i\($0)") })
             let copy = folder.appendingPathComponent("copy.sqlite").path
             try await store.backup(to: copy)
-            let copied = try await SQLiteReportStore.open(path: copy)
+            let copied = try await SQLiteStore.open(path: copy)
             let count = try await copied.aggregate(AggregateQuery()).first?.reports
             #expect(count == 50)
             try await copied.close()
@@ -155,7 +155,7 @@ import Testing
 
     @Test func unwritablePathIsAClearError() async throws {
         do {
-            _ = try await SQLiteReportStore.open(path: "/proc/catalog.sqlite")
+            _ = try await SQLiteStore.open(path: "/proc/catalog.sqlite")
             Issue.record("opened a store under /proc")
         } catch {
             #expect("\(error)".contains("/proc/catalog.sqlite"), "the message names the file: \(error)")

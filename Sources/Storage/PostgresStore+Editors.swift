@@ -3,8 +3,8 @@ import PostgresNIO
 import Time
 
 /// Tokens and the audit log in the same PostgreSQL database as the reports, with the semantics of
-/// `SQLiteReportStore`'s. Writes commit like reports do: `transaction` returns once durable.
-extension PostgresReportStore: EditorStore {
+/// `SQLiteStore`'s. Writes commit like reports do: `transaction` returns once durable.
+extension PostgresStore: EditorStore {
     public func createToken(_ token: EditorToken) async throws {
         try await insertToken(token, audit: nil)
     }

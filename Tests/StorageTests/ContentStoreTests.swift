@@ -4,7 +4,7 @@ import Foundation
 import Logging
 import Testing
 
-@testable import ReportStorage
+@testable import Storage
 
 /// Content blobs in a PostgreSQL store (docs/storage.md, `content_blobs` and `content_chunks`):
 /// what a replica's role may do with them, and what a publication refuses to record.
@@ -20,9 +20,9 @@ struct ContentStoreTests {
         try await body(PublishedBlob(sha256: ContentHash.sha256Hex(bytes), size: Int64(bytes.count), source: file))
     }
 
-    private func open(_ url: String) async throws -> PostgresReportStore {
+    private func open(_ url: String) async throws -> PostgresStore {
         guard case .postgres(let address) = try StoreURL(parsing: url) else { throw StoreURLError("not PostgreSQL") }
-        return try await PostgresReportStore.open(address, logger: logger)
+        return try await PostgresStore.open(address, logger: logger)
     }
 
     /// A replica's role reads a blob, chunk by chunk, and can neither add a blob nor change one:
@@ -36,7 +36,7 @@ struct ContentStoreTests {
         let roles = try StoreRoles.sql(replicaRole: replicaRole, editorRole: editorRole)
         try await server.psql(roles, database: database)
         try await server.psql("ALTER ROLE \(editorRole) PASSWORD 'editor-pw'; ALTER ROLE \(replicaRole) PASSWORD 'replica-pw'")
-        let bytes = (0..<(PostgresReportStore.contentChunkBytes + 10)).map { UInt8(truncatingIfNeeded: $0 &* 31) }
+        let bytes = (0..<(PostgresStore.contentChunkBytes + 10)).map { UInt8(truncatingIfNeeded: $0 &* 31) }
         try await withBlobFile(bytes) { blob in
             let editor = try await open("postgres://\(editorRole):editor-pw@127.0.0.1:\(server.port)/\(database)")
             try await editor.recordPublication(app: "com.example.app", files: [], blobs: [blob], audit: nil)
@@ -48,7 +48,7 @@ struct ContentStoreTests {
             #expect(rights == [], "a replica's role holds exactly what it needs")
             var received: [[UInt8]] = []
             try await replica.publishedBlob(blob.sha256) { received.append($0) }
-            #expect(received.map(\.count) == [PostgresReportStore.contentChunkBytes, 10])
+            #expect(received.map(\.count) == [PostgresStore.contentChunkBytes, 10])
             #expect(Array(received.joined()) == bytes)
             await #expect(throws: (any Error).self, "a replica recorded a blob") {
                 try await withBlobFile([1, 2, 3]) { other in

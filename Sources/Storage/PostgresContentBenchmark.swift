@@ -17,7 +17,7 @@ public enum PostgresContentBenchmark {
     }
 
     /// Writes `blob` into `store` the way `method` keeps it, in one transaction.
-    public static func write(_ blob: PublishedBlob, method: Method, store: PostgresReportStore) async throws {
+    public static func write(_ blob: PublishedBlob, method: Method, store: PostgresStore) async throws {
         switch method {
         case .rows:
             try await store.recordPublication(app: "bench", files: [], blobs: [blob], audit: nil)
@@ -31,7 +31,7 @@ public enum PostgresContentBenchmark {
                     oid = value
                 }
                 var offset: Int64 = 0
-                try await blob.forEachChunk(ofBytes: PostgresReportStore.contentChunkBytes) { chunk in
+                try await blob.forEachChunk(ofBytes: PostgresStore.contentChunkBytes) { chunk in
                     try await connection.execute("SELECT lo_put(\(oid)::oid, \(offset), \(ByteBuffer(bytes: chunk)))", logger: logger)
                     offset += Int64(chunk.count)
                 }
@@ -43,7 +43,7 @@ public enum PostgresContentBenchmark {
     }
 
     /// Reads the blob of `sha256` back, a chunk at a time, and returns how many bytes came.
-    public static func read(_ sha256: String, method: Method, store: PostgresReportStore) async throws -> Int64 {
+    public static func read(_ sha256: String, method: Method, store: PostgresStore) async throws -> Int64 {
         var total: Int64 = 0
         switch method {
         case .rows:
@@ -58,7 +58,7 @@ public enum PostgresContentBenchmark {
                 }
                 guard let (oid, size) = found else { return 0 }
                 var read: Int64 = 0
-                let step = Int64(PostgresReportStore.contentChunkBytes)
+                let step = Int64(PostgresStore.contentChunkBytes)
                 while read < size {
                     for try await chunk in try await connection.query(
                         "SELECT lo_get(\(oid)::oid, \(read), \(Int32(min(step, size - read))))", logger: logger

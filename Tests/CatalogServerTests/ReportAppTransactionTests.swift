@@ -8,11 +8,11 @@ import X509
 
 @testable import CatalogServer
 
-/// The AppTransactions reports carry (`ReportAppTransactions`, on Purchases' `SignedDataVerifier`) against a PKI
+/// The AppTransactions reports carry (`ReportAppTransactions`, on the App Store module's `SignedDataVerifier`) against a PKI
 /// built here (AppStoreTestPKI): what is accepted, and that each way of getting it wrong is refused for the right
-/// reason. The refusal codes are Purchases' (docs/purchases.md); reasons are checked where the code alone is coarse.
+/// reason. The refusal codes are the ledger's (docs/purchases.md); reasons are checked where the code alone is coarse.
 @Suite("Report AppTransactions")
-struct AppTransactionVerifierTests {
+struct ReportAppTransactionTests {
     typealias Code = PurchaseRefusal.Code
 
     static let bundle = "com.example.catalog"
@@ -537,7 +537,7 @@ struct AppTransactionVerifierTests {
 }
 
 /// Row 7 of issue 27: an app's purchase settings bind what its reports' AppTransactions must name.
-extension AppTransactionVerifierTests {
+extension ReportAppTransactionTests {
     /// With no purchase settings there is no Apple id to check, so a production AppTransaction naming one is
     /// accepted; with settings naming another, the same genuine JWS is refused.
     @Test func appAppleIdIsBoundOnlyWhenTheSettingsNameOne() async throws {

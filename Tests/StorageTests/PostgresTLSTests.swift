@@ -4,7 +4,7 @@ import Foundation
 import Logging
 import Testing
 
-@testable import ReportStorage
+@testable import Storage
 
 /// PostgreSQL as operators run it: `sslmode` from the store URL against a real server that
 /// offers TLS with a certificate this test makes (openssl: a CA, and a server certificate for
@@ -18,7 +18,7 @@ struct PostgresTLSTests {
     private let logger = Logger(label: "test")
 
     /// Whether the store's own connections are encrypted, as the server sees them.
-    private func isEncrypted(_ store: PostgresReportStore, server: TestPostgres) async throws -> Bool {
+    private func isEncrypted(_ store: PostgresStore, server: TestPostgres) async throws -> Bool {
         let rows = try await server.psql(
             "SELECT count(*) FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid) WHERE a.datname = 'catalog' AND s.ssl")
         return (Int(rows.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0) > 0
@@ -31,7 +31,7 @@ struct PostgresTLSTests {
         let base = "postgres://\(TestPostgres.user):\(TestPostgres.password)@localhost:\(server.port)/catalog"
 
         // verify-full with the CA that signed the server's certificate: connected, encrypted.
-        let verified = try await PostgresReportStore.open(
+        let verified = try await PostgresStore.open(
             try StoreURL.address(base + "?sslmode=verify-full&sslrootcert=\(files.ca.path)&pool_size=2&statement_timeout=5000"),
             logger: logger)
         try await verified.ping()
@@ -40,7 +40,7 @@ struct PostgresTLSTests {
 
         // verify-full with another CA: refused, with the reason.
         do {
-            let store = try await PostgresReportStore.open(
+            let store = try await PostgresStore.open(
                 try StoreURL.address(base + "?sslmode=verify-full&sslrootcert=\(files.otherCA.path)"), logger: logger,
                 connectTimeout: .seconds(5))
             try await store.close()
@@ -52,7 +52,7 @@ struct PostgresTLSTests {
         // verify-full for a host the certificate does not name (it names localhost, not
         // 127.0.0.1, though both reach the server): refused.
         do {
-            let store = try await PostgresReportStore.open(
+            let store = try await PostgresStore.open(
                 try StoreURL.address(
                     "postgres://\(TestPostgres.user):\(TestPostgres.password)@127.0.0.1:\(server.port)/catalog?sslmode=verify-full&sslrootcert=\(files.ca.path)"
                 ),
@@ -63,7 +63,7 @@ struct PostgresTLSTests {
             #expect("\(error)".contains("cannot connect"), "\(error)")
         }
         // verify-ca checks the signature only: the same host is accepted.
-        let signed = try await PostgresReportStore.open(
+        let signed = try await PostgresStore.open(
             try StoreURL.address(
                 "postgres://\(TestPostgres.user):\(TestPostgres.password)@127.0.0.1:\(server.port)/catalog?sslmode=verify-ca&sslrootcert=\(files.ca.path)"
             ),
@@ -72,10 +72,10 @@ struct PostgresTLSTests {
         try await signed.close()
 
         // require, unchecked: encrypted. disable: plain.
-        let required = try await PostgresReportStore.open(try StoreURL.address(base + "?sslmode=require"), logger: logger)
+        let required = try await PostgresStore.open(try StoreURL.address(base + "?sslmode=require"), logger: logger)
         try await required.ping()
         try await required.close()
-        let plain = try await PostgresReportStore.open(try StoreURL.address(base + "?sslmode=disable"), logger: logger)
+        let plain = try await PostgresStore.open(try StoreURL.address(base + "?sslmode=disable"), logger: logger)
         try await plain.ping()
         try await plain.close()
     }
@@ -87,7 +87,7 @@ struct PostgresTLSTests {
         defer { try? FileManager.default.removeItem(at: passfile) }
         try Data("# comment\nother:*:*:*:wrong\n127.0.0.1:\(server.port):*:\(TestPostgres.user):\(TestPostgres.password)\n".utf8)
             .write(to: passfile)
-        let store = try await PostgresReportStore.open(
+        let store = try await PostgresStore.open(
             try StoreURL.address("postgres://\(TestPostgres.user)@127.0.0.1:\(server.port)/catalog?passfile=\(passfile.path)"),
             logger: logger)
         try await store.ping()
