@@ -67,9 +67,9 @@ public func buildApplication(
         keyRing: configuration.content.keyRing, keyFile: configuration.content.keyFile, tree: publicDirectory, logger: logger)
     let connectionLimit = ConnectionLimit(maximum: configuration.maxConnections, metrics: metrics)
     let server = HTTPServerBuilder { responder in
-        let http1 = FeedHTTP1Channel(
+        let http1 = LeanHTTP1Channel(
             responder: responder, connectionLimit: connectionLimit,
-            connectionHandler: { FeedConnectionHandler(store: store, metrics: metrics, configuration: configuration, content: content) },
+            connectionHandler: { LeanConnectionHandler(store: store, metrics: metrics, configuration: configuration, content: content) },
             reportHandler: { connection in
                 intake.map {
                     ReportConnectionHandler(
@@ -77,9 +77,9 @@ public func buildApplication(
                         accessLog: configuration.accessLog)
                 }
             })
-        // With TLS, the same channel and protections behind it (``FeedTLSChannel``).
+        // With TLS, the same channel and protections behind it (``LeanTLSChannel``).
         guard let tls else { return http1 }
-        return try FeedTLSChannel(certificate: tls, http1: http1, configuration: configuration)
+        return try LeanTLSChannel(certificate: tls, http1: http1, configuration: configuration)
     }
     var services: [any Service] = [FeedReloadService(store: store, interval: reloadInterval, metrics: metrics, logger: logger)]
     if let reportStore {

@@ -78,15 +78,15 @@ import Testing
             configuration.idleTimeout = ContentServingTests.idleTimeout
             let store = FeedStore(tree: fixture.publicTree, logger: Logger(label: "test"))
             files = ContentFiles(keyRing: ring, tree: fixture.publicTree)
-            let handler = FeedConnectionHandler(store: store, metrics: ServerMetrics(), configuration: configuration, content: files)
+            let handler = LeanConnectionHandler(store: store, metrics: ServerMetrics(), configuration: configuration, content: files)
             let pipeline = channel.pipeline.syncOperations
             try pipeline.addHandler(gate)
             try pipeline.addHandler(handler)
             try pipeline.configureHTTPServerPipeline(
                 withPipeliningAssistance: false, withErrorHandling: true, withOutboundHeaderValidation: false,
-                withEncoderConfiguration: .init(), withDecoderLimitConfiguration: FeedHTTP1Channel.decoderLimits)
+                withEncoderConfiguration: .init(), withDecoderLimitConfiguration: LeanHTTP1Channel.decoderLimits)
             try pipeline.addHandler(ForwardedRequestTracker(connection: handler))
-            try pipeline.addHandler(FeedConnectionHandlerTests.Application())
+            try pipeline.addHandler(LeanConnectionHandlerTests.Application())
             try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 9)).wait()
         }
 
@@ -225,10 +225,10 @@ import Testing
     /// byte. Before this, the lean path handed every content request to the application.
     @Test func aFileGoesOutAsRegionsOnlyAsTheSocketDrains() throws {
         let connection = try Connection()
-        let region = Int(FeedConnectionHandler.regionBytes)
+        let region = Int(LeanConnectionHandler.regionBytes)
         let length = 2 * region + 7
         let digest = try connection.store(Self.bytes(length))
-        try connection.send(Self.get(Self.url(digest)) + FeedConnectionHandlerTests.feed)
+        try connection.send(Self.get(Self.url(digest)) + LeanConnectionHandlerTests.feed)
         var answer = try connection.received()
         #expect(answer.text.hasPrefix("HTTP/1.1 200 OK\r\n"), "\(answer.text)")
         #expect(answer.text.contains("Content-Length: \(length)\r\n"))
@@ -253,7 +253,7 @@ import Testing
     /// takes (past both the read deadline and the idle timeout), one that stops is closed.
     @Test func aStalledDownloadIsClosedAtTheDeadlineOfItsLastProgress() throws {
         let connection = try Connection()
-        let digest = try connection.store(Self.bytes(6 * Int(FeedConnectionHandler.regionBytes)))
+        let digest = try connection.store(Self.bytes(6 * Int(LeanConnectionHandler.regionBytes)))
         try connection.send(Self.get(Self.url(digest)))
         _ = try connection.received()
         for _ in 0..<4 {

@@ -29,7 +29,7 @@ final class ReportConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
     private let feeds: FeedStore
     /// Knows whether a request passed on to Hummingbird is still unanswered (its tracker counts
     /// every request behind the decoder, reports answered here included).
-    private let connection: FeedConnectionHandler
+    private let connection: LeanConnectionHandler
     private let metrics: ServerMetrics
     private let clock: @Sendable () -> Timestamp
     private let accessLog: AccessLog
@@ -67,7 +67,7 @@ final class ReportConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
     private var date = ""
 
     init(
-        intake: ReportIntake, feeds: FeedStore, connection: FeedConnectionHandler, metrics: ServerMetrics,
+        intake: ReportIntake, feeds: FeedStore, connection: LeanConnectionHandler, metrics: ServerMetrics,
         clock: @escaping @Sendable () -> Timestamp, accessLog: AccessLog
     ) {
         self.accessLog = accessLog

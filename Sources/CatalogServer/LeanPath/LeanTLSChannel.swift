@@ -14,19 +14,19 @@ import NIOTLS
 /// - the connection is counted by the listener's one ``ConnectionLimit`` before anything is set
 ///   up for it, and refused past it, as on plain HTTP;
 /// - its handshake must complete within `readDeadline` of its accept (``TLSHandshakeDeadline``);
-/// - HTTP/1.1 goes to ``FeedHTTP1Channel``'s own pipeline behind the TLS handler: the lean feed
-///   and report paths, and ``FeedConnectionHandler``'s read deadline, idle timeout and
+/// - HTTP/1.1 goes to ``LeanHTTP1Channel``'s own pipeline behind the TLS handler: the lean feed,
+///   content and report paths, and ``LeanConnectionHandler``'s read deadline, idle timeout and
 ///   backpressure, the very same code as plain HTTP;
 /// - HTTP/2 goes to Hummingbird's `HTTP2Channel`, its streams and connection kept to the same
 ///   rules by ``HTTP2StreamDeadline`` and ``HTTP2ConnectionDeadline``.
-struct FeedTLSChannel: HTTPChannelHandler {
+struct LeanTLSChannel: HTTPChannelHandler {
     struct Value: ServerChildChannelValue {
-        let negotiated: EventLoopFuture<NIONegotiatedHTTPVersion<FeedHTTP1Channel.Value, HTTP2Channel.Value>>
+        let negotiated: EventLoopFuture<NIONegotiatedHTTPVersion<LeanHTTP1Channel.Value, HTTP2Channel.Value>>
         let channel: any Channel
     }
 
     private let context: NIOSSLContext
-    private let http1: FeedHTTP1Channel
+    private let http1: LeanHTTP1Channel
     private let http2: HTTP2Channel
     private let readDeadline: TimeAmount
     private let idleTimeout: TimeAmount
@@ -35,7 +35,7 @@ struct FeedTLSChannel: HTTPChannelHandler {
 
     /// `http1` serves HTTP/1.1 (its connection limit counts every connection, whichever protocol);
     /// `configuration` gives the deadlines.
-    init(certificate: ReloadingCertificate, http1: FeedHTTP1Channel, configuration: ServeConfiguration) throws {
+    init(certificate: ReloadingCertificate, http1: LeanHTTP1Channel, configuration: ServeConfiguration) throws {
         var tls = certificate.tlsConfiguration()
         tls.applicationProtocols = NIOHTTP2SupportedALPNProtocols
         context = try NIOSSLContext(configuration: tls)
@@ -135,7 +135,7 @@ final class TLSHandshakeDeadline: ChannelInboundHandler, RemovableChannelHandler
     }
 }
 
-/// One HTTP/2 stream's deadlines, as ``FeedConnectionHandler`` keeps them for an HTTP/1.1
+/// One HTTP/2 stream's deadlines, as ``LeanConnectionHandler`` keeps them for an HTTP/1.1
 /// connection: the request must be read whole within `readDeadline` of the stream's opening,
 /// however its body trickles in, and a stream whose answer the client does not take (it grants
 /// no flow-control window) for `readDeadline` is closed. It also tells the connection's

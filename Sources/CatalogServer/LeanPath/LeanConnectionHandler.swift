@@ -6,13 +6,15 @@ import NIOHTTP1
 import NIOPosix
 import Time
 
-/// The lean path for feed requests, and each connection's deadlines and backpressure.
+/// The lean path of one HTTP/1.1 connection: feeds and content files answered in front of the
+/// decoder, every other request passed on in order, and the connection's deadlines and backpressure.
 ///
 /// Sits in front of the HTTP/1 request decoder and reads requests from the received bytes with
-/// ``FeedRequestParser``. A plain `GET` or `HEAD` of a current feed is answered here with
+/// ``LeanRequestParser``. A plain `GET` or `HEAD` of a current feed is answered here with
 /// pre-serialized bytes: no decoding into HTTP types, no async hand-off, no header encoding, a
 /// cached header block per feed and second, and the feed's body shared by every connection
-/// (``FeedBodies``). The bytes of any other request go on to the decoder and the Hummingbird
+/// (``FeedBodies``). A signed content URL is answered here too, its file sent without copying
+/// (``ContentResponse``). The bytes of any other request go on to the decoder and the Hummingbird
 /// application unchanged, and while one of those is unanswered, every later request on the
 /// connection follows it, so that responses leave in request order.
 ///
@@ -29,9 +31,9 @@ import Time
 ///   `idleTimeout`; a client that does not read its answers for `readDeadline` is closed. Only
 ///   the application's own time (a request read and not yet answered) is not the client's.
 ///
-/// Those rules are decided by ``FeedConnectionStateMachine``, which this handler tells every event
+/// Those rules are decided by ``LeanConnectionStateMachine``, which this handler tells every event
 /// and whose actions it carries out; time is read from the event loop, so that tests can move it.
-final class FeedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
+final class LeanConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
     typealias InboundOut = ByteBuffer
     typealias OutboundIn = ByteBuffer
@@ -40,15 +42,16 @@ final class FeedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     private let store: FeedStore
     private let content: ContentFiles
     /// Behind a TLS handler: a file cannot go zero-copy (the bytes must be encrypted), so it is
-    /// read in bounded chunks instead (``FeedHTTP1Channel`` sets it).
+    /// read in bounded chunks instead (``LeanHTTP1Channel`` sets it).
     var isSecure = false
-    /// The file being sent, if any.
+    /// The file being sent, if any, and the pieces of it still to write: the I/O behind the state
+    /// machine's download phase, which may outlive it (a chunk being read when the connection ends
+    /// keeps its file until the read returns).
     private var download: Download?
-    /// The inbound event held while a download was in progress.
+    /// The inbound event held during a download: the state machine says when to pass it on; the
+    /// event itself, which it never looks into, stays here.
     private var heldEvent: Any?
-    /// The connection ended (or the handler left it).
-    private var ended = false
-    /// Inside ``pump(_:)``.
+    /// Inside ``pump(_:)``: this handler's own loop, not the connection's state.
     private var pumping = false
     /// Inside ``handleReceived(_:now:)``'s loop, which goes on by itself after a download that ends at once.
     private var handlingReceived = false
@@ -60,7 +63,7 @@ final class FeedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     private var unlogged = 0
     private var context: ChannelHandlerContext?
     /// Every rule of the connection; this handler only carries out what it decides.
-    private var state: FeedConnectionStateMachine
+    private var state: LeanConnectionStateMachine
     private var timer: Scheduled<Void>?
     private var cache = ResponseCache()
     /// The counters of the last feed answered: a connection usually asks for the same feed
@@ -75,7 +78,7 @@ final class FeedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         self.clock = configuration.clock
         self.accessLog = configuration.accessLog
         // The idle clock starts again when the handler joins its channel, on its loop's clock.
-        self.state = FeedConnectionStateMachine(
+        self.state = LeanConnectionStateMachine(
             readDeadline: configuration.readDeadline, idleTimeout: configuration.idleTimeout, now: .now())
     }
 
@@ -100,7 +103,6 @@ final class FeedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     }
 
     private func end() {
-        ended = true
         // A chunk being read keeps the file until the read returns (``readChunk``); a final write
         // issued closes it when done.
         if let download, !download.finalWriteIssued, !download.reading {
@@ -147,7 +149,7 @@ final class FeedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     }
 
     /// Sends what the batch answered, and tells the handlers behind that their batch ended.
-    private func perform(_ end: FeedConnectionStateMachine.BatchEnd, _ context: ChannelHandlerContext) {
+    private func perform(_ end: LeanConnectionStateMachine.BatchEnd, _ context: ChannelHandlerContext) {
         if end.flush {
             context.flush()
             if let started = end.batchStartedAt {
@@ -370,7 +372,7 @@ final class FeedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         let read = Self.fileIO.read(
             fileHandle: file, fromOffset: offset, byteCount: Int(count), allocator: context.channel.allocator, eventLoop: context.eventLoop)
         read.assumeIsolated().whenComplete { result in
-            guard var current = self.download, current.file === file, !self.ended else {
+            guard var current = self.download, current.file === file, !self.state.hasEnded else {
                 // The connection ended while the chunk was read: the file is closed now, not
                 // while the read could still use its descriptor.
                 try? file.close()
@@ -424,7 +426,7 @@ final class FeedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
 
     // MARK: The timer
 
-    private func apply(_ action: FeedConnectionStateMachine.TimerAction, _ context: ChannelHandlerContext) {
+    private func apply(_ action: LeanConnectionStateMachine.TimerAction, _ context: ChannelHandlerContext) {
         guard case .schedule(let moment) = action else { return }
         timer?.cancel()
         schedule(context, at: moment)
@@ -447,7 +449,7 @@ final class FeedConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     }
 }
 
-/// Behind the request decoder: tells ``FeedConnectionHandler`` where the requests it passed on
+/// Behind the request decoder: tells ``LeanConnectionHandler`` where the requests it passed on
 /// begin and end, and when their responses are written, which only decoded parts show.
 final class ForwardedRequestTracker: ChannelDuplexHandler, RemovableChannelHandler {
     typealias InboundIn = HTTPServerRequestPart
@@ -455,11 +457,11 @@ final class ForwardedRequestTracker: ChannelDuplexHandler, RemovableChannelHandl
     typealias OutboundIn = HTTPServerResponsePart
     typealias OutboundOut = HTTPServerResponsePart
 
-    private let connection: FeedConnectionHandler
+    private let connection: LeanConnectionHandler
     /// A forwarded response said `Connection: close`: close once it is written.
     private var closeAfterResponse = false
 
-    init(connection: FeedConnectionHandler) {
+    init(connection: LeanConnectionHandler) {
         self.connection = connection
     }
 

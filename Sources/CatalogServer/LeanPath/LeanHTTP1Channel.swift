@@ -5,17 +5,17 @@ import NIOHTTP1
 import NIOHTTPTypes
 import NIOHTTPTypesHTTP1
 
-/// Hummingbird's HTTP/1 child channel with ``FeedConnectionHandler`` in front of the request
-/// decoder, where feed requests are cheapest to answer, and ``ReportConnectionHandler`` behind
-/// it for reports.
-struct FeedHTTP1Channel: HTTPChannelHandler {
+/// Hummingbird's HTTP/1 child channel with ``LeanConnectionHandler`` in front of the request
+/// decoder, where feed and content requests are cheapest to answer and each connection's deadlines
+/// and backpressure are kept, and ``ReportConnectionHandler`` behind it for reports.
+struct LeanHTTP1Channel: HTTPChannelHandler {
     typealias Value = NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>
 
     let responder: HTTPChannelHandler.Responder
     let connectionLimit: ConnectionLimit
-    let connectionHandler: @Sendable () -> FeedConnectionHandler
+    let connectionHandler: @Sendable () -> LeanConnectionHandler
     /// nil when the server stores no reports.
-    let reportHandler: @Sendable (FeedConnectionHandler) -> ReportConnectionHandler?
+    let reportHandler: @Sendable (LeanConnectionHandler) -> ReportConnectionHandler?
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         guard connectionLimit.admit(channel) else {
@@ -39,7 +39,7 @@ struct FeedHTTP1Channel: HTTPChannelHandler {
             withEncoderConfiguration: .init(), withDecoderLimitConfiguration: Self.decoderLimits)
         if !secure { try channel.pipeline.syncOperations.addHandler(connection, position: .first) }
         try channel.pipeline.syncOperations.addHandler(ForwardedRequestTracker(connection: connection))
-        // Behind the tracker: to the feed path, a report is a forwarded request like any other.
+        // Behind the tracker: to the lean path, a report is a forwarded request like any other.
         if let reportHandler = reportHandler(connection) { try channel.pipeline.syncOperations.addHandler(reportHandler) }
         try channel.pipeline.syncOperations.addHandler(HTTP1ToHTTPServerCodec(secure: secure))
         // No idle timeout behind this point: requests answered by the connection handler never

@@ -13,16 +13,16 @@ struct FeedRequest {
 
 /// A minimal HTTP/1.1 request reader for the lean path, in front of NIO's request decoder.
 ///
-/// It reads the request line and only the header fields a feed answer depends on, straight from
+/// It reads the request line and only the header fields a feed or content answer depends on, straight from
 /// the received bytes, without building `HTTPRequestHead`, `HTTPHeaders` or a string per field.
 /// It accepts a strict subset of HTTP/1.1 and says, for everything else, how to hand the bytes
 /// over to the decoder, which then sees exactly what the client sent. Whatever it is unsure
 /// about (another method, a body, an upgrade, obs-fold, bare LF, control or non-ASCII bytes,
 /// an unusual version, a long header block) is handed over for good, so the general pipeline
 /// decides it as it would without this reader.
-enum FeedRequestParser {
-    /// The longest header block read here, far below the decoder's own limits: feed requests are
-    /// a few hundred bytes, and anything longer is left to the decoder and its limits.
+enum LeanRequestParser {
+    /// The longest header block read here, far below the decoder's own limits: feed and content
+    /// requests are a few hundred bytes, and anything longer is left to the decoder and its limits.
     static let maxHeaderBlock = 4096
     /// No more fields than the decoder allows, so a request answered here is one it would accept.
     static let maxFieldCount = 100

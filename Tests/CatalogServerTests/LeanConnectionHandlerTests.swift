@@ -7,13 +7,13 @@ import Testing
 
 @testable import CatalogServer
 
-/// ``FeedConnectionHandler`` in memory: the front of the server's HTTP/1 pipeline (the handler,
+/// ``LeanConnectionHandler`` in memory: the front of the server's HTTP/1 pipeline (the handler,
 /// NIO's decoder with the server's limits, ``ForwardedRequestTracker``) on an `EmbeddedChannel`,
 /// with a stand-in for the application behind it that answers when the test says so. Every
 /// deadline is reached by moving the loop's virtual clock, so nothing here waits or depends on
 /// the machine's speed; the same rules on real sockets are in `HostileClientTests`,
 /// `ProtectionTests` and `TLSDeadlineTests`.
-@Suite struct FeedConnectionHandlerTests {
+@Suite struct LeanConnectionHandlerTests {
     static let readDeadline = TimeAmount.seconds(10)
     static let idleTimeout = TimeAmount.seconds(30)
     static let feed = "GET /v1/apps/\(CatalogServerTests.app)/catalog.json HTTP/1.1\r\nHost: x\r\n\r\n"
@@ -31,16 +31,16 @@ import Testing
             fixture = try CatalogServerTests.Fixture(ids: ["com.example.served.coins"])
             channel = EmbeddedChannel(loop: loop)
             var configuration = ServeConfiguration()
-            configuration.readDeadline = FeedConnectionHandlerTests.readDeadline
-            configuration.idleTimeout = FeedConnectionHandlerTests.idleTimeout
+            configuration.readDeadline = LeanConnectionHandlerTests.readDeadline
+            configuration.idleTimeout = LeanConnectionHandlerTests.idleTimeout
             let store = FeedStore(tree: fixture.publicTree, logger: Logger(label: "test"))
-            let handler = FeedConnectionHandler(store: store, metrics: ServerMetrics(), configuration: configuration)
+            let handler = LeanConnectionHandler(store: store, metrics: ServerMetrics(), configuration: configuration)
             let pipeline = channel.pipeline.syncOperations
             try pipeline.addHandler(reads)
             try pipeline.addHandler(handler)
             try pipeline.configureHTTPServerPipeline(
                 withPipeliningAssistance: false, withErrorHandling: true, withOutboundHeaderValidation: false,
-                withEncoderConfiguration: .init(), withDecoderLimitConfiguration: FeedHTTP1Channel.decoderLimits)
+                withEncoderConfiguration: .init(), withDecoderLimitConfiguration: LeanHTTP1Channel.decoderLimits)
             try pipeline.addHandler(ForwardedRequestTracker(connection: handler))
             try pipeline.addHandler(application)
             try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 9)).wait()
@@ -281,7 +281,7 @@ import Testing
 
     @Test func aLongHeaderBlockIsTheDecodersToJudge() throws {
         let connection = try Connection()
-        let padding = String(repeating: "a", count: FeedRequestParser.maxHeaderBlock)
+        let padding = String(repeating: "a", count: LeanRequestParser.maxHeaderBlock)
         try connection.send("GET /v1/apps/\(CatalogServerTests.app)/catalog.json HTTP/1.1\r\nHost: x\r\nX-Pad: \(padding)\r\n\r\n")
         #expect(connection.application.requests == ["/v1/apps/\(CatalogServerTests.app)/catalog.json"])
         // Handed over for good: later feeds are the decoder's too.
@@ -291,7 +291,7 @@ import Testing
 
     @Test func headersPastTheDecodersLimitsAreRefusedAndNothingAfterIsAnswered() throws {
         let connection = try Connection()
-        let padding = String(repeating: "a", count: FeedHTTP1Channel.decoderLimits.maxHeaderFieldSize + 1)
+        let padding = String(repeating: "a", count: LeanHTTP1Channel.decoderLimits.maxHeaderFieldSize + 1)
         do {
             try connection.send("GET /healthz HTTP/1.1\r\nHost: x\r\nX-Pad: \(padding)\r\n\r\n" + Self.feed)
         } catch {

@@ -3,11 +3,11 @@ import Testing
 
 @testable import CatalogServer
 
-/// The rules of ``FeedConnectionStateMachine`` as plain values: events in, actions out, and the
+/// The rules of ``LeanConnectionStateMachine`` as plain values: events in, actions out, and the
 /// clock a number the test sets. The handler that carries the actions out is tested with an
-/// `EmbeddedChannel` in `FeedConnectionHandlerTests`, and on real sockets in `HostileClientTests`,
+/// `EmbeddedChannel` in `LeanConnectionHandlerTests`, and on real sockets in `HostileClientTests`,
 /// `ProtectionTests` and `TLSDeadlineTests`.
-@Suite struct FeedConnectionStateMachineTests {
+@Suite struct LeanConnectionStateMachineTests {
     static let readDeadline = TimeAmount.seconds(10)
     static let idleTimeout = TimeAmount.seconds(30)
     static let start = NIODeadline.uptimeNanoseconds(1_000_000_000)
@@ -16,8 +16,8 @@ import Testing
     static let other = "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
     static let post = "POST /v1/apps/com.example.served/invalid-identifiers HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}"
 
-    static func machine() -> FeedConnectionStateMachine {
-        var machine = FeedConnectionStateMachine(readDeadline: readDeadline, idleTimeout: idleTimeout, now: start)
+    static func machine() -> LeanConnectionStateMachine {
+        var machine = LeanConnectionStateMachine(readDeadline: readDeadline, idleTimeout: idleTimeout, now: start)
         Self.check(machine.connectionActive(now: start), .schedule(start + idleTimeout))
         return machine
     }
@@ -35,11 +35,11 @@ import Testing
         /// A content file asked for: answered here, its body still being sent when the test says so.
         case content(String)
         case forward(String)
-        case done(FeedConnectionStateMachine.TimerAction)
+        case done(LeanConnectionStateMachine.TimerAction)
     }
 
     static func receive(
-        _ text: String, into machine: inout FeedConnectionStateMachine, at now: NIODeadline, writable: Bool = true,
+        _ text: String, into machine: inout LeanConnectionStateMachine, at now: NIODeadline, writable: Bool = true,
         answered: Bool = true
     ) -> [Step] {
         machine.bytesReceived(ByteBuffer(string: text), now: now)
@@ -47,7 +47,7 @@ import Testing
     }
 
     static func drain(
-        _ machine: inout FeedConnectionStateMachine, at now: NIODeadline, writable: Bool = true, answered: Bool = true,
+        _ machine: inout LeanConnectionStateMachine, at now: NIODeadline, writable: Bool = true, answered: Bool = true,
         downloads: Bool = false
     ) -> [Step] {
         var steps: [Step] = []
