@@ -187,8 +187,8 @@ struct ServeCommand: AsyncParsableCommand {
                 throw ExitCode(1)
             }
         }
-        // One loop per core the process may use: NIO counts the cgroup CPU quota (rounded up) and cpuset.
-        let group = MultiThreadedEventLoopGroup(numberOfThreads: System.coreCount)
+        // One loop per core the process may use: the cgroup's quota and cpuset, and the affinity mask.
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: EventLoopCount.forThisProcess)
         let metrics = ServerMetrics()
         // A replica with feeds of its own serves them while the store cannot be reached.
         let serveWithoutStore = isReplica && !tree.publishedApps().isEmpty
