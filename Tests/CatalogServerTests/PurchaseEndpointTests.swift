@@ -156,8 +156,8 @@ import Time
                 uri: Self.notificationsPath, method: .post, headers: server.headers(), body: Self.body(notification))
             #expect(again.status == .ok)
             #expect(try Self.json(again)["duplicate"] as? Bool == true)
-            let stored: [RawNotification]? = try await server.store.notifications(app: Self.app, after: 0, limit: 10)
-            #expect(stored?.count == 1)
+            let stored = try await server.store.notifications(app: Self.app, after: 0, limit: 10)
+            #expect(stored.count == 1)
 
             let customer = "/v1/apps/\(Self.app)/customers/2000000000000001"
             let during = try await client.execute(
@@ -205,8 +205,8 @@ import Time
                 uri: Self.notificationsPath, method: .post, headers: server.headers(),
                 body: ByteBuffer(string: "{\"signedPayload\":\"" + String(repeating: "a", count: 70_000) + "\"}"))
             #expect(huge.status == .contentTooLarge)
-            let stored: [RawNotification]? = try await server.store.notifications(app: Self.app, after: 0, limit: 10)
-            #expect(stored?.isEmpty == true)
+            let stored = try await server.store.notifications(app: Self.app, after: 0, limit: 10)
+            #expect(stored.isEmpty)
             let metrics = String(decoding: server.metrics.render(), as: UTF8.self)
             #expect(
                 metrics.contains("catalog_purchases_refused_total{endpoint=\"notifications\",code=\"not-authenticated\"} 1"), "\(metrics)")
@@ -222,8 +222,8 @@ import Time
                     uri: Self.notificationsPath, method: .post, headers: server.headers(), body: Self.body(jws))
                 #expect(response.status == .ok, "\(type): \(String(buffer: response.body))")
             }
-            let stored: [RawNotification]? = try await server.store.notifications(app: Self.app, after: 0, limit: 10)
-            #expect(stored?.compactMap(\.notificationType) == ["TEST", "SOMETHING_APPLE_ADDS"])
+            let stored = try await server.store.notifications(app: Self.app, after: 0, limit: 10)
+            #expect(stored.compactMap(\.notificationType) == ["TEST", "SOMETHING_APPLE_ADDS"])
         }
     }
 
