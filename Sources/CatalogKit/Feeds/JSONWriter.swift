@@ -126,6 +126,9 @@ public struct JSONWriter: Sendable {
             case 0x0A: bytes.append(contentsOf: [0x5C, UInt8(ascii: "n")])
             case 0x0D: bytes.append(contentsOf: [0x5C, UInt8(ascii: "r")])
             case 0x09: bytes.append(contentsOf: [0x5C, UInt8(ascii: "t")])
+            // JSON's two other short escapes, as Foundation writes them (purchase records keep its bytes).
+            case 0x08: bytes.append(contentsOf: [0x5C, UInt8(ascii: "b")])
+            case 0x0C: bytes.append(contentsOf: [0x5C, UInt8(ascii: "f")])
             case 0..<0x20:
                 let hex = Array("0123456789abcdef".utf8)
                 bytes.append(contentsOf: [0x5C, UInt8(ascii: "u"), 0x30, 0x30, hex[Int(byte >> 4)], hex[Int(byte & 15)]])
