@@ -42,9 +42,9 @@ import Testing
     }
 
     static func product(_ id: String, _ type: ProductType?, _ entitlements: [String], duration: String? = nil, group: String? = nil)
-        -> PurchaseRecord.Product
+        throws -> PurchaseRecord.Product
     {
-        var product = try! JSONDecoder().decode(
+        var product = try JSONDecoder().decode(
             PurchaseRecord.Product.self, from: Data(#"{"id":"x","entitlements":[]}"#.utf8))
         product.id = id
         product.type = type
@@ -60,10 +60,10 @@ import Testing
             certificatePath: "certs/StoreKit Testing.cer", certificate: "MIIB+/==", webhookURL: "https://example.com/hooks/a?b=c&d=/e",
             secretFile: "/etc/catalog/webhook secret", sandboxUnlocks: false, requireDeviceId: false,
             products: [
-                Self.product("com.example.app.pro.monthly", .autoRenewable, ["pro", "ad-free"], group: "pro"),
-                Self.product("com.example.app.pass", .nonRenewing, ["com.example.app.pass"], duration: "P1M"),
-                Self.product("com.example.app.coins", .consumable, []),
-                Self.product("com.example.app.untyped", nil, ["x"]),
+                try Self.product("com.example.app.pro.monthly", .autoRenewable, ["pro", "ad-free"], group: "pro"),
+                try Self.product("com.example.app.pass", .nonRenewing, ["com.example.app.pass"], duration: "P1M"),
+                try Self.product("com.example.app.coins", .consumable, []),
+                try Self.product("com.example.app.untyped", nil, ["x"]),
             ])
         #expect(record.encoded == (try Self.foundationBytes(record)))
     }
@@ -73,7 +73,7 @@ import Testing
         #expect(record.encoded == (try Self.foundationBytes(record)))
         let problem = try Self.record(
             certificatePath: "missing.cer", problem: "missing.cer could not be read when the revision was published",
-            products: [Self.product("a", .nonConsumable, ["a"])])
+            products: [try Self.product("a", .nonConsumable, ["a"])])
         #expect(problem.encoded == (try Self.foundationBytes(problem)))
     }
 
@@ -83,7 +83,7 @@ import Testing
         let awkward = "a \"quoted\" back\\slash /slash/ tab\tline\nreturn\r é 漢字 🎉 \u{7F} \u{2028}"
         let record = try Self.record(
             certificatePath: awkward, webhookURL: awkward, secretFile: awkward,
-            products: [Self.product(awkward, .consumable, [awkward, ""], duration: awkward, group: awkward)])
+            products: [try Self.product(awkward, .consumable, [awkward, ""], duration: awkward, group: awkward)])
         #expect(record.encoded == (try Self.foundationBytes(record)))
         #expect(PurchaseRecord.decode(record.encoded) == record)
     }
