@@ -10,6 +10,26 @@ func parallelMap<Input: Sendable, Output: Sendable>(_ inputs: [Input], _ transfo
     return (0..<inputs.count).map { (results.buffer.baseAddress! + $0).move() }
 }
 
+/// `first()` and `second()` at the same time, on two cores when there are two.
+func concurrently<First: Sendable, Second: Sendable>(
+    _ first: @Sendable () -> First, _ second: @Sendable () -> Second
+) -> (First, Second) {
+    let firstResult = ParallelResults<First>(count: 1)
+    let secondResult = ParallelResults<Second>(count: 1)
+    defer {
+        firstResult.buffer.deallocate()
+        secondResult.buffer.deallocate()
+    }
+    DispatchQueue.concurrentPerform(iterations: 2) { index in
+        if index == 0 {
+            firstResult.buffer.baseAddress!.initialize(to: first())
+        } else {
+            secondResult.buffer.baseAddress!.initialize(to: second())
+        }
+    }
+    return (firstResult.buffer.baseAddress!.move(), secondResult.buffer.baseAddress!.move())
+}
+
 /// `range` cut into one part per core, in order, for ``parallelMap(_:_:)``.
 func coreParts(of range: Range<Int>) -> [Range<Int>] {
     let parts = max(1, min(ProcessInfo.processInfo.activeProcessorCount, range.count))

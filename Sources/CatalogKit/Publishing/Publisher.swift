@@ -33,7 +33,11 @@ public struct Publisher: Sendable {
         let app = catalog.app
         let previous = try tree.currentManifest(app)
         let restored = try note.rollbackOf.map { try tree.manifest(app, revision: $0) }
-        let renderer = FeedRenderer(catalog: catalog)
+        // The purchase endpoints of every node read the app's settings from the revision's record,
+        // so settings that change are a new revision even when no feed does. Written while the
+        // renderer indexes the catalog: both take tens of milliseconds for a big one, neither needs
+        // the other.
+        let (renderer, purchases) = concurrently({ FeedRenderer(catalog: catalog) }, { PurchaseRecord.encoded(catalog) })
         let revision = (previous?.revision ?? 0) + 1
 
         // Changed bytes get this Last-Modified: now, but after everything published before
@@ -79,9 +83,6 @@ public struct Publisher: Sendable {
         let previousContent = try previous.flatMap { try tree.contentManifest(app, revision: $0.revision) }
         let content = try ContentPublishing.plan(
             catalog.content, following: previousContent, cache: .read(ContentDigestCache.url(in: tree, app: app)))
-        // The purchase endpoints of every node read the app's settings from the revision's record,
-        // so settings that change are a new revision even when no feed does.
-        let purchases = PurchaseRecord(catalog).encoded
         // A revision published before records carried one gets it in place (``publish(_:)``): the
         // server read the current sources' settings for it, which is what the record says.
         let samePurchases = previous.map { tree.purchaseRecordBytes(app, revision: $0.revision).map { $0 == purchases } ?? true } ?? false

@@ -27,6 +27,21 @@ public struct PurchaseRecord: Codable, Sendable, Equatable {
         public var duration: String?
         /// A subscription's group.
         public var group: String?
+
+        /// What the record says of `product`.
+        init(_ product: CatalogKit.Product) {
+            self.init(
+                id: product.id, type: product.type, entitlements: product.unlocks, duration: product.duration,
+                group: product.subscription?.group)
+        }
+
+        init(id: String, type: ProductType?, entitlements: [String], duration: String?, group: String?) {
+            self.id = id
+            self.type = type
+            self.entitlements = entitlements
+            self.duration = duration
+            self.group = group
+        }
     }
 
     /// The record's format; a reader refuses one it does not know.
@@ -59,7 +74,24 @@ public struct PurchaseRecord: Codable, Sendable, Equatable {
 
     /// The record of `catalog`, reading the Xcode certificate it names with `read` (relative paths
     /// against the working directory, as the server always resolved them).
-    public init(_ catalog: AppCatalog, read: (String) -> [UInt8]? = { FileManager.default.contents(atPath: $0).map { [UInt8]($0) } }) {
+    public init(_ catalog: AppCatalog, read: (String) -> [UInt8]? = PurchaseRecord.readFile) {
+        self.init(settingsOf: catalog, read: read)
+        products = catalog.products.map(Product.init)
+    }
+
+    /// The bytes of `catalog`'s record, ``encoded`` of ``init(_:read:)``, written from the catalog's
+    /// products without holding a copy of them all: what a build publishes.
+    public static func encoded(_ catalog: AppCatalog, read: (String) -> [UInt8]? = PurchaseRecord.readFile) -> [UInt8] {
+        PurchaseRecord(settingsOf: catalog, read: read).encode(products: catalog.products.lazy.map(Product.init))
+    }
+
+    /// Reads a file named by the settings, relative paths against the working directory.
+    public static func readFile(_ path: String) -> [UInt8]? {
+        FileManager.default.contents(atPath: path).map { [UInt8]($0) }
+    }
+
+    /// The record of `catalog`'s settings, its products not yet listed.
+    private init(settingsOf catalog: AppCatalog, read: (String) -> [UInt8]?) {
         let settings = catalog.purchaseSettings
         format = Self.currentFormat
         app = catalog.app
@@ -78,9 +110,7 @@ public struct PurchaseRecord: Codable, Sendable, Equatable {
         webhookSecretFile = settings.webhookSecretFile
         sandboxUnlocks = settings.sandboxUnlocks ? nil : false
         requireDeviceId = settings.requireDeviceId ? nil : false
-        products = catalog.products.map {
-            Product(id: $0.id, type: $0.type, entitlements: $0.unlocks, duration: $0.duration, group: $0.subscription?.group)
-        }
+        products = []
     }
 
     /// The record's bytes as published: sorted keys, so that an unchanged record is unchanged bytes.
@@ -91,6 +121,11 @@ public struct PurchaseRecord: Codable, Sendable, Equatable {
     /// holds the two equal. `JSONEncoder` took a fifth of a 100,000-product build and a quarter of
     /// its memory (docs/benchmarks.md, "Where the build's time went").
     public var encoded: [UInt8] {
+        encode(products: products)
+    }
+
+    /// The record's bytes with `products` as its products.
+    private func encode(products: some Collection<Product>) -> [UInt8] {
         var json = JSONWriter(capacity: 256 + products.count * 112)
         json.beginObject()
         json.key("app")
