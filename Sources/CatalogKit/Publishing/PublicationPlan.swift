@@ -45,11 +45,18 @@ public struct PublicationPlan: Sendable {
     let outputs: [PlannedOutput]
     /// The product snapshot (`products.jsonl`), when planning already encoded it for the diff.
     let snapshot: [UInt8]?
-    /// The revision's purchase record (``PurchaseRecord``), as written to its records.
-    let purchases: [UInt8]
+    /// The revision's purchase record (``PurchaseRecord``) without its products: they are the
+    /// catalog's, written again from it by ``purchaseRecord``. A big catalog's record is megabytes,
+    /// which a plan held until publishing at the build's peak of memory.
+    let purchaseSettings: PurchaseRecord
 }
 
 extension PublicationPlan {
+    /// The bytes of the revision's purchase record, as written to its records.
+    var purchaseRecord: [UInt8] {
+        purchaseSettings.encoded(listing: renderer.catalog.products)
+    }
+
     /// Each product's snapshot line as this plan publishes it: what a rollback compares with
     /// the revision it restores.
     var snapshotLines: [(id: String, json: [UInt8])] {

@@ -26,7 +26,7 @@ extension Publisher {
                 let record = tree.purchaseRecordURL(plan.app, current.revision)
                 if !FileManager.default.fileExists(atPath: record.path) {
                     try FileManager.default.createDirectory(at: record.deletingLastPathComponent(), withIntermediateDirectories: true)
-                    try AtomicFile.write(plan.purchases, to: record)
+                    try AtomicFile.write(plan.purchaseRecord, to: record)
                 }
             }
             return
@@ -67,7 +67,6 @@ extension Publisher {
         let renderer = plan.renderer
         let step = beforeStep
         let history = plan.history
-        let purchases = plan.purchases
         let snapshot = plan.snapshot
         let content = plan.content
         let signer = signer
@@ -78,7 +77,7 @@ extension Publisher {
             Result {
                 guard let output else {
                     try AtomicFile.writeDurably(history.tsv, to: recordsStaging.appendingPathComponent("identifiers.tsv"))
-                    try AtomicFile.writeDurably(purchases, to: recordsStaging.appendingPathComponent(PurchaseRecord.fileName))
+                    try AtomicFile.writeDurably(plan.purchaseRecord, to: recordsStaging.appendingPathComponent(PurchaseRecord.fileName))
                     try AtomicFile.writeDurably(
                         try Gzip.compress(snapshot ?? Self.snapshot(renderer.catalog.products), effort: .fastest),
                         to: recordsStaging.appendingPathComponent(PublicTree.snapshotName))

@@ -36,8 +36,13 @@ public struct Publisher: Sendable {
         // The purchase endpoints of every node read the app's settings from the revision's record,
         // so settings that change are a new revision even when no feed does. Written while the
         // renderer indexes the catalog: both take tens of milliseconds for a big one, neither needs
-        // the other.
-        let (renderer, purchases) = concurrently({ FeedRenderer(catalog: catalog) }, { PurchaseRecord.encoded(catalog) })
+        // the other. The plan keeps the settings only: publishing writes the record again.
+        let (renderer, (purchaseSettings, purchases)) = concurrently(
+            { FeedRenderer(catalog: catalog) },
+            {
+                let settings = PurchaseRecord(settingsOf: catalog)
+                return (settings, settings.encoded(listing: catalog.products))
+            })
         let revision = (previous?.revision ?? 0) + 1
 
         // Changed bytes get this Last-Modified: now, but after everything published before
@@ -140,6 +145,6 @@ public struct Publisher: Sendable {
             scheduledChanges: schedule.map(\.from), scheduleEndsBefore: moments.firstUnscheduled,
             sellableCount: current.sellable.count(where: { $0 }), knownCount: renderer.known.count, feedbackChanges: feedbackChanges,
             content: content, contentChange: ContentChange.between(previousContent, content?.manifest), renderer: renderer,
-            outputs: outputs, snapshot: snapshot, purchases: purchases)
+            outputs: outputs, snapshot: snapshot, purchaseSettings: purchaseSettings)
     }
 }

@@ -82,7 +82,12 @@ public struct PurchaseRecord: Codable, Sendable, Equatable {
     /// The bytes of `catalog`'s record, ``encoded`` of ``init(_:read:)``, written from the catalog's
     /// products without holding a copy of them all: what a build publishes.
     public static func encoded(_ catalog: AppCatalog, read: (String) -> [UInt8]? = PurchaseRecord.readFile) -> [UInt8] {
-        PurchaseRecord(settingsOf: catalog, read: read).encode(products: catalog.products.lazy.map(Product.init))
+        PurchaseRecord(settingsOf: catalog, read: read).encoded(listing: catalog.products)
+    }
+
+    /// The bytes of this record with `catalogProducts` as its products.
+    func encoded(listing catalogProducts: [CatalogKit.Product]) -> [UInt8] {
+        encode(products: catalogProducts.lazy.map(Product.init))
     }
 
     /// Reads a file named by the settings, relative paths against the working directory.
@@ -90,8 +95,8 @@ public struct PurchaseRecord: Codable, Sendable, Equatable {
         FileManager.default.contents(atPath: path).map { [UInt8]($0) }
     }
 
-    /// The record of `catalog`'s settings, its products not yet listed.
-    private init(settingsOf catalog: AppCatalog, read: (String) -> [UInt8]?) {
+    /// The record of `catalog`'s settings, its products not listed (``encoded(listing:)`` lists them).
+    init(settingsOf catalog: AppCatalog, read: (String) -> [UInt8]? = PurchaseRecord.readFile) {
         let settings = catalog.purchaseSettings
         format = Self.currentFormat
         app = catalog.app
