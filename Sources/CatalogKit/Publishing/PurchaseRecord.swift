@@ -85,9 +85,18 @@ public struct PurchaseRecord: Codable, Sendable, Equatable {
         PurchaseRecord(settingsOf: catalog, read: read).encoded(listing: catalog.products)
     }
 
-    /// The bytes of this record with `catalogProducts` as its products.
+    /// The bytes of this record with `catalogProducts` as its products, each written from its
+    /// fields in place: copying every product (a score of fields) and its `unlocks` array made this
+    /// a tenth of a big build.
     func encoded(listing catalogProducts: [CatalogKit.Product]) -> [UInt8] {
-        encode(products: catalogProducts.lazy.map(Product.init))
+        encode(productCount: catalogProducts.count) { json in
+            for index in catalogProducts.indices {
+                Self.write(
+                    &json, id: catalogProducts[index].id, type: catalogProducts[index].type,
+                    entitlements: catalogProducts[index].entitlements, duration: catalogProducts[index].duration,
+                    group: catalogProducts[index].subscription?.group)
+            }
+        }
     }
 
     /// Reads a file named by the settings, relative paths against the working directory.
@@ -126,16 +135,25 @@ public struct PurchaseRecord: Codable, Sendable, Equatable {
     /// holds the two equal. `JSONEncoder` took a fifth of a 100,000-product build and a quarter of
     /// its memory (docs/benchmarks.md, "Where the build's time went").
     public var encoded: [UInt8] {
-        encode(products: products)
+        encode(productCount: products.count) { json in
+            for product in products {
+                Self.write(
+                    &json, id: product.id, type: product.type, entitlements: product.entitlements, duration: product.duration,
+                    group: product.group)
+            }
+        }
     }
 
-    /// The record's bytes with `products` as its products.
-    private func encode(products: some Collection<Product>) -> [UInt8] {
-        var json = JSONWriter(capacity: 256 + products.count * 112)
+    /// The record's bytes, `writeProducts` writing the elements of its `products` array.
+    private func encode(productCount: Int, writeProducts: (inout JSONWriter) -> Void) -> [UInt8] {
+        var json = JSONWriter(capacity: 256 + productCount * 112)
         json.beginObject()
         json.key("app")
         json.string(app)
-        if let appAppleId { json.key("appAppleId"); json.integer(appAppleId) }
+        if let appAppleId {
+            json.key("appAppleId")
+            json.integer(appAppleId)
+        }
         json.key("environments")
         json.beginArray()
         for environment in environments { json.string(environment.rawValue) }
@@ -144,19 +162,7 @@ public struct PurchaseRecord: Codable, Sendable, Equatable {
         json.integer(Int64(format))
         json.key("products")
         json.beginArray()
-        for product in products {
-            json.beginObject()
-            if let duration = product.duration { json.key("duration"); json.string(duration) }
-            json.key("entitlements")
-            json.beginArray()
-            for entitlement in product.entitlements { json.string(entitlement) }
-            json.endArray()
-            if let group = product.group { json.key("group"); json.string(group) }
-            json.key("id")
-            json.string(product.id)
-            if let type = product.type { json.key("type"); json.string(type.rawValue) }
-            json.endObject()
-        }
+        writeProducts(&json)
         json.endArray()
         if let requireDeviceId { json.key("requireDeviceId"); json.boolean(requireDeviceId) }
         if let sandboxUnlocks { json.key("sandboxUnlocks"); json.boolean(sandboxUnlocks) }
@@ -169,6 +175,36 @@ public struct PurchaseRecord: Codable, Sendable, Equatable {
         if let xcodeCertificateProblem { json.key("xcodeCertificateProblem"); json.string(xcodeCertificateProblem) }
         json.endObject()
         return json.bytes + [UInt8(ascii: "\n")]
+    }
+
+    /// One element of `products`, keys sorted; `entitlements` nil: the product's own identifier.
+    private static func write(
+        _ json: inout JSONWriter, id: String, type: ProductType?, entitlements: [String]?, duration: String?, group: String?
+    ) {
+        json.beginObject()
+        if let duration {
+            json.key("duration")
+            json.string(duration)
+        }
+        json.key("entitlements")
+        json.beginArray()
+        if let entitlements {
+            for entitlement in entitlements { json.string(entitlement) }
+        } else {
+            json.string(id)
+        }
+        json.endArray()
+        if let group {
+            json.key("group")
+            json.string(group)
+        }
+        json.key("id")
+        json.string(id)
+        if let type {
+            json.key("type")
+            json.string(type.rawValue)
+        }
+        json.endObject()
     }
 
     /// A published record; nil when `bytes` is not one of a format this version reads.
