@@ -37,6 +37,10 @@ struct BuildCommand: AsyncParsableCommand {
             try workflow.build(
                 at: now, dryRun: dryRun, note: RevisionNote(author: LocalUser.name, message: message?.isEmpty == false ? message : nil))
         }
+        // Never freed: a big catalog's plans are millions of small allocations, and freeing them
+        // one by one was a tenth of a 100,000-product build, for memory the process is about to
+        // give back whole (docs/benchmarks.md, "Where the build's time went").
+        _ = Unmanaged.passRetained(KeptUntilExit(build))
         report(build.diagnostics)
         if build.hasErrors { throw ExitCode(1) }
         for plan in build.plans {
@@ -59,4 +63,10 @@ struct BuildCommand: AsyncParsableCommand {
             }
         }
     }
+}
+
+/// A value the command keeps until the process exits (``BuildCommand/run()``).
+private final class KeptUntilExit<Value> {
+    let value: Value
+    init(_ value: Value) { self.value = value }
 }

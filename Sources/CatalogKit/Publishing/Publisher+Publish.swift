@@ -63,7 +63,9 @@ extension Publisher {
         }
 
         // Render, compress and write each distinct output, two at a time on two cores; the
-        // revision's own records (nil) are written beside the first output rather than after all.
+        // revision's own records are written beside the outputs rather than after all: the product
+        // snapshot (the longest, so first) and the other records each a task of their own, so that
+        // neither is the build's tail.
         let renderer = plan.renderer
         let step = beforeStep
         let history = plan.history
@@ -72,20 +74,26 @@ extension Publisher {
         let signer = signer
         let manifestToSign = plan.manifest
         let signedAt = clock()
-        let tasks = [nil] + plan.outputs.map(Optional.some)
-        let results = parallelMap(tasks) { output -> Result<(EncodedRecord, EncodedRecord)?, any Error> in
+        let tasks = [PublishTask.snapshot, .records] + plan.outputs.map(PublishTask.output)
+        let results = parallelMap(tasks) { task -> Result<(EncodedRecord, EncodedRecord)?, any Error> in
             Result {
-                guard let output else {
-                    try AtomicFile.writeDurably(history.tsv, to: recordsStaging.appendingPathComponent("identifiers.tsv"))
-                    try AtomicFile.writeDurably(plan.purchaseRecord, to: recordsStaging.appendingPathComponent(PurchaseRecord.fileName))
+                let output: PlannedOutput
+                switch task {
+                case .snapshot:
                     try AtomicFile.writeDurably(
                         try Gzip.compress(snapshot ?? Self.snapshot(renderer.catalog.products), effort: .fastest),
                         to: recordsStaging.appendingPathComponent(PublicTree.snapshotName))
+                    return nil
+                case .records:
+                    try AtomicFile.writeDurably(history.tsv, to: recordsStaging.appendingPathComponent("identifiers.tsv"))
+                    try AtomicFile.writeDurably(plan.purchaseRecord, to: recordsStaging.appendingPathComponent(PurchaseRecord.fileName))
                     if let content {
                         try AtomicFile.writeDurably(
                             [UInt8](content.manifest.encoded()), to: recordsStaging.appendingPathComponent(PublicTree.contentManifestName))
                     }
                     return nil
+                case .output(let planned):
+                    output = planned
                 }
                 let stamp = CatalogStamp(app: app, revision: output.catalogRevision, publishedAt: output.catalogPublishedAt)
                 // Feeds scheduled for later are not public before their moment.
@@ -273,4 +281,14 @@ extension Publisher {
         }
         try AtomicFile.syncDirectory(directory)
     }
+}
+
+/// One task of publishing a revision, run beside the others (``Publisher/publish(_:)``).
+private enum PublishTask: Sendable {
+    /// The product snapshot (`products.jsonl.gz`) in the records.
+    case snapshot
+    /// The other records: identifiers, purchase record, content manifest.
+    case records
+    /// One distinct output's feeds.
+    case output(PlannedOutput)
 }
