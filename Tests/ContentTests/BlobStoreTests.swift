@@ -105,6 +105,53 @@ import Testing
         }
     }
 
+    /// Many files at once: each stored once under its digest, what is stored already left alone,
+    /// nothing left aside; a second call writes nothing.
+    @Test func manyFilesAreStoredTogether() throws {
+        try Self.withFolder { folder in
+            let store = BlobStore(root: folder.appendingPathComponent("content"))
+            var sources: [(url: URL, expected: ContentDigest)] = []
+            for index in 0..<40 {
+                let url = folder.appendingPathComponent("file-\(index)")
+                let bytes = Data("file \(index % 30)".utf8)  // ten digests listed twice
+                try bytes.write(to: url)
+                sources.append((url, ContentDigest.of(bytes)))
+            }
+            let before = try store.put(contentsOf: sources[0].url)
+            let receipts = try store.putAll(contentsOf: sources)
+            #expect(receipts.map(\.digest) == sources.map(\.expected))
+            #expect(receipts.filter(\.written).count == 29, "30 digests, one already stored")
+            #expect(!receipts[0].written && receipts[0].digest == before.digest && receipts[0].size == before.size)
+            for (receipt, source) in zip(receipts, sources) {
+                #expect(receipt.size == Int64(try Data(contentsOf: source.url).count))
+            }
+            for source in sources { #expect(try Data(contentsOf: store.url(of: source.expected)) == Data(contentsOf: source.url)) }
+            #expect(try store.list() == Set(sources.map(\.expected)).sorted())
+            #expect(Self.files(under: folder.appendingPathComponent("content/tmp")).isEmpty)
+            #expect(try store.putAll(contentsOf: sources).allSatisfy { !$0.written })
+        }
+    }
+
+    /// A file that is not what its plan read is refused, and no copy of the call is left aside.
+    @Test func manyFilesWithOneChangedStoreNothingWrong() throws {
+        try Self.withFolder { folder in
+            let store = BlobStore(root: folder.appendingPathComponent("content"))
+            var sources: [(url: URL, expected: ContentDigest)] = []
+            for index in 0..<8 {
+                let url = folder.appendingPathComponent("file-\(index)")
+                try Data("file \(index)".utf8).write(to: url)
+                sources.append((url, ContentDigest.of(Data("file \(index)".utf8))))
+            }
+            try Data("changed after planning".utf8).write(to: sources[5].url)
+            let error = #expect(throws: BlobStoreError.self) { try store.putAll(contentsOf: sources) }
+            #expect(error?.message.contains("not the \(sources[5].expected.hex) expected") == true)
+            #expect(!store.contains(sources[5].expected))
+            #expect(Self.files(under: folder.appendingPathComponent("content/tmp")).isEmpty)
+            // What was put is whole.
+            for digest in try store.list() { #expect(try store.verify(digest)) }
+        }
+    }
+
     @Test func aDamagedBlobIsFoundAndATruncatedOneReplaced() throws {
         try Self.withFolder { folder in
             let store = BlobStore(root: folder.appendingPathComponent("content"))

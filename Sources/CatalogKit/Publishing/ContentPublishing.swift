@@ -76,14 +76,13 @@ enum ContentPublishing {
     /// digest, before the revision that names them is in place. A blob already stored is its
     /// digest's bytes, so it is neither read nor copied again.
     static func putBlobs(_ content: PlannedContent, into store: BlobStore, beforeStep: (String) throws -> Void) throws {
-        for (digest, source) in content.sources.sorted(by: { $0.key < $1.key }) where !store.contains(digest) {
-            do {
-                _ = try store.put(contentsOf: source, expected: digest)
-            } catch {
-                throw CatalogError.io(path: source.path, message: "cannot store content file: \(error)")
-            }
-            try beforeStep("content \(digest.hex)")
+        let missing = content.sources.sorted(by: { $0.key < $1.key }).filter { !store.contains($0.key) }
+        do {
+            _ = try store.putAll(contentsOf: missing.map { (url: $0.value, expected: $0.key) })
+        } catch {
+            throw CatalogError.io(path: store.root.path, message: "cannot store content files: \(error)")
         }
+        for (digest, _) in missing { try beforeStep("content \(digest.hex)") }
     }
 
     /// Removes the blobs that no revision of any app names, and temporary files a crash left
