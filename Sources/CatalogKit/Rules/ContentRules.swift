@@ -27,8 +27,12 @@ public enum ContentRules {
             warnUnlisted(in: folder, listed: [], into: &diagnostics)
             return []
         }
+        // Only the products items name: every product of a big catalog copied into a dictionary
+        // was most of a build's checking of its content.
+        let named = Set(definitions.compactMap { $0.product?.value })
         var productsById: [String: Product] = [:]
-        for product in products { productsById[product.id] = product }
+        productsById.reserveCapacity(named.count)
+        for index in products.indices where named.contains(products[index].id) { productsById[products[index].id] = products[index] }
         let groups = Set(products.compactMap(\.subscription?.group))
         // A product its own rules rejected was reported there; an item naming it is not reported again.
         let rejected = Set(sources.definitions.flatMap { $0.products.rejectedIDs.map(\.value) })
