@@ -154,7 +154,7 @@ let package = Package(
         // swift-crypto and the ledger's types; no store's evidence, no NIO, no HTTP, no database.
         .target(
             name: "Content",
-            dependencies: ["Ledger", "FeedSigning", .product(name: "Crypto", package: "swift-crypto")]
+            dependencies: ["Ledger", "FeedSigning", "CDirectIO", .product(name: "Crypto", package: "swift-crypto")]
         ),
         // What an app links: Foundation and FeedSigning only (CryptoKit, or swift-crypto off Apple
         // platforms), so that it builds for every Apple platform and Linux.

@@ -1,3 +1,4 @@
+internal import CDirectIO
 import Crypto
 import Foundation
 
@@ -78,10 +79,11 @@ public struct BlobStore: Sendable {
 
     /// Stores the files of `sources` (each with the digest a plan read from it), as
     /// ``put(contentsOf:expected:)`` stores each, with the same guarantee (a blob at its name is
-    /// whole and durable when this returns), for the disk's waits of many files at once: every
-    /// copy is written and fsynced, on all cores, before any is renamed into place, and each folder
-    /// is fsynced once after the renames, not once a blob. A build of a thousand new content files
-    /// spent most of its time waiting for two fsyncs a file, one after the other.
+    /// whole and durable when this returns), for one wait on the disk instead of two a file:
+    /// every copy is written, on all cores, then all made durable at once (syncfs(2), or an fsync
+    /// each where there is none) before any is renamed into place, and each folder is fsynced once
+    /// after the renames. A first build of a thousand content files spent most of its time in the
+    /// fsyncs of one file after another (docs/benchmarks.md, "Where the build's time went").
     ///
     /// The receipts are in the order of `sources`. On an error, no copy of this call is left aside;
     /// blobs already renamed stay (each whole, as a crash would leave them).
@@ -93,18 +95,27 @@ public struct BlobStore: Sendable {
             let stored = storedSize(sources[index].expected)
             return (stored == nil || stored != Self.size(ofFileAt: sources[index].url)) && seen.insert(sources[index].expected).inserted
         }
+        let receipts = { (written: Set<Int>) in
+            sources.indices.map { index in
+                let digest = sources[index].expected
+                return Receipt(digest: digest, size: self.storedSize(digest) ?? 0, written: written.contains(index))
+            }
+        }
+        guard !missing.isEmpty else { return receipts([]) }
         let temporaries = root.appendingPathComponent("tmp")
         let folders = Set(missing.map { url(of: sources[$0].expected).deletingLastPathComponent() }).sorted { $0.path < $1.path }
-        try Self.makeDirectories([root, temporaries, root.appendingPathComponent("sha256")] + folders)
+        // Folders made here are made durable with the copies, below.
+        let created = try Self.makeDirectories([root, temporaries, root.appendingPathComponent("sha256")] + folders, durably: false)
 
-        // Copied and fsynced beside each other: the waits overlap.
+        // Copied beside each other, then made durable together: one syncfs(2) for every copy where
+        // the system has it (a journal commit, not one a file), an fsync each elsewhere.
         let copies = BlobCopies(count: missing.count)
         defer { copies.deallocate() }
         DispatchQueue.concurrentPerform(iterations: missing.count) { slot in
             let source = sources[missing[slot]]
             let temporary = temporaries.appendingPathComponent("\(source.expected.hex).\(getpid()).\(UInt64.random(in: 0...UInt64.max))")
             let result = Result { () throws(BlobStoreError) in
-                let copied = try Self.copy(source.url, to: temporary)
+                let copied = try Self.copy(source.url, to: temporary, durably: false)
                 guard copied.digest == source.expected else {
                     unlink(temporary.path)
                     throw BlobStoreError("\(source.url.path) has SHA-256 \(copied.digest.hex), not the \(source.expected.hex) expected")
@@ -112,6 +123,13 @@ public struct BlobStore: Sendable {
                 return temporary
             }
             (copies.slots.baseAddress! + slot).initialize(to: result)
+        }
+        let made = copies.slots.compactMap { try? $0.get() }
+        do {
+            try Self.makeDurable(made, madeFolders: created, in: temporaries)
+        } catch {
+            for temporary in made { unlink(temporary.path) }
+            throw error
         }
         let copied = Array(copies.slots)
         for (slot, result) in copied.enumerated() {
@@ -128,12 +146,10 @@ public struct BlobStore: Sendable {
                 throw BlobStoreError("cannot rename a blob into \(destination.path): \(message)")
             }
         }
-        for folder in folders { try Self.syncDirectory(folder) }
-        let written = Set(missing)
-        return sources.indices.map { index in
-            let digest = sources[index].expected
-            return Receipt(digest: digest, size: storedSize(digest) ?? 0, written: written.contains(index))
+        if !(try Self.syncFileSystem(holding: root)) {
+            for folder in folders { try Self.syncDirectory(folder) }
         }
+        return receipts(Set(missing))
     }
 
     /// Stores `data`, unless it is already stored.
@@ -265,33 +281,72 @@ public struct BlobStore: Sendable {
         try Self.syncDirectory(destination.deletingLastPathComponent())
     }
 
-    /// Creates each missing folder in order, fsyncing its parent so that the folder survives a crash.
-    private static func makeDirectories(_ folders: [URL]) throws(BlobStoreError) {
+    /// Creates each missing folder in order, fsyncing its parent so that the folder survives a
+    /// crash, unless the caller makes them durable later (`durably` false); returns those it made.
+    @discardableResult
+    private static func makeDirectories(_ folders: [URL], durably: Bool = true) throws(BlobStoreError) -> [URL] {
+        var made: [URL] = []
         for folder in folders {
             if mkdir(folder.path, 0o755) == 0 {
-                try syncDirectory(folder.deletingLastPathComponent())
+                if durably { try syncDirectory(folder.deletingLastPathComponent()) }
+                made.append(folder)
             } else if errno != EEXIST {
                 throw BlobStoreError("cannot create \(folder.path): \(String(cString: strerror(errno)))")
             }
         }
+        return made
     }
 
     private static func syncDirectory(_ folder: URL) throws(BlobStoreError) {
         let descriptor = open(folder.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
         guard descriptor >= 0 else { throw BlobStoreError("cannot open \(folder.path): \(String(cString: strerror(errno)))") }
         defer { close(descriptor) }
-        guard fsync(descriptor) == 0 else {
+        guard systemFsync(descriptor) == 0 else {
             throw BlobStoreError("cannot make \(folder.path) durable (fsync): \(String(cString: strerror(errno)))")
         }
     }
 
-    /// Creates `url` (which must not exist), lets `body` write to it, then fsyncs it.
-    private static func withCreatedFile(_ url: URL, _ body: (Int32) throws(BlobStoreError) -> Void) throws(BlobStoreError) {
+    /// Creates `url` (which must not exist), lets `body` write to it, then fsyncs it unless the
+    /// caller makes it durable later (`durably` false).
+    private static func withCreatedFile(
+        _ url: URL, durably: Bool = true, _ body: (Int32) throws(BlobStoreError) -> Void
+    ) throws(BlobStoreError) {
         let descriptor = open(url.path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o644)
         guard descriptor >= 0 else { throw BlobStoreError("cannot create \(url.path): \(String(cString: strerror(errno)))") }
         defer { close(descriptor) }
         try body(descriptor)
-        guard fsync(descriptor) == 0 else { throw BlobStoreError("cannot fsync \(url.path): \(String(cString: strerror(errno)))") }
+        if durably { try fsync(descriptor, url) }
+    }
+
+    private static func fsync(_ descriptor: Int32, _ url: URL) throws(BlobStoreError) {
+        guard systemFsync(descriptor) == 0 else { throw BlobStoreError("cannot fsync \(url.path): \(String(cString: strerror(errno)))") }
+    }
+
+    /// Makes the files `written` and the folders `madeFolders` durable: one syncfs(2) of the file
+    /// system that holds `folder`, or, where there is none, an fsync of each file and of each
+    /// made folder's parent.
+    private static func makeDurable(_ written: [URL], madeFolders: [URL], in folder: URL) throws(BlobStoreError) {
+        guard !(try syncFileSystem(holding: folder)) else { return }
+        for made in madeFolders { try syncDirectory(made.deletingLastPathComponent()) }
+        for url in written {
+            let file = open(url.path, O_RDONLY | O_CLOEXEC)
+            guard file >= 0 else { throw BlobStoreError("cannot open \(url.path): \(String(cString: strerror(errno)))") }
+            defer { close(file) }
+            try fsync(file, url)
+        }
+    }
+
+    /// syncfs(2) of the file system that holds `folder`: every file and folder written there is
+    /// durable when it returns true. False where the system has no syncfs (the caller fsyncs).
+    private static func syncFileSystem(holding folder: URL) throws(BlobStoreError) -> Bool {
+        let descriptor = open(folder.path, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard descriptor >= 0 else { throw BlobStoreError("cannot open \(folder.path): \(String(cString: strerror(errno)))") }
+        defer { close(descriptor) }
+        if cdirectio_syncfs(descriptor) == 0 { return true }
+        guard errno == ENOSYS else {
+            throw BlobStoreError("cannot make \(folder.path) durable (syncfs): \(String(cString: strerror(errno)))")
+        }
+        return false
     }
 
     private static func writeAll(_ buffer: UnsafeRawBufferPointer, to descriptor: Int32, path: URL) throws(BlobStoreError) {
@@ -343,10 +398,12 @@ public struct BlobStore: Sendable {
     }
 
     /// Copies `source` to a new file at `destination`, fsynced, hashing the bytes as they are written.
-    private static func copy(_ source: URL, to destination: URL) throws(BlobStoreError) -> (digest: ContentDigest, size: Int64) {
+    private static func copy(
+        _ source: URL, to destination: URL, durably: Bool = true
+    ) throws(BlobStoreError) -> (digest: ContentDigest, size: Int64) {
         var hasher = SHA256()
         var size: Int64 = 0
-        try withCreatedFile(destination) { descriptor throws(BlobStoreError) in
+        try withCreatedFile(destination, durably: durably) { descriptor throws(BlobStoreError) in
             try read(source) { bytes throws(BlobStoreError) in
                 hasher.update(bufferPointer: bytes)
                 size += Int64(bytes.count)
@@ -367,6 +424,17 @@ private final class BlobCopies: @unchecked Sendable {
         _ = slots.deinitialize()
         slots.deallocate()
     }
+}
+
+/// `fsync(2)`, named apart from the store's own `fsync`.
+private func systemFsync(_ descriptor: Int32) -> Int32 {
+    #if canImport(Glibc)
+        Glibc.fsync(descriptor)
+    #elseif canImport(Musl)
+        Musl.fsync(descriptor)
+    #else
+        Darwin.fsync(descriptor)
+    #endif
 }
 
 /// `write(2)`, named apart from the store's own `write`.
@@ -467,7 +535,7 @@ extension BlobStore {
                 guard actual == digest else {
                     throw BlobStoreError("blob \(digest.hex) arrived with bytes whose SHA-256 is \(actual.hex); not stored")
                 }
-                guard fsync(descriptor) == 0 else {
+                guard systemFsync(descriptor) == 0 else {
                     throw BlobStoreError("cannot fsync \(temporary.path): \(String(cString: strerror(errno)))")
                 }
                 close(descriptor)
