@@ -48,7 +48,10 @@ public struct BlobStore: Sendable {
     /// Where the blob of `digest` is (whether or not it is stored).
     public func url(of digest: ContentDigest) -> URL {
         let hex = digest.hex
-        return root.appendingPathComponent("sha256").appendingPathComponent(String(hex.prefix(2))).appendingPathComponent(hex)
+        // Said to be a file: `appendingPathComponent` asks the file system whether each
+        // component is a folder, three stat calls a blob, which a build of many blobs made by
+        // the ten thousand.
+        return root.appending(path: "sha256/\(hex.prefix(2))/\(hex)", directoryHint: .notDirectory)
     }
 
     /// Whether the blob of `digest` is stored.
@@ -113,7 +116,8 @@ public struct BlobStore: Sendable {
         defer { copies.deallocate() }
         DispatchQueue.concurrentPerform(iterations: missing.count) { slot in
             let source = sources[missing[slot]]
-            let temporary = temporaries.appendingPathComponent("\(source.expected.hex).\(getpid()).\(UInt64.random(in: 0...UInt64.max))")
+            let temporary = temporaries.appending(
+                path: "\(source.expected.hex).\(getpid()).\(UInt64.random(in: 0...UInt64.max))", directoryHint: .notDirectory)
             let result = Result { () throws(BlobStoreError) in
                 let copied = try Self.copy(source.url, to: temporary, durably: false)
                 guard copied.digest == source.expected else {
