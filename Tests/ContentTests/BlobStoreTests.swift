@@ -132,7 +132,8 @@ import Testing
         }
     }
 
-    /// A file that is not what its plan read is refused, and no copy of the call is left aside.
+    /// A file that is not what its plan read is refused: nothing of the call is stored, and no copy
+    /// is left aside.
     @Test func manyFilesWithOneChangedStoreNothingWrong() throws {
         try Self.withFolder { folder in
             let store = BlobStore(root: folder.appendingPathComponent("content"))
@@ -147,8 +148,7 @@ import Testing
             #expect(error?.message.contains("not the \(sources[5].expected.hex) expected") == true)
             #expect(!store.contains(sources[5].expected))
             #expect(Self.files(under: folder.appendingPathComponent("content/tmp")).isEmpty)
-            // What was put is whole.
-            for digest in try store.list() { #expect(try store.verify(digest)) }
+            #expect(try store.list().isEmpty, "the seven good files wait for the build that is not refused")
         }
     }
 

@@ -85,11 +85,12 @@ public struct BlobStore: Sendable {
     /// whole and durable when this returns), for one wait on the disk instead of two a file:
     /// every copy is written, on all cores, then all made durable at once (syncfs(2), or an fsync
     /// each where there is none) before any is renamed into place, and each folder is fsynced once
-    /// after the renames. A first build of a thousand content files spent most of its time in the
-    /// fsyncs of one file after another (docs/benchmarks.md, "Where the build's time went").
+    /// after the renames. A first build of a thousand content files waited on two fsyncs a file, one
+    /// after another (docs/benchmarks.md, "Where the build's time went").
     ///
-    /// The receipts are in the order of `sources`. On an error, no copy of this call is left aside;
-    /// blobs already renamed stay (each whole, as a crash would leave them).
+    /// The receipts are in the order of `sources`. When a copy fails (a file that is not the digest
+    /// expected), nothing is put in place and no copy is left aside; when a rename fails, the blobs
+    /// renamed before it stay (each whole, as a crash would leave them).
     public func putAll(contentsOf sources: [(url: URL, expected: ContentDigest)]) throws(BlobStoreError) -> [Receipt] {
         // A blob stored at the source's size is not read again (a truncated one is replaced, as by
         // ``put(contentsOf:expected:)``); a digest listed twice is copied once.
@@ -128,25 +129,23 @@ public struct BlobStore: Sendable {
             }
             (copies.slots.baseAddress! + slot).initialize(to: result)
         }
+        // A copy that failed: nothing of this call is put in place.
         let made = copies.slots.compactMap { try? $0.get() }
+        if made.count < missing.count {
+            for temporary in made { unlink(temporary.path) }
+            for case .failure(let error) in copies.slots { throw error }
+        }
         do {
             try Self.makeDurable(made, madeFolders: created, in: temporaries)
         } catch {
             for temporary in made { unlink(temporary.path) }
             throw error
         }
-        let copied = Array(copies.slots)
-        for (slot, result) in copied.enumerated() {
-            let left = copied[slot...].compactMap { try? $0.get() }
-            guard case .success(let temporary) = result else {
-                for temporary in left { unlink(temporary.path) }
-                if case .failure(let error) = result { throw error }
-                continue
-            }
+        for (slot, temporary) in made.enumerated() {
             let destination = url(of: sources[missing[slot]].expected)
             guard rename(temporary.path, destination.path) == 0 else {
                 let message = String(cString: strerror(errno))
-                for temporary in left { unlink(temporary.path) }
+                for left in made[slot...] { unlink(left.path) }
                 throw BlobStoreError("cannot rename a blob into \(destination.path): \(message)")
             }
         }
