@@ -97,16 +97,17 @@ public struct FeedRenderer: Sendable {
         let appMask = FeedRenderer.mask(catalog.platforms)
         // Every minimum app version but 0 starts a band of its own (VariantSelector).
         let bandIndex = Dictionary(uniqueKeysWithValues: selector.bands.enumerated().map { ($1, $0) })
-        let facts = catalog.products.map { product in
+        // Products read in place, field by field: `map { product in … }` copied each, whole.
+        let facts = products.indices.map { index in
             SaleFacts(
-                status: product.status, isQuarantined: product.isQuarantined, availableFrom: product.availableFrom,
-                availableUntil: product.availableUntil,
-                platformMask: product.platforms.map(FeedRenderer.mask) ?? appMask,
-                minimumBand: product.minimumAppVersion.flatMap { bandIndex[$0] } ?? 0)
+                status: products[index].status, isQuarantined: products[index].isQuarantined,
+                availableFrom: products[index].availableFrom, availableUntil: products[index].availableUntil,
+                platformMask: products[index].platforms.map(FeedRenderer.mask) ?? appMask,
+                minimumBand: products[index].minimumAppVersion.flatMap { bandIndex[$0] } ?? 0)
         }
         saleFacts = facts
         // Sorted on plain values: a product read in each comparison is copied, whole.
-        let displayOrders = catalog.products.map { $0.displayOrder ?? .max }
+        let displayOrders = products.indices.map { products[$0].displayOrder ?? .max }
         let order = displayOrders.indices.sorted { left, right in
             let a = displayOrders[left]
             let b = displayOrders[right]

@@ -61,7 +61,7 @@ public struct VariantSelector: Sendable, Hashable {
     /// The selector `catalog`'s definitions call for: its platforms, and bands from 0.0 and from each distinct minimum app version.
     public init(catalog: AppCatalog) {
         platforms = catalog.platforms
-        let minimums = Set(catalog.products.compactMap(\.minimumAppVersion)).subtracting([AppVersion.zero])
+        let minimums = Set(catalog.products.indices.compactMap { catalog.products[$0].minimumAppVersion }).subtracting([AppVersion.zero])
         bands = minimums.isEmpty ? [] : [AppVersion.zero] + minimums.sorted()
     }
 

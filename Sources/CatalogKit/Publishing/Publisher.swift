@@ -112,7 +112,7 @@ public struct Publisher: Sendable {
         // The diff compares each product's snapshot line with the previous revision's; the lines
         // made for it are kept for publish, which writes them (a first publication needs none).
         var snapshot: [UInt8]?
-        var diff = ProductDiff(added: catalog.products.map(\.id))
+        var diff = ProductDiff(added: catalog.products.indices.map { catalog.products[$0].id })
         if let previous {
             let encoded = Self.snapshot(catalog.products)
             diff = try ProductDiff(
