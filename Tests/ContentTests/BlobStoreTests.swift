@@ -27,6 +27,15 @@ import Testing
         return files.sorted()
     }
 
+    /// A file in `folder` for each of `contents`, with the digest a plan would have read from it.
+    static func sources(in folder: URL, _ contents: [String]) throws -> [(url: URL, expected: ContentDigest)] {
+        try contents.enumerated().map { index, text in
+            let url = folder.appendingPathComponent("file-\(index)")
+            try Data(text.utf8).write(to: url)
+            return (url, ContentDigest.of(Data(text.utf8)))
+        }
+    }
+
     static func inode(_ url: URL) throws -> UInt64 {
         let attributes = try FileManager.default.attributesOfItem(atPath: url.path)
         return (attributes[.systemFileNumber] as? NSNumber)?.uint64Value ?? 0
@@ -110,13 +119,7 @@ import Testing
     @Test func manyFilesAreStoredTogether() throws {
         try Self.withFolder { folder in
             let store = BlobStore(root: folder.appendingPathComponent("content"))
-            var sources: [(url: URL, expected: ContentDigest)] = []
-            for index in 0..<40 {
-                let url = folder.appendingPathComponent("file-\(index)")
-                let bytes = Data("file \(index % 30)".utf8)  // ten digests listed twice
-                try bytes.write(to: url)
-                sources.append((url, ContentDigest.of(bytes)))
-            }
+            let sources = try Self.sources(in: folder, (0..<40).map { "file \($0 % 30)" })  // ten digests listed twice
             let before = try store.put(contentsOf: sources[0].url)
             let receipts = try store.putAll(contentsOf: sources)
             #expect(receipts.map(\.digest) == sources.map(\.expected))
@@ -137,12 +140,7 @@ import Testing
     @Test func manyFilesWithOneChangedStoreNothingWrong() throws {
         try Self.withFolder { folder in
             let store = BlobStore(root: folder.appendingPathComponent("content"))
-            var sources: [(url: URL, expected: ContentDigest)] = []
-            for index in 0..<8 {
-                let url = folder.appendingPathComponent("file-\(index)")
-                try Data("file \(index)".utf8).write(to: url)
-                sources.append((url, ContentDigest.of(Data("file \(index)".utf8))))
-            }
+            let sources = try Self.sources(in: folder, (0..<8).map { "file \($0)" })
             try Data("changed after planning".utf8).write(to: sources[5].url)
             let error = #expect(throws: BlobStoreError.self) { try store.putAll(contentsOf: sources) }
             #expect(error?.message.contains("not the \(sources[5].expected.hex) expected") == true)
