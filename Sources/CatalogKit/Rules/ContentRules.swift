@@ -62,6 +62,9 @@ public enum ContentRules {
         var unlisted: [String] = []
         while let relative = walk.nextObject() as? String {
             guard !relative.split(separator: "/").contains(where: { $0.hasPrefix(".") }) else { continue }
+            // A file listed under this very path was resolved when its item was checked: not again
+            // (for a thousand listed files, 5,000 of the 14,000 readlink calls of resolving them).
+            guard !listed.contains(root.hasSuffix("/") ? root + relative : root + "/" + relative) else { continue }
             guard case .regular(let url, _) = folder.find(relative, below: root), !listed.contains(url.path) else { continue }
             unlisted.append(relative)
         }
