@@ -2,6 +2,7 @@ import AppStore
 import AppStoreTestSupport
 import CatalogKit
 import CatalogServer
+import CatalogTestSupport
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -21,26 +22,6 @@ import Time
     typealias PKI = AppStoreTestSupport.AppStoreTestPKI
     static let app = "com.example.app"
 
-    static func catalog(policy: String = "keep", xcode: String? = nil) -> String {
-        let xcodeSettings =
-            xcode.map {
-                "<key>environments</key><array><string>production</string><string>xcode</string></array><key>xcodeCertificate</key><string>\($0)</string>"
-            } ?? ""
-        return """
-            <?xml version="1.0" encoding="UTF-8"?>
-            <plist version="1.0"><dict><key>platforms</key><array><string>iOS</string></array>
-            <key>appAppleId</key><integer>1234567890</integer>\(xcodeSettings)
-            <key>transferPolicy</key><string>\(policy)</string>
-            <key>products</key><array>
-            <dict><key>id</key><string>com.example.app.pro.monthly</string><key>type</key><string>auto-renewable</string>
-            <key>subscription</key><dict><key>group</key><string>pro</string><key>period</key><string>P1M</string></dict>
-            <key>entitlements</key><array><string>pro</string></array></dict>
-            <dict><key>id</key><string>com.example.app.pass</string><key>type</key><string>non-renewing</string>
-            <key>duration</key><string>P1M</string></dict>
-            </array></dict></plist>
-            """
-    }
-
     /// A folder with `catalog/` holding `source`, and its workflow into `public/`.
     static func workspace(_ source: String) throws -> (root: URL, workflow: CatalogWorkflow, tree: PublicTree) {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("purchase-record-\(UUID().uuidString)")
@@ -55,7 +36,7 @@ import Time
     /// same sources again are the same revision; changed purchase settings alone are a new one, with
     /// feeds unchanged.
     @Test func theRecordIsPublishedWithEachRevisionAndSettingsAloneMakeARevision() throws {
-        let (root, workflow, tree) = try Self.workspace(Self.catalog())
+        let (root, workflow, tree) = try Self.workspace(purchaseCatalog())
         defer { try? FileManager.default.removeItem(at: root) }
         #expect(!(try workflow.build(at: Timestamp(secondsSince1970: 1_700_000_000), dryRun: false)).hasErrors)
         let bytes = try #require(tree.purchaseRecordBytes(Self.app, revision: 1))
@@ -80,7 +61,7 @@ import Time
         #expect(tree.purchaseRecordBytes(Self.app, revision: 1) == bytes)
         let feed = try Data(contentsOf: tree.appDirectory(Self.app).appendingPathComponent("products.json"))
 
-        try Data(Self.catalog(policy: "transfer").utf8).write(to: root.appendingPathComponent("catalog/\(Self.app).plist"))
+        try Data(purchaseCatalog(policy: "transfer").utf8).write(to: root.appendingPathComponent("catalog/\(Self.app).plist"))
         #expect(!(try workflow.build(at: Timestamp(secondsSince1970: 1_700_000_200), dryRun: false)).hasErrors)
         #expect(try tree.currentManifest(Self.app)?.revision == 2, "a changed transfer policy is a new revision")
         #expect(tree.purchaseRecordBytes(Self.app, revision: 2).flatMap(PurchaseRecord.decode)?.transferPolicy == .transfer)
@@ -95,7 +76,7 @@ import Time
         let signingKey = try #require(xcode.signingKey)
         let certificateFile = FileManager.default.temporaryDirectory.appendingPathComponent("xcode-\(UUID().uuidString).pem")
         try Data((PKI.pem(xcode.certificate) + "\n").utf8).write(to: certificateFile)
-        let (root, workflow, tree) = try Self.workspace(Self.catalog(xcode: certificateFile.path))
+        let (root, workflow, tree) = try Self.workspace(purchaseCatalog(xcode: certificateFile.path))
         defer { try? FileManager.default.removeItem(at: root) }
         let build = try workflow.build(at: Timestamp(secondsSince1970: Timestamp.now.secondsSince1970 - 10), dryRun: false)
         #expect(!build.hasErrors, "\(build.diagnostics)")

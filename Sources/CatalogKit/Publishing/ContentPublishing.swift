@@ -76,13 +76,14 @@ enum ContentPublishing {
     /// digest, before the revision that names them is in place. A blob already stored is its
     /// digest's bytes, so it is neither read nor copied again.
     static func putBlobs(_ content: PlannedContent, into store: BlobStore, beforeStep: (String) throws -> Void) throws {
-        let missing = content.sources.sorted(by: { $0.key < $1.key }).filter { !store.contains($0.key) }
+        let receipts: [BlobStore.Receipt]
         do {
-            _ = try store.putAll(contentsOf: missing.map { (url: $0.value, expected: $0.key) })
+            receipts = try store.putAll(
+                contentsOf: content.sources.sorted(by: { $0.key < $1.key }).map { (url: $0.value, expected: $0.key) })
         } catch {
             throw CatalogError.io(path: store.root.path, message: "cannot store content files: \(error)")
         }
-        for (digest, _) in missing { try beforeStep("content \(digest.hex)") }
+        for receipt in receipts where receipt.written { try beforeStep("content \(receipt.digest.hex)") }
     }
 
     /// Removes the blobs that no revision of any app names, and temporary files a crash left

@@ -27,21 +27,6 @@ public struct PurchaseRecord: Codable, Sendable, Equatable {
         public var duration: String?
         /// A subscription's group.
         public var group: String?
-
-        /// What the record says of `product`.
-        init(_ product: CatalogKit.Product) {
-            self.init(
-                id: product.id, type: product.type, entitlements: product.unlocks, duration: product.duration,
-                group: product.subscription?.group)
-        }
-
-        init(id: String, type: ProductType?, entitlements: [String], duration: String?, group: String?) {
-            self.id = id
-            self.type = type
-            self.entitlements = entitlements
-            self.duration = duration
-            self.group = group
-        }
     }
 
     /// The record's format; a reader refuses one it does not know.
@@ -79,13 +64,8 @@ public struct PurchaseRecord: Codable, Sendable, Equatable {
         products = catalog.products.map(Product.init)
     }
 
-    /// The bytes of `catalog`'s record, ``encoded`` of ``init(_:read:)``, written from the catalog's
-    /// products without holding a copy of them all: what a build publishes.
-    public static func encoded(_ catalog: AppCatalog, read: (String) -> [UInt8]? = PurchaseRecord.readFile) -> [UInt8] {
-        PurchaseRecord(settingsOf: catalog, read: read).encoded(listing: catalog.products)
-    }
-
-    /// The bytes of this record with `catalogProducts` as its products, each written from its
+    /// The bytes of this record with `catalogProducts` as its products, ``encoded`` of
+    /// ``init(_:read:)`` without holding a copy of them all (what a build publishes), each written from its
     /// fields in place: copying every product (a score of fields) and its `unlocks` array made this
     /// a tenth of a big build.
     func encoded(listing catalogProducts: [CatalogKit.Product]) -> [UInt8] {
@@ -226,5 +206,14 @@ extension PublicTree {
     /// records carried one).
     public func purchaseRecordBytes(_ app: String, revision: Int) -> [UInt8]? {
         FileManager.default.contents(atPath: purchaseRecordURL(app, revision).path).map { [UInt8]($0) }
+    }
+}
+
+extension PurchaseRecord.Product {
+    /// What the record says of `product`.
+    init(_ product: CatalogKit.Product) {
+        self.init(
+            id: product.id, type: product.type, entitlements: product.unlocks, duration: product.duration,
+            group: product.subscription?.group)
     }
 }
