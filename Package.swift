@@ -29,6 +29,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/vapor/postgres-nio", from: "1.33.2"),
+        // Calls to the App Store Server API (Hummingbird's tests already bring it).
+        .package(url: "https://github.com/swift-server/async-http-client", from: "1.37.0"),
         // `swift package generate-documentation`: the DocC catalogs of CatalogClient and CatalogKit.
         .package(url: "https://github.com/swiftlang/swift-docc-plugin", from: "1.5.0"),
         // Tests only: reading the OpenAPI document to check the server against it.
@@ -149,6 +151,19 @@ let package = Package(
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
             ]
         ),
+        // The App Store Server API, for what offline evidence cannot know (docs/app-store-api.md): its
+        // client (ES256 tokens, retries, Apple's errors), and reconciliation and import through the
+        // App Store adapter. What Apple signs is verified by AppStore's verifier like any evidence.
+        .target(
+            name: "AppStoreServerAPI",
+            dependencies: [
+                "AppStore", "Ledger", "FeedSigning", "HTTPSemantics", "Time",
+                .product(name: "AsyncHTTPClient", package: "async-http-client"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
         // Purchased content, the parts that need no server: who may download what, signed URLs, byte
         // ranges, and the content-addressed blob store with its manifests (docs/content.md). Foundation,
         // swift-crypto and the ledger's types; no store's evidence, no NIO, no HTTP, no database.
@@ -260,6 +275,24 @@ let package = Package(
                 "AppStore", "AppStoreTestSupport", "FeedSigning", "Ledger",
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        // A stand-in for Apple's App Store Server API on loopback, following Apple's documentation:
+        // its token checks, paging, errors and throttling (docs/app-store-api.md, "Tested here").
+        .target(
+            name: "AppStoreAPIStandIn",
+            dependencies: [
+                "AppStoreTestSupport", "FeedSigning",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Crypto", package: "swift-crypto"),
+            ],
+            path: "Tests/AppStoreAPIStandIn"
+        ),
+        .testTarget(
+            name: "AppStoreServerAPITests",
+            dependencies: [
+                "AppStoreServerAPI", "AppStoreAPIStandIn", "AppStoreTestSupport", "AppStore", "Ledger", "Storage", "CatalogKit",
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),

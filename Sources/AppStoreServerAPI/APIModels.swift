@@ -1,0 +1,178 @@
+/// The bodies of the App Store Server API's calls this server makes, with Apple's field names
+/// (docs/app-store-api.md). Signed fields stay strings here: everything Apple signs goes through
+/// the same verifier as evidence that arrives by itself, never trusted because it came over TLS.
+/// Dates are milliseconds since 1970, as Apple writes them.
+
+/// `Get Notification History`'s request: the same body on every page of one window.
+public struct NotificationHistoryRequest: Codable, Sendable, Hashable {
+    /// The window's start, inclusive; Apple keeps 180 days.
+    public var startDate: Int64
+    /// The window's end, exclusive.
+    public var endDate: Int64
+    /// Only notifications of this type.
+    public var notificationType: String?
+    /// Only notifications of this subtype.
+    public var notificationSubtype: String?
+    /// Only notifications whose delivery failed.
+    public var onlyFailures: Bool?
+    /// Only notifications of the customer who made this transaction.
+    public var transactionId: String?
+
+    /// A window, in milliseconds since 1970.
+    public init(startDate: Int64, endDate: Int64, onlyFailures: Bool? = nil) {
+        self.startDate = startDate
+        self.endDate = endDate
+        self.onlyFailures = onlyFailures
+    }
+}
+
+/// `Get Notification History`'s answer: one page.
+public struct NotificationHistoryResponse: Codable, Sendable, Hashable {
+    /// The page's notifications, oldest first.
+    public var notificationHistory: [NotificationHistoryItem]?
+    /// Whether another page follows.
+    public var hasMore: Bool?
+    /// The token that asks for the next page.
+    public var paginationToken: String?
+
+    public init(notificationHistory: [NotificationHistoryItem]?, hasMore: Bool?, paginationToken: String?) {
+        self.notificationHistory = notificationHistory
+        self.hasMore = hasMore
+        self.paginationToken = paginationToken
+    }
+}
+
+/// One notification Apple sent (or tried to).
+public struct NotificationHistoryItem: Codable, Sendable, Hashable {
+    /// The notification as Apple signed it: what a POST to the notification URL carries.
+    public var signedPayload: String?
+    /// Apple's attempts to deliver it: the first and up to five retries.
+    public var sendAttempts: [SendAttempt]?
+
+    public init(signedPayload: String?, sendAttempts: [SendAttempt]? = nil) {
+        self.signedPayload = signedPayload
+        self.sendAttempts = sendAttempts
+    }
+}
+
+/// One attempt of Apple's to deliver a notification.
+public struct SendAttempt: Codable, Sendable, Hashable {
+    /// When.
+    public var attemptDate: Int64?
+    /// `SUCCESS`, `TIMED_OUT`, `NO_RESPONSE`, `UNSUCCESSFUL_HTTP_RESPONSE_CODE`, ...
+    public var sendAttemptResult: String?
+
+    public init(attemptDate: Int64?, sendAttemptResult: String?) {
+        self.attemptDate = attemptDate
+        self.sendAttemptResult = sendAttemptResult
+    }
+}
+
+/// `Get Transaction History` (v2)'s answer: one page of a customer's transactions.
+public struct TransactionHistoryResponse: Codable, Sendable, Hashable {
+    /// The token that asks for the next page.
+    public var revision: String?
+    /// Whether another page follows.
+    public var hasMore: Bool?
+    public var bundleId: String?
+    public var appAppleId: Int64?
+    /// `Production` or `Sandbox`.
+    public var environment: String?
+    /// The page's transactions, each a JWS.
+    public var signedTransactions: [String]?
+
+    public init(
+        revision: String?, hasMore: Bool?, bundleId: String?, appAppleId: Int64?, environment: String?, signedTransactions: [String]?
+    ) {
+        self.revision = revision
+        self.hasMore = hasMore
+        self.bundleId = bundleId
+        self.appAppleId = appAppleId
+        self.environment = environment
+        self.signedTransactions = signedTransactions
+    }
+}
+
+/// `Get All Subscription Statuses`'s answer.
+public struct StatusResponse: Codable, Sendable, Hashable {
+    public var environment: String?
+    public var bundleId: String?
+    public var appAppleId: Int64?
+    /// One entry per subscription group.
+    public var data: [SubscriptionGroupStatus]?
+
+    public init(environment: String?, bundleId: String?, appAppleId: Int64?, data: [SubscriptionGroupStatus]?) {
+        self.environment = environment
+        self.bundleId = bundleId
+        self.appAppleId = appAppleId
+        self.data = data
+    }
+}
+
+/// A subscription group's last transactions.
+public struct SubscriptionGroupStatus: Codable, Sendable, Hashable {
+    public var subscriptionGroupIdentifier: String?
+    public var lastTransactions: [LastTransaction]?
+
+    public init(subscriptionGroupIdentifier: String?, lastTransactions: [LastTransaction]?) {
+        self.subscriptionGroupIdentifier = subscriptionGroupIdentifier
+        self.lastTransactions = lastTransactions
+    }
+}
+
+/// One subscription's state in Apple's view.
+public struct LastTransaction: Codable, Sendable, Hashable {
+    /// 1 active, 2 expired, 3 billing retry, 4 grace period, 5 revoked.
+    public var status: Int?
+    public var originalTransactionId: String?
+    /// The latest transaction, a JWS.
+    public var signedTransactionInfo: String?
+    /// The renewal info, a JWS.
+    public var signedRenewalInfo: String?
+
+    public init(status: Int?, originalTransactionId: String?, signedTransactionInfo: String?, signedRenewalInfo: String?) {
+        self.status = status
+        self.originalTransactionId = originalTransactionId
+        self.signedTransactionInfo = signedTransactionInfo
+        self.signedRenewalInfo = signedRenewalInfo
+    }
+
+    /// Apple's name for ``status``.
+    public var statusName: String {
+        switch status {
+        case 1: "active"
+        case 2: "expired"
+        case 3: "billing retry"
+        case 4: "grace period"
+        case 5: "revoked"
+        case let other?: "status \(other)"
+        case nil: "no status"
+        }
+    }
+}
+
+/// `Request a Test Notification`'s answer.
+public struct SendTestNotificationResponse: Codable, Sendable, Hashable {
+    public var testNotificationToken: String?
+
+    public init(testNotificationToken: String?) { self.testNotificationToken = testNotificationToken }
+}
+
+/// `Get Test Notification Status`'s answer.
+public struct CheckTestNotificationResponse: Codable, Sendable, Hashable {
+    /// The test notification, a JWS.
+    public var signedPayload: String?
+    /// Apple's attempts to deliver it.
+    public var sendAttempts: [SendAttempt]?
+
+    public init(signedPayload: String?, sendAttempts: [SendAttempt]?) {
+        self.signedPayload = signedPayload
+        self.sendAttempts = sendAttempts
+    }
+}
+
+/// Apple's error body.
+struct ErrorBody: Decodable {
+    var errorCode: Int?
+    var errorMessage: String?
+}
