@@ -293,7 +293,9 @@ let package = Package(
             name: "AppStoreServerAPITests",
             dependencies: [
                 "AppStoreServerAPI", "AppStoreAPIStandIn", "AppStoreTestSupport", "AppStore", "Ledger", "Storage", "CatalogKit",
+                "CatalogTestSupport",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(name: "LedgerTests", dependencies: ["Ledger"]),

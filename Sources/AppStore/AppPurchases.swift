@@ -21,6 +21,11 @@ public struct AppPurchases: Sendable {
     public let webhookSecretFile: String?
     /// Whether a legacy receipt must come with its device identifier (`requireDeviceId`).
     public let requiresDeviceId: Bool
+    /// The App Store Server API's credentials (`serverAPIKeyId`, `serverAPIIssuerId`,
+    /// `serverAPIKeyFile`); nil: the API is never called for this app.
+    public let serverAPI: ServerAPISettings?
+    /// The app's bundle id.
+    public let bundleId: String
     /// Each auto-renewable product's subscription group in the catalog, by product id (a period's
     /// group as the App Store names it is a number; content names the catalog's group).
     public let subscriptionGroups: [String: String]
@@ -75,6 +80,8 @@ public struct AppPurchases: Sendable {
         transferPolicy = record.transferPolicy == .transfer ? .transfer : .keep
         webhookURL = record.webhookURL.flatMap { URL(string: $0) }
         webhookSecretFile = record.webhookSecretFile
+        serverAPI = record.serverAPI
+        bundleId = record.app
         subscriptionGroups = groups
     }
 }

@@ -329,6 +329,23 @@ enum Schema {
                 ALTER TABLE purchase_webhook_events ADD COLUMN store TEXT NOT NULL DEFAULT 'appStore';
                 ALTER TABLE purchase_webhook_events RENAME COLUMN original_transaction_id TO purchase_key;
                 """),
+        // How far reading a store's history has got (docs/app-store-api.md, "Reconciliation"): one
+        // row per app, store and stream, rewritten after every page recorded.
+        Migration(
+            version: 9,
+            sql: """
+                CREATE TABLE purchase_poll_positions (
+                    app TEXT NOT NULL,
+                    store TEXT NOT NULL,
+                    stream TEXT NOT NULL,
+                    window_start_ms BIGINT NOT NULL,
+                    window_end_ms BIGINT NOT NULL,
+                    cursor TEXT,
+                    done BIGINT NOT NULL,
+                    updated_at BIGINT NOT NULL,
+                    PRIMARY KEY (app, store, stream)
+                );
+                """),
     ]
 
     static let postgres: [Migration] = [
@@ -613,6 +630,22 @@ enum Schema {
                 ALTER TABLE purchase_webhook_events ADD COLUMN store TEXT NOT NULL DEFAULT 'appStore';
                 ALTER TABLE purchase_webhook_events RENAME COLUMN original_transaction_id TO purchase_key;
                 ALTER TABLE purchase_webhook_events ALTER COLUMN store DROP DEFAULT;
+                """),
+        // SQLite's version 9: how far reading a store's history has got.
+        Migration(
+            version: 12,
+            sql: """
+                CREATE TABLE purchase_poll_positions (
+                    app TEXT NOT NULL,
+                    store TEXT NOT NULL,
+                    stream TEXT NOT NULL,
+                    window_start_ms BIGINT NOT NULL,
+                    window_end_ms BIGINT NOT NULL,
+                    cursor TEXT,
+                    done BIGINT NOT NULL,
+                    updated_at BIGINT NOT NULL,
+                    PRIMARY KEY (app, store, stream)
+                );
                 """),
     ]
 

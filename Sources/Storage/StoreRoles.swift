@@ -47,6 +47,8 @@ public enum StoreRoles {
         "schema_migrations", "reports", "editor_tokens", "audit_log", "published_files", "network_secret", "purchase_customers",
         "purchase_customer_keys", "purchase_bindings", "purchase_transactions", "purchase_states", "purchase_notifications",
         "purchase_transfers", "purchase_webhook_events", "content_blobs", "content_chunks", "purchase_refused_claims",
+        // Reconciliation is the editor node's alone: a replica has no right on its positions.
+        "purchase_poll_positions",
     ]
     static let sequences = [
         "reports_id_seq", "publication_changes", "purchase_customers_id_seq", "purchase_notifications_sequence_seq",

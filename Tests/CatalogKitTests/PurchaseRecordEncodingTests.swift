@@ -18,7 +18,8 @@ import Testing
     static func record(
         appAppleId: Int64? = nil, environments: [PurchaseEnvironment] = [.production, .sandbox], policy: TransferPolicy = .keep,
         certificatePath: String? = nil, certificate: String? = nil, problem: String? = nil, webhookURL: String? = nil,
-        secretFile: String? = nil, sandboxUnlocks: Bool? = nil, requireDeviceId: Bool? = nil, products: [PurchaseRecord.Product]
+        secretFile: String? = nil, sandboxUnlocks: Bool? = nil, requireDeviceId: Bool? = nil, serverAPI: [String: String]? = nil,
+        products: [PurchaseRecord.Product]
     ) throws -> PurchaseRecord {
         // Built through Codable: the record's memberwise initialiser is the catalog's.
         var object: [String: Any] = [
@@ -40,6 +41,7 @@ import Testing
         if let secretFile { object["webhookSecretFile"] = secretFile }
         if let sandboxUnlocks { object["sandboxUnlocks"] = sandboxUnlocks }
         if let requireDeviceId { object["requireDeviceId"] = requireDeviceId }
+        if let serverAPI { object["serverAPI"] = serverAPI }
         return try JSONDecoder().decode(PurchaseRecord.self, from: JSONSerialization.data(withJSONObject: object))
     }
 
@@ -61,6 +63,7 @@ import Testing
             appAppleId: 1_234_567_890, environments: [.production, .sandbox, .xcode], policy: .transfer,
             certificatePath: "certs/StoreKit Testing.cer", certificate: "MIIB+/==", webhookURL: "https://example.com/hooks/a?b=c&d=/e",
             secretFile: "/etc/catalog/webhook secret", sandboxUnlocks: false, requireDeviceId: false,
+            serverAPI: ["keyId": "2X9R4HXF34", "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "keyFile": "/etc/catalog/AuthKey.p8"],
             products: [
                 try Self.product("com.example.app.pro.monthly", .autoRenewable, ["pro", "ad-free"], group: "pro"),
                 try Self.product("com.example.app.pass", .nonRenewing, ["com.example.app.pass"], duration: "P1M"),

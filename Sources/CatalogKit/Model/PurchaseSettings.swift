@@ -22,6 +22,24 @@ public enum TransferPolicy: String, CaseIterable, Sendable, Hashable, Codable {
     static let expectedList = "transfer or keep"
 }
 
+/// The credentials an app names for the App Store Server API (docs/app-store-api.md): the key's
+/// id, the team's issuer id, and the path of the key's file, never the key.
+public struct ServerAPISettings: Sendable, Hashable, Codable {
+    /// `serverAPIKeyId`.
+    public var keyId: String
+    /// `serverAPIIssuerId`.
+    public var issuerId: String
+    /// `serverAPIKeyFile`, as written (relative paths against the server's working directory).
+    public var keyFile: String
+
+    /// Settings.
+    public init(keyId: String, issuerId: String, keyFile: String) {
+        self.keyId = keyId
+        self.issuerId = issuerId
+        self.keyFile = keyFile
+    }
+}
+
 /// An app's settings for the App Store's evidence: what it is bound to, and who owns a purchase.
 public struct PurchaseSettings: Sendable, Hashable {
     /// The app's Apple id (`appAppleId`), which production evidence must name; nil when not set.
@@ -38,6 +56,9 @@ public struct PurchaseSettings: Sendable, Hashable {
     public var webhookURL: URL?
     /// The path of the file holding the webhook's HMAC secret (`webhookSecretFile`), as written.
     public var webhookSecretFile: String?
+    /// The App Store Server API's credentials (`serverAPIKeyId`, `serverAPIIssuerId`,
+    /// `serverAPIKeyFile`): all three or none; nil: the server never calls the API for this app.
+    public var serverAPI: ServerAPISettings?
     /// Whether sandbox (and Xcode) evidence unlocks entitlements, credits and content
     /// (`sandboxUnlocks`); true by default, because App Review buys in the sandbox against the
     /// production server and must be able to use what it bought. False keeps such evidence in the

@@ -54,6 +54,9 @@ public struct PurchaseRecord: Codable, Sendable, Equatable {
     public var sandboxUnlocks: Bool?
     /// `requireDeviceId` when it is not the default (true); nil otherwise, as `sandboxUnlocks`.
     public var requireDeviceId: Bool?
+    /// The App Store Server API's credentials: the key's id and the issuer id, and the key file's
+    /// path on each node that calls the API, never the key. Nil when not set.
+    public var serverAPI: ServerAPISettings?
     /// Every product of the catalog, in source order.
     public var products: [Product]
 
@@ -104,6 +107,7 @@ public struct PurchaseRecord: Codable, Sendable, Equatable {
         webhookSecretFile = settings.webhookSecretFile
         sandboxUnlocks = settings.sandboxUnlocks ? nil : false
         requireDeviceId = settings.requireDeviceId ? nil : false
+        serverAPI = settings.serverAPI
         products = []
     }
 
@@ -146,6 +150,17 @@ public struct PurchaseRecord: Codable, Sendable, Equatable {
         json.endArray()
         if let requireDeviceId { json.key("requireDeviceId"); json.boolean(requireDeviceId) }
         if let sandboxUnlocks { json.key("sandboxUnlocks"); json.boolean(sandboxUnlocks) }
+        if let serverAPI {
+            json.key("serverAPI")
+            json.beginObject()
+            json.key("issuerId")
+            json.string(serverAPI.issuerId)
+            json.key("keyFile")
+            json.string(serverAPI.keyFile)
+            json.key("keyId")
+            json.string(serverAPI.keyId)
+            json.endObject()
+        }
         json.key("transferPolicy")
         json.string(transferPolicy.rawValue)
         if let webhookSecretFile { json.key("webhookSecretFile"); json.string(webhookSecretFile) }

@@ -12,6 +12,9 @@ struct PurchaseSettingsRules {
     private var xcodeCertificate: (Located<String>, file: String)?
     private var webhookURL: (Located<String>, file: String)?
     private var webhookSecretFile: (Located<String>, file: String)?
+    private var serverAPIKeyId: (Located<String>, file: String)?
+    private var serverAPIIssuerId: (Located<String>, file: String)?
+    private var serverAPIKeyFile: (Located<String>, file: String)?
     private var sandboxUnlocks: (Located<Bool>, file: String)?
     private var requireDeviceId: (Located<Bool>, file: String)?
 
@@ -41,6 +44,9 @@ struct PurchaseSettingsRules {
         note(settings.xcodeCertificate, "xcodeCertificate", &xcodeCertificate)
         note(settings.webhookURL, "webhookURL", &webhookURL)
         note(settings.webhookSecretFile, "webhookSecretFile", &webhookSecretFile)
+        note(settings.serverAPIKeyId, "serverAPIKeyId", &serverAPIKeyId)
+        note(settings.serverAPIIssuerId, "serverAPIIssuerId", &serverAPIIssuerId)
+        note(settings.serverAPIKeyFile, "serverAPIKeyFile", &serverAPIKeyFile)
         note(settings.sandboxUnlocks, "sandboxUnlocks", &sandboxUnlocks)
         note(settings.requireDeviceId, "requireDeviceId", &requireDeviceId)
     }
@@ -111,7 +117,50 @@ struct PurchaseSettingsRules {
         if let (flag, _) = sandboxUnlocks { result.sandboxUnlocks = flag.value }
         if let (flag, _) = requireDeviceId { result.requireDeviceId = flag.value }
         checkWebhook(&result, into: &diagnostics)
+        result.serverAPI = checkServerAPI(into: &diagnostics)
         return result
+    }
+
+    /// The App Store Server API's three settings: all or none, none empty; the key id as App Store
+    /// Connect shows it (ten upper-case letters and digits), the issuer id a UUID. A key file that
+    /// cannot be read is the server's to report when it calls: the file lives on its machine.
+    private func checkServerAPI(into diagnostics: inout [Diagnostic]) -> ServerAPISettings? {
+        let named = [("serverAPIKeyId", serverAPIKeyId), ("serverAPIIssuerId", serverAPIIssuerId), ("serverAPIKeyFile", serverAPIKeyFile)]
+        let written = named.compactMap { name, slot in slot.map { (name, $0) } }
+        guard let (_, first) = written.first else { return nil }
+        var valid = true
+        if written.count < 3 {
+            let missing = named.filter { $0.1 == nil }.map(\.0).joined(separator: " and ")
+            diagnostics.append(
+                .error(
+                    "\(written.map(\.0).joined(separator: " and ")) needs \(missing): the App Store Server API takes all three",
+                    file: first.file, at: first.0.position))
+            valid = false
+        }
+        for (name, (value, file)) in written where value.value.allSatisfy(\.isWhitespace) {
+            diagnostics.append(.error("\(name) is empty", file: file, at: value.position))
+            valid = false
+        }
+        if let (id, file) = serverAPIKeyId, !id.value.isEmpty,
+            !(id.value.utf8.count == 10 && id.value.utf8.allSatisfy { (0x30...0x39).contains($0) || (0x41...0x5A).contains($0) })
+        {
+            diagnostics.append(
+                .error(
+                    "serverAPIKeyId '\(id.value)' is not a key id as App Store Connect shows it (ten upper-case letters and digits)",
+                    file: file, at: id.position))
+            valid = false
+        }
+        if let (issuer, file) = serverAPIIssuerId, !issuer.value.isEmpty, UUID(uuidString: issuer.value) == nil {
+            diagnostics.append(
+                .error(
+                    "serverAPIIssuerId '\(issuer.value)' is not an issuer id (a UUID, from the keys page of App Store Connect)",
+                    file: file, at: issuer.position))
+            valid = false
+        }
+        guard valid, let keyId = serverAPIKeyId?.0.value, let issuerId = serverAPIIssuerId?.0.value,
+            let keyFile = serverAPIKeyFile?.0.value
+        else { return nil }
+        return ServerAPISettings(keyId: keyId, issuerId: issuerId, keyFile: keyFile)
     }
 
     /// `webhookURL`: absolute, https (http only to a loopback host, for a receiver on the same

@@ -57,6 +57,9 @@ struct CanonicalSource {
                 ("xcodeCertificate", settings.xcodeCertificate.map(string)),
                 ("webhookURL", settings.webhookURL.map(string)),
                 ("webhookSecretFile", settings.webhookSecretFile.map(string)),
+                ("serverAPIKeyId", settings.serverAPIKeyId.map(string)),
+                ("serverAPIIssuerId", settings.serverAPIIssuerId.map(string)),
+                ("serverAPIKeyFile", settings.serverAPIKeyFile.map(string)),
                 ("sandboxUnlocks", settings.sandboxUnlocks.map { .boolean($0.value) }),
                 ("requireDeviceId", settings.requireDeviceId.map { .boolean($0.value) }),
             ]

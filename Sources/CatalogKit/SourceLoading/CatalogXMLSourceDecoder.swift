@@ -36,6 +36,9 @@ struct CatalogXMLSourceDecoder {
         settings.xcodeCertificate = root.located("xcodeCertificate")
         settings.webhookURL = root.located("webhookURL")
         settings.webhookSecretFile = root.located("webhookSecretFile")
+        settings.serverAPIKeyId = root.located("serverAPIKeyId")
+        settings.serverAPIIssuerId = root.located("serverAPIIssuerId")
+        settings.serverAPIKeyFile = root.located("serverAPIKeyFile")
         // xs:boolean: the schema has admitted only true, false, 1 or 0.
         settings.sandboxUnlocks = root.located("sandboxUnlocks").map { Located($0.value == "true" || $0.value == "1", at: $0.position) }
         settings.requireDeviceId = root.located("requireDeviceId").map {

@@ -93,6 +93,12 @@ public struct AppSettingsDefinition: Sendable {
     public var webhookURL: Located<String>?
     /// The `webhookSecretFile` setting: a path.
     public var webhookSecretFile: Located<String>?
+    /// The `serverAPIKeyId` setting: the App Store Server API key's id.
+    public var serverAPIKeyId: Located<String>?
+    /// The `serverAPIIssuerId` setting: the team's issuer id.
+    public var serverAPIIssuerId: Located<String>?
+    /// The `serverAPIKeyFile` setting: a path.
+    public var serverAPIKeyFile: Located<String>?
     /// The `sandboxUnlocks` setting.
     public var sandboxUnlocks: Located<Bool>?
     /// The `requireDeviceId` setting.

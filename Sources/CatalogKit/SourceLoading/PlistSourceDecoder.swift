@@ -77,6 +77,12 @@ struct PlistSourceDecoder {
                 case "webhookURL": settings.webhookURL = entry.value.string(key: "webhookURL", file: file, into: &diagnostics)
                 case "webhookSecretFile":
                     settings.webhookSecretFile = entry.value.string(key: "webhookSecretFile", file: file, into: &diagnostics)
+                case "serverAPIKeyId":
+                    settings.serverAPIKeyId = entry.value.string(key: "serverAPIKeyId", file: file, into: &diagnostics)
+                case "serverAPIIssuerId":
+                    settings.serverAPIIssuerId = entry.value.string(key: "serverAPIIssuerId", file: file, into: &diagnostics)
+                case "serverAPIKeyFile":
+                    settings.serverAPIKeyFile = entry.value.string(key: "serverAPIKeyFile", file: file, into: &diagnostics)
                 case "sandboxUnlocks":
                     settings.sandboxUnlocks = entry.value.boolean(key: "sandboxUnlocks", file: file, into: &diagnostics)
                 case "requireDeviceId":
@@ -110,7 +116,8 @@ struct PlistSourceDecoder {
     /// The keys of the full form's root dict.
     static let settingKeys: Set<String> = [
         "app", "platforms", "feedbackPolicy", "appAppleId", "environments", "transferPolicy", "xcodeCertificate", "webhookURL",
-        "webhookSecretFile", "sandboxUnlocks", "requireDeviceId", "products", "content",
+        "webhookSecretFile", "serverAPIKeyId", "serverAPIIssuerId", "serverAPIKeyFile", "sandboxUnlocks", "requireDeviceId", "products",
+        "content",
     ]
 
     /// The error for a file that would publish no products because it is a product list of

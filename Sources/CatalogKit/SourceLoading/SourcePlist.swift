@@ -9,7 +9,8 @@ import PropertyList
 public enum SourcePlist {
     static let settingsOrder = [
         "app", "platforms", "feedbackPolicy", "appAppleId", "environments", "transferPolicy", "xcodeCertificate", "webhookURL",
-        "webhookSecretFile", "sandboxUnlocks", "requireDeviceId", "products", "content",
+        "webhookSecretFile", "serverAPIKeyId", "serverAPIIssuerId", "serverAPIKeyFile", "sandboxUnlocks", "requireDeviceId", "products",
+        "content",
     ]
     static let productOrder = [
         "id", "type", "referenceName", "status", "platforms", "minimumAppVersion", "availableFrom", "availableUntil", "subscription",

@@ -270,6 +270,39 @@ import Testing
             ])
     }
 
+    /// The App Store Server API's credentials (docs/app-store-api.md): all three or none, each as
+    /// App Store Connect shows it; the key stays in its file.
+    @Test func serverAPISettings() throws {
+        func settings(_ pairs: [(String, String)]) -> String {
+            plist("<dict>\n" + pairs.map { "\t<key>\($0.0)</key>\n\t<string>\($0.1)</string>\n" }.joined() + "</dict>")
+        }
+        let key = ("serverAPIKeyId", "2X9R4HXF34")
+        let issuer = ("serverAPIIssuerId", "57246542-96fe-1a63-e053-0824d011072a")
+        let file = ("serverAPIKeyFile", "/etc/catalog/AuthKey_2X9R4HXF34.p8")
+        try withCatalog { catalog in
+            try catalog.write("com.example.game.plist", settings([key, issuer, file]))
+            let validation = catalog.workflow.validate()
+            #expect(validation.diagnostics.map(\.description) == [])
+            let settings = try #require(validation.catalogs.first?.purchaseSettings)
+            #expect(
+                settings.serverAPI
+                    == ServerAPISettings(keyId: key.1, issuerId: issuer.1, keyFile: "/etc/catalog/AuthKey_2X9R4HXF34.p8"))
+        }
+        #expect(
+            try validate(["com.example.game.plist": settings([key, file])]) == [
+                "\(RuleFixtures.game):6:2: error: serverAPIKeyId and serverAPIKeyFile needs serverAPIIssuerId: the App Store Server API takes all three"
+            ])
+        #expect(
+            try validate(["com.example.game.plist": settings([("serverAPIKeyId", "2x9r4hxf3"), issuer, file])]) == [
+                "\(RuleFixtures.game):6:2: error: serverAPIKeyId '2x9r4hxf3' is not a key id as App Store Connect shows it (ten upper-case letters and digits)"
+            ])
+        #expect(
+            try validate(["com.example.game.plist": settings([key, ("serverAPIIssuerId", "team"), ("serverAPIKeyFile", " ")])]) == [
+                "\(RuleFixtures.game):8:2: error: serverAPIIssuerId 'team' is not an issuer id (a UUID, from the keys page of App Store Connect)",
+                "\(RuleFixtures.game):10:2: error: serverAPIKeyFile is empty",
+            ])
+    }
+
     @Test func purchaseSettingsInTwoFilesOfAFolder() throws {
         let file = plist(
             "<dict>\n\t<key>transferPolicy</key>\n\t<string>keep</string>\n\t<key>appAppleId</key>\n\t<integer>7</integer>\n</dict>")
