@@ -185,7 +185,7 @@ let package = Package(
             name: "catalog",
             dependencies: [
                 "CatalogKit", "CatalogServer", "Storage", "CatalogClient", "FeedSigning", "CMallocTuning", "AppStore", "Time",
-                "Content", "Ledger", "PropertyList",
+                "Content", "Ledger", "PropertyList", "AppStoreServerAPI",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                 // `catalog purchases sign`: ES256 and the certificate it puts in x5c.

@@ -157,8 +157,8 @@ public struct PurchaseRecorder: Sendable {
             // The customers known only by their stores' keys that this app account takes with the purchase.
             let placeholders = [state.bound, storeCustomer].compactMap { $0 }.filter { !$0.isNamedByAnAppAccount && $0.id != existing?.id }
             if let bound = state.bound, bound.isNamedByAnAppAccount, bound.id != existing?.id {
-                if submission.source == .notification {
-                    // A store reports; it does not claim.
+                if submission.source != .app {
+                    // A store reports (a notification, its API's answer); it does not claim.
                     owner = .id(bound.id)
                 } else if submission.transferPolicy == .transfer {
                     make()

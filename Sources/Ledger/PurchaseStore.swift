@@ -6,6 +6,9 @@ public enum EvidenceSource: String, Sendable, Hashable, Codable {
     case notification
     /// The app's request (`POST /v1/apps/{app}/purchases`).
     case app
+    /// The store's server API, asked by this server (a customer's history, imported or reconciled):
+    /// like a notification, the store reports and claims for no one.
+    case storeAPI
 }
 
 /// A store's notification as it arrived, kept whole so that the ledger can be rebuilt from it

@@ -32,7 +32,7 @@ struct CatalogCommand: AsyncParsableCommand {
             ValidateCommand.self, BuildCommand.self, HistoryCommand.self, DiffCommand.self, RollbackCommand.self, ServeCommand.self,
             ReportsCommand.self, FeedbackCommand.self, FetchCommand.self, TokenCommand.self, AuditCommand.self, ImportCommand.self,
             ExportCommand.self, BackupCommand.self, StoreCommand.self, KeysCommand.self, SignCommand.self, VerifyCommand.self,
-            PurchasesCommand.self, CustomersCommand.self, ConvertCommand.self, ContentCommand.self,
+            PurchasesCommand.self, CustomersCommand.self, ConvertCommand.self, ContentCommand.self, AppStoreCommand.self,
         ]
     )
 }
