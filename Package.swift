@@ -105,7 +105,7 @@ let package = Package(
             name: "CatalogServer",
             dependencies: [
                 // The domain's store protocols only: the executable opens the stores (Storage).
-                "CatalogKit", "Time", "HTTPSemantics", "AppStore", "Content", "Ledger", "FeedSigning", "PropertyList",
+                "CatalogKit", "Time", "HTTPSemantics", "AppStore", "AppStoreServerAPI", "Content", "Ledger", "FeedSigning", "PropertyList",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdHTTP2", package: "hummingbird"),
@@ -304,7 +304,8 @@ let package = Package(
             name: "catalogTests",
             dependencies: [
                 "catalog", "CatalogKit", "CatalogTestSupport", "Storage", "AppStore", "AppStoreTestSupport", "Time",
-                "HTTPSemantics", "Content", "CatalogClient", "Ledger",
+                "HTTPSemantics", "Content", "CatalogClient", "Ledger", "AppStoreAPIStandIn",
+                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
     ],

@@ -1,6 +1,7 @@
 import AsyncHTTPClient
 import NIOCore
 import NIOHTTP1
+import Synchronization
 
 /// One HTTP request of the API client.
 public struct APIRequest: Sendable {
@@ -32,6 +33,8 @@ public struct APIResponse: Sendable {
 /// Sends one request and reads its whole answer, or throws when none came within `timeout`.
 public protocol APITransport: Sendable {
     func send(_ request: APIRequest, timeout: Duration) async throws -> APIResponse
+    /// Closes what the transport holds open; it sends nothing afterwards.
+    func shutdown() async throws
 }
 
 /// ``APITransport`` by AsyncHTTPClient, the server-side Swift ecosystem's HTTP client: pooled
@@ -42,13 +45,24 @@ public final class HTTPClientTransport: APITransport {
     /// The largest answer read: a page of history is at most a few hundred KiB.
     public static let maximumBodyBytes = 8 * 1024 * 1024
 
-    let client: HTTPClient
+    /// Made by the first request: a server whose apps name no API key opens no pool.
+    private let pool = Mutex<(client: HTTPClient?, closed: Bool)>((nil, false))
 
     /// A transport with its own connection pool; ``shutdown()`` it when done.
-    public init() {
-        var configuration = HTTPClient.Configuration(redirectConfiguration: .disallow)
-        configuration.timeout = HTTPClient.Configuration.Timeout(connect: .seconds(10), read: .seconds(30))
-        client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+    public init() {}
+
+    private var client: HTTPClient {
+        get throws {
+            try pool.withLock { pool in
+                guard !pool.closed else { throw HTTPClientError.alreadyShutdown }
+                if let client = pool.client { return client }
+                var configuration = HTTPClient.Configuration(redirectConfiguration: .disallow)
+                configuration.timeout = HTTPClient.Configuration.Timeout(connect: .seconds(10), read: .seconds(30))
+                let client = HTTPClient(eventLoopGroupProvider: .singleton, configuration: configuration)
+                pool.client = client
+                return client
+            }
+        }
     }
 
     public func send(_ request: APIRequest, timeout: Duration) async throws -> APIResponse {
@@ -67,6 +81,11 @@ public final class HTTPClientTransport: APITransport {
 
     /// Closes the pool's connections.
     public func shutdown() async throws {
-        try await client.shutdown()
+        let client = pool.withLock { pool -> HTTPClient? in
+            pool.closed = true
+            defer { pool.client = nil }
+            return pool.client
+        }
+        try await client?.shutdown()
     }
 }

@@ -1,4 +1,5 @@
 import AppStore
+import AppStoreServerAPI
 import CatalogKit
 import Foundation
 import Hummingbird
@@ -23,6 +24,7 @@ public func buildApplication(
     publicDirectory: PublicTree, host: String = "127.0.0.1", port: Int = 8080,
     configuration: ServeConfiguration = ServeConfiguration(), reloadInterval: Duration = .milliseconds(250),
     reportStore: (any CatalogStore)? = nil, purchaseStore: (any PurchaseStore & WebhookOutbox)? = nil,
+    pollPositions: (any PollPositionStore)? = nil,
     reportsConfiguration: ReportsConfiguration = ReportsConfiguration(),
     workflow: CatalogWorkflow? = nil, purchasesConfiguration: PurchasesConfiguration = PurchasesConfiguration(),
     metrics: ServerMetrics = ServerMetrics(),
@@ -115,6 +117,16 @@ public func buildApplication(
         services.append(
             WebhookDeliveryService(
                 store: outbox, targets: { await targets.target($0) }, metrics: WebhookMetrics(registry: metrics.registry), logger: logger))
+    }
+    // The App Store Server API's work (docs/app-store-api.md), once per cluster: on the editor node.
+    if !configuration.isReplica, purchases != nil, let purchaseStore, let pollPositions {
+        let apiMetrics = AppStoreAPIMetrics(registry: metrics.registry)
+        services.append(
+            AppStoreAPIService(
+                apps: { Array(store.index.apps.keys) }, settings: publishedSettings, store: purchaseStore, positions: pollPositions,
+                clients: AppStoreAPIClients(
+                    transport: HTTPClientTransport(), baseURL: purchasesConfiguration.appStoreAPIURL, metrics: apiMetrics),
+                metrics: apiMetrics, interval: purchasesConfiguration.reconcileInterval, logger: logger))
     }
     if let adminListener {
         // A second listener, run beside the first as one of its services: plain HTTP/1 through

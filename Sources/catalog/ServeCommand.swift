@@ -42,6 +42,7 @@ struct ServeCommand: AsyncParsableCommand {
     @OptionGroup var signing: SigningOptions
     @OptionGroup var feeds: FeedsOptions
     @OptionGroup var content: ContentOptions
+    @OptionGroup var appStoreAPI: AppStoreAPIServeOptions
 
     /// Every setting as in effect, wherever it came from, checked.
     struct Resolved {
@@ -54,6 +55,7 @@ struct ServeCommand: AsyncParsableCommand {
         var signer: FeedSigner?
         var feeds: FeedsConfiguration
         var content: ContentOptions.Resolved
+        var appStoreAPI: AppStoreAPIServeOptions.Resolved
 
         var workflow: CatalogWorkflow {
             var workflow = paths.workflow
@@ -72,7 +74,8 @@ struct ServeCommand: AsyncParsableCommand {
             paths: paths, store: store,
             logging: try logging.resolve(settings, prefixes: reports.configuration.networkPrefixes),
             listener: try listening.resolve(settings), protection: try protection.resolve(settings), reports: reports,
-            signer: try signing.signer(settings), feeds: feeds, content: try content.resolve(settings))
+            signer: try signing.signer(settings), feeds: feeds, content: try content.resolve(settings),
+            appStoreAPI: try appStoreAPI.resolve(settings))
         try Self.check(resolved)
         return resolved
     }
@@ -158,6 +161,9 @@ struct ServeCommand: AsyncParsableCommand {
         configuration.accessLog = resolved.logging.accessLog
         configuration.accessLog.logger = Logger(label: "catalog.access")
         var reports = resolved.reports.configuration
+        var purchasesConfiguration = PurchasesConfiguration()
+        purchasesConfiguration.appStoreAPIURL = resolved.appStoreAPI.apiURL
+        purchasesConfiguration.reconcileInterval = .seconds(resolved.appStoreAPI.reconcileInterval)
         raiseDescriptorLimit()
         resolved.protection.apply(to: &configuration, reports: &reports)
         do {
@@ -209,7 +215,8 @@ struct ServeCommand: AsyncParsableCommand {
             let publications = try await publicationServices(resolved, store: store, tree: tree, metrics: metrics, logger: logger)
             let app = buildApplication(
                 publicDirectory: tree, host: listener.host, port: listener.port, configuration: configuration, reportStore: store,
-                purchaseStore: store, reportsConfiguration: reports, workflow: workflow, metrics: metrics, adminListener: listener.admin,
+                purchaseStore: store, pollPositions: store, reportsConfiguration: reports, workflow: workflow,
+                purchasesConfiguration: purchasesConfiguration, metrics: metrics, adminListener: listener.admin,
                 tls: tls,
                 extraServices: (resolved.feeds.autoFeedback.map {
                     [AutoFeedbackService(workflow: workflow, store: store, interval: $0, metrics: metrics, logger: logger)]

@@ -19,16 +19,9 @@ import Testing
 enum ReconciliationScenarios {
     typealias PKI = AppStoreTestPKI
     static let app = "com.example.app"
-    static let product = "com.example.app.pro.monthly"
     static let keyId = "ABCDEF1234"
 
-    /// One notification as Apple signed it, the customer it concerns, and when Apple first sent it.
-    struct Signed {
-        var body: String
-        var signedPayload: String
-        var original: String
-        var firstSent: Date
-    }
+    typealias Signed = SignedNotification
 
     /// The app's purchase settings, trusting the test PKI.
     static func purchases(_ pki: PKI) throws -> AppPurchases {
@@ -43,45 +36,8 @@ enum ReconciliationScenarios {
         return try AppPurchases(record, trust: pki.trust)
     }
 
-    /// `customers` subscriptions, each bought, renewed and then refunded or expired: three
-    /// notifications each, first sent a minute apart over the last day.
     static func notifications(_ pki: PKI, customers: Int, now: Date = Date()) throws -> [Signed] {
-        var signed: [Signed] = []
-        let start = PKI.date(2024, 12, 1)
-        for customer in 0..<customers {
-            let original = String(2_000_000_100_000 + customer * 10)
-            let month: TimeInterval = 30 * 86_400
-            let steps: [(type: String, subtype: String?, index: Int, revoked: Bool)] = [
-                ("SUBSCRIBED", "INITIAL_BUY", 0, false), ("DID_RENEW", nil, 1, false),
-                customer % 2 == 0 ? ("REFUND", nil, 1, true) : ("EXPIRED", "VOLUNTARY", 1, false),
-            ]
-            for step in steps {
-                var transaction: [String: any Sendable] = [
-                    "transactionId": String(Int(original)! + step.index), "originalTransactionId": original, "productId": product,
-                    "purchaseDate": PKI.milliseconds(start.addingTimeInterval(Double(step.index) * month)),
-                    "expiresDate": PKI.milliseconds(start.addingTimeInterval(Double(step.index + 1) * month)),
-                ]
-                if step.revoked {
-                    transaction["revocationDate"] = PKI.milliseconds(start.addingTimeInterval(month + 86_400))
-                    transaction["revocationReason"] = 0
-                }
-                let renewal: [String: any Sendable] = [
-                    "originalTransactionId": original, "autoRenewStatus": step.type == "EXPIRED" ? 0 : 1,
-                ]
-                let payload = PKI.notification(
-                    type: step.type, subtype: step.subtype,
-                    data: [
-                        "signedTransactionInfo": try pki.jws(payload: PKI.transaction(transaction)),
-                        "signedRenewalInfo": try pki.jws(payload: PKI.renewalInfo(renewal)),
-                    ])
-                let jws = try pki.jws(payload: payload)
-                signed.append(
-                    Signed(
-                        body: #"{"signedPayload":"\#(jws)"}"#, signedPayload: jws, original: original,
-                        firstSent: now.addingTimeInterval(-86_400 + Double(signed.count) * 60)))
-            }
-        }
-        return signed
+        try SignedNotification.subscriptions(pki, customers: customers, now: now)
     }
 
     /// What the notification endpoint does with a notification that reaches it.

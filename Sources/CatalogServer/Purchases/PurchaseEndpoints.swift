@@ -18,6 +18,10 @@ public struct PurchasesConfiguration: Sendable {
     public var perAddress: RateLimit? = RateLimit(perMinute: 600, burst: 120)
     /// Submissions waiting for the store at most; past it, 503 with `Retry-After`.
     public var maximumQueued = 20_000
+    /// Where the App Store Server API is called; nil: Apple's (a stand-in's, in tests).
+    public var appStoreAPIURL: URL?
+    /// How often the editor node reconciles each app's notifications with Apple's history.
+    public var reconcileInterval: Duration = .seconds(3_600)
 
     /// The defaults.
     public init() {}

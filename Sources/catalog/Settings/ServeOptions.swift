@@ -440,3 +440,42 @@ extension Logger.Level: @retroactive ExpressibleByArgument {}
 extension ForwardingHeader: ExpressibleByArgument {}
 extension FeedsConfiguration.Source: ExpressibleByArgument {}
 extension LoggingConfiguration.Format: ExpressibleByArgument {}
+
+/// The App Store Server API's work on the editor node (docs/app-store-api.md).
+struct AppStoreAPIServeOptions: ParsableArguments {
+    @Option(
+        name: Setting.reconcileInterval.long,
+        help: ArgumentHelp(
+            "How often each app whose catalog names an API key is reconciled with Apple's notification history (10m to 1d). Default: 1h.",
+            valueName: "interval"))
+    var reconcileInterval: Interval?
+
+    @Option(
+        name: Setting.appStoreAPIURL.long,
+        help: ArgumentHelp(
+            "Call this base URL instead of Apple's, for a stand-in of the API (tests); http only to a loopback host. Default: Apple's.",
+            valueName: "url"))
+    var appStoreApiUrl: String?
+
+    struct Resolved {
+        var reconcileInterval: Int64
+        var apiURL: URL?
+    }
+
+    func resolve(_ settings: Settings) throws -> Resolved {
+        let hour = Interval("1h")
+        guard let interval = try settings.value(.reconcileInterval, flag: reconcileInterval, default: hour) ?? hour,
+            (600...86_400).contains(interval.seconds)
+        else {
+            throw ValidationError("--reconcile-interval must be 10m to 1d")
+        }
+        var url: URL?
+        if let text = try settings.value(.appStoreAPIURL, flag: appStoreApiUrl, default: nil as String?) {
+            guard let parsed = URL(string: text), let scheme = parsed.scheme?.lowercased(), let host = parsed.host?.lowercased(),
+                scheme == "https" || (scheme == "http" && ["127.0.0.1", "localhost", "::1", "[::1]"].contains(host))
+            else { throw ValidationError("--app-store-api-url must be an https URL (http only to a loopback host), not \(text)") }
+            url = parsed
+        }
+        return Resolved(reconcileInterval: interval.seconds, apiURL: url)
+    }
+}

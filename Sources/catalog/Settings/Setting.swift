@@ -75,6 +75,9 @@ struct Setting: Hashable, Sendable, CustomStringConvertible {
     // Purchased content (ContentOptions).
     static let contentKeys = Setting("content-keys")
     static let contentURLLifetime = Setting("content-url-lifetime")
+    // The App Store Server API (AppStoreAPIServeOptions).
+    static let reconcileInterval = Setting("reconcile-interval")
+    static let appStoreAPIURL = Setting("app-store-api-url")
 
     /// Every setting, in the order `--print-config` and docs/operations.md list them.
     static let all: [Setting] = [
@@ -85,7 +88,7 @@ struct Setting: Hashable, Sendable, CustomStringConvertible {
         reportNetworkIPv4Prefix, reportNetworkIPv6Prefix, reportEvidenceIPv6Prefix, reportNetworkSecretFile, rootCertificate,
         reportQuota, retentionDays,
         cacheControl, feeds, feedsCache, feedsPoll, autoFeedback,
-        contentKeys, contentURLLifetime,
+        contentKeys, contentURLLifetime, reconcileInterval, appStoreAPIURL,
     ]
 
     /// ``all`` by name.

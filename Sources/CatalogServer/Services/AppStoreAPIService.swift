@@ -1,0 +1,163 @@
+import AppStore
+import AppStoreServerAPI
+import CoreMetrics
+import Foundation
+import Ledger
+import Logging
+import Prometheus
+import ServiceLifecycle
+import Synchronization
+
+/// What the App Store Server API's work shows in `/metrics` (docs/app-store-api.md,
+/// "Observing it"): every attempt by operation and outcome, how far each app's reconciliation is
+/// behind Apple's history, and what it recorded.
+public struct AppStoreAPIMetrics: Sendable {
+    let registry: PrometheusCollectorRegistry
+
+    /// Metrics in `registry`.
+    public init(registry: PrometheusCollectorRegistry) { self.registry = registry }
+
+    /// One attempt of one call.
+    func record(_ attempt: APICallRecord) {
+        registry.makeCounter(
+            name: "catalog_appstore_api_requests_total", labels: [("operation", attempt.operation), ("outcome", attempt.outcome)]
+        ).increment()
+        registry.makeValueHistogram(
+            name: "catalog_appstore_api_request_duration_seconds", labels: [("operation", attempt.operation)],
+            buckets: [0.05, 0.2, 1, 5, 30]
+        ).record(attempt.seconds)
+    }
+
+    /// A reconciliation run's outcome.
+    func record(_ summary: NotificationReconciler.Summary, app: String, environment: String) {
+        let labels = [("app", app), ("environment", environment)]
+        registry.makeGauge(name: "catalog_appstore_reconcile_behind_seconds", labels: labels).set(summary.behind)
+        for (result, count) in [("stored", summary.stored), ("duplicate", summary.duplicates), ("refused", summary.refused)] where count > 0
+        {
+            registry.makeCounter(name: "catalog_appstore_reconciled_notifications_total", labels: labels + [("result", result)])
+                .increment(by: Int64(count))
+        }
+    }
+
+    /// A run that failed (the API, or the store).
+    func recordFailure(app: String, environment: String) {
+        registry.makeCounter(name: "catalog_appstore_reconcile_failures_total", labels: [("app", app), ("environment", environment)])
+            .increment()
+    }
+}
+
+/// A client of the App Store Server API for each app and environment, from the app's published
+/// settings: one token source per app, given the new credentials when a revision changes them,
+/// and one connection pool for all.
+final class AppStoreAPIClients: Sendable {
+    let transport: any APITransport
+    let baseURL: URL?
+    let metrics: AppStoreAPIMetrics?
+    private let tokens = Mutex<[String: APITokenSource]>([:])
+
+    init(transport: any APITransport, baseURL: URL?, metrics: AppStoreAPIMetrics?) {
+        self.transport = transport
+        self.baseURL = baseURL
+        self.metrics = metrics
+    }
+
+    /// Clients of `app` in each environment it accepts, production first; none when its settings
+    /// name no API key.
+    func clients(_ app: AppPurchases) async -> [AppStoreServerAPIClient] {
+        guard let api = app.serverAPI else { return [] }
+        let credentials = AppStoreAPICredentials(keyId: api.keyId, issuerId: api.issuerId, bundleId: app.bundleId, keyFile: api.keyFile)
+        let (source, isNew) = tokens.withLock { tokens -> (APITokenSource, Bool) in
+            if let source = tokens[app.bundleId] { return (source, false) }
+            let source = APITokenSource(credentials)
+            tokens[app.bundleId] = source
+            return (source, true)
+        }
+        if !isNew { await source.update(credentials) }
+        let accepted = app.verifier.app.environments
+        let metrics = metrics
+        return AppStoreAPIEnvironment.allCases.filter { accepted.contains($0 == .production ? .production : .sandbox) }.map {
+            AppStoreServerAPIClient(
+                environment: $0, baseURL: baseURL, tokens: source, transport: transport, observe: { metrics?.record($0) })
+        }
+    }
+}
+
+/// The App Store Server API's periodic work, on the editor node only (once per cluster): every
+/// `interval`, each app whose settings name an API key is reconciled in each environment it
+/// accepts (``NotificationReconciler``). A failure is logged and counted, the position kept at
+/// the last page recorded, and the next run resumes there.
+public struct AppStoreAPIService: Service {
+    let apps: @Sendable () -> [String]
+    let settings: @Sendable (String) async -> AppPurchases?
+    let store: any PurchaseStore
+    let positions: any PollPositionStore
+    let clients: AppStoreAPIClients
+    let metrics: AppStoreAPIMetrics?
+    let interval: Duration
+    let logger: Logger
+
+    init(
+        apps: @escaping @Sendable () -> [String], settings: @escaping @Sendable (String) async -> AppPurchases?, store: any PurchaseStore,
+        positions: any PollPositionStore, clients: AppStoreAPIClients, metrics: AppStoreAPIMetrics?, interval: Duration, logger: Logger
+    ) {
+        self.apps = apps
+        self.settings = settings
+        self.store = store
+        self.positions = positions
+        self.clients = clients
+        self.metrics = metrics
+        self.interval = interval
+        self.logger = logger
+    }
+
+    public func run() async throws {
+        do {
+            try await cancelWhenGracefulShutdown {
+                while true {
+                    await runOnce()
+                    try await Task.sleep(for: interval)
+                }
+            }
+        } catch is CancellationError {
+            // Shutting down: the position of the last page recorded is kept.
+        }
+        try? await clients.transport.shutdown()
+    }
+
+    /// One pass over every app.
+    func runOnce() async {
+        for app in apps().sorted() {
+            guard !Task.isCancelled, let purchases = await settings(app) else { continue }
+            for client in await clients.clients(purchases) {
+                await reconcile(purchases, client: client)
+            }
+        }
+    }
+
+    private func reconcile(_ purchases: AppPurchases, client: AppStoreServerAPIClient) async {
+        let environment = client.environment.rawValue
+        let reconciler = NotificationReconciler(app: purchases, client: client, store: store, positions: positions)
+        do {
+            let summary = try await reconciler.run()
+            metrics?.record(summary, app: purchases.bundleId, environment: environment)
+            for refusal in summary.refusals.prefix(20) {
+                logger.warning("appstore.reconcile.refused", metadata: ["feed.app": "\(purchases.bundleId)", "error": "\(refusal)"])
+            }
+            if summary.stored > 0 {
+                logger.info(
+                    "appstore.reconcile",
+                    metadata: [
+                        "feed.app": "\(purchases.bundleId)", "environment": "\(environment)", "stored": "\(summary.stored)",
+                        "duplicates": "\(summary.duplicates)",
+                    ])
+            }
+        } catch is CancellationError {
+            return
+        } catch {
+            metrics?.recordFailure(app: purchases.bundleId, environment: environment)
+            logger.error(
+                "appstore.reconcile.failed",
+                metadata: ["feed.app": "\(purchases.bundleId)", "environment": "\(environment)", "error": "\(error)"])
+        }
+    }
+}
