@@ -157,7 +157,7 @@ let package = Package(
         .target(
             name: "AppStoreServerAPI",
             dependencies: [
-                "AppStore", "Ledger", "FeedSigning", "HTTPSemantics", "Time",
+                "AppStore", "CatalogKit", "Ledger", "FeedSigning", "HTTPSemantics", "Time",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),

@@ -24,6 +24,8 @@ public struct AppPurchases: Sendable {
     /// The App Store Server API's credentials (`serverAPIKeyId`, `serverAPIIssuerId`,
     /// `serverAPIKeyFile`); nil: the API is never called for this app.
     public let serverAPI: ServerAPISettings?
+    /// How consumption requests are answered; nil: they are not.
+    public let consumption: ConsumptionSettings?
     /// The app's bundle id.
     public let bundleId: String
     /// Each auto-renewable product's subscription group in the catalog, by product id (a period's
@@ -81,6 +83,7 @@ public struct AppPurchases: Sendable {
         webhookURL = record.webhookURL.flatMap { URL(string: $0) }
         webhookSecretFile = record.webhookSecretFile
         serverAPI = record.serverAPI
+        consumption = record.consumption
         bundleId = record.app
         subscriptionGroups = groups
     }

@@ -171,6 +171,31 @@ public struct CheckTestNotificationResponse: Codable, Sendable, Hashable {
     }
 }
 
+/// `Send Consumption Information`'s body (Apple's `ConsumptionRequest`, the current version).
+public struct ConsumptionRequest: Codable, Sendable, Hashable {
+    /// Always true: an answer is sent only when the customer consented (Apple asks for none otherwise).
+    public var customerConsented: Bool
+    /// Whether the app lets customers try its content first.
+    public var sampleContentProvided: Bool
+    /// `DELIVERED`, `UNDELIVERED_QUALITY_ISSUE`, `UNDELIVERED_WRONG_ITEM`, `UNDELIVERED_SERVER_OUTAGE`, `UNDELIVERED_OTHER`.
+    public var deliveryStatus: String
+    /// How much was consumed, in thousandths of a percent (0 to 100000); never for auto-renewable subscriptions.
+    public var consumptionPercentage: Int?
+    /// `DECLINE`, `GRANT_FULL` or `GRANT_PRORATED`.
+    public var refundPreference: String?
+
+    public init(
+        customerConsented: Bool, sampleContentProvided: Bool, deliveryStatus: String, consumptionPercentage: Int? = nil,
+        refundPreference: String? = nil
+    ) {
+        self.customerConsented = customerConsented
+        self.sampleContentProvided = sampleContentProvided
+        self.deliveryStatus = deliveryStatus
+        self.consumptionPercentage = consumptionPercentage
+        self.refundPreference = refundPreference
+    }
+}
+
 /// Apple's error body.
 struct ErrorBody: Decodable {
     var errorCode: Int?

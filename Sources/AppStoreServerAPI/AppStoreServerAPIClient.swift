@@ -122,6 +122,15 @@ public struct AppStoreServerAPIClient: Sendable {
             path: "/inApps/v1/subscriptions/\(try pathSegment(transactionId, "subscriptionStatuses"))", query: [], body: nil)
     }
 
+    /// `Send Consumption Information` (the current version, `v2`): what the developer knows of the
+    /// transaction a customer asked a refund of. Apple answers 202 with no body.
+    public func sendConsumptionInformation(_ transactionId: String, _ request: ConsumptionRequest) async throws(AppStoreAPIError) {
+        _ = try await send(
+            "consumption", method: "PUT",
+            path: "/inApps/v2/transactions/consumption/\(try pathSegment(transactionId, "consumption"))", query: [],
+            body: try encode(request, "consumption"))
+    }
+
     /// `Request a Test Notification`: Apple sends one to the app's notification URL.
     public func requestTestNotification() async throws(AppStoreAPIError) -> SendTestNotificationResponse {
         try await call("requestTestNotification", method: "POST", path: "/inApps/v1/notifications/test", query: [], body: nil)

@@ -24,7 +24,7 @@ public func buildApplication(
     publicDirectory: PublicTree, host: String = "127.0.0.1", port: Int = 8080,
     configuration: ServeConfiguration = ServeConfiguration(), reloadInterval: Duration = .milliseconds(250),
     reportStore: (any CatalogStore)? = nil, purchaseStore: (any PurchaseStore & WebhookOutbox)? = nil,
-    pollPositions: (any PollPositionStore)? = nil,
+    appStoreAPIStore: (any AppStoreAPIService.Store)? = nil,
     reportsConfiguration: ReportsConfiguration = ReportsConfiguration(),
     workflow: CatalogWorkflow? = nil, purchasesConfiguration: PurchasesConfiguration = PurchasesConfiguration(),
     metrics: ServerMetrics = ServerMetrics(),
@@ -119,11 +119,11 @@ public func buildApplication(
                 store: outbox, targets: { await targets.target($0) }, metrics: WebhookMetrics(registry: metrics.registry), logger: logger))
     }
     // The App Store Server API's work (docs/app-store-api.md), once per cluster: on the editor node.
-    if !configuration.isReplica, purchases != nil, let purchaseStore, let pollPositions {
+    if !configuration.isReplica, purchases != nil, let purchaseStore, let appStoreAPIStore {
         let apiMetrics = AppStoreAPIMetrics(registry: metrics.registry)
         services.append(
             AppStoreAPIService(
-                apps: { Array(store.index.apps.keys) }, settings: publishedSettings, store: purchaseStore, positions: pollPositions,
+                apps: { Array(store.index.apps.keys) }, settings: publishedSettings, store: purchaseStore, apiStore: appStoreAPIStore,
                 clients: AppStoreAPIClients(
                     transport: HTTPClientTransport(), baseURL: purchasesConfiguration.appStoreAPIURL, metrics: apiMetrics),
                 metrics: apiMetrics, interval: purchasesConfiguration.reconcileInterval, logger: logger))

@@ -330,7 +330,8 @@ enum Schema {
                 ALTER TABLE purchase_webhook_events RENAME COLUMN original_transaction_id TO purchase_key;
                 """),
         // How far reading a store's history has got (docs/app-store-api.md, "Reconciliation"): one
-        // row per app, store and stream, rewritten after every page recorded.
+        // row per app, store and stream, rewritten after every page recorded; and what became of
+        // each consumption request ("Consumption requests"), found by the notifications' type.
         Migration(
             version: 9,
             sql: """
@@ -345,6 +346,22 @@ enum Schema {
                     updated_at BIGINT NOT NULL,
                     PRIMARY KEY (app, store, stream)
                 );
+                CREATE TABLE purchase_consumption_answers (
+                    app TEXT NOT NULL,
+                    store TEXT NOT NULL,
+                    notification_id TEXT NOT NULL,
+                    transaction_id TEXT,
+                    state TEXT NOT NULL,
+                    attempts BIGINT NOT NULL,
+                    next_attempt_at BIGINT,
+                    body TEXT,
+                    status BIGINT,
+                    error TEXT,
+                    updated_at BIGINT NOT NULL,
+                    PRIMARY KEY (app, store, notification_id)
+                );
+                CREATE INDEX purchase_consumption_answers_by_transaction ON purchase_consumption_answers (app, transaction_id);
+                CREATE INDEX purchase_notifications_by_type ON purchase_notifications (store, notification_type, sequence);
                 """),
     ]
 
@@ -631,7 +648,7 @@ enum Schema {
                 ALTER TABLE purchase_webhook_events RENAME COLUMN original_transaction_id TO purchase_key;
                 ALTER TABLE purchase_webhook_events ALTER COLUMN store DROP DEFAULT;
                 """),
-        // SQLite's version 9: how far reading a store's history has got.
+        // SQLite's version 9: how far reading a store's history has got, and consumption answers.
         Migration(
             version: 12,
             sql: """
@@ -646,6 +663,22 @@ enum Schema {
                     updated_at BIGINT NOT NULL,
                     PRIMARY KEY (app, store, stream)
                 );
+                CREATE TABLE purchase_consumption_answers (
+                    app TEXT NOT NULL,
+                    store TEXT NOT NULL,
+                    notification_id TEXT NOT NULL,
+                    transaction_id TEXT,
+                    state TEXT NOT NULL,
+                    attempts BIGINT NOT NULL,
+                    next_attempt_at BIGINT,
+                    body TEXT,
+                    status BIGINT,
+                    error TEXT,
+                    updated_at BIGINT NOT NULL,
+                    PRIMARY KEY (app, store, notification_id)
+                );
+                CREATE INDEX purchase_consumption_answers_by_transaction ON purchase_consumption_answers (app, transaction_id);
+                CREATE INDEX purchase_notifications_by_type ON purchase_notifications (store, notification_type, sequence);
                 """),
     ]
 

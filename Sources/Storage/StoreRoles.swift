@@ -48,7 +48,7 @@ public enum StoreRoles {
         "purchase_customer_keys", "purchase_bindings", "purchase_transactions", "purchase_states", "purchase_notifications",
         "purchase_transfers", "purchase_webhook_events", "content_blobs", "content_chunks", "purchase_refused_claims",
         // Reconciliation is the editor node's alone: a replica has no right on its positions.
-        "purchase_poll_positions",
+        "purchase_poll_positions", "purchase_consumption_answers",
     ]
     static let sequences = [
         "reports_id_seq", "publication_changes", "purchase_customers_id_seq", "purchase_notifications_sequence_seq",

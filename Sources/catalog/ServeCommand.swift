@@ -215,7 +215,7 @@ struct ServeCommand: AsyncParsableCommand {
             let publications = try await publicationServices(resolved, store: store, tree: tree, metrics: metrics, logger: logger)
             let app = buildApplication(
                 publicDirectory: tree, host: listener.host, port: listener.port, configuration: configuration, reportStore: store,
-                purchaseStore: store, pollPositions: store, reportsConfiguration: reports, workflow: workflow,
+                purchaseStore: store, appStoreAPIStore: store, reportsConfiguration: reports, workflow: workflow,
                 purchasesConfiguration: purchasesConfiguration, metrics: metrics, adminListener: listener.admin,
                 tls: tls,
                 extraServices: (resolved.feeds.autoFeedback.map {

@@ -218,6 +218,23 @@ public final class AppStoreAPIStandIn: Sendable {
         case "transactionHistory": return transactionHistory(last, revision: query["revision"])
         case "subscriptionStatuses": return statuses(last)
         case "consumption":
+            // Apple's rules for the body: consent given, a delivery status, a share only when delivered.
+            guard let request = try? JSONSerialization.jsonObject(with: Data(body)) as? [String: Any] else {
+                return Self.error(400, 4_000_000)
+            }
+            guard request["customerConsented"] as? Bool == true else { return Self.error(400, 4_000_035) }
+            let statuses = [
+                "DELIVERED", "UNDELIVERED_QUALITY_ISSUE", "UNDELIVERED_WRONG_ITEM", "UNDELIVERED_SERVER_OUTAGE", "UNDELIVERED_OTHER",
+            ]
+            guard let delivery = request["deliveryStatus"] as? String, statuses.contains(delivery) else {
+                return Self.error(400, 4_000_036)
+            }
+            guard request["sampleContentProvided"] is Bool else { return Self.error(400, 4_000_041) }
+            if let share = request["consumptionPercentage"] as? Int,
+                !(0...100_000).contains(share) || (delivery != "DELIVERED" && share != 0)
+            {
+                return Self.error(400, 4_000_000)
+            }
             state.withLock { $0.consumption.append((last, body)) }
             return (202, nil)
         case "requestTestNotification":
@@ -380,7 +397,8 @@ public final class AppStoreAPIStandIn: Sendable {
         case (.post, "/inApps/v1/notifications/history"): "notificationHistory"
         case (.get, _) where path.hasPrefix("/inApps/v2/history/"): "transactionHistory"
         case (.get, _) where path.hasPrefix("/inApps/v1/subscriptions/"): "subscriptionStatuses"
-        case (.put, _) where path.hasPrefix("/inApps/v1/transactions/consumption/"): "consumption"
+        case (.put, _) where path.hasPrefix("/inApps/v2/transactions/consumption/"): "consumption"
+        case (.put, _) where path.hasPrefix("/inApps/v1/transactions/consumption/"): "consumptionV1"
         case (.post, "/inApps/v1/notifications/test"): "requestTestNotification"
         case (.get, _) where path.hasPrefix("/inApps/v1/notifications/test/"): "testNotificationStatus"
         default: "unknown"

@@ -19,6 +19,7 @@ import Testing
         appAppleId: Int64? = nil, environments: [PurchaseEnvironment] = [.production, .sandbox], policy: TransferPolicy = .keep,
         certificatePath: String? = nil, certificate: String? = nil, problem: String? = nil, webhookURL: String? = nil,
         secretFile: String? = nil, sandboxUnlocks: Bool? = nil, requireDeviceId: Bool? = nil, serverAPI: [String: String]? = nil,
+        consumption: [String: Any]? = nil,
         products: [PurchaseRecord.Product]
     ) throws -> PurchaseRecord {
         // Built through Codable: the record's memberwise initialiser is the catalog's.
@@ -42,6 +43,7 @@ import Testing
         if let sandboxUnlocks { object["sandboxUnlocks"] = sandboxUnlocks }
         if let requireDeviceId { object["requireDeviceId"] = requireDeviceId }
         if let serverAPI { object["serverAPI"] = serverAPI }
+        if let consumption { object["consumption"] = consumption }
         return try JSONDecoder().decode(PurchaseRecord.self, from: JSONSerialization.data(withJSONObject: object))
     }
 
@@ -64,6 +66,7 @@ import Testing
             certificatePath: "certs/StoreKit Testing.cer", certificate: "MIIB+/==", webhookURL: "https://example.com/hooks/a?b=c&d=/e",
             secretFile: "/etc/catalog/webhook secret", sandboxUnlocks: false, requireDeviceId: false,
             serverAPI: ["keyId": "2X9R4HXF34", "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "keyFile": "/etc/catalog/AuthKey.p8"],
+            consumption: ["sampleContentProvided": true, "refundPreference": "grantProrated"],
             products: [
                 try Self.product("com.example.app.pro.monthly", .autoRenewable, ["pro", "ad-free"], group: "pro"),
                 try Self.product("com.example.app.pass", .nonRenewing, ["com.example.app.pass"], duration: "P1M"),

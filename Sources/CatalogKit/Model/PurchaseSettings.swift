@@ -40,6 +40,39 @@ public struct ServerAPISettings: Sendable, Hashable, Codable {
     }
 }
 
+/// What an app decides of its answers to Apple's consumption requests (docs/app-store-api.md,
+/// "Consumption requests"): the rest of each answer comes from the ledger.
+public struct ConsumptionSettings: Sendable, Hashable, Codable {
+    /// The app's preference on a refund, as Apple names it.
+    public enum RefundPreference: String, Sendable, Hashable, Codable, CaseIterable {
+        case decline
+        case grantFull
+        case grantProrated
+
+        /// Apple's value (`DECLINE`, `GRANT_FULL`, `GRANT_PRORATED`).
+        public var apple: String {
+            switch self {
+            case .decline: "DECLINE"
+            case .grantFull: "GRANT_FULL"
+            case .grantProrated: "GRANT_PRORATED"
+            }
+        }
+
+        static let expectedList = "decline, grantFull or grantProrated"
+    }
+
+    /// `sampleContentProvided`.
+    public var sampleContentProvided: Bool
+    /// `refundPreference`; nil: none said.
+    public var refundPreference: RefundPreference?
+
+    /// Settings.
+    public init(sampleContentProvided: Bool = false, refundPreference: RefundPreference? = nil) {
+        self.sampleContentProvided = sampleContentProvided
+        self.refundPreference = refundPreference
+    }
+}
+
 /// An app's settings for the App Store's evidence: what it is bound to, and who owns a purchase.
 public struct PurchaseSettings: Sendable, Hashable {
     /// The app's Apple id (`appAppleId`), which production evidence must name; nil when not set.
@@ -59,6 +92,9 @@ public struct PurchaseSettings: Sendable, Hashable {
     /// The App Store Server API's credentials (`serverAPIKeyId`, `serverAPIIssuerId`,
     /// `serverAPIKeyFile`): all three or none; nil: the server never calls the API for this app.
     public var serverAPI: ServerAPISettings?
+    /// How Apple's consumption requests are answered (`answerConsumptionRequests`,
+    /// `sampleContentProvided`, `refundPreference`); nil: they are recorded and not answered.
+    public var consumption: ConsumptionSettings?
     /// Whether sandbox (and Xcode) evidence unlocks entitlements, credits and content
     /// (`sandboxUnlocks`); true by default, because App Review buys in the sandbox against the
     /// production server and must be able to use what it bought. False keeps such evidence in the

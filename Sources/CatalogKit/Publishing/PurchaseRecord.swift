@@ -57,6 +57,8 @@ public struct PurchaseRecord: Codable, Sendable, Equatable {
     /// The App Store Server API's credentials: the key's id and the issuer id, and the key file's
     /// path on each node that calls the API, never the key. Nil when not set.
     public var serverAPI: ServerAPISettings?
+    /// How consumption requests are answered; nil: they are not.
+    public var consumption: ConsumptionSettings?
     /// Every product of the catalog, in source order.
     public var products: [Product]
 
@@ -108,6 +110,7 @@ public struct PurchaseRecord: Codable, Sendable, Equatable {
         sandboxUnlocks = settings.sandboxUnlocks ? nil : false
         requireDeviceId = settings.requireDeviceId ? nil : false
         serverAPI = settings.serverAPI
+        consumption = settings.consumption
         products = []
     }
 
@@ -137,6 +140,17 @@ public struct PurchaseRecord: Codable, Sendable, Equatable {
         if let appAppleId {
             json.key("appAppleId")
             json.integer(appAppleId)
+        }
+        if let consumption {
+            json.key("consumption")
+            json.beginObject()
+            if let preference = consumption.refundPreference {
+                json.key("refundPreference")
+                json.string(preference.rawValue)
+            }
+            json.key("sampleContentProvided")
+            json.boolean(consumption.sampleContentProvided)
+            json.endObject()
         }
         json.key("environments")
         json.beginArray()

@@ -15,6 +15,9 @@ struct PurchaseSettingsRules {
     private var serverAPIKeyId: (Located<String>, file: String)?
     private var serverAPIIssuerId: (Located<String>, file: String)?
     private var serverAPIKeyFile: (Located<String>, file: String)?
+    private var answerConsumptionRequests: (Located<Bool>, file: String)?
+    private var sampleContentProvided: (Located<Bool>, file: String)?
+    private var refundPreference: (Located<String>, file: String)?
     private var sandboxUnlocks: (Located<Bool>, file: String)?
     private var requireDeviceId: (Located<Bool>, file: String)?
 
@@ -47,6 +50,9 @@ struct PurchaseSettingsRules {
         note(settings.serverAPIKeyId, "serverAPIKeyId", &serverAPIKeyId)
         note(settings.serverAPIIssuerId, "serverAPIIssuerId", &serverAPIIssuerId)
         note(settings.serverAPIKeyFile, "serverAPIKeyFile", &serverAPIKeyFile)
+        note(settings.answerConsumptionRequests, "answerConsumptionRequests", &answerConsumptionRequests)
+        note(settings.sampleContentProvided, "sampleContentProvided", &sampleContentProvided)
+        note(settings.refundPreference, "refundPreference", &refundPreference)
         note(settings.sandboxUnlocks, "sandboxUnlocks", &sandboxUnlocks)
         note(settings.requireDeviceId, "requireDeviceId", &requireDeviceId)
     }
@@ -118,7 +124,41 @@ struct PurchaseSettingsRules {
         if let (flag, _) = requireDeviceId { result.requireDeviceId = flag.value }
         checkWebhook(&result, into: &diagnostics)
         result.serverAPI = checkServerAPI(into: &diagnostics)
+        result.consumption = checkConsumption(hasServerAPI: result.serverAPI != nil, into: &diagnostics)
         return result
+    }
+
+    /// The consumption answers: on only when `answerConsumptionRequests` is true, which needs the
+    /// API's key; the two others are said of the answers, and warned about when nothing is answered.
+    private func checkConsumption(hasServerAPI: Bool, into diagnostics: inout [Diagnostic]) -> ConsumptionSettings? {
+        var preference: ConsumptionSettings.RefundPreference?
+        if let (text, file) = refundPreference {
+            preference = ConsumptionSettings.RefundPreference(rawValue: text.value)
+            if preference == nil {
+                diagnostics.append(
+                    .error(
+                        "unknown refundPreference '\(text.value)'; expected \(ConsumptionSettings.RefundPreference.expectedList)",
+                        file: file, at: text.position))
+            }
+        }
+        guard let (answer, file) = answerConsumptionRequests, answer.value else {
+            for (name, position, file) in [
+                sampleContentProvided.map { ("sampleContentProvided", $0.0.position, $0.file) },
+                refundPreference.map { ("refundPreference", $0.0.position, $0.file) },
+            ].compactMap({ $0 }) {
+                diagnostics.append(
+                    .warning("\(name) is set but answerConsumptionRequests is not true; it is not used", file: file, at: position))
+            }
+            return nil
+        }
+        guard hasServerAPI else {
+            diagnostics.append(
+                .error(
+                    "answerConsumptionRequests needs serverAPIKeyId, serverAPIIssuerId and serverAPIKeyFile: answers go through the App Store Server API",
+                    file: file, at: answer.position))
+            return nil
+        }
+        return ConsumptionSettings(sampleContentProvided: sampleContentProvided?.0.value ?? false, refundPreference: preference)
     }
 
     /// The App Store Server API's three settings: all or none, none empty; the key id as App Store

@@ -60,6 +60,9 @@ struct CanonicalSource {
                 ("serverAPIKeyId", settings.serverAPIKeyId.map(string)),
                 ("serverAPIIssuerId", settings.serverAPIIssuerId.map(string)),
                 ("serverAPIKeyFile", settings.serverAPIKeyFile.map(string)),
+                ("answerConsumptionRequests", settings.answerConsumptionRequests.map { .boolean($0.value) }),
+                ("sampleContentProvided", settings.sampleContentProvided.map { .boolean($0.value) }),
+                ("refundPreference", settings.refundPreference.map(string)),
                 ("sandboxUnlocks", settings.sandboxUnlocks.map { .boolean($0.value) }),
                 ("requireDeviceId", settings.requireDeviceId.map { .boolean($0.value) }),
             ]

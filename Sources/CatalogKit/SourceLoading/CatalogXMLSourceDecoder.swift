@@ -39,6 +39,14 @@ struct CatalogXMLSourceDecoder {
         settings.serverAPIKeyId = root.located("serverAPIKeyId")
         settings.serverAPIIssuerId = root.located("serverAPIIssuerId")
         settings.serverAPIKeyFile = root.located("serverAPIKeyFile")
+        settings.refundPreference = root.located("refundPreference")
+        // xs:boolean: the schema has admitted only true, false, 1 or 0.
+        settings.answerConsumptionRequests = root.located("answerConsumptionRequests").map {
+            Located($0.value == "true" || $0.value == "1", at: $0.position)
+        }
+        settings.sampleContentProvided = root.located("sampleContentProvided").map {
+            Located($0.value == "true" || $0.value == "1", at: $0.position)
+        }
         // xs:boolean: the schema has admitted only true, false, 1 or 0.
         settings.sandboxUnlocks = root.located("sandboxUnlocks").map { Located($0.value == "true" || $0.value == "1", at: $0.position) }
         settings.requireDeviceId = root.located("requireDeviceId").map {

@@ -99,6 +99,12 @@ public struct AppSettingsDefinition: Sendable {
     public var serverAPIIssuerId: Located<String>?
     /// The `serverAPIKeyFile` setting: a path.
     public var serverAPIKeyFile: Located<String>?
+    /// The `answerConsumptionRequests` setting.
+    public var answerConsumptionRequests: Located<Bool>?
+    /// The `sampleContentProvided` setting.
+    public var sampleContentProvided: Located<Bool>?
+    /// The `refundPreference` setting as written.
+    public var refundPreference: Located<String>?
     /// The `sandboxUnlocks` setting.
     public var sandboxUnlocks: Located<Bool>?
     /// The `requireDeviceId` setting.

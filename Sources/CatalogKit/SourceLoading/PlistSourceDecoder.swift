@@ -83,6 +83,13 @@ struct PlistSourceDecoder {
                     settings.serverAPIIssuerId = entry.value.string(key: "serverAPIIssuerId", file: file, into: &diagnostics)
                 case "serverAPIKeyFile":
                     settings.serverAPIKeyFile = entry.value.string(key: "serverAPIKeyFile", file: file, into: &diagnostics)
+                case "answerConsumptionRequests":
+                    settings.answerConsumptionRequests = entry.value.boolean(
+                        key: "answerConsumptionRequests", file: file, into: &diagnostics)
+                case "sampleContentProvided":
+                    settings.sampleContentProvided = entry.value.boolean(key: "sampleContentProvided", file: file, into: &diagnostics)
+                case "refundPreference":
+                    settings.refundPreference = entry.value.string(key: "refundPreference", file: file, into: &diagnostics)
                 case "sandboxUnlocks":
                     settings.sandboxUnlocks = entry.value.boolean(key: "sandboxUnlocks", file: file, into: &diagnostics)
                 case "requireDeviceId":
@@ -116,7 +123,8 @@ struct PlistSourceDecoder {
     /// The keys of the full form's root dict.
     static let settingKeys: Set<String> = [
         "app", "platforms", "feedbackPolicy", "appAppleId", "environments", "transferPolicy", "xcodeCertificate", "webhookURL",
-        "webhookSecretFile", "serverAPIKeyId", "serverAPIIssuerId", "serverAPIKeyFile", "sandboxUnlocks", "requireDeviceId", "products",
+        "webhookSecretFile", "serverAPIKeyId", "serverAPIIssuerId", "serverAPIKeyFile", "answerConsumptionRequests",
+        "sampleContentProvided", "refundPreference", "sandboxUnlocks", "requireDeviceId", "products",
         "content",
     ]
 

@@ -9,7 +9,8 @@ import PropertyList
 public enum SourcePlist {
     static let settingsOrder = [
         "app", "platforms", "feedbackPolicy", "appAppleId", "environments", "transferPolicy", "xcodeCertificate", "webhookURL",
-        "webhookSecretFile", "serverAPIKeyId", "serverAPIIssuerId", "serverAPIKeyFile", "sandboxUnlocks", "requireDeviceId", "products",
+        "webhookSecretFile", "serverAPIKeyId", "serverAPIIssuerId", "serverAPIKeyFile", "answerConsumptionRequests",
+        "sampleContentProvided", "refundPreference", "sandboxUnlocks", "requireDeviceId", "products",
         "content",
     ]
     static let productOrder = [

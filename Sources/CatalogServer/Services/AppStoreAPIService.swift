@@ -39,6 +39,17 @@ public struct AppStoreAPIMetrics: Sendable {
         }
     }
 
+    /// A pass of consumption answers.
+    func record(_ summary: ConsumptionResponder.Summary) {
+        for (result, count) in [
+            ("sent", summary.sent), ("skipped", summary.skipped), ("failed", summary.failed), ("expired", summary.expired),
+            ("deferred", summary.deferred),
+        ] where count > 0 {
+            registry.makeCounter(name: "catalog_appstore_consumption_answers_total", labels: [("result", result)]).increment(
+                by: Int64(count))
+        }
+    }
+
     /// A run that failed (the API, or the store).
     func recordFailure(app: String, environment: String) {
         registry.makeCounter(name: "catalog_appstore_reconcile_failures_total", labels: [("app", app), ("environment", environment)])
@@ -84,48 +95,76 @@ final class AppStoreAPIClients: Sendable {
 
 /// The App Store Server API's periodic work, on the editor node only (once per cluster): every
 /// `interval`, each app whose settings name an API key is reconciled in each environment it
-/// accepts (``NotificationReconciler``). A failure is logged and counted, the position kept at
-/// the last page recorded, and the next run resumes there.
+/// accepts (``NotificationReconciler``); every `consumptionInterval`, the consumption requests due
+/// are answered (``ConsumptionResponder``). A failure is logged and counted, the position kept at
+/// the last page recorded (a request stays pending), and the next run resumes there.
 public struct AppStoreAPIService: Service {
+    /// Where reconciliation keeps its positions and consumption its answers.
+    public typealias Store = PollPositionStore & ConsumptionAnswerStore
+
     let apps: @Sendable () -> [String]
     let settings: @Sendable (String) async -> AppPurchases?
     let store: any PurchaseStore
-    let positions: any PollPositionStore
+    let apiStore: any Store
     let clients: AppStoreAPIClients
     let metrics: AppStoreAPIMetrics?
     let interval: Duration
+    let consumptionInterval: Duration
     let logger: Logger
 
     init(
         apps: @escaping @Sendable () -> [String], settings: @escaping @Sendable (String) async -> AppPurchases?, store: any PurchaseStore,
-        positions: any PollPositionStore, clients: AppStoreAPIClients, metrics: AppStoreAPIMetrics?, interval: Duration, logger: Logger
+        apiStore: any Store, clients: AppStoreAPIClients, metrics: AppStoreAPIMetrics?, interval: Duration,
+        consumptionInterval: Duration = .seconds(60), logger: Logger
     ) {
         self.apps = apps
         self.settings = settings
         self.store = store
-        self.positions = positions
+        self.apiStore = apiStore
         self.clients = clients
         self.metrics = metrics
         self.interval = interval
+        self.consumptionInterval = consumptionInterval
         self.logger = logger
     }
 
     public func run() async throws {
         do {
             try await cancelWhenGracefulShutdown {
+                var nextReconciliation = ContinuousClock.now
                 while true {
-                    await runOnce()
-                    try await Task.sleep(for: interval)
+                    if ContinuousClock.now >= nextReconciliation {
+                        await reconcileAll()
+                        nextReconciliation = ContinuousClock.now + interval
+                    }
+                    await answerConsumptionRequests()
+                    try await Task.sleep(for: consumptionInterval)
                 }
             }
         } catch is CancellationError {
-            // Shutting down: the position of the last page recorded is kept.
+            // Shutting down: the position of the last page recorded is kept, and a request not
+            // answered stays pending.
         }
         try? await clients.transport.shutdown()
     }
 
+    /// One pass of the consumption requests due.
+    func answerConsumptionRequests() async {
+        let clients = clients
+        let responder = ConsumptionResponder(
+            store: store, answers: apiStore, settings: settings, clients: { await clients.clients($0) })
+        do {
+            let summary = try await responder.answerDue()
+            metrics?.record(summary)
+        } catch is CancellationError {
+            return
+        } catch {
+            logger.error("appstore.consumption.failed", metadata: ["error": "\(error)"])
+        }
+    }
+
     /// One pass over every app.
-    func runOnce() async {
+    func reconcileAll() async {
         for app in apps().sorted() {
             guard !Task.isCancelled, let purchases = await settings(app) else { continue }
             for client in await clients.clients(purchases) {
@@ -136,7 +175,7 @@ public struct AppStoreAPIService: Service {
 
     private func reconcile(_ purchases: AppPurchases, client: AppStoreServerAPIClient) async {
         let environment = client.environment.rawValue
-        let reconciler = NotificationReconciler(app: purchases, client: client, store: store, positions: positions)
+        let reconciler = NotificationReconciler(app: purchases, client: client, store: store, positions: apiStore)
         do {
             let summary = try await reconciler.run()
             metrics?.record(summary, app: purchases.bundleId, environment: environment)

@@ -303,6 +303,37 @@ import Testing
             ])
     }
 
+    /// Consumption answers: on only with the API's key, their two details warned about when off.
+    @Test func consumptionSettings() throws {
+        let api =
+            "\t<key>serverAPIKeyId</key>\n\t<string>2X9R4HXF34</string>\n\t<key>serverAPIIssuerId</key>\n\t<string>57246542-96fe-1a63-e053-0824d011072a</string>\n\t<key>serverAPIKeyFile</key>\n\t<string>k.p8</string>\n"
+        let on = "\t<key>answerConsumptionRequests</key>\n\t<true/>\n"
+        let details =
+            "\t<key>sampleContentProvided</key>\n\t<true/>\n\t<key>refundPreference</key>\n\t<string>grantFull</string>\n"
+        try withCatalog { catalog in
+            try catalog.write("com.example.game.plist", plist("<dict>\n" + api + on + details + "</dict>"))
+            let validation = catalog.workflow.validate()
+            #expect(validation.diagnostics.map(\.description) == [])
+            let settings = try #require(validation.catalogs.first?.purchaseSettings)
+            #expect(settings.consumption == ConsumptionSettings(sampleContentProvided: true, refundPreference: .grantFull))
+        }
+        #expect(
+            try validate(["com.example.game.plist": plist("<dict>\n" + on + "</dict>")]) == [
+                "\(RuleFixtures.game):6:2: error: answerConsumptionRequests needs serverAPIKeyId, serverAPIIssuerId and serverAPIKeyFile: answers go through the App Store Server API"
+            ])
+        #expect(
+            try validate(["com.example.game.plist": plist("<dict>\n" + api + details + "</dict>")]) == [
+                "\(RuleFixtures.game):12:2: warning: sampleContentProvided is set but answerConsumptionRequests is not true; it is not used",
+                "\(RuleFixtures.game):14:2: warning: refundPreference is set but answerConsumptionRequests is not true; it is not used",
+            ])
+        #expect(
+            try validate([
+                "com.example.game.plist": plist("<dict>\n" + api + on + "\t<key>refundPreference</key>\n\t<string>maybe</string>\n</dict>")
+            ]) == [
+                "\(RuleFixtures.game):14:2: error: unknown refundPreference 'maybe'; expected decline, grantFull or grantProrated"
+            ])
+    }
+
     @Test func purchaseSettingsInTwoFilesOfAFolder() throws {
         let file = plist(
             "<dict>\n\t<key>transferPolicy</key>\n\t<string>keep</string>\n\t<key>appAppleId</key>\n\t<integer>7</integer>\n</dict>")
