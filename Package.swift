@@ -215,7 +215,7 @@ let package = Package(
             name: "CatalogServerTests",
             dependencies: [
                 "CatalogServer", "CatalogKit", "FeedSigning", "CatalogTestSupport", "Storage", "Time", "HTTPSemantics", "AppStore",
-                "AppStoreTestSupport", "Content", "Ledger", "PropertyList",
+                "AppStoreTestSupport", "Content", "Ledger", "PropertyList", "AppStoreAPIStandIn",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),
@@ -286,6 +286,8 @@ let package = Package(
                 "AppStoreTestSupport", "FeedSigning",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
             ],
             path: "Tests/AppStoreAPIStandIn"
         ),

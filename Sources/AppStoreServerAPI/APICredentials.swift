@@ -103,6 +103,7 @@ public actor APITokenSource {
 
 /// The credentials could not make a token: the key file is missing, unreadable or not a key.
 public struct APICredentialsError: Error, CustomStringConvertible, Sendable, Hashable {
+    /// What could not be done, and with which file.
     public let description: String
     init(_ description: String) { self.description = description }
 }

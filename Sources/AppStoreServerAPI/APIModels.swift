@@ -35,6 +35,7 @@ public struct NotificationHistoryResponse: Codable, Sendable, Hashable {
     /// The token that asks for the next page.
     public var paginationToken: String?
 
+    /// A value with these fields.
     public init(notificationHistory: [NotificationHistoryItem]?, hasMore: Bool?, paginationToken: String?) {
         self.notificationHistory = notificationHistory
         self.hasMore = hasMore
@@ -49,6 +50,7 @@ public struct NotificationHistoryItem: Codable, Sendable, Hashable {
     /// Apple's attempts to deliver it: the first and up to five retries.
     public var sendAttempts: [SendAttempt]?
 
+    /// A value with these fields.
     public init(signedPayload: String?, sendAttempts: [SendAttempt]? = nil) {
         self.signedPayload = signedPayload
         self.sendAttempts = sendAttempts
@@ -62,6 +64,7 @@ public struct SendAttempt: Codable, Sendable, Hashable {
     /// `SUCCESS`, `TIMED_OUT`, `NO_RESPONSE`, `UNSUCCESSFUL_HTTP_RESPONSE_CODE`, ...
     public var sendAttemptResult: String?
 
+    /// A value with these fields.
     public init(attemptDate: Int64?, sendAttemptResult: String?) {
         self.attemptDate = attemptDate
         self.sendAttemptResult = sendAttemptResult
@@ -74,13 +77,16 @@ public struct TransactionHistoryResponse: Codable, Sendable, Hashable {
     public var revision: String?
     /// Whether another page follows.
     public var hasMore: Bool?
+    /// The app's bundle id, as Apple names it.
     public var bundleId: String?
+    /// The app's Apple id.
     public var appAppleId: Int64?
     /// `Production` or `Sandbox`.
     public var environment: String?
     /// The page's transactions, each a JWS.
     public var signedTransactions: [String]?
 
+    /// A value with these fields.
     public init(
         revision: String?, hasMore: Bool?, bundleId: String?, appAppleId: Int64?, environment: String?, signedTransactions: [String]?
     ) {
@@ -95,12 +101,16 @@ public struct TransactionHistoryResponse: Codable, Sendable, Hashable {
 
 /// `Get All Subscription Statuses`'s answer.
 public struct StatusResponse: Codable, Sendable, Hashable {
+    /// `Production` or `Sandbox`.
     public var environment: String?
+    /// The app's bundle id, as Apple names it.
     public var bundleId: String?
+    /// The app's Apple id.
     public var appAppleId: Int64?
     /// One entry per subscription group.
     public var data: [SubscriptionGroupStatus]?
 
+    /// A value with these fields.
     public init(environment: String?, bundleId: String?, appAppleId: Int64?, data: [SubscriptionGroupStatus]?) {
         self.environment = environment
         self.bundleId = bundleId
@@ -111,9 +121,12 @@ public struct StatusResponse: Codable, Sendable, Hashable {
 
 /// A subscription group's last transactions.
 public struct SubscriptionGroupStatus: Codable, Sendable, Hashable {
+    /// The subscription group, as Apple numbers it.
     public var subscriptionGroupIdentifier: String?
+    /// The group's subscriptions, each with its latest transaction and renewal info.
     public var lastTransactions: [LastTransaction]?
 
+    /// A value with these fields.
     public init(subscriptionGroupIdentifier: String?, lastTransactions: [LastTransaction]?) {
         self.subscriptionGroupIdentifier = subscriptionGroupIdentifier
         self.lastTransactions = lastTransactions
@@ -124,12 +137,14 @@ public struct SubscriptionGroupStatus: Codable, Sendable, Hashable {
 public struct LastTransaction: Codable, Sendable, Hashable {
     /// 1 active, 2 expired, 3 billing retry, 4 grace period, 5 revoked.
     public var status: Int?
+    /// The subscription's original transaction id.
     public var originalTransactionId: String?
     /// The latest transaction, a JWS.
     public var signedTransactionInfo: String?
     /// The renewal info, a JWS.
     public var signedRenewalInfo: String?
 
+    /// A value with these fields.
     public init(status: Int?, originalTransactionId: String?, signedTransactionInfo: String?, signedRenewalInfo: String?) {
         self.status = status
         self.originalTransactionId = originalTransactionId
@@ -153,8 +168,10 @@ public struct LastTransaction: Codable, Sendable, Hashable {
 
 /// `Request a Test Notification`'s answer.
 public struct SendTestNotificationResponse: Codable, Sendable, Hashable {
+    /// What `Get Test Notification Status` asks about.
     public var testNotificationToken: String?
 
+    /// A value with these fields.
     public init(testNotificationToken: String?) { self.testNotificationToken = testNotificationToken }
 }
 
@@ -165,6 +182,7 @@ public struct CheckTestNotificationResponse: Codable, Sendable, Hashable {
     /// Apple's attempts to deliver it.
     public var sendAttempts: [SendAttempt]?
 
+    /// A value with these fields.
     public init(signedPayload: String?, sendAttempts: [SendAttempt]?) {
         self.signedPayload = signedPayload
         self.sendAttempts = sendAttempts
@@ -184,6 +202,7 @@ public struct ConsumptionRequest: Codable, Sendable, Hashable {
     /// `DECLINE`, `GRANT_FULL` or `GRANT_PRORATED`.
     public var refundPreference: String?
 
+    /// A value with these fields.
     public init(
         customerConsented: Bool, sampleContentProvided: Bool, deliveryStatus: String, consumptionPercentage: Int? = nil,
         refundPreference: String? = nil

@@ -5,19 +5,26 @@ import Synchronization
 
 /// One HTTP request of the API client.
 public struct APIRequest: Sendable {
+    /// `GET`, `POST` or `PUT`.
     public var method: String
     /// The whole URL, query included.
     public var url: String
+    /// The headers, by name and value.
     public var headers: [(String, String)]
+    /// The body, when there is one.
     public var body: [UInt8]?
 }
 
 /// One HTTP answer.
 public struct APIResponse: Sendable {
+    /// The HTTP status.
     public var status: Int
+    /// The headers, by name and value.
     public var headers: [(String, String)]
+    /// The whole body.
     public var body: [UInt8]
 
+    /// A value with these fields.
     public init(status: Int, headers: [(String, String)], body: [UInt8]) {
         self.status = status
         self.headers = headers
@@ -65,6 +72,7 @@ public final class HTTPClientTransport: APITransport {
         }
     }
 
+    /// Sends `request` and reads its whole answer, within `timeout`.
     public func send(_ request: APIRequest, timeout: Duration) async throws -> APIResponse {
         var outgoing = HTTPClientRequest(url: request.url)
         outgoing.method = HTTPMethod(rawValue: request.method)

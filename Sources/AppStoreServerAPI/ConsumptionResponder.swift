@@ -12,15 +12,20 @@ import Ledger
 public struct ConsumptionResponder: Sendable {
     /// What a pass did.
     public struct Summary: Sendable, Hashable {
+        /// Answers Apple took.
         public var sent = 0
+        /// Requests of apps that do not answer.
         public var skipped = 0
+        /// Answers Apple refused, or requests that could not be read.
         public var failed = 0
+        /// Requests whose twelve hours ran out.
         public var expired = 0
         /// Still pending: tried again later.
         public var deferred = 0
         /// The API throttled the pass, which stopped there.
         public var throttled = false
 
+        /// Nothing done yet.
         public init() {}
     }
 

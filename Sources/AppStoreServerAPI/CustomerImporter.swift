@@ -26,6 +26,7 @@ public struct CustomerImporter: Sendable {
         /// How many refusals a summary keeps the reasons of.
         public static let keptRefusals = 100
 
+        /// Nothing done yet.
         public init() {}
 
         /// Adds `other`'s counts.

@@ -27,6 +27,7 @@ public struct NotificationReconciler: Sendable {
         public var refused = 0
         /// The window read, in milliseconds since 1970.
         public var windowStart: Int64 = 0
+        /// Its end.
         public var windowEnd: Int64 = 0
         /// Whether the window was read to its end.
         public var done = false

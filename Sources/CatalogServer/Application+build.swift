@@ -35,6 +35,18 @@ public func buildApplication(
     metrics.recordFeeds(store.index, reloaded: false)
     // Purchases need a store that keeps them; the apps' settings come from each revision's
     // purchase record, on the editor node and on replicas alike.
+    // The App Store Server API's clients, on the editor node: one connection pool, shut down by
+    // the service that uses them most.
+    let apiMetrics = AppStoreAPIMetrics(registry: metrics.registry)
+    let appStoreAPI: (store: any AppStoreAPIService.Store, clients: AppStoreAPIClients)? =
+        configuration.isReplica || purchaseStore == nil
+        ? nil
+        : appStoreAPIStore.map {
+            (
+                $0,
+                AppStoreAPIClients(transport: HTTPClientTransport(), baseURL: purchasesConfiguration.appStoreAPIURL, metrics: apiMetrics)
+            )
+        }
     let purchases: PurchaseEndpoints? = {
         guard let purchaseStore else { return nil }
         let appleRoots: PurchaseTrust
@@ -49,7 +61,7 @@ public func buildApplication(
         return PurchaseEndpoints(
             store: purchaseStore, tokens: configuration.isReplica ? nil : reportStore, tree: publicDirectory, trust: trust,
             configuration: purchasesConfiguration,
-            metrics: metrics, logger: logger)
+            metrics: metrics, appStoreAPI: appStoreAPI, logger: logger)
     }()
     // An app's purchase settings at the revision it serves, read once per revision: for the report
     // intake's AppTransactions and the webhooks alike.
@@ -119,14 +131,11 @@ public func buildApplication(
                 store: outbox, targets: { await targets.target($0) }, metrics: WebhookMetrics(registry: metrics.registry), logger: logger))
     }
     // The App Store Server API's work (docs/app-store-api.md), once per cluster: on the editor node.
-    if !configuration.isReplica, purchases != nil, let purchaseStore, let appStoreAPIStore {
-        let apiMetrics = AppStoreAPIMetrics(registry: metrics.registry)
+    if purchases != nil, let purchaseStore, let appStoreAPI {
         services.append(
             AppStoreAPIService(
-                apps: { Array(store.index.apps.keys) }, settings: publishedSettings, store: purchaseStore, apiStore: appStoreAPIStore,
-                clients: AppStoreAPIClients(
-                    transport: HTTPClientTransport(), baseURL: purchasesConfiguration.appStoreAPIURL, metrics: apiMetrics),
-                metrics: apiMetrics, interval: purchasesConfiguration.reconcileInterval, logger: logger))
+                apps: { Array(store.index.apps.keys) }, settings: publishedSettings, store: purchaseStore, apiStore: appStoreAPI.store,
+                clients: appStoreAPI.clients, metrics: apiMetrics, interval: purchasesConfiguration.reconcileInterval, logger: logger))
     }
     if let adminListener {
         // A second listener, run beside the first as one of its services: plain HTTP/1 through

@@ -19,13 +19,17 @@ public struct ConsumptionAnswer: Sendable, Hashable {
         case expired
     }
 
+    /// The app asked.
     public var app: String
+    /// The store that asked.
     public var marketplace: Marketplace
     /// The request's notification.
     public var notificationId: String
     /// The transaction the refund is asked for.
     public var transactionId: String?
+    /// Where it stands.
     public var state: State
+    /// Attempts made to answer.
     public var attempts: Int
     /// When a pending answer is tried again.
     public var nextAttemptAt: Date?
@@ -35,6 +39,7 @@ public struct ConsumptionAnswer: Sendable, Hashable {
     public var status: Int?
     /// Why it failed, was skipped, or is still pending.
     public var error: String?
+    /// When this state was written.
     public var updatedAt: Date
 
     /// An answer.

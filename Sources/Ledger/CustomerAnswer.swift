@@ -24,6 +24,37 @@ public struct CustomerAnswer: Sendable {
         /// Beside a purchase the app sent with evidence of the buyer's store account (the App Store's
         /// AppTransaction): whether it was used, and why not.
         public var appTransaction: AccountEvidenceUse?
+        /// The store's consumption requests about the customer's transactions (refunds they asked
+        /// for) and what was answered; in a full answer on the editor node, when there are some.
+        public var consumptionAnswers: [ConsumptionAnswerRow]? = nil
+    }
+
+    /// One consumption request and its answer (``ConsumptionAnswer``), as a customer's page shows it.
+    public struct ConsumptionAnswerRow: Codable, Sendable, Equatable {
+        public var transactionId: String?
+        public var notificationId: String
+        /// `pending`, `sent`, `skipped`, `failed` or `expired`.
+        public var state: String
+        public var attempts: Int
+        /// The JSON sent, or to be sent.
+        public var body: String?
+        /// The store's answer status.
+        public var status: Int?
+        public var error: String?
+        /// When the state was written.
+        public var at: String
+
+        /// The row of `answer`.
+        public init(_ answer: ConsumptionAnswer) {
+            transactionId = answer.transactionId
+            notificationId = answer.notificationId
+            state = answer.state.rawValue
+            attempts = answer.attempts
+            body = answer.body
+            status = answer.status
+            error = answer.error
+            at = CustomerAnswer.rfc3339(answer.updatedAt)
+        }
     }
 
     /// Claims refused on one of the customer's purchases (`keep`): by whom (nil: the claimants past

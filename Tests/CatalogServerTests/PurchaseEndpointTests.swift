@@ -63,7 +63,7 @@ import Time
     static func withServer(
         policy: String = "keep", settings: String = "", receipts: PKI? = nil, limit: RateLimit? = RateLimit(perMinute: 600, burst: 120),
         store makeStore: ((SQLiteStore) -> any PurchaseStore & WebhookOutbox)? = nil,
-        reports: ReportsConfiguration = ReportsConfiguration(),
+        reports: ReportsConfiguration = ReportsConfiguration(), appStoreAPIURL: URL? = nil,
         _ body: @Sendable (any TestClientProtocol, Server) async throws -> Void
     ) async throws {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("purchases-\(UUID().uuidString)")
@@ -90,10 +90,12 @@ import Time
         var purchases = PurchasesConfiguration()
         purchases.trust = PurchaseTrust(jwsRoots: [pki.root], receiptRoots: [receipts?.root ?? pki.root])
         purchases.perAddress = limit
+        purchases.appStoreAPIURL = appStoreAPIURL
         let server = Server(root: root, store: sqlite, pki: pki, backend: secrets[0], viewer: secrets[1], metrics: metrics)
         let application = buildApplication(
             publicDirectory: tree, port: 0, configuration: configuration, reloadInterval: .milliseconds(50), reportStore: sqlite,
-            purchaseStore: purchaseStore, reportsConfiguration: reports, workflow: workflow, purchasesConfiguration: purchases,
+            purchaseStore: purchaseStore, appStoreAPIStore: sqlite, reportsConfiguration: reports, workflow: workflow,
+            purchasesConfiguration: purchases,
             metrics: metrics,
             logger: Logger(label: "test"))
         try await application.test(.live) { client in try await body(client, server) }

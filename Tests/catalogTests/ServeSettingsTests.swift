@@ -180,6 +180,7 @@ import Testing
             "cache-control": ("no-cache", []), "feeds": ("store", postgres), "feeds-cache": ("cache", ["--feeds", "store"] + postgres),
             "feeds-poll": ("5s", []), "auto-feedback": ("1h", []),
             "content-keys": ("content-keys.json", []), "content-url-lifetime": ("15m", []),
+            "reconcile-interval": ("30m", []), "app-store-api-url": ("http://127.0.0.1:9/", []),
         ]
     }()
 

@@ -45,8 +45,11 @@ public struct ServerAPISettings: Sendable, Hashable, Codable {
 public struct ConsumptionSettings: Sendable, Hashable, Codable {
     /// The app's preference on a refund, as Apple names it.
     public enum RefundPreference: String, Sendable, Hashable, Codable, CaseIterable {
+        /// The developer prefers Apple to decline the refund.
         case decline
+        /// The developer prefers Apple to grant the whole refund.
         case grantFull
+        /// The developer prefers Apple to refund what was not used.
         case grantProrated
 
         /// Apple's value (`DECLINE`, `GRANT_FULL`, `GRANT_PRORATED`).

@@ -1,4 +1,5 @@
 import AppStore
+import AppStoreServerAPI
 import CatalogKit
 import Foundation
 import HTTPTypes
@@ -93,6 +94,10 @@ struct PurchaseEndpoints: Sendable {
     /// `POST …/customers/lookup` per client network, at the purchases' rate but a budget of its own.
     let lookupsByAddress: RateLimiter?
     let metrics: ServerMetrics
+    /// The App Store Server API on the editor node (docs/app-store-api.md): its clients, for a
+    /// backend's import of a customer, and the consumption answers a customer's full read shows.
+    /// Nil on a serving replica.
+    let appStoreAPI: (store: any AppStoreAPIService.Store, clients: AppStoreAPIClients)?
     /// Where a store failure is told in full: the answer says only to send it again.
     let logger: Logger
 
@@ -103,7 +108,8 @@ struct PurchaseEndpoints: Sendable {
 
     init(
         store: any PurchaseStore, tokens: (any EditorStore)?, tree: PublicTree, trust: PurchaseTrust,
-        configuration: PurchasesConfiguration, metrics: ServerMetrics, logger: Logger
+        configuration: PurchasesConfiguration, metrics: ServerMetrics,
+        appStoreAPI: (store: any AppStoreAPIService.Store, clients: AppStoreAPIClients)? = nil, logger: Logger
     ) {
         self.store = store
         self.tokens = tokens
@@ -112,6 +118,7 @@ struct PurchaseEndpoints: Sendable {
         byAddress = configuration.perAddress.map { RateLimiter($0) }
         lookupsByAddress = configuration.perAddress.map { RateLimiter($0) }
         self.metrics = metrics
+        self.appStoreAPI = appStoreAPI
         self.logger = logger
     }
 
@@ -247,7 +254,7 @@ struct PurchaseEndpoints: Sendable {
 
     /// A backend's token checked (editors' and viewers' tokens read too); nil when it is good. On a
     /// serving replica, 421: tokens are the editor node's, and an app asks by its evidence here.
-    func backendToken(_ request: Request, app: String) async -> EndpointRefusal? {
+    func backendToken(_ request: Request, app: String, writes: Bool = false) async -> EndpointRefusal? {
         guard let tokens else {
             return EndpointRefusal(
                 response: JSONError.response(
@@ -257,6 +264,8 @@ struct PurchaseEndpoints: Sendable {
         }
         switch await AdminAPI.authenticate(request, store: tokens) {
         case .failure(let refusal): return EndpointRefusal(response: refusal.response)
+        case .success(let token) where writes && token.role == .viewer:
+            return EndpointRefusal(response: JSONError.response(.forbidden, "a viewer's token reads only"))
         case .success: return nil
         }
     }
@@ -274,10 +283,55 @@ struct PurchaseEndpoints: Sendable {
             guard let record = try await store.customer(app: app, id: id) else {
                 return JSONError.response(.notFound, "no customer of '\(app)' has the key '\(id)'")
             }
-            return Self.ok(CustomerAnswer(record, at: at, catalog: config.catalog, full: true).json)
+            let answer = CustomerAnswer(record, at: at, catalog: config.catalog, full: true)
+            let ids = record.transactions.compactMap(\.transactionId)
+            guard let store = appStoreAPI?.store, !ids.isEmpty else { return Self.ok(answer.json) }
+            let answers = try await store.consumptionAnswers(app: app, transactionIds: ids)
+            guard !answers.isEmpty else { return Self.ok(answer.json) }
+            var body = answer.body
+            body.consumptionAnswers = answers.map(CustomerAnswer.ConsumptionAnswerRow.init)
+            return Self.ok(CustomerAnswer.encode(body))
         } catch {
             return JSONError.response(.serviceUnavailable, "the purchase store does not answer")
         }
+    }
+
+    /// `POST /v1/apps/{app}/customers/{id}/import`: the whole App Store history of the customer
+    /// who made transaction `id`, fetched from the App Store Server API, verified and recorded, then
+    /// the customer answered as `GET` answers them (docs/app-store-api.md, "Import"). A backend's or
+    /// an editor's token; the editor node only.
+    func customerImport(_ request: Request, app: String, id: String, revision: Int?, now: Date) async -> Response {
+        guard request.method == .post else { return CatalogResponder.methodNotAllowed(request, allow: "POST") }
+        if let refusal = await backendToken(request, app: app, writes: true) { return refusal.response }
+        guard let appStoreAPI else {
+            return JSONError.response(.misdirectedRequest, "the App Store Server API is called from the editor node only")
+        }
+        guard let revision else { return JSONError.response(.notFound, "no published app '\(app)'") }
+        let config: AppPurchases
+        switch await settings.app(app, revision: revision) {
+        case .failure(let error): return JSONError.response(.serviceUnavailable, "\(error)")
+        case .success(let found): config = found
+        }
+        guard config.serverAPI != nil else {
+            return JSONError.response(
+                .conflict, "\(app) names no App Store Server API key (serverAPIKeyId, serverAPIIssuerId, serverAPIKeyFile)")
+        }
+        let importer = CustomerImporter(app: config, clients: await appStoreAPI.clients.clients(config), store: store)
+        do {
+            let summary = try await importer.importCustomer(id)
+            guard summary.customers > 0 else {
+                return JSONError.response(.notFound, summary.refusals.first ?? "Apple knows no transaction \(id)")
+            }
+            logger.info(
+                "appstore.import",
+                metadata: ["feed.app": "\(app)", "purchases": "\(summary.purchases)", "refused": "\(summary.refused)"])
+        } catch let error as AppStoreAPIError {
+            return JSONError.response(.badGateway, "\(error)")
+        } catch {
+            logger.error("appstore.import.failed", metadata: ["feed.app": "\(app)", "error": "\(error)"])
+            return JSONError.response(.serviceUnavailable, "the purchase store does not answer")
+        }
+        return await customerDocument(app: app, id: id, revision: revision, at: now)
     }
 
     // MARK: - Shared steps

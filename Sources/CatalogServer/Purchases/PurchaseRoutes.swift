@@ -18,6 +18,7 @@ extension CatalogResponder {
                 await $0.customerLookup($1)
             },
             RouteSpec("/v1/apps/{app}/customers/{id}", .get, .head, metrics: "customers") { await $0.customer($1) },
+            RouteSpec("/v1/apps/{app}/customers/{id}/import", .post, metrics: "customer_import") { await $0.customerImport($1) },
         ])
 
     /// `POST /v1/apps/{app}/notifications/app-store`: App Store Server Notifications V2.
@@ -45,6 +46,13 @@ extension CatalogResponder {
     func customer(_ call: RouteCall) async -> Response {
         await withPurchases(call) { purchases, revision, now in
             await purchases.customer(call.request, app: call.app, id: call.parameters["id"], revision: revision, now: now)
+        }
+    }
+
+    /// `POST /v1/apps/{app}/customers/{id}/import`: a customer's App Store history, for a backend.
+    func customerImport(_ call: RouteCall) async -> Response {
+        await withPurchases(call) { purchases, revision, now in
+            await purchases.customerImport(call.request, app: call.app, id: call.parameters["id"], revision: revision, now: now)
         }
     }
 

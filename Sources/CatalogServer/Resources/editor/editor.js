@@ -714,6 +714,7 @@ async function renderCustomers(app, key) {
   const periods = customer.periods || [];
   const refunds = purchases.filter((purchase) => purchase.revocationDate);
   const transfers = customer.transfers || [];
+  const consumption = customer.consumptionAnswers || [];
   const content = await contentSection(app, key);
   show(title, appTabs(app, "Customers"), search,
     h("section", { id: "customer", "aria-labelledby": "customer-heading" },
@@ -744,7 +745,13 @@ async function renderCustomers(app, key) {
       transfers.length ? table("Transfers to or from this customer, oldest first (the audit of the transfer policy)", ["When", "Purchase", "From customer", "To customer", "Outcome"],
         transfers.map((item) => [when(item.at), h("code", {}, item.originalTransactionId), `${item.fromCustomer}`, `${item.toCustomer}`,
           badge(item.outcome, item.outcome === "refused" ? "suspect" : "cleared")]))
-        : h("p", {}, "None.")),
+        : h("p", {}, "None."),
+      consumption.length ? h("h3", {}, "Refund requests answered") : null,
+      consumption.length ? table("Apple's consumption requests and the answers sent (docs/app-store-api.md)", ["When", "Transaction", "State", "Sent", "Apple's answer"],
+        consumption.map((item) => [when(item.at), h("code", {}, item.transactionId || "—"),
+          badge(item.state, item.state === "sent" ? "cleared" : item.state === "pending" ? "suspect" : "quarantined"),
+          item.body ? h("code", {}, item.body) : "—", item.error || (item.status ? `${item.status}` : "—")]))
+        : null),
     content);
 }
 
