@@ -14,6 +14,38 @@ struct Migration: Sendable {
 /// `text[]` in PostgreSQL) and unnested only when aggregating, so that storing a report costs
 /// one row however many identifiers it names. Times are whole seconds since 1970 (UTC).
 enum Schema {
+    /// The tables of the stores' server APIs (docs/app-store-api.md), the same SQL in both
+    /// databases: how far reading a history has got, and what became of each consumption request.
+    static let storeAPITables = """
+        CREATE TABLE purchase_poll_positions (
+            app TEXT NOT NULL,
+            store TEXT NOT NULL,
+            stream TEXT NOT NULL,
+            window_start_ms BIGINT NOT NULL,
+            window_end_ms BIGINT NOT NULL,
+            cursor TEXT,
+            done BIGINT NOT NULL,
+            updated_at BIGINT NOT NULL,
+            PRIMARY KEY (app, store, stream)
+        );
+        CREATE TABLE purchase_consumption_answers (
+            app TEXT NOT NULL,
+            store TEXT NOT NULL,
+            notification_id TEXT NOT NULL,
+            transaction_id TEXT,
+            state TEXT NOT NULL,
+            attempts BIGINT NOT NULL,
+            next_attempt_at BIGINT,
+            body TEXT,
+            status BIGINT,
+            error TEXT,
+            updated_at BIGINT NOT NULL,
+            PRIMARY KEY (app, store, notification_id)
+        );
+        CREATE INDEX purchase_consumption_answers_by_transaction ON purchase_consumption_answers (app, transaction_id);
+        CREATE INDEX purchase_notifications_by_type ON purchase_notifications (store, notification_type, sequence);
+        """
+
     static let sqlite: [Migration] = [
         Migration(
             version: 1,
@@ -334,35 +366,7 @@ enum Schema {
         // each consumption request ("Consumption requests"), found by the notifications' type.
         Migration(
             version: 9,
-            sql: """
-                CREATE TABLE purchase_poll_positions (
-                    app TEXT NOT NULL,
-                    store TEXT NOT NULL,
-                    stream TEXT NOT NULL,
-                    window_start_ms BIGINT NOT NULL,
-                    window_end_ms BIGINT NOT NULL,
-                    cursor TEXT,
-                    done BIGINT NOT NULL,
-                    updated_at BIGINT NOT NULL,
-                    PRIMARY KEY (app, store, stream)
-                );
-                CREATE TABLE purchase_consumption_answers (
-                    app TEXT NOT NULL,
-                    store TEXT NOT NULL,
-                    notification_id TEXT NOT NULL,
-                    transaction_id TEXT,
-                    state TEXT NOT NULL,
-                    attempts BIGINT NOT NULL,
-                    next_attempt_at BIGINT,
-                    body TEXT,
-                    status BIGINT,
-                    error TEXT,
-                    updated_at BIGINT NOT NULL,
-                    PRIMARY KEY (app, store, notification_id)
-                );
-                CREATE INDEX purchase_consumption_answers_by_transaction ON purchase_consumption_answers (app, transaction_id);
-                CREATE INDEX purchase_notifications_by_type ON purchase_notifications (store, notification_type, sequence);
-                """),
+            sql: storeAPITables),
     ]
 
     static let postgres: [Migration] = [
@@ -651,35 +655,7 @@ enum Schema {
         // SQLite's version 9: how far reading a store's history has got, and consumption answers.
         Migration(
             version: 12,
-            sql: """
-                CREATE TABLE purchase_poll_positions (
-                    app TEXT NOT NULL,
-                    store TEXT NOT NULL,
-                    stream TEXT NOT NULL,
-                    window_start_ms BIGINT NOT NULL,
-                    window_end_ms BIGINT NOT NULL,
-                    cursor TEXT,
-                    done BIGINT NOT NULL,
-                    updated_at BIGINT NOT NULL,
-                    PRIMARY KEY (app, store, stream)
-                );
-                CREATE TABLE purchase_consumption_answers (
-                    app TEXT NOT NULL,
-                    store TEXT NOT NULL,
-                    notification_id TEXT NOT NULL,
-                    transaction_id TEXT,
-                    state TEXT NOT NULL,
-                    attempts BIGINT NOT NULL,
-                    next_attempt_at BIGINT,
-                    body TEXT,
-                    status BIGINT,
-                    error TEXT,
-                    updated_at BIGINT NOT NULL,
-                    PRIMARY KEY (app, store, notification_id)
-                );
-                CREATE INDEX purchase_consumption_answers_by_transaction ON purchase_consumption_answers (app, transaction_id);
-                CREATE INDEX purchase_notifications_by_type ON purchase_notifications (store, notification_type, sequence);
-                """),
+            sql: storeAPITables),
     ]
 
     /// Refuses a store that a newer `catalog` migrated: this one would misread it.
