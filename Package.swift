@@ -164,6 +164,16 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
+        // Google Play, the ledger's second store (docs/google-play.md): its evidence verified offline
+        // (purchases signed by the app's licence key, Pub/Sub push tokens). No NIO, no HTTP, no database.
+        .target(
+            name: "GooglePlay",
+            dependencies: [
+                "FeedSigning",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ]
+        ),
         // Purchased content, the parts that need no server: who may download what, signed URLs, byte
         // ranges, and the content-addressed blob store with its manifests (docs/content.md). Foundation,
         // swift-crypto and the ledger's types; no store's evidence, no NIO, no HTTP, no database.
@@ -185,7 +195,7 @@ let package = Package(
             name: "catalog",
             dependencies: [
                 "CatalogKit", "CatalogServer", "Storage", "CatalogClient", "FeedSigning", "CMallocTuning", "AppStore", "Time",
-                "Content", "Ledger", "PropertyList", "AppStoreServerAPI",
+                "Content", "Ledger", "PropertyList", "AppStoreServerAPI", "GooglePlay",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                 // `catalog purchases sign`: ES256 and the certificate it puts in x5c.
@@ -300,14 +310,23 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        .testTarget(
+            name: "GooglePlayTests",
+            dependencies: [
+                "GooglePlay", "FeedSigning",
+                .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ]
+        ),
         .testTarget(name: "LedgerTests", dependencies: ["Ledger"]),
         .testTarget(name: "ContentTests", dependencies: ["Content", "Ledger"]),
         .testTarget(
             name: "catalogTests",
             dependencies: [
                 "catalog", "CatalogKit", "CatalogTestSupport", "Storage", "AppStore", "AppStoreTestSupport", "Time",
-                "HTTPSemantics", "Content", "CatalogClient", "Ledger", "AppStoreAPIStandIn",
+                "HTTPSemantics", "Content", "CatalogClient", "Ledger", "AppStoreAPIStandIn", "FeedSigning",
                 .product(name: "Crypto", package: "swift-crypto"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
             ]
         ),
     ],

@@ -33,6 +33,7 @@ struct CatalogCommand: AsyncParsableCommand {
             ReportsCommand.self, FeedbackCommand.self, FetchCommand.self, TokenCommand.self, AuditCommand.self, ImportCommand.self,
             ExportCommand.self, BackupCommand.self, StoreCommand.self, KeysCommand.self, SignCommand.self, VerifyCommand.self,
             PurchasesCommand.self, CustomersCommand.self, ConvertCommand.self, ContentCommand.self, AppStoreCommand.self,
+            PlayStoreCommand.self,
         ]
     )
 }

@@ -1,0 +1,163 @@
+import ArgumentParser
+import Foundation
+import GooglePlay
+
+/// `catalog playstore`: Google Play's evidence, checked offline from the terminal (docs/google-play.md).
+struct PlayStoreCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "playstore",
+        abstract: "Check Google Play's evidence offline: purchases, push tokens, keys.",
+        subcommands: [PlayVerifyPurchaseCommand.self, PlayVerifyTokenCommand.self, PlayKeyCommand.self]
+    )
+
+    /// One verdict as a line of JSON.
+    static func verdict(_ file: String, _ result: Result<[String: String], PlayRefusal>) -> Bool {
+        var line: [String: String] = ["file": file]
+        switch result {
+        case .success(let fields):
+            line["verdict"] = "valid"
+            line.merge(fields) { $1 }
+        case .failure(let refusal):
+            line["verdict"] = "invalid"
+            line["reason"] = refusal.description
+        }
+        let data = (try? JSONSerialization.data(withJSONObject: line, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
+        print(String(decoding: data, as: UTF8.self))
+        if case .success = result { return true }
+        return false
+    }
+
+    static func read(_ path: String) throws -> Data {
+        guard let data = FileManager.default.contents(atPath: path) else {
+            printError("cannot read \(path)")
+            throw ExitCode(2)
+        }
+        return data
+    }
+}
+
+/// `catalog playstore verify-purchase`: `originalJson` files and their signatures, by a licence key.
+struct PlayVerifyPurchaseCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "verify-purchase",
+        abstract: "Verify purchases (originalJson and signature) by the app's licence key.",
+        discussion: """
+            Each FILE holds one originalJson, exactly as the app received it; its signature (base64) is \
+            in the file of the same name ending in .sig. Prints a line of JSON per file (verdict, and for \
+            a valid one whether it grants: a pending purchase does not). Exit status 0 when every one is \
+            valid, 1 otherwise, 2 when the key cannot be used.
+            """
+    )
+
+    @Option(help: "The app's package name.")
+    var package: String
+
+    @Option(help: ArgumentHelp("The licence key from Play Console (base64 of its SubjectPublicKeyInfo) in a file.", valueName: "file"))
+    var key: String
+
+    @Argument(help: "The originalJson files.")
+    var files: [String]
+
+    func run() async throws {
+        let licence: PlayLicenseKey
+        do {
+            licence = try PlayLicenseKey(base64: String(decoding: try PlayStoreCommand.read(key), as: UTF8.self))
+        } catch let error as PlayRefusal {
+            printError("\(key): \(error.reason)")
+            throw ExitCode(2)
+        }
+        let verifier = PlayPurchaseVerifier(packageName: package, key: licence)
+        var valid = true
+        for file in files {
+            let json = [UInt8](try PlayStoreCommand.read(file))
+            let signature = String(decoding: try PlayStoreCommand.read((file as NSString).deletingPathExtension + ".sig"), as: UTF8.self)
+            let result = Result { () throws(PlayRefusal) -> [String: String] in
+                let purchase = try verifier.verify(originalJson: json, signature: signature)
+                return [
+                    "grant": purchase.state == .purchased ? "yes" : "no", "productId": purchase.productId ?? "",
+                    "purchaseToken": purchase.purchaseToken ?? "",
+                ]
+            }
+            valid = PlayStoreCommand.verdict(file, result) && valid
+        }
+        if !valid { throw ExitCode(1) }
+    }
+}
+
+/// `catalog playstore verify-token`: Pub/Sub push tokens, by Google's keys.
+struct PlayVerifyTokenCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "verify-token",
+        abstract: "Verify Pub/Sub push tokens (the Authorization of a Play notification) by Google's keys.",
+        discussion: """
+            Each FILE holds one compact JWT. Exit status 0 when every one is valid, 1 otherwise, 2 when \
+            the key set cannot be used.
+            """
+    )
+
+    @Option(help: ArgumentHelp("Google's keys, a JWKS (https://www.googleapis.com/oauth2/v3/certs) in a file.", valueName: "file"))
+    var jwks: String
+
+    @Option(help: "The push subscription's audience.")
+    var audience: String
+
+    @Option(help: "The push subscription's service account.")
+    var serviceAccount: String
+
+    @Option(help: ArgumentHelp("The moment to check at, seconds since 1970. Default: now.", valueName: "seconds"))
+    var at: Double?
+
+    @Argument(help: "The token files.")
+    var files: [String]
+
+    func run() async throws {
+        let keys: GoogleKeySet
+        do {
+            keys = try GoogleKeySet(json: try PlayStoreCommand.read(jwks))
+        } catch let error as PlayRefusal {
+            printError("\(jwks): \(error.reason)")
+            throw ExitCode(2)
+        }
+        let verifier = PushTokenVerifier(audience: audience, serviceAccount: serviceAccount, keys: keys)
+        let now = at.map { Date(timeIntervalSince1970: $0) } ?? Date()
+        var valid = true
+        for file in files {
+            let token = String(decoding: try PlayStoreCommand.read(file), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            let result = Result { () throws(PlayRefusal) -> [String: String] in
+                try verifier.verify(token, now: now)
+                return [:]
+            }
+            valid = PlayStoreCommand.verdict(file, result) && valid
+        }
+        if !valid { throw ExitCode(1) }
+    }
+}
+
+/// `catalog playstore key`: whether a licence key or a key set can be used.
+struct PlayKeyCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "key",
+        abstract: "Check licence keys (or, with --jwks, key sets): RSA of at least 2048 bits.",
+        discussion: "Prints a line of JSON per file. Exit status 0 when every one can be used, 1 otherwise."
+    )
+
+    @Flag(help: "The files are JWKS key sets, not licence keys.")
+    var jwks = false
+
+    @Argument(help: "The key files.")
+    var files: [String]
+
+    func run() async throws {
+        var valid = true
+        for file in files {
+            let data = try PlayStoreCommand.read(file)
+            let result = Result { () throws(PlayRefusal) -> [String: String] in
+                if jwks { return ["kids": try GoogleKeySet(json: data).keyIds.joined(separator: " ")] }
+                _ = try PlayLicenseKey(base64: String(decoding: data, as: UTF8.self))
+                return [:]
+            }
+            valid = PlayStoreCommand.verdict(file, result) && valid
+        }
+        if !valid { throw ExitCode(1) }
+    }
+}
