@@ -8,19 +8,7 @@ import _CryptoExtras
 /// real Google Play data is (index.tsv, purchases, keys, oidc), signed by keys this test makes.
 @Suite struct PlayStoreCommandTests {
     static func runScript(_ folder: URL) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", ScriptTests.repository.appendingPathComponent("scripts/check-real-playstore").path, folder.path]
-        var environment = ProcessInfo.processInfo.environment
-        environment["CATALOG_BIN"] = try CommandTests.executable().path
-        process.environment = environment
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let output = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: output, as: UTF8.self))
+        try ScriptTests.check("check-real-playstore", folder)
     }
 
     @Test func verdictsAreComparedWithTheIndex() async throws {

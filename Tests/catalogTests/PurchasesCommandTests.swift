@@ -184,20 +184,7 @@ import Testing
     typealias PKI = AppStoreTestPKI
 
     static func runScript(_ folder: URL, roots: URL) throws -> (status: Int32, output: String) {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
-        process.arguments = ["python3", ScriptTests.repository.appendingPathComponent("scripts/check-real-purchases").path, folder.path]
-        var environment = ProcessInfo.processInfo.environment
-        environment["CATALOG_BIN"] = try CommandTests.executable().path
-        environment["CHECK_EXTRA_ROOTS"] = roots.path
-        process.environment = environment
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        try process.run()
-        let output = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        return (process.terminationStatus, String(decoding: output, as: UTF8.self))
+        try ScriptTests.check("check-real-purchases", folder, environment: ["CHECK_EXTRA_ROOTS": roots.path])
     }
 
     @Test func verdictsAreComparedWithTheIndex() async throws {

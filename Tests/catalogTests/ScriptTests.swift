@@ -89,4 +89,22 @@ import Testing
         #expect(!stuck, "scripts/\(name) did not finish within \(limit):\n\(text)")
         #expect(process.terminationStatus == 0, "scripts/\(name) failed:\n\(text)")
     }
+
+    /// Runs `scripts/NAME` on `folder` with this build's catalog (`CATALOG_BIN`) and `environment`:
+    /// the scripts that check verdicts against a corpus. The exit status and everything it printed.
+    static func check(_ name: String, _ folder: URL, environment: [String: String] = [:]) throws -> (status: Int32, output: String) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        process.arguments = ["python3", repository.appendingPathComponent("scripts/\(name)").path, folder.path]
+        var variables = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        variables["CATALOG_BIN"] = try CommandTests.executable().path
+        process.environment = variables
+        let pipe = Pipe()
+        process.standardOutput = pipe
+        process.standardError = pipe
+        try process.run()
+        let output = pipe.fileHandleForReading.readDataToEndOfFile()
+        process.waitUntilExit()
+        return (process.terminationStatus, String(decoding: output, as: UTF8.self))
+    }
 }
