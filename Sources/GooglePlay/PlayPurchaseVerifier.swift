@@ -1,6 +1,7 @@
 import Crypto
 import FeedSigning
 import Foundation
+import Ledger
 import _CryptoExtras
 
 /// An app's Play licence key (Play Console, "Monetization setup"): base64 of an X.509
@@ -10,16 +11,16 @@ public struct PlayLicenseKey: Sendable {
     let key: _RSA.Signing.PublicKey
 
     /// The key in `base64` (whitespace around it ignored).
-    public init(base64: String) throws(PlayRefusal) {
+    public init(base64: String) throws(PlayConfigurationError) {
         let text = base64.trimmingCharacters(in: .whitespacesAndNewlines)
         guard let der = Data(base64Encoded: text) else {
-            throw PlayRefusal(.configuration, "the licence key is not base64 (copy it whole from Play Console)")
+            throw PlayConfigurationError("the licence key is not base64 (copy it whole from Play Console)")
         }
         do {
             key = try _RSA.Signing.PublicKey(derRepresentation: der)
         } catch {
-            throw PlayRefusal(
-                .configuration, "the licence key is not an RSA SubjectPublicKeyInfo of at least 2048 bits (copy it from Play Console)")
+            throw PlayConfigurationError(
+                "the licence key is not an RSA SubjectPublicKeyInfo of at least 2048 bits (copy it from Play Console)")
         }
     }
 }
@@ -92,62 +93,40 @@ public struct PlayPurchaseVerifier: Sendable {
     /// The purchase in `originalJson`, once `signature` (base64, as Billing Library gives it) is
     /// found to be Google's over its exact bytes and it names this app. A pending purchase is
     /// returned, with ``PlayPurchase/state`` saying so: recorded, it grants nothing.
-    public func verify(originalJson: [UInt8], signature: String) throws(PlayRefusal) -> PlayPurchase {
+    public func verify(originalJson: [UInt8], signature: String) throws(PurchaseRefusal) -> PlayPurchase {
         guard originalJson.count <= Self.maximumBytes else {
-            throw PlayRefusal(.malformed, "originalJson is \(originalJson.count) bytes, over the \(Self.maximumBytes)-byte limit")
+            throw PurchaseRefusal(.malformed, "originalJson is \(originalJson.count) bytes, over the \(Self.maximumBytes)-byte limit")
         }
         guard let signatureBytes = Data(base64Encoded: signature.trimmingCharacters(in: .whitespacesAndNewlines)) else {
-            throw PlayRefusal(.malformed, "the signature is not base64")
+            throw PurchaseRefusal(.malformed, "the signature is not base64")
         }
         let digest = Insecure.SHA1.hash(data: originalJson)
         guard
             key.key.isValidSignature(
                 _RSA.Signing.RSASignature(rawRepresentation: signatureBytes), for: digest, padding: .insecurePKCS1v1_5)
         else {
-            throw PlayRefusal(.signature, "the signature is not the app's licence key's over these exact bytes")
+            throw PurchaseRefusal(.notAuthenticated, "the signature is not the app's licence key's over these exact bytes")
         }
         let purchase: PlayPurchase
         do {
             purchase = try JSONDecoder().decode(PlayPurchase.self, from: Data(originalJson))
         } catch {
-            throw PlayRefusal(.malformed, "originalJson is not a purchase object")
+            throw PurchaseRefusal(.malformed, "originalJson is not a purchase object")
         }
         guard purchase.packageName == packageName else {
-            throw PlayRefusal(.wrongApp, "the purchase is of \(purchase.packageName ?? "no package"), not \(packageName)")
+            throw PurchaseRefusal(.wrongApp, "the purchase is of \(purchase.packageName ?? "no package"), not \(packageName)")
         }
         guard let token = purchase.purchaseToken, !token.isEmpty, purchase.productId?.isEmpty == false else {
-            throw PlayRefusal(.malformed, "the purchase names no purchaseToken or productId")
+            throw PurchaseRefusal(.malformed, "the purchase names no purchaseToken or productId")
         }
         return purchase
     }
 }
 
-/// Why Google Play evidence was refused.
-public struct PlayRefusal: Error, CustomStringConvertible, Sendable, Hashable {
-    /// What kind of refusal.
-    public enum Code: String, Sendable, Hashable {
-        /// Not the shape of the evidence, or too large.
-        case malformed
-        /// The signature is not the expected key's over these bytes.
-        case signature
-        /// Signed for another app, or another audience.
-        case wrongApp
-        /// A token outside its validity, or an unknown key.
-        case expired
-        /// A key or setting of the app cannot be used.
-        case configuration
-    }
+/// A licence key or key set that cannot be used: the app's settings, not evidence, are wrong.
+public struct PlayConfigurationError: Error, Sendable, Hashable, CustomStringConvertible {
+    /// What is wrong, for the operator.
+    public let description: String
 
-    /// The kind.
-    public let code: Code
-    /// What was wrong, for people.
-    public let reason: String
-
-    /// A refusal.
-    public init(_ code: Code, _ reason: String) {
-        self.code = code
-        self.reason = reason
-    }
-
-    public var description: String { "\(code.rawValue): \(reason)" }
+    init(_ description: String) { self.description = description }
 }

@@ -1,6 +1,7 @@
 import Crypto
 import FeedSigning
 import Foundation
+import Ledger
 import _CryptoExtras
 
 /// Google's signing keys for the tokens Pub/Sub puts on a push (a JWKS, such as
@@ -11,7 +12,7 @@ public struct GoogleKeySet: Sendable {
 
     /// The RSA keys of `json` (`{"keys": [{"kty": "RSA", "kid", "n", "e", ...}]}`); keys of another
     /// type are ignored, a malformed RSA key is an error.
-    public init(json: Data) throws(PlayRefusal) {
+    public init(json: Data) throws(PlayConfigurationError) {
         struct Document: Decodable {
             struct Key: Decodable {
                 var kty: String?
@@ -27,19 +28,19 @@ public struct GoogleKeySet: Sendable {
         do {
             document = try JSONDecoder().decode(Document.self, from: json)
         } catch {
-            throw PlayRefusal(.configuration, "the key set is not a JWKS ({\"keys\": [...]})")
+            throw PlayConfigurationError("the key set is not a JWKS ({\"keys\": [...]})")
         }
         var keys: [String: _RSA.Signing.PublicKey] = [:]
         for key in document.keys where key.kty == "RSA" && (key.alg == nil || key.alg == "RS256") && key.use != "enc" {
             guard let kid = key.kid, let n = key.n.flatMap(Base64URL.decode), let e = key.e.flatMap(Base64URL.decode) else {
-                throw PlayRefusal(.configuration, "an RSA key of the key set has no kid, n or e")
+                throw PlayConfigurationError("an RSA key of the key set has no kid, n or e")
             }
             guard let rsa = try? _RSA.Signing.PublicKey(n: n, e: e), rsa.keySizeInBits >= 2048 else {
-                throw PlayRefusal(.configuration, "the key set's key \(kid) is not an RSA key of at least 2048 bits")
+                throw PlayConfigurationError("the key set's key \(kid) is not an RSA key of at least 2048 bits")
             }
             keys[kid] = rsa
         }
-        guard !keys.isEmpty else { throw PlayRefusal(.configuration, "the key set has no RS256 key") }
+        guard !keys.isEmpty else { throw PlayConfigurationError("the key set has no RS256 key") }
         self.keys = keys
     }
 
@@ -74,13 +75,13 @@ public struct PushTokenVerifier: Sendable {
     public static let maximumBytes = 8 * 1024
 
     /// Checks `token` (the compact JWT after `Bearer `) at `now`.
-    public func verify(_ token: String, now: Date) throws(PlayRefusal) {
+    public func verify(_ token: String, now: Date) throws(PurchaseRefusal) {
         let bytes = Array(token.utf8)
-        guard bytes.count <= Self.maximumBytes else { throw PlayRefusal(.malformed, "the token is over \(Self.maximumBytes) bytes") }
+        guard bytes.count <= Self.maximumBytes else { throw PurchaseRefusal(.malformed, "the token is over \(Self.maximumBytes) bytes") }
         let parts = bytes.split(separator: UInt8(ascii: "."), omittingEmptySubsequences: false)
         guard parts.count == 3, let headerBytes = Base64URL.decode(bytes: parts[0]), let claimBytes = Base64URL.decode(bytes: parts[1]),
             let signature = Base64URL.decode(bytes: parts[2])
-        else { throw PlayRefusal(.malformed, "not a compact JWT") }
+        else { throw PurchaseRefusal(.malformed, "not a compact JWT") }
         struct Header: Decodable {
             var alg: String?
             var kid: String?
@@ -94,33 +95,36 @@ public struct PushTokenVerifier: Sendable {
             var exp: Double?
         }
         guard let header = try? JSONDecoder().decode(Header.self, from: Data(headerBytes)) else {
-            throw PlayRefusal(.malformed, "the token's header is not JSON")
+            throw PurchaseRefusal(.malformed, "the token's header is not JSON")
         }
-        guard header.alg == "RS256" else { throw PlayRefusal(.signature, "the token's algorithm is \(header.alg ?? "none"), not RS256") }
+        guard header.alg == "RS256" else {
+            throw PurchaseRefusal(.notAuthenticated, "the token's algorithm is \(header.alg ?? "none"), not RS256")
+        }
         guard let kid = header.kid, let key = keys.keys[kid] else {
-            throw PlayRefusal(.expired, "the token's key \(header.kid ?? "(none)") is not in the key set: refresh it from Google")
+            throw PurchaseRefusal(
+                .notAuthenticated, "the token's key \(header.kid ?? "(none)") is not in the key set: refresh it from Google")
         }
         let signingInput = bytes[..<(parts[0].count + 1 + parts[1].count)]
         guard
             key.isValidSignature(
                 _RSA.Signing.RSASignature(rawRepresentation: signature), for: SHA256.hash(data: signingInput), padding: .insecurePKCS1v1_5)
-        else { throw PlayRefusal(.signature, "the token's signature is not Google's") }
+        else { throw PurchaseRefusal(.notAuthenticated, "the token's signature is not Google's") }
         guard let claims = try? JSONDecoder().decode(Claims.self, from: Data(claimBytes)) else {
-            throw PlayRefusal(.malformed, "the token's claims are not JSON of the expected shape")
+            throw PurchaseRefusal(.malformed, "the token's claims are not JSON of the expected shape")
         }
         guard claims.iss == "https://accounts.google.com" || claims.iss == "accounts.google.com" else {
-            throw PlayRefusal(.wrongApp, "the token was issued by \(claims.iss ?? "no one"), not Google")
+            throw PurchaseRefusal(.wrongApp, "the token was issued by \(claims.iss ?? "no one"), not Google")
         }
         guard claims.aud == audience else {
-            throw PlayRefusal(.wrongApp, "the token is for \(claims.aud ?? "no audience"), not \(audience)")
+            throw PurchaseRefusal(.wrongApp, "the token is for \(claims.aud ?? "no audience"), not \(audience)")
         }
         guard claims.email == serviceAccount, claims.email_verified == true else {
-            throw PlayRefusal(.wrongApp, "the token is not the push subscription's service account's, verified")
+            throw PurchaseRefusal(.wrongApp, "the token is not the push subscription's service account's, verified")
         }
-        guard let issued = claims.iat, let expires = claims.exp else { throw PlayRefusal(.malformed, "the token has no iat or exp") }
+        guard let issued = claims.iat, let expires = claims.exp else { throw PurchaseRefusal(.malformed, "the token has no iat or exp") }
         let at = now.timeIntervalSince1970
         guard issued - leeway <= at, at < expires + leeway else {
-            throw PlayRefusal(.expired, "the token is valid from \(Int(issued)) to \(Int(expires)), not at \(Int(at))")
+            throw PurchaseRefusal(.notAuthenticated, "the token is valid from \(Int(issued)) to \(Int(expires)), not at \(Int(at))")
         }
     }
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import GooglePlay
+import Ledger
 
 /// `catalog playstore`: Google Play's evidence, checked offline from the terminal (docs/google-play.md).
 struct PlayStoreCommand: AsyncParsableCommand {
@@ -11,7 +12,7 @@ struct PlayStoreCommand: AsyncParsableCommand {
     )
 
     /// One verdict as a line of JSON.
-    static func verdict(_ file: String, _ result: Result<[String: String], PlayRefusal>) -> Bool {
+    static func verdict(_ file: String, _ result: Result<[String: String], any Error>) -> Bool {
         var line: [String: String] = ["file": file]
         switch result {
         case .success(let fields):
@@ -19,7 +20,7 @@ struct PlayStoreCommand: AsyncParsableCommand {
             line.merge(fields) { $1 }
         case .failure(let refusal):
             line["verdict"] = "invalid"
-            line["reason"] = refusal.description
+            line["reason"] = "\(refusal)"
         }
         let data = (try? JSONSerialization.data(withJSONObject: line, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
         print(String(decoding: data, as: UTF8.self))
@@ -62,8 +63,8 @@ struct PlayVerifyPurchaseCommand: AsyncParsableCommand {
         let licence: PlayLicenseKey
         do {
             licence = try PlayLicenseKey(base64: String(decoding: try PlayStoreCommand.read(key), as: UTF8.self))
-        } catch let error as PlayRefusal {
-            printError("\(key): \(error.reason)")
+        } catch let error as PlayConfigurationError {
+            printError("\(key): \(error)")
             throw ExitCode(2)
         }
         let verifier = PlayPurchaseVerifier(packageName: package, key: licence)
@@ -71,7 +72,7 @@ struct PlayVerifyPurchaseCommand: AsyncParsableCommand {
         for file in files {
             let json = [UInt8](try PlayStoreCommand.read(file))
             let signature = String(decoding: try PlayStoreCommand.read((file as NSString).deletingPathExtension + ".sig"), as: UTF8.self)
-            let result = Result { () throws(PlayRefusal) -> [String: String] in
+            let result = Result { () throws -> [String: String] in
                 let purchase = try verifier.verify(originalJson: json, signature: signature)
                 return [
                     "grant": purchase.state == .purchased ? "yes" : "no", "productId": purchase.productId ?? "",
@@ -114,8 +115,8 @@ struct PlayVerifyTokenCommand: AsyncParsableCommand {
         let keys: GoogleKeySet
         do {
             keys = try GoogleKeySet(json: try PlayStoreCommand.read(jwks))
-        } catch let error as PlayRefusal {
-            printError("\(jwks): \(error.reason)")
+        } catch let error as PlayConfigurationError {
+            printError("\(jwks): \(error)")
             throw ExitCode(2)
         }
         let verifier = PushTokenVerifier(audience: audience, serviceAccount: serviceAccount, keys: keys)
@@ -123,7 +124,7 @@ struct PlayVerifyTokenCommand: AsyncParsableCommand {
         var valid = true
         for file in files {
             let token = String(decoding: try PlayStoreCommand.read(file), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-            let result = Result { () throws(PlayRefusal) -> [String: String] in
+            let result = Result { () throws -> [String: String] in
                 try verifier.verify(token, now: now)
                 return [:]
             }
@@ -151,7 +152,7 @@ struct PlayKeyCommand: AsyncParsableCommand {
         var valid = true
         for file in files {
             let data = try PlayStoreCommand.read(file)
-            let result = Result { () throws(PlayRefusal) -> [String: String] in
+            let result = Result { () throws -> [String: String] in
                 if jwks { return ["kids": try GoogleKeySet(json: data).keyIds.joined(separator: " ")] }
                 _ = try PlayLicenseKey(base64: String(decoding: data, as: UTF8.self))
                 return [:]

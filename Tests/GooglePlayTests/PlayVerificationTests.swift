@@ -1,6 +1,7 @@
 import Crypto
 import FeedSigning
 import Foundation
+import Ledger
 import Testing
 import _CryptoExtras
 
@@ -52,7 +53,7 @@ import _CryptoExtras
         let verifier = try Self.verifier(key)
         let bytes = Self.purchase()
         let signature = try key.sign(bytes)
-        func refusal(_ json: [UInt8], _ signature: String) -> PlayRefusal.Code? {
+        func refusal(_ json: [UInt8], _ signature: String) -> PurchaseRefusal.Code? {
             do {
                 _ = try verifier.verify(originalJson: json, signature: signature)
                 return nil
@@ -63,23 +64,23 @@ import _CryptoExtras
         // The same object written again with other spacing is not what was signed.
         let object = try JSONSerialization.jsonObject(with: Data(bytes))
         let rewritten = Array(try JSONSerialization.data(withJSONObject: object, options: [.prettyPrinted]))
-        #expect(refusal(rewritten, signature) == .signature)
+        #expect(refusal(rewritten, signature) == .notAuthenticated)
         // One byte changed: another product.
         var changed = bytes
         changed[changed.firstIndex(of: UInt8(ascii: "1"))!] = UInt8(ascii: "9")
-        #expect(refusal(changed, signature) == .signature)
+        #expect(refusal(changed, signature) == .notAuthenticated)
         // A pending purchase made purchased, its signature kept.
         let pending = Self.purchase(state: 4)
         let pendingSignature = try key.sign(pending)
         #expect(try verifier.verify(originalJson: pending, signature: pendingSignature).state == .pending)
-        #expect(refusal(Self.purchase(state: 0), pendingSignature) == .signature)
+        #expect(refusal(Self.purchase(state: 0), pendingSignature) == .notAuthenticated)
         // Another key's signature, and another app's purchase correctly signed.
-        #expect(refusal(bytes, try LicenceKey().sign(bytes)) == .signature)
+        #expect(refusal(bytes, try LicenceKey().sign(bytes)) == .notAuthenticated)
         let other = Self.purchase(package: "com.example.other")
         #expect(refusal(other, try key.sign(other)) == .wrongApp)
         // Not base64, or empty.
         #expect(refusal(bytes, "not base64!") == .malformed)
-        #expect(refusal(bytes, "") == .signature)
+        #expect(refusal(bytes, "") == .notAuthenticated)
         // Signed, but no token: nothing to know the purchase by.
         let tokenless = Array(#"{"packageName":"com.example.playtest","productId":"gems.100","purchaseState":0}"#.utf8)
         #expect(refusal(tokenless, try key.sign(tokenless)) == .malformed)
@@ -89,12 +90,12 @@ import _CryptoExtras
     }
 
     @Test func aLicenceKeyMustBeAnRSAKeyOfAtLeast2048Bits() throws {
-        #expect(throws: PlayRefusal.self) { try PlayLicenseKey(base64: "dummy_public_key") }
-        #expect(throws: PlayRefusal.self) { try PlayLicenseKey(base64: Data(repeating: 7, count: 128).base64EncodedString()) }
+        #expect(throws: PlayConfigurationError.self) { try PlayLicenseKey(base64: "dummy_public_key") }
+        #expect(throws: PlayConfigurationError.self) { try PlayLicenseKey(base64: Data(repeating: 7, count: 128).base64EncodedString()) }
         let p256 = P256.Signing.PrivateKey().publicKey.derRepresentation.base64EncodedString()
-        #expect(throws: PlayRefusal.self) { try PlayLicenseKey(base64: p256) }
+        #expect(throws: PlayConfigurationError.self) { try PlayLicenseKey(base64: p256) }
         let short = try _RSA.Signing.PrivateKey(unsafeKeySize: .init(bitCount: 1024))
-        #expect(throws: PlayRefusal.self) { try PlayLicenseKey(base64: short.publicKey.derRepresentation.base64EncodedString()) }
+        #expect(throws: PlayConfigurationError.self) { try PlayLicenseKey(base64: short.publicKey.derRepresentation.base64EncodedString()) }
         _ = try PlayLicenseKey(base64: "  " + (try LicenceKey()).base64 + "\n")
     }
 
@@ -150,7 +151,7 @@ import _CryptoExtras
         let google = try Google()
         let verifier = try Self.verifier(google)
         let now = Date(timeIntervalSince1970: Self.issued + 1800)
-        func refusal(_ token: String, at: Date? = nil) -> PlayRefusal.Code? {
+        func refusal(_ token: String, at: Date? = nil) -> PurchaseRefusal.Code? {
             do {
                 try verifier.verify(token, now: at ?? now)
                 return nil
@@ -159,12 +160,12 @@ import _CryptoExtras
             }
         }
         // No signature at all.
-        #expect(refusal(try google.token(header: ["alg": "none", "kid": google.kid], sign: false)) == .signature)
+        #expect(refusal(try google.token(header: ["alg": "none", "kid": google.kid], sign: false)) == .notAuthenticated)
         // HS256 keyed with the public key (the key-confusion attack): refused before any key is used.
         let confusion = try google.token(header: ["alg": "HS256", "kid": google.kid], sign: false)
         let pem = Data(google.key.publicKey.pemRepresentation.utf8)
         let mac = HMAC<SHA256>.authenticationCode(for: Data(confusion.dropLast().utf8), using: SymmetricKey(data: pem))
-        #expect(refusal(confusion + Base64URL.encode(Data(mac))) == .signature)
+        #expect(refusal(confusion + Base64URL.encode(Data(mac))) == .notAuthenticated)
         // The audience changed, the signature kept.
         let genuine = try google.token()
         var parts = genuine.split(separator: ".").map(String.init)
@@ -173,31 +174,31 @@ import _CryptoExtras
             "iat": Self.issued, "exp": Self.issued + 3600,
         ])
         parts[1] = Base64URL.encode(forgedClaims)
-        #expect(refusal(parts.joined(separator: ".")) == .signature)
+        #expect(refusal(parts.joined(separator: ".")) == .notAuthenticated)
         // Google's signature, but for another subscription, account or issuer, or an unverified email.
         #expect(refusal(try google.token(claims: ["aud": "https://other.example"])) == .wrongApp)
         #expect(refusal(try google.token(claims: ["email": "someone@example.com"])) == .wrongApp)
         #expect(refusal(try google.token(claims: ["email_verified": false])) == .wrongApp)
         #expect(refusal(try google.token(claims: ["iss": "https://evil.example"])) == .wrongApp)
         // Outside its hour, past the leeway either side.
-        #expect(refusal(genuine, at: Date(timeIntervalSince1970: Self.issued + 3600 + 61)) == .expired)
-        #expect(refusal(genuine, at: Date(timeIntervalSince1970: Self.issued - 61)) == .expired)
+        #expect(refusal(genuine, at: Date(timeIntervalSince1970: Self.issued + 3600 + 61)) == .notAuthenticated)
+        #expect(refusal(genuine, at: Date(timeIntervalSince1970: Self.issued - 61)) == .notAuthenticated)
         #expect(refusal(genuine, at: Date(timeIntervalSince1970: Self.issued + 3600 + 59)) == nil)
         // A key the set does not hold fails closed, and a token signed by another key too.
-        #expect(refusal(try google.token(header: ["alg": "RS256", "kid": "rotated-away"])) == .expired)
-        #expect(refusal(try Google().token()) == .signature)
+        #expect(refusal(try google.token(header: ["alg": "RS256", "kid": "rotated-away"])) == .notAuthenticated)
+        #expect(refusal(try Google().token()) == .notAuthenticated)
         // Not a JWT.
         #expect(refusal("a.b") == .malformed)
         #expect(refusal(String(repeating: "a", count: 9000)) == .malformed)
     }
 
     @Test func aKeySetMustHoldAnRS256KeyOfAtLeast2048Bits() throws {
-        #expect(throws: PlayRefusal.self) { try GoogleKeySet(json: Data("[]".utf8)) }
-        #expect(throws: PlayRefusal.self) { try GoogleKeySet(json: Data(#"{"keys":[{"kty":"EC","kid":"x"}]}"#.utf8)) }
+        #expect(throws: PlayConfigurationError.self) { try GoogleKeySet(json: Data("[]".utf8)) }
+        #expect(throws: PlayConfigurationError.self) { try GoogleKeySet(json: Data(#"{"keys":[{"kty":"EC","kid":"x"}]}"#.utf8)) }
         let short = try _RSA.Signing.PrivateKey(unsafeKeySize: .init(bitCount: 1024)).publicKey.getKeyPrimitives()
         let weak =
             #"{"keys":[{"kty":"RSA","kid":"w","n":"\#(Base64URL.encode(short.modulus))","e":"\#(Base64URL.encode(short.publicExponent))"}]}"#
-        #expect(throws: PlayRefusal.self) { try GoogleKeySet(json: Data(weak.utf8)) }
+        #expect(throws: PlayConfigurationError.self) { try GoogleKeySet(json: Data(weak.utf8)) }
         #expect(try GoogleKeySet(json: try Google().jwks).keyIds == ["4d7f2e10a6c9b0d3"])
     }
 }
