@@ -33,10 +33,8 @@ public func buildApplication(
 ) -> some ApplicationProtocol {
     let store = FeedStore(tree: publicDirectory, logger: logger)
     metrics.recordFeeds(store.index, reloaded: false)
-    // Purchases need a store that keeps them; the apps' settings come from each revision's
-    // purchase record, on the editor node and on replicas alike.
-    // The App Store Server API's clients, on the editor node: one connection pool, shut down by
-    // the service that uses them most.
+    // The App Store Server API's clients, on the editor node: one connection pool for the
+    // endpoints and the service, which shuts it down when it stops.
     let apiMetrics = AppStoreAPIMetrics(registry: metrics.registry)
     let appStoreAPI: (store: any AppStoreAPIService.Store, clients: AppStoreAPIClients)? =
         configuration.isReplica || purchaseStore == nil
@@ -47,6 +45,8 @@ public func buildApplication(
                 AppStoreAPIClients(transport: HTTPClientTransport(), baseURL: purchasesConfiguration.appStoreAPIURL, metrics: apiMetrics)
             )
         }
+    // Purchases need a store that keeps them; the apps' settings come from each revision's
+    // purchase record, on the editor node and on replicas alike.
     let purchases: PurchaseEndpoints? = {
         guard let purchaseStore else { return nil }
         let appleRoots: PurchaseTrust
