@@ -1,3 +1,4 @@
+import AppStore
 import Crypto
 import FeedSigning
 import Foundation
@@ -14,6 +15,12 @@ public struct AppStoreAPICredentials: Sendable, Hashable {
     public var bundleId: String
     /// The path of the `.p8` file App Store Connect let you download once (PKCS#8 PEM).
     public var keyFile: String
+
+    /// The credentials `app`'s settings name; nil when they name none.
+    public init?(_ app: AppPurchases) {
+        guard let api = app.serverAPI else { return nil }
+        self.init(keyId: api.keyId, issuerId: api.issuerId, bundleId: app.bundleId, keyFile: api.keyFile)
+    }
 
     /// Credentials.
     public init(keyId: String, issuerId: String, bundleId: String, keyFile: String) {

@@ -1,3 +1,4 @@
+import AppStore
 import Foundation
 import HTTPSemantics
 import Time
@@ -8,6 +9,22 @@ public enum AppStoreAPIEnvironment: String, Sendable, Hashable, CaseIterable {
     case production
     /// The sandbox: App Review, TestFlight and sandbox accounts.
     case sandbox
+
+    /// The environments `app` accepts evidence of, production first: those its API is asked in
+    /// (Xcode's has none).
+    public static func accepted(by app: AppPurchases) -> [AppStoreAPIEnvironment] {
+        let accepted = app.verifier.app.environments
+        return allCases.filter { accepted.contains($0 == .production ? .production : .sandbox) }
+    }
+
+    /// A base URL to call instead of Apple's: https, or http to a loopback host only (a stand-in of
+    /// the API on the same machine); nil for anything else.
+    public static func baseURL(_ text: String) -> URL? {
+        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), let host = url.host?.lowercased(),
+            scheme == "https" || (scheme == "http" && ["127.0.0.1", "localhost", "::1", "[::1]"].contains(host))
+        else { return nil }
+        return url
+    }
 
     /// Apple's base URL for this environment: the hosts Apple recommends since 2026-05-05 (the
     /// older `*.itunes.apple.com` ones still answer).

@@ -136,7 +136,7 @@ public struct ConsumptionResponder: Sendable {
         } catch {
             answer.status = error.status
             answer.error = error.description
-            if ConsumptionResponder.isRetryable(error) {
+            if AppStoreServerAPIClient.isRetryable(error) {
                 // Again before the window closes: sooner at first, never past it.
                 answer.state = .pending
                 answer.nextAttemptAt = min(deadline.addingTimeInterval(-60), at.addingTimeInterval(60 * Double(min(attempts, 30))))
@@ -170,8 +170,6 @@ public struct ConsumptionResponder: Sendable {
             deliveryStatus: delivered ? "DELIVERED" : "UNDELIVERED_OTHER", consumptionPercentage: percentage,
             refundPreference: preference?.apple)
     }
-
-    static func isRetryable(_ error: AppStoreAPIError) -> Bool { AppStoreServerAPIClient.isRetryable(error) }
 
     static func json(_ request: ConsumptionRequest) -> String {
         let encoder = JSONEncoder()

@@ -29,6 +29,12 @@ public struct CustomerImporter: Sendable {
         /// Nothing done yet.
         public init() {}
 
+        /// Counts a refusal, keeping its reason while fewer than ``keptRefusals`` are kept.
+        mutating func refuse(_ reason: String) {
+            refused += 1
+            if refusals.count < Self.keptRefusals { refusals.append(reason) }
+        }
+
         /// Adds `other`'s counts.
         public mutating func add(_ other: Summary) {
             customers += other.customers
@@ -69,8 +75,7 @@ public struct CustomerImporter: Sendable {
             } catch let error as AppStoreAPIError where error.code == 4_040_010 || error.code == 4_000_006 {
                 // Not this environment's (or not a transaction id at all): the next one, or a refusal.
                 if index == clients.count - 1 || error.code == 4_000_006 {
-                    summary.refused += 1
-                    summary.refusals.append("\(transactionId): \(error)")
+                    summary.refuse("\(transactionId): \(error)")
                     return summary
                 }
             }
@@ -102,8 +107,7 @@ public struct CustomerImporter: Sendable {
                     group.addTask {
                         guard !id.isEmpty, id.utf8.count <= 64, id.utf8.allSatisfy({ (0x30...0x39).contains($0) }) else {
                             var refused = Summary()
-                            refused.refused = 1
-                            refused.refusals = ["\(id.prefix(64)): not a transaction id"]
+                            refused.refuse("\(id.prefix(64)): not a transaction id")
                             return refused
                         }
                         return try await importCustomer(id)
@@ -141,8 +145,7 @@ public struct CustomerImporter: Sendable {
                         summary.periods += 1
                     }
                 } catch {
-                    summary.refused += 1
-                    summary.refusals.append("\(transactionId): a transaction of its history: \(error)")
+                    summary.refuse("\(transactionId): a transaction of its history: \(error)")
                 }
             }
             try await record(transactions: transactions, states: [])
@@ -167,8 +170,7 @@ public struct CustomerImporter: Sendable {
                 do {
                     states.append(Kept(try await app.verifier.verifyAndDecodeRenewalInfo(signed)))
                 } catch {
-                    summary.refused += 1
-                    summary.refusals.append("\(transactionId): a renewal info: \(error)")
+                    summary.refuse("\(transactionId): a renewal info: \(error)")
                 }
             }
         }

@@ -33,8 +33,14 @@ public struct NotificationReconciler: Sendable {
         public var done = false
         /// How far behind the history the position is, in seconds: from the position to now.
         public var behind: TimeInterval = 0
-        /// The notifications refused, with why.
+        /// The notifications refused, with why: the first ``CustomerImporter/Summary/keptRefusals``.
         public var refusals: [String] = []
+
+        /// Counts a refusal, keeping its reason while fewer than the importer's bound are kept.
+        mutating func refuse(_ reason: String) {
+            refused += 1
+            if refusals.count < CustomerImporter.Summary.keptRefusals { refusals.append(reason) }
+        }
     }
 
     /// How far back a first run reads: the days over which Apple retries a notification.
@@ -116,8 +122,7 @@ public struct NotificationReconciler: Sendable {
             var submissions: [PurchaseSubmission] = []
             for item in items {
                 guard let signed = item.signedPayload else {
-                    summary.refused += 1
-                    summary.refusals.append("a history entry without signedPayload")
+                    summary.refuse("a history entry without signedPayload")
                     continue
                 }
                 // The body Apple would have posted to the notification URL.
@@ -130,8 +135,7 @@ public struct NotificationReconciler: Sendable {
                     else { throw PurchaseRefusal(.malformed, "the notification has no notificationUUID") }
                     submissions.append(submission)
                 } catch {
-                    summary.refused += 1
-                    summary.refusals.append("\(error)")
+                    summary.refuse("\(error)")
                 }
             }
             let outcomes = try await store.record(submissions)

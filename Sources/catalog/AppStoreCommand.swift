@@ -43,18 +43,15 @@ struct AppStoreAPIOptions: ParsableArguments {
         if let environment, AppStoreAPIEnvironment(rawValue: environment) == nil {
             throw ValidationError("--environment must be production or sandbox, not \(environment)")
         }
-        if let apiURL {
-            guard let url = URL(string: apiURL), let scheme = url.scheme?.lowercased(), let host = url.host?.lowercased(),
-                scheme == "https" || (scheme == "http" && ["127.0.0.1", "localhost", "::1", "[::1]"].contains(host))
-            else { throw ValidationError("--api-url must be an https URL (http only to a loopback host), not \(apiURL)") }
+        if let apiURL, AppStoreAPIEnvironment.baseURL(apiURL) == nil {
+            throw ValidationError("--api-url must be an https URL (http only to a loopback host), not \(apiURL)")
         }
     }
 
     /// The environments to call for `app`: the one asked for, else production and sandbox as the app accepts them.
     func environments(_ app: AppPurchases) -> [AppStoreAPIEnvironment] {
         if let environment, let chosen = AppStoreAPIEnvironment(rawValue: environment) { return [chosen] }
-        let accepted = app.verifier.app.environments
-        return AppStoreAPIEnvironment.allCases.filter { accepted.contains($0 == .production ? .production : .sandbox) }
+        return AppStoreAPIEnvironment.accepted(by: app)
     }
 
     /// `app`'s settings, which must name the API's credentials.
@@ -73,13 +70,12 @@ struct AppStoreAPIOptions: ParsableArguments {
     func withClients<Result>(
         _ app: AppPurchases, _ body: ([AppStoreServerAPIClient]) async throws -> Result
     ) async throws -> Result {
-        guard let api = app.serverAPI else { throw ExitCode(1) }
-        let tokens = APITokenSource(
-            AppStoreAPICredentials(keyId: api.keyId, issuerId: api.issuerId, bundleId: app.bundleId, keyFile: api.keyFile))
+        guard let credentials = AppStoreAPICredentials(app) else { throw ExitCode(1) }
+        let tokens = APITokenSource(credentials)
         let transport = HTTPClientTransport()
         let clients = environments(app).map { environment in
             AppStoreServerAPIClient(
-                environment: environment, baseURL: apiURL.flatMap { URL(string: $0) }, tokens: tokens, transport: transport)
+                environment: environment, baseURL: apiURL.flatMap(AppStoreAPIEnvironment.baseURL), tokens: tokens, transport: transport)
         }
         do {
             let result = try await body(clients)

@@ -11,21 +11,25 @@ struct PlayStoreCommand: AsyncParsableCommand {
         subcommands: [PlayVerifyPurchaseCommand.self, PlayVerifyTokenCommand.self, PlayKeyCommand.self]
     )
 
-    /// One verdict as a line of JSON.
-    static func verdict(_ file: String, _ result: Result<[String: String], any Error>) -> Bool {
-        var line: [String: String] = ["file": file]
-        switch result {
-        case .success(let fields):
-            line["verdict"] = "valid"
-            line.merge(fields) { $1 }
-        case .failure(let refusal):
-            line["verdict"] = "invalid"
-            line["reason"] = "\(refusal)"
+    /// Prints the verdict `check` gives each file as a line of JSON (a refusal's reason, or the
+    /// fields it answers), and exits 1 when any is invalid. `check` throws only when it cannot read.
+    static func verdicts(_ files: [String], _ check: (String) throws -> Result<[String: String], any Error>) throws {
+        var valid = true
+        for file in files {
+            var line: [String: String] = ["file": file]
+            switch try check(file) {
+            case .success(let fields):
+                line["verdict"] = "valid"
+                line.merge(fields) { $1 }
+            case .failure(let refusal):
+                line["verdict"] = "invalid"
+                line["reason"] = "\(refusal)"
+                valid = false
+            }
+            let data = (try? JSONSerialization.data(withJSONObject: line, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
+            print(String(decoding: data, as: UTF8.self))
         }
-        let data = (try? JSONSerialization.data(withJSONObject: line, options: [.sortedKeys, .withoutEscapingSlashes])) ?? Data()
-        print(String(decoding: data, as: UTF8.self))
-        if case .success = result { return true }
-        return false
+        if !valid { throw ExitCode(1) }
     }
 
     static func read(_ path: String) throws -> Data {
@@ -68,20 +72,17 @@ struct PlayVerifyPurchaseCommand: AsyncParsableCommand {
             throw ExitCode(2)
         }
         let verifier = PlayPurchaseVerifier(packageName: package, key: licence)
-        var valid = true
-        for file in files {
+        try PlayStoreCommand.verdicts(files) { file in
             let json = [UInt8](try PlayStoreCommand.read(file))
             let signature = String(decoding: try PlayStoreCommand.read((file as NSString).deletingPathExtension + ".sig"), as: UTF8.self)
-            let result = Result { () throws -> [String: String] in
+            return Result {
                 let purchase = try verifier.verify(originalJson: json, signature: signature)
                 return [
                     "grant": purchase.state == .purchased ? "yes" : "no", "productId": purchase.productId ?? "",
                     "purchaseToken": purchase.purchaseToken ?? "",
                 ]
             }
-            valid = PlayStoreCommand.verdict(file, result) && valid
         }
-        if !valid { throw ExitCode(1) }
     }
 }
 
@@ -121,16 +122,13 @@ struct PlayVerifyTokenCommand: AsyncParsableCommand {
         }
         let verifier = PushTokenVerifier(audience: audience, serviceAccount: serviceAccount, keys: keys)
         let now = at.map { Date(timeIntervalSince1970: $0) } ?? Date()
-        var valid = true
-        for file in files {
+        try PlayStoreCommand.verdicts(files) { file in
             let token = String(decoding: try PlayStoreCommand.read(file), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-            let result = Result { () throws -> [String: String] in
+            return Result {
                 try verifier.verify(token, now: now)
                 return [:]
             }
-            valid = PlayStoreCommand.verdict(file, result) && valid
         }
-        if !valid { throw ExitCode(1) }
     }
 }
 
@@ -149,16 +147,13 @@ struct PlayKeyCommand: AsyncParsableCommand {
     var files: [String]
 
     func run() async throws {
-        var valid = true
-        for file in files {
+        try PlayStoreCommand.verdicts(files) { file in
             let data = try PlayStoreCommand.read(file)
-            let result = Result { () throws -> [String: String] in
+            return Result {
                 if jwks { return ["kids": try GoogleKeySet(json: data).keyIds.joined(separator: " ")] }
                 _ = try PlayLicenseKey(base64: String(decoding: data, as: UTF8.self))
                 return [:]
             }
-            valid = PlayStoreCommand.verdict(file, result) && valid
         }
-        if !valid { throw ExitCode(1) }
     }
 }

@@ -75,8 +75,7 @@ final class AppStoreAPIClients: Sendable {
     /// Clients of `app` in each environment it accepts, production first; none when its settings
     /// name no API key.
     func clients(_ app: AppPurchases) async -> [AppStoreServerAPIClient] {
-        guard let api = app.serverAPI else { return [] }
-        let credentials = AppStoreAPICredentials(keyId: api.keyId, issuerId: api.issuerId, bundleId: app.bundleId, keyFile: api.keyFile)
+        guard let credentials = AppStoreAPICredentials(app) else { return [] }
         let (source, isNew) = tokens.withLock { tokens -> (APITokenSource, Bool) in
             if let source = tokens[app.bundleId] { return (source, false) }
             let source = APITokenSource(credentials)
@@ -84,9 +83,8 @@ final class AppStoreAPIClients: Sendable {
             return (source, true)
         }
         if !isNew { await source.update(credentials) }
-        let accepted = app.verifier.app.environments
         let metrics = metrics
-        return AppStoreAPIEnvironment.allCases.filter { accepted.contains($0 == .production ? .production : .sandbox) }.map {
+        return AppStoreAPIEnvironment.accepted(by: app).map {
             AppStoreServerAPIClient(
                 environment: $0, baseURL: baseURL, tokens: source, transport: transport, observe: { metrics?.record($0) })
         }

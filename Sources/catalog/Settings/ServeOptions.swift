@@ -1,3 +1,4 @@
+import AppStoreServerAPI
 import ArgumentParser
 import CatalogKit
 import CatalogServer
@@ -471,9 +472,9 @@ struct AppStoreAPIServeOptions: ParsableArguments {
         }
         var url: URL?
         if let text = try settings.value(.appStoreAPIURL, flag: appStoreApiUrl, default: nil as String?) {
-            guard let parsed = URL(string: text), let scheme = parsed.scheme?.lowercased(), let host = parsed.host?.lowercased(),
-                scheme == "https" || (scheme == "http" && ["127.0.0.1", "localhost", "::1", "[::1]"].contains(host))
-            else { throw ValidationError("--app-store-api-url must be an https URL (http only to a loopback host), not \(text)") }
+            guard let parsed = AppStoreAPIEnvironment.baseURL(text) else {
+                throw ValidationError("--app-store-api-url must be an https URL (http only to a loopback host), not \(text)")
+            }
             url = parsed
         }
         return Resolved(reconcileInterval: interval.seconds, apiURL: url)
