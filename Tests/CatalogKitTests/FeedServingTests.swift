@@ -54,7 +54,7 @@ import Testing
         defer { try? FileManager.default.removeItem(at: catalog.root) }
         let cases: [(String, String?, String?, FeedIndex.LookupError)] = [
             ("com.example.none", nil, nil, .unknownApp("com.example.none")),
-            ("com.example.serve", "android", nil, .unknownPlatform("android")),
+            ("com.example.serve", "fireos", nil, .unknownPlatform("fireos")),
             ("com.example.serve", nil, "2.x", .malformedAppVersion("2.x")),
             ("com.example.serve", nil, "", .malformedAppVersion("")),
         ]

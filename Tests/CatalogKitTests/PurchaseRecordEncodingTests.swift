@@ -19,7 +19,7 @@ import Testing
         appAppleId: Int64? = nil, environments: [PurchaseEnvironment] = [.production, .sandbox], policy: TransferPolicy = .keep,
         certificatePath: String? = nil, certificate: String? = nil, problem: String? = nil, webhookURL: String? = nil,
         secretFile: String? = nil, sandboxUnlocks: Bool? = nil, requireDeviceId: Bool? = nil, serverAPI: [String: String]? = nil,
-        consumption: [String: Any]? = nil,
+        consumption: [String: Any]? = nil, play: [String: String]? = nil,
         products: [PurchaseRecord.Product]
     ) throws -> PurchaseRecord {
         // Built through Codable: the record's memberwise initialiser is the catalog's.
@@ -31,6 +31,7 @@ import Testing
                 if let type = product.type { entry["type"] = type.rawValue }
                 if let duration = product.duration { entry["duration"] = duration }
                 if let group = product.group { entry["group"] = group }
+                if let play = product.play { entry["play"] = try? JSONSerialization.jsonObject(with: JSONEncoder().encode(play)) }
                 return entry
             },
         ]
@@ -44,12 +45,14 @@ import Testing
         if let requireDeviceId { object["requireDeviceId"] = requireDeviceId }
         if let serverAPI { object["serverAPI"] = serverAPI }
         if let consumption { object["consumption"] = consumption }
+        if let play { object["play"] = play }
         return try JSONDecoder().decode(PurchaseRecord.self, from: JSONSerialization.data(withJSONObject: object))
     }
 
-    static func product(_ id: String, _ type: ProductType?, _ entitlements: [String], duration: String? = nil, group: String? = nil)
-        throws -> PurchaseRecord.Product
-    {
+    static func product(
+        _ id: String, _ type: ProductType?, _ entitlements: [String], duration: String? = nil, group: String? = nil,
+        play: PlayProduct? = nil
+    ) throws -> PurchaseRecord.Product {
         var product = try JSONDecoder().decode(
             PurchaseRecord.Product.self, from: Data(#"{"id":"x","entitlements":[]}"#.utf8))
         product.id = id
@@ -57,6 +60,7 @@ import Testing
         product.entitlements = entitlements
         product.duration = duration
         product.group = group
+        product.play = play
         return product
     }
 
@@ -67,10 +71,18 @@ import Testing
             secretFile: "/etc/catalog/webhook secret", sandboxUnlocks: false, requireDeviceId: false,
             serverAPI: ["keyId": "2X9R4HXF34", "issuerId": "57246542-96fe-1a63-e053-0824d011072a", "keyFile": "/etc/catalog/AuthKey.p8"],
             consumption: ["sampleContentProvided": true, "refundPreference": "grantProrated"],
+            play: [
+                "packageName": "com.example.app", "licenseKey": "MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEA+/",
+                "pushAudience": "https://example.com/play",
+                "pushServiceAccount": "push@example.iam.gserviceaccount.com",
+            ],
             products: [
-                try Self.product("com.example.app.pro.monthly", .autoRenewable, ["pro", "ad-free"], group: "pro"),
+                try Self.product(
+                    "com.example.app.pro.monthly", .autoRenewable, ["pro", "ad-free"], group: "pro",
+                    play: PlayProduct(productId: "pro", basePlan: "monthly", offer: "intro-week")),
                 try Self.product("com.example.app.pass", .nonRenewing, ["com.example.app.pass"], duration: "P1M"),
-                try Self.product("com.example.app.coins", .consumable, []),
+                try Self.product(
+                    "com.example.app.coins", .consumable, [], play: PlayProduct(productId: "coins", purchaseOption: "bundle-10")),
                 try Self.product("com.example.app.untyped", nil, ["x"]),
             ])
         #expect(record.encoded == (try Self.foundationBytes(record)))

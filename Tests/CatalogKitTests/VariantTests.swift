@@ -183,9 +183,11 @@ import Testing
     }
 
     @Test func platformSpellings() {
-        #expect(Platform.allCases.map(\.name) == ["iOS", "macOS", "tvOS", "watchOS", "visionOS"])
-        #expect(Platform.allCases.map(\.rawValue) == ["ios", "macos", "tvos", "watchos", "visionos"])
-        #expect(Platform(name: "android") == nil)
+        #expect(Platform.allCases.map(\.name) == ["iOS", "macOS", "tvOS", "watchOS", "visionOS", "Android"])
+        #expect(Platform.allCases.map(\.rawValue) == ["ios", "macos", "tvos", "watchos", "visionos", "android"])
+        #expect(Platform(name: "android") == .android)
+        #expect(Platform(name: "ANDROID") == .android)
+        #expect(Platform(name: "fireos") == nil)
         #expect(Platform(name: "iPadOS") == nil)
     }
 }

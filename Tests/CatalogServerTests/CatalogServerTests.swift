@@ -130,8 +130,8 @@ import Time
                     "no such resource: /v1/apps/com.example.served%2F..%2Fx/products.json"
                 ),
                 (
-                    Self.feedPath + "?platform=android", .get, .badRequest,
-                    "unknown platform 'android'; expected ios, macos, tvos, watchos or visionos"
+                    Self.feedPath + "?platform=fireos", .get, .badRequest,
+                    "unknown platform 'fireos'; expected ios, macos, tvos, watchos, visionos or android"
                 ),
                 (Self.feedPath + "?appVersion=two", .get, .badRequest, "appVersion 'two' is not a version such as 2.3.1"),
                 ("/v1/apps/\(Self.app)/revisions/99/products.json", .get, .notFound, "no revision 99 of app '\(Self.app)'"),

@@ -191,7 +191,7 @@ extension Timestamp {
 
         // Unsafe methods are not allowed on feeds (405), and a request that fails without its
         // conditions (here an unknown platform, 400) fails with them too: conditions are ignored.
-        let uri = row.wouldSucceed ? CatalogServerTests.feedPath : CatalogServerTests.feedPath + "?platform=android"
+        let uri = row.wouldSucceed ? CatalogServerTests.feedPath : CatalogServerTests.feedPath + "?platform=fireos"
         let method: HTTPRequest.Method = row.isGetOrHead ? .get : .post
         let expected: HTTPResponse.Status =
             !row.isGetOrHead

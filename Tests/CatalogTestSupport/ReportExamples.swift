@@ -47,8 +47,8 @@ public enum ReportExamples {
             "requestedProductIdentifiers[1] must be a string"
         ),
         (
-            #"{"invalidProductIdentifiers":["com.example.a"],"platform":"android"}"#,
-            "platform 'android' is not one of iOS, macOS, tvOS, watchOS or visionOS"
+            #"{"invalidProductIdentifiers":["com.example.a"],"platform":"fireos"}"#,
+            "platform 'fireos' is not one of iOS, macOS, tvOS, watchOS, visionOS or Android"
         ),
         (#"{"invalidProductIdentifiers":["com.example.a"],"platform":5}"#, "platform must be a string"),
         (

@@ -173,8 +173,8 @@ struct CauseContext {
             platformsOffered[product.id] = product.platforms?.count ?? 0
         }
         self.platformsOffered = platformsOffered
-        // An app that names no platform is sold wherever its products are: count them as many.
-        appPlatformCount = catalog.platforms.isEmpty ? Platform.allCases.count : catalog.platforms.count
+        // An app that names no platform is sold wherever the App Store sells: count them as many.
+        appPlatformCount = catalog.platforms.isEmpty ? Platform.allCases.filter(\.isApple).count : catalog.platforms.count
         appVersions = Set(appAggregates.flatMap(\.appVersions)).sorted(by: VerdictEvidence.versionOrder)
         appStorefronts = Set(appAggregates.flatMap(\.storefronts))
         self.history = history

@@ -30,6 +30,22 @@ public struct CatalogStamp: Sendable {
     }
 }
 
+/// The products a variant's feeds list, in feed order, and which identifiers its `products.json`
+/// names: an Android variant lists the Google Play product ids that Android apps ask Play for.
+/// Variants share feeds only when both are equal.
+public struct FeedSelection: Sendable, Hashable {
+    /// Indices into the catalog's products, in feed order.
+    public var products: [Int]
+    /// Whether `products.json` names each product's Play product id (once each) instead of its id.
+    public var namesPlayProducts: Bool
+
+    /// A selection.
+    public init(products: [Int], namesPlayProducts: Bool = false) {
+        self.products = products
+        self.namesPlayProducts = namesPlayProducts
+    }
+}
+
 /// Receives a feed's bytes piece by piece, in order.
 public typealias FeedPieces = (UnsafeBufferPointer<UInt8>) -> Void
 
@@ -56,6 +72,9 @@ public struct FeedRenderer: Sendable {
     let knownTail: [UInt8]
     /// Each product's identifier as a JSON string, encoded once, in one buffer per core.
     let quotedIDs: ByteArenas
+    /// Each product's Play product id as a JSON string (empty for a product without one); nil when
+    /// no product is sold on Google Play.
+    let quotedPlayIDs: [[UInt8]]?
     /// What selection needs of each product, kept apart from `Product` so that the selection
     /// loop (products × variants) touches small plain values, not whole structs of strings.
     let saleFacts: [SaleFacts]
@@ -67,6 +86,8 @@ public struct FeedRenderer: Sendable {
         var availableUntil: Timestamp?
         /// Bit i set: sold on `Platform.allCases[i]`; 0 means every platform.
         var platformMask: UInt8
+        /// Whether Android's feeds list it (``Product/isSoldOnAndroid``).
+        var isSoldOnAndroid: Bool
         /// The index in `selector.bands` of the band its minimum app version starts; 0 for none.
         /// An index, not the version: comparing versions (arrays) in the loop over products and
         /// variants cost reference counting on each.
@@ -103,9 +124,18 @@ public struct FeedRenderer: Sendable {
                 status: products[index].status, isQuarantined: products[index].isQuarantined,
                 availableFrom: products[index].availableFrom, availableUntil: products[index].availableUntil,
                 platformMask: products[index].platforms.map(FeedRenderer.mask) ?? appMask,
+                isSoldOnAndroid: products[index].isSoldOnAndroid,
                 minimumBand: products[index].minimumAppVersion.flatMap { bandIndex[$0] } ?? 0)
         }
         saleFacts = facts
+        quotedPlayIDs =
+            facts.contains(where: \.isSoldOnAndroid)
+            ? products.indices.map { index in
+                guard let play = products[index].play else { return [] }
+                var writer = JSONWriter(capacity: play.productId.utf8.count + 2)
+                writer.string(play.productId)
+                return writer.bytes
+            } : nil
         // Sorted on plain values: a product read in each comparison is copied, whole.
         let displayOrders = products.indices.map { products[$0].displayOrder ?? .max }
         let order = displayOrders.indices.sorted { left, right in
@@ -118,9 +148,11 @@ public struct FeedRenderer: Sendable {
         knownTail = FeedRenderer.knownTail(catalog.products, known)
     }
 
-    /// The products on sale in `variant` at `moment`, as indices in feed order.
-    public func selection(_ variant: Variant, at moment: Timestamp) -> [Int] {
-        let platformBit = variant.platform.map(FeedRenderer.bit) ?? 0
+    /// The products on sale in `variant` at `moment`, in feed order. Android's lists only products
+    /// sold on Google Play, by their Play ids.
+    public func selection(_ variant: Variant, at moment: Timestamp) -> FeedSelection {
+        let android = variant.platform == .android
+        let platformBit = android ? 0 : variant.platform.map(FeedRenderer.bit) ?? 0
         // The band the variant's version falls in: a product starting a later band is not sold there.
         let band = variant.band.map { version in selector.bands.lastIndex { $0 <= version } ?? 0 }
         var sellable: [Int] = []
@@ -133,11 +165,12 @@ public struct FeedRenderer: Sendable {
                     fact.availableUntil.map({ moment < $0 }) ?? true
                 else { continue }
                 if platformBit != 0 && fact.platformMask != 0 && fact.platformMask & platformBit == 0 { continue }
+                if android && !fact.isSoldOnAndroid { continue }
                 if let band, band < fact.minimumBand { continue }
                 sellable.append(index)
             }
         }
-        return sellable
+        return FeedSelection(products: sellable, namesPlayProducts: android)
     }
 
     private static func bit(_ platform: Platform) -> UInt8 {
@@ -148,17 +181,26 @@ public struct FeedRenderer: Sendable {
         platforms.reduce(0) { $0 | bit($1) }
     }
 
-    /// `products.json`: exactly the JSON array of identifiers that Apple's sample code parses.
-    public func productsFeed(_ selection: [Int], _ pieces: FeedPieces) {
+    /// `products.json`: exactly the JSON array of identifiers that Apple's sample code parses; on
+    /// Android, the Play product ids, each once (a subscription's base plans share one).
+    public func productsFeed(_ selection: FeedSelection, _ pieces: FeedPieces) {
         FeedRenderer.piece("[", pieces)
-        quotedIDs.forEachItem(at: selection, separatedBy: UInt8(ascii: ","), pieces)
+        if selection.namesPlayProducts, let quotedPlayIDs {
+            var listed = Set<[UInt8]>()
+            for index in selection.products where listed.insert(quotedPlayIDs[index]).inserted {
+                if listed.count > 1 { FeedRenderer.piece(",", pieces) }
+                quotedPlayIDs[index].withUnsafeBufferPointer(pieces)
+            }
+        } else {
+            quotedIDs.forEachItem(at: selection.products, separatedBy: UInt8(ascii: ","), pieces)
+        }
         FeedRenderer.piece("]", pieces)
     }
 
     /// `catalog.json`: the revision details of `stamp`, then the products and the known ones.
     /// Without a stamp, the content alone (`{"products":[…],"known":[…]}`): what decides whether
     /// the rich feed changed.
-    public func catalogFeed(_ selection: [Int], stamp: CatalogStamp?, _ pieces: FeedPieces) {
+    public func catalogFeed(_ selection: FeedSelection, stamp: CatalogStamp?, _ pieces: FeedPieces) {
         FeedRenderer.catalogHead(stamp).withUnsafeBufferPointer(pieces)
         catalogBody(selection, pieces)
     }
@@ -169,9 +211,9 @@ public struct FeedRenderer: Sendable {
     }
 
     /// `catalog.json` after ``catalogHead(_:)``: the same bytes whatever the stamp.
-    func catalogBody(_ selection: [Int], _ pieces: FeedPieces) {
+    func catalogBody(_ selection: FeedSelection, _ pieces: FeedPieces) {
         FeedRenderer.piece(#""products":["#, pieces)
-        feedObjects.forEachItem(at: selection, separatedBy: UInt8(ascii: ","), pieces)
+        feedObjects.forEachItem(at: selection.products, separatedBy: UInt8(ascii: ","), pieces)
         knownTail.withUnsafeBufferPointer(pieces)
     }
 
@@ -211,6 +253,7 @@ public struct FeedRenderer: Sendable {
             } else {
                 body.string(product.status.rawValue)
             }
+            if let play = product.play { writePlay(play, to: &body) }
             body.endObject()
         }
         body.endArray()
@@ -277,6 +320,7 @@ public struct FeedRenderer: Sendable {
             }
             json.endObject()
         }
+        if let play = product.play { writePlay(play, to: &json) }
         if full, let order = product.displayOrder {
             json.key("displayOrder")
             json.integer(order)
@@ -293,6 +337,21 @@ public struct FeedRenderer: Sendable {
         json.endObject()
         return json.bytes
     }
+}
+
+/// A product's `play` object, as feeds and snapshots write it (the source's keys).
+private func writePlay(_ play: PlayProduct, to json: inout JSONWriter) {
+    json.key("play")
+    json.beginObject()
+    json.key("productId")
+    json.string(play.productId)
+    for (key, value) in [("basePlan", play.basePlan), ("offer", play.offer), ("purchaseOption", play.purchaseOption)] {
+        if let value {
+            json.key(key)
+            json.string(value)
+        }
+    }
+    json.endObject()
 }
 
 /// Many small byte strings in one buffer: one allocation instead of one per product.

@@ -1,4 +1,5 @@
-/// The platforms the App Store sells on. Names match case-insensitively; URLs use lower case.
+/// The platforms an app's products are sold on: Apple's, where the App Store sells, and Android,
+/// where Google Play does. Names match case-insensitively; URLs use lower case.
 public enum Platform: String, CaseIterable, Sendable, Hashable, Comparable, Codable {
     /// iOS; `ios` in URLs and manifests.
     case iOS = "ios"
@@ -10,6 +11,9 @@ public enum Platform: String, CaseIterable, Sendable, Hashable, Comparable, Coda
     case watchOS = "watchos"
     /// visionOS; `visionos` in URLs and manifests.
     case visionOS = "visionos"
+    /// Android, where Google Play sells; `android` in URLs and manifests. Its feeds list products
+    /// by their Google Play ids (docs/google-play.md).
+    case android
 
     /// Apple's spelling, as editors write it.
     public var name: String {
@@ -19,6 +23,7 @@ public enum Platform: String, CaseIterable, Sendable, Hashable, Comparable, Coda
         case .tvOS: "tvOS"
         case .watchOS: "watchOS"
         case .visionOS: "visionOS"
+        case .android: "Android"
         }
     }
 
@@ -31,6 +36,7 @@ public enum Platform: String, CaseIterable, Sendable, Hashable, Comparable, Coda
         case "tvOS": self = .tvOS
         case "watchOS": self = .watchOS
         case "visionOS": self = .visionOS
+        case "Android": self = .android
         default: self.init(rawValue: name.lowercased())
         }
     }
@@ -39,7 +45,10 @@ public enum Platform: String, CaseIterable, Sendable, Hashable, Comparable, Coda
         allCases.firstIndex(of: lhs)! < allCases.firstIndex(of: rhs)!
     }
 
-    static let expectedList = "iOS, macOS, tvOS, watchOS or visionOS"
+    /// Whether the App Store sells there.
+    public var isApple: Bool { self != .android }
+
+    static let expectedList = "iOS, macOS, tvOS, watchOS, visionOS or Android"
 }
 
 /// The four kinds of in-app purchase.

@@ -27,9 +27,31 @@ public struct Subscription: Sendable, Hashable {
     public var rank: Int64?
 }
 
+/// What an Android app buys on Google Play for a product (docs/catalog-format.md, "Google Play"):
+/// a Play product, and for a subscription the base plan it is sold with.
+public struct PlayProduct: Sendable, Hashable, Codable {
+    /// The Play product id: lower case letters, digits, `_` and `.`.
+    public var productId: String
+    /// The base plan, for a subscription (auto-renewing or prepaid); nil for a one-time product.
+    public var basePlan: String?
+    /// The offer an Android app presents with the base plan; nil for the base plan alone.
+    public var offer: String?
+    /// A one-time product's purchase option (Play Billing Library 8); nil for its default one.
+    public var purchaseOption: String?
+
+    /// A Play product.
+    public init(productId: String, basePlan: String? = nil, offer: String? = nil, purchaseOption: String? = nil) {
+        self.productId = productId
+        self.basePlan = basePlan
+        self.offer = offer
+        self.purchaseOption = purchaseOption
+    }
+}
+
 /// A validated product definition.
 public struct Product: Sendable {
-    /// The App Store product identifier.
+    /// The product's identifier in the catalog, and its App Store product identifier where the App
+    /// Store sells it.
     public var id: String
     /// The kind of in-app purchase; nil when the source does not say.
     public var type: ProductType?
@@ -60,6 +82,11 @@ public struct Product: Sendable {
     /// A non-renewing subscription's period, an ISO 8601 duration such as `P1M`: the App Store keeps
     /// none for that type, so the ledger takes it from here. Set on a non-renewing product only.
     public var duration: String? = nil
+    /// What an Android app buys for it on Google Play; nil: it is not sold there.
+    public var play: PlayProduct? = nil
+
+    /// Whether Android feeds list it: it has a Play product, and no platforms list leaves Android out.
+    public var isSoldOnAndroid: Bool { play != nil && (platforms?.contains(.android) ?? true) }
 
     /// What a purchase of it unlocks: its `entitlements`, or its own identifier when it names none.
     public var unlocks: [String] { entitlements ?? [id] }

@@ -76,6 +76,28 @@ public struct ConsumptionSettings: Sendable, Hashable, Codable {
     }
 }
 
+/// What an app sets for Google Play (docs/google-play.md): its package, the licence key that signs
+/// its purchases, and who pushes its notifications.
+public struct PlaySettings: Sendable, Hashable, Codable {
+    /// `playPackageName`: what every purchase of the app names.
+    public var packageName: String
+    /// `playLicenseKey`: base64 of the licence key's SubjectPublicKeyInfo, as Play Console shows it;
+    /// nil: purchases cannot be verified offline.
+    public var licenseKey: String?
+    /// `playPushAudience`: the `aud` of the push subscription's tokens; nil: no notifications.
+    public var pushAudience: String?
+    /// `playPushServiceAccount`: the `email` of the push subscription's tokens.
+    public var pushServiceAccount: String?
+
+    /// Settings.
+    public init(packageName: String, licenseKey: String? = nil, pushAudience: String? = nil, pushServiceAccount: String? = nil) {
+        self.packageName = packageName
+        self.licenseKey = licenseKey
+        self.pushAudience = pushAudience
+        self.pushServiceAccount = pushServiceAccount
+    }
+}
+
 /// An app's settings for the App Store's evidence: what it is bound to, and who owns a purchase.
 public struct PurchaseSettings: Sendable, Hashable {
     /// The app's Apple id (`appAppleId`), which production evidence must name; nil when not set.
@@ -106,6 +128,8 @@ public struct PurchaseSettings: Sendable, Hashable {
     /// Whether a legacy receipt must come with the device identifier whose hash it carries
     /// (`requireDeviceId`); true by default, so that a copied receipt is useless without its device.
     public var requireDeviceId: Bool = true
+    /// Google Play's settings (`playPackageName` and the others); nil: the app takes no Play evidence.
+    public var play: PlaySettings?
 
     /// The defaults: no Apple id, production and sandbox, `keep`, no Xcode certificate.
     public init(

@@ -67,7 +67,7 @@ extension PublicationPlan {
 /// Files shared by every variant that selects exactly these products.
 struct PlannedOutput: Sendable {
     var directory: String
-    var selection: [Int]
+    var selection: FeedSelection
     var catalogRevision: Int
     var catalogPublishedAt: Timestamp
 }

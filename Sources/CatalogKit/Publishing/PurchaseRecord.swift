@@ -27,6 +27,8 @@ public struct PurchaseRecord: Codable, Sendable, Equatable {
         public var duration: String?
         /// A subscription's group.
         public var group: String?
+        /// What an Android app buys for it on Google Play: how a Play purchase finds it.
+        public var play: PlayProduct? = nil
     }
 
     /// The record's format; a reader refuses one it does not know.
@@ -59,6 +61,8 @@ public struct PurchaseRecord: Codable, Sendable, Equatable {
     public var serverAPI: ServerAPISettings?
     /// How consumption requests are answered; nil: they are not.
     public var consumption: ConsumptionSettings?
+    /// Google Play's settings; nil: the app takes no Play evidence.
+    public var play: PlaySettings?
     /// Every product of the catalog, in source order.
     public var products: [Product]
 
@@ -79,7 +83,7 @@ public struct PurchaseRecord: Codable, Sendable, Equatable {
                 Self.write(
                     &json, id: catalogProducts[index].id, type: catalogProducts[index].type,
                     entitlements: catalogProducts[index].entitlements, duration: catalogProducts[index].duration,
-                    group: catalogProducts[index].subscription?.group)
+                    group: catalogProducts[index].subscription?.group, play: catalogProducts[index].play)
             }
         }
     }
@@ -111,6 +115,7 @@ public struct PurchaseRecord: Codable, Sendable, Equatable {
         requireDeviceId = settings.requireDeviceId ? nil : false
         serverAPI = settings.serverAPI
         consumption = settings.consumption
+        play = settings.play
         products = []
     }
 
@@ -126,7 +131,7 @@ public struct PurchaseRecord: Codable, Sendable, Equatable {
             for product in products {
                 Self.write(
                     &json, id: product.id, type: product.type, entitlements: product.entitlements, duration: product.duration,
-                    group: product.group)
+                    group: product.group, play: product.play)
             }
         }
     }
@@ -158,6 +163,20 @@ public struct PurchaseRecord: Codable, Sendable, Equatable {
         json.endArray()
         json.key("format")
         json.integer(Int64(format))
+        if let play {
+            json.key("play")
+            json.beginObject()
+            for (key, value) in [
+                ("licenseKey", play.licenseKey), ("packageName", play.packageName), ("pushAudience", play.pushAudience),
+                ("pushServiceAccount", play.pushServiceAccount),
+            ] {
+                if let value {
+                    json.key(key)
+                    json.string(value)
+                }
+            }
+            json.endObject()
+        }
         json.key("products")
         json.beginArray()
         writeProducts(&json)
@@ -188,7 +207,8 @@ public struct PurchaseRecord: Codable, Sendable, Equatable {
 
     /// One element of `products`, keys sorted; `entitlements` nil: the product's own identifier.
     private static func write(
-        _ json: inout JSONWriter, id: String, type: ProductType?, entitlements: [String]?, duration: String?, group: String?
+        _ json: inout JSONWriter, id: String, type: ProductType?, entitlements: [String]?, duration: String?, group: String?,
+        play: PlayProduct?
     ) {
         json.beginObject()
         if let duration {
@@ -209,6 +229,19 @@ public struct PurchaseRecord: Codable, Sendable, Equatable {
         }
         json.key("id")
         json.string(id)
+        if let play {
+            json.key("play")
+            json.beginObject()
+            for (key, value) in [
+                ("basePlan", play.basePlan), ("offer", play.offer), ("productId", play.productId), ("purchaseOption", play.purchaseOption),
+            ] {
+                if let value {
+                    json.key(key)
+                    json.string(value)
+                }
+            }
+            json.endObject()
+        }
         if let type {
             json.key("type")
             json.string(type.rawValue)
@@ -243,6 +276,6 @@ extension PurchaseRecord.Product {
     init(_ product: CatalogKit.Product) {
         self.init(
             id: product.id, type: product.type, entitlements: product.unlocks, duration: product.duration,
-            group: product.subscription?.group)
+            group: product.subscription?.group, play: product.play)
     }
 }

@@ -10,7 +10,7 @@ struct StatePlanner {
     let revision: Int
     private(set) var outputs: [PlannedOutput] = []
     /// Outputs already planned, by selection, with their validators.
-    private var planned: [[Int]: (output: PlannedOutput, result: GroupResult)] = [:]
+    private var planned: [FeedSelection: (output: PlannedOutput, result: GroupResult)] = [:]
 
     init(app: String, renderer: FeedRenderer, revision: Int) {
         self.app = app
@@ -37,7 +37,7 @@ struct StatePlanner {
         previous: (Variant) -> VariantRecord?, stampSources: (Variant) -> [VariantRecord]
     ) -> (records: [VariantRecord], changed: Int, sellable: [Bool]) {
         var groups: [VariantGroup] = []
-        var groupIndex: [[Int]: Int] = [:]
+        var groupIndex: [FeedSelection: Int] = [:]
         // Each variant's selection is a pass over every product: one variant per core at a time.
         let variants = renderer.selector.variants
         let renderer = self.renderer
@@ -91,7 +91,7 @@ struct StatePlanner {
         // variant's selection of a big catalog goes through here.
         var sellable = [Bool](repeating: false, count: renderer.catalog.products.count)
         for group in groups {
-            for index in group.selection { sellable[index] = true }
+            for index in group.selection.products { sellable[index] = true }
             guard let (output, result) = planned[group.selection] else { continue }
             for variant in group.variants {
                 let old = previous(variant)
@@ -121,8 +121,8 @@ struct StatePlanner {
     }
 }
 
-/// Variants that select exactly the same products.
+/// Variants that select exactly the same products, named the same way.
 struct VariantGroup: Sendable {
     var variants: [Variant]
-    var selection: [Int]
+    var selection: FeedSelection
 }

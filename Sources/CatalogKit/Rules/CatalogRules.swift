@@ -46,6 +46,20 @@ public enum CatalogRules {
         // A single file's products are taken as they are: a big catalog is not copied.
         let products =
             sources.definitions.count == 1 ? sources.definitions[0].products.products : sources.definitions.flatMap(\.products.products)
+        // Products read in place, by index: a closure given each would copy it, whole.
+        if products.indices.contains(where: { products[$0].play != nil }) {
+            PlayRules.checkAcrossProducts(products, into: &diagnostics)
+        }
+        // Android has feeds of its own as soon as a product is sold on Google Play.
+        if let first = products.indices.first(where: { products[$0].isSoldOnAndroid }) {
+            platforms.insert(.android)
+            if !settings.platforms.isEmpty, !settings.platforms.contains(.android) {
+                diagnostics.append(
+                    .warning(
+                        "product '\(products[first].id)' is sold on Google Play but Android is not one of the app's platforms (\(settings.platforms.map(\.name).joined(separator: ", "))); add it there",
+                        file: products[first].location.file, at: products[first].location.position))
+            }
+        }
         let content = ContentRules.check(sources, products: products, into: &diagnostics)
         guard !diagnostics.containsErrors, sources.definitions.allSatisfy({ $0.products.rejectedCount == 0 }) else {
             return (nil, diagnostics)
@@ -198,6 +212,11 @@ public enum CatalogRules {
             platforms = checkPlatforms(list, file: file, into: &diagnostics)
             if diagnostics[before...].contains(where: { $0.severity == .error }) { valid = false }
             if list.value.isEmpty { error("platforms list is empty; leave it out to sell on every platform of the app", at: list.position) }
+            if platforms?.contains(.android) == true, definition.play == nil, !definition.malformedKeys.contains("play") {
+                error(
+                    "product '\(id.value)' is sold on Android and needs 'play', the product an Android app buys on Google Play",
+                    at: list.position)
+            }
         }
 
         var minimumAppVersion: AppVersion?
@@ -254,6 +273,12 @@ public enum CatalogRules {
             }
         }
 
+        var play: PlayProduct?
+        if let definition = definition.play {
+            play = PlayRules.check(definition, type: type, file: file, into: &diagnostics)
+            if play == nil { valid = false }
+        }
+
         guard valid else { return (nil, platforms) }
         var product = Product(
             id: id.value, type: type, referenceName: definition.referenceName?.value, status: status,
@@ -264,6 +289,7 @@ public enum CatalogRules {
             location: SourceLocation(file: file, position: id.position))
         product.entitlements = entitlements?.names
         product.duration = definition.duration?.value
+        product.play = play
         return (product, platforms)
     }
 }

@@ -20,11 +20,15 @@ struct PurchaseSettingsRules {
     private var refundPreference: (Located<String>, file: String)?
     private var sandboxUnlocks: (Located<Bool>, file: String)?
     private var requireDeviceId: (Located<Bool>, file: String)?
+    private var playPackageName: (Located<String>, file: String)?
+    private var playLicenseKey: (Located<String>, file: String)?
+    private var playPushAudience: (Located<String>, file: String)?
+    private var playPushServiceAccount: (Located<String>, file: String)?
 
     /// Whether any purchase setting is written: the app takes purchases.
     var isSet: Bool {
         appAppleId != nil || environments != nil || transferPolicy != nil || xcodeCertificate != nil || sandboxUnlocks != nil
-            || requireDeviceId != nil
+            || requireDeviceId != nil || playPackageName != nil
     }
 
     /// Notes one file's settings; a setting already set by an earlier file is an error there.
@@ -55,6 +59,10 @@ struct PurchaseSettingsRules {
         note(settings.refundPreference, "refundPreference", &refundPreference)
         note(settings.sandboxUnlocks, "sandboxUnlocks", &sandboxUnlocks)
         note(settings.requireDeviceId, "requireDeviceId", &requireDeviceId)
+        note(settings.playPackageName, "playPackageName", &playPackageName)
+        note(settings.playLicenseKey, "playLicenseKey", &playLicenseKey)
+        note(settings.playPushAudience, "playPushAudience", &playPushAudience)
+        note(settings.playPushServiceAccount, "playPushServiceAccount", &playPushServiceAccount)
     }
 
     /// Checks the settings read, and fills in the defaults.
@@ -125,7 +133,57 @@ struct PurchaseSettingsRules {
         checkWebhook(&result, into: &diagnostics)
         result.serverAPI = checkServerAPI(into: &diagnostics)
         result.consumption = checkConsumption(hasServerAPI: result.serverAPI != nil, into: &diagnostics)
+        result.play = checkPlay(into: &diagnostics)
         return result
+    }
+
+    /// Google Play's settings: the package name as Android spells one; the licence key base64 of a
+    /// DER structure (the server reads it as an RSA key, `catalog playstore key` checks it whole);
+    /// the push audience and service account both or neither. Each needs the package name.
+    private func checkPlay(into diagnostics: inout [Diagnostic]) -> PlaySettings? {
+        var valid = true
+        func error(_ message: String, _ slot: (Located<String>, file: String)) {
+            diagnostics.append(.error(message, file: slot.file, at: slot.0.position))
+            valid = false
+        }
+        guard let package = playPackageName else {
+            for (name, slot) in [
+                ("playLicenseKey", playLicenseKey), ("playPushAudience", playPushAudience),
+                ("playPushServiceAccount", playPushServiceAccount),
+            ] {
+                if let slot { error("\(name) needs playPackageName, the app's package name on Google Play", slot) }
+            }
+            return nil
+        }
+        if !PlayRules.isPackageName(package.0.value) {
+            error(
+                "playPackageName '\(package.0.value)' is not an Android package name (two or more dot-separated parts, each a letter then letters, digits or '_')",
+                package)
+        }
+        if let key = playLicenseKey {
+            let text = key.0.value.filter { !$0.isWhitespace }
+            if let bytes = Data(base64Encoded: text), bytes.first == 0x30, bytes.count >= 256 {
+                // A 2048-bit key's SubjectPublicKeyInfo is 294 bytes; what it holds is read by the server.
+            } else {
+                error("playLicenseKey is not a licence key: Play Console shows it as base64 of an RSA public key (MIIBIjAN…)", key)
+            }
+        }
+        switch (playPushAudience, playPushServiceAccount) {
+        case (let audience?, nil):
+            error("playPushAudience needs playPushServiceAccount: a push is accepted from that account only", audience)
+        case (nil, let account?): error("playPushServiceAccount needs playPushAudience, the push subscription's audience", account)
+        case (let audience?, let account?):
+            if audience.0.value.allSatisfy(\.isWhitespace) { error("playPushAudience is empty", audience) }
+            let parts = account.0.value.split(separator: "@", omittingEmptySubsequences: false)
+            if parts.count != 2 || parts[0].isEmpty || !parts[1].contains(".") {
+                error("playPushServiceAccount '\(account.0.value)' is not a service account's email address", account)
+            }
+        case (nil, nil): break
+        }
+        guard valid else { return nil }
+        return PlaySettings(
+            packageName: package.0.value, licenseKey: playLicenseKey.map { $0.0.value.filter { !$0.isWhitespace } },
+            pushAudience: playPushAudience?.0.value, pushServiceAccount: playPushServiceAccount?.0.value)
     }
 
     /// The consumption answers: on only when `answerConsumptionRequests` is true, which needs the

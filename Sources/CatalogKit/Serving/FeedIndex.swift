@@ -165,7 +165,7 @@ public struct FeedIndex: Sendable {
         public var description: String {
             switch self {
             case .unknownApp(let app): "no published app '\(app)'"
-            case .unknownPlatform(let platform): "unknown platform '\(platform)'; expected ios, macos, tvos, watchos or visionos"
+            case .unknownPlatform(let platform): "unknown platform '\(platform)'; expected ios, macos, tvos, watchos, visionos or android"
             case .malformedAppVersion(let version): "appVersion '\(version)' is not a version such as 2.3.1"
             case .unknownVariant(let app, let variant):
                 "app '\(app)' publishes no variant '\(variant)'; its variants are listed at /v1/apps/\(app)/\(FeedVariants.indexName)"

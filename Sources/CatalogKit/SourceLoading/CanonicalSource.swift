@@ -65,6 +65,10 @@ struct CanonicalSource {
                 ("refundPreference", settings.refundPreference.map(string)),
                 ("sandboxUnlocks", settings.sandboxUnlocks.map { .boolean($0.value) }),
                 ("requireDeviceId", settings.requireDeviceId.map { .boolean($0.value) }),
+                ("playPackageName", settings.playPackageName.map(string)),
+                ("playLicenseKey", settings.playLicenseKey.map(string)),
+                ("playPushAudience", settings.playPushAudience.map(string)),
+                ("playPushServiceAccount", settings.playPushServiceAccount.map(string)),
             ]
             for (key, value) in written {
                 if let value, purchaseSettings[key] == nil { purchaseSettings.set(key, value) }

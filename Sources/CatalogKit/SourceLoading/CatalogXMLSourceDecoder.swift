@@ -40,6 +40,10 @@ struct CatalogXMLSourceDecoder {
         settings.serverAPIIssuerId = root.located("serverAPIIssuerId")
         settings.serverAPIKeyFile = root.located("serverAPIKeyFile")
         settings.refundPreference = root.located("refundPreference")
+        settings.playPackageName = root.located("playPackageName")
+        settings.playLicenseKey = root.located("playLicenseKey")
+        settings.playPushAudience = root.located("playPushAudience")
+        settings.playPushServiceAccount = root.located("playPushServiceAccount")
         // xs:boolean: the schema has admitted only true, false, 1 or 0.
         settings.answerConsumptionRequests = root.located("answerConsumptionRequests").map {
             Located($0.value == "true" || $0.value == "1", at: $0.position)
@@ -102,6 +106,14 @@ struct CatalogXMLSourceDecoder {
                 position: subscription.position, group: subscription.located("group"),
                 period: subscription.located("period"),
                 rank: integer(subscription, "rank", file: file, into: &diagnostics))
+        }
+        if let play = element.child("play") {
+            var definition = PlayDefinition(position: play.position)
+            definition.productId = play.located("productId")
+            definition.basePlan = play.located("basePlan")
+            definition.offer = play.located("offer")
+            definition.purchaseOption = play.located("purchaseOption")
+            product.play = definition
         }
         if let metadata = element.child("metadata") {
             var writer = JSONWriter()

@@ -48,6 +48,8 @@ public struct ProductDefinition: Sendable {
     public var entitlements: Located<[Located<String>]>?
     /// A non-renewing subscription's `duration` as written, such as `P1M`.
     public var duration: Located<String>?
+    /// The `play` dict or element: the product on Google Play.
+    public var play: PlayDefinition?
     /// Keys present in the source with a value the decoder already reported as malformed:
     /// rules must not report them again as missing.
     public var malformedKeys: Set<String> = []
@@ -69,6 +71,25 @@ public struct SubscriptionDefinition: Sendable {
     public var period: Located<String>?
     /// The level of service within the group as written; 1 is the highest.
     public var rank: Located<Int64>?
+}
+
+/// A product's Google Play counterpart as a source spells it, before the rules run.
+public struct PlayDefinition: Sendable {
+    /// The position of its dict or element.
+    public var position: SourcePosition
+    /// `productId`.
+    public var productId: Located<String>?
+    /// `basePlan`.
+    public var basePlan: Located<String>?
+    /// `offer`.
+    public var offer: Located<String>?
+    /// `purchaseOption`.
+    public var purchaseOption: Located<String>?
+
+    /// A definition at `position` with no field yet.
+    public init(position: SourcePosition) {
+        self.position = position
+    }
 }
 
 /// App settings as one source file spells them.
@@ -109,6 +130,14 @@ public struct AppSettingsDefinition: Sendable {
     public var sandboxUnlocks: Located<Bool>?
     /// The `requireDeviceId` setting.
     public var requireDeviceId: Located<Bool>?
+    /// The `playPackageName` setting.
+    public var playPackageName: Located<String>?
+    /// The `playLicenseKey` setting: base64 of the licence key.
+    public var playLicenseKey: Located<String>?
+    /// The `playPushAudience` setting.
+    public var playPushAudience: Located<String>?
+    /// The `playPushServiceAccount` setting.
+    public var playPushServiceAccount: Located<String>?
 }
 
 /// A `feedbackPolicy` as a source spells it, before the rules check its bounds.

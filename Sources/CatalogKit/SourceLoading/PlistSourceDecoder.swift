@@ -94,6 +94,14 @@ struct PlistSourceDecoder {
                     settings.sandboxUnlocks = entry.value.boolean(key: "sandboxUnlocks", file: file, into: &diagnostics)
                 case "requireDeviceId":
                     settings.requireDeviceId = entry.value.boolean(key: "requireDeviceId", file: file, into: &diagnostics)
+                case "playPackageName", "playLicenseKey", "playPushAudience", "playPushServiceAccount":
+                    let value = entry.value.string(key: entry.key, file: file, into: &diagnostics)
+                    switch entry.key {
+                    case "playPackageName": settings.playPackageName = value
+                    case "playLicenseKey": settings.playLicenseKey = value
+                    case "playPushAudience": settings.playPushAudience = value
+                    default: settings.playPushServiceAccount = value
+                    }
                 case "content": content = contentItems(entry.value, file: file, into: &diagnostics)
                 case "products":
                     // Its elements were streamed to decodeProduct as they were read; only its kind is left to check.
@@ -124,8 +132,8 @@ struct PlistSourceDecoder {
     static let settingKeys: Set<String> = [
         "app", "platforms", "feedbackPolicy", "appAppleId", "environments", "transferPolicy", "xcodeCertificate", "webhookURL",
         "webhookSecretFile", "serverAPIKeyId", "serverAPIIssuerId", "serverAPIKeyFile", "answerConsumptionRequests",
-        "sampleContentProvided", "refundPreference", "sandboxUnlocks", "requireDeviceId", "products",
-        "content",
+        "sampleContentProvided", "refundPreference", "sandboxUnlocks", "requireDeviceId", "playPackageName", "playLicenseKey",
+        "playPushAudience", "playPushServiceAccount", "products", "content",
     ]
 
     /// The error for a file that would publish no products because it is a product list of
@@ -163,6 +171,7 @@ struct PlistSourceDecoder {
             case .subscription: product.subscription = subscription(value, file: file, into: &diagnostics)
             case .entitlements: product.entitlements = value.stringArray(key: name, file: file, into: &diagnostics)
             case .duration: product.duration = value.string(key: name, file: file, into: &diagnostics)
+            case .play: product.play = play(value, file: file, into: &diagnostics)
             case .metadata:
                 guard case .dictionary = value.value else {
                     diagnostics.append(.error("'metadata' must be a <dict>, found \(value.value.kindName)", file: file, at: value.position))
@@ -225,6 +234,26 @@ struct PlistSourceDecoder {
             case .rank: result.rank = entry.value.integer(key: entry.key, file: file, into: &diagnostics)
             case nil:
                 diagnostics.append(.warning("unknown subscription key '\(entry.key)' is ignored", file: file, at: entry.keyPosition))
+            }
+        }
+        return result
+    }
+
+    private func play(_ node: PropertyListNode, file: String, into diagnostics: inout [Diagnostic]) -> PlayDefinition? {
+        guard case .dictionary(let dictionary) = node.value else {
+            diagnostics.append(.error("'play' must be a <dict>, found \(node.value.kindName)", file: file, at: node.position))
+            return nil
+        }
+        var result = PlayDefinition(position: node.position)
+        for entry in dictionary.entries {
+            let value = entry.value.string(key: entry.key, file: file, into: &diagnostics)
+            switch PlayKey(rawValue: entry.key) {
+            case .productId: result.productId = value
+            case .basePlan: result.basePlan = value
+            case .offer: result.offer = value
+            case .purchaseOption: result.purchaseOption = value
+            case nil:
+                diagnostics.append(.warning("unknown play key '\(entry.key)' is ignored", file: file, at: entry.keyPosition))
             }
         }
         return result
@@ -314,6 +343,7 @@ struct PlainProductReader {
             case .subscription: product.subscription = try subscription(&cursor)
             case .entitlements: product.entitlements = try stringArray(&cursor)
             case .duration: product.duration = try string(&cursor)
+            case .play: product.play = try play(&cursor)
             case .metadata:
                 guard case .startDictionary = try cursor.next() else { throw NotPlain() }
                 var writer = JSONWriter()
@@ -382,6 +412,26 @@ struct PlainProductReader {
         throw NotPlain()
     }
 
+    private func play(_ cursor: inout PlainElementCursor) throws(NotPlain) -> PlayDefinition {
+        guard case .startDictionary(let position)? = try cursor.next() else { throw NotPlain() }
+        var result = PlayDefinition(position: position)
+        while let token = try cursor.next() {
+            switch token {
+            case .key(let key, _):
+                switch PlayKey(utf8: key) {
+                case .productId: result.productId = try string(&cursor)
+                case .basePlan: result.basePlan = try string(&cursor)
+                case .offer: result.offer = try string(&cursor)
+                case .purchaseOption: result.purchaseOption = try string(&cursor)
+                case nil: throw NotPlain()
+                }
+            case .end: return result
+            default: throw NotPlain()
+            }
+        }
+        throw NotPlain()
+    }
+
     /// The members of a dict whose `{` is written, through its `}`: what `writeJSON` writes.
     private func writeJSON(dictionaryFrom cursor: inout PlainElementCursor, to writer: inout JSONWriter) throws(NotPlain) {
         while let token = try cursor.next() {
@@ -428,7 +478,12 @@ struct PlainProductReader {
 /// The keys of a product dict, for both ways of decoding one.
 private enum ProductKey: String, SpelledKey {
     case id, type, referenceName, status, platforms, minimumAppVersion, availableFrom, availableUntil, displayOrder
-    case subscription, metadata, entitlements, duration
+    case subscription, metadata, entitlements, duration, play
+}
+
+/// The keys of a product's `play` dict.
+private enum PlayKey: String, SpelledKey {
+    case productId, basePlan, offer, purchaseOption
 }
 
 /// The keys of a product's `subscription` dict.

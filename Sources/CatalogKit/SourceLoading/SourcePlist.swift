@@ -10,14 +10,15 @@ public enum SourcePlist {
     static let settingsOrder = [
         "app", "platforms", "feedbackPolicy", "appAppleId", "environments", "transferPolicy", "xcodeCertificate", "webhookURL",
         "webhookSecretFile", "serverAPIKeyId", "serverAPIIssuerId", "serverAPIKeyFile", "answerConsumptionRequests",
-        "sampleContentProvided", "refundPreference", "sandboxUnlocks", "requireDeviceId", "products",
-        "content",
+        "sampleContentProvided", "refundPreference", "sandboxUnlocks", "requireDeviceId", "playPackageName", "playLicenseKey",
+        "playPushAudience", "playPushServiceAccount", "products", "content",
     ]
     static let productOrder = [
         "id", "type", "referenceName", "status", "platforms", "minimumAppVersion", "availableFrom", "availableUntil", "subscription",
-        "duration", "entitlements", "displayOrder", "metadata",
+        "duration", "play", "entitlements", "displayOrder", "metadata",
     ]
     static let subscriptionOrder = ["group", "period", "rank"]
+    static let playOrder = ["productId", "basePlan", "offer", "purchaseOption"]
 
     /// The whole document for a full-form root dict.
     public static func encode(_ root: PropertyListDictionary) -> [UInt8] {
@@ -44,6 +45,8 @@ public enum SourcePlist {
             writer.key(entry.key)
             if entry.key == "subscription", case .dictionary(let subscription) = entry.value.value {
                 writer.value(.dictionary(PropertyListDictionary(entries: ordered(subscription, by: subscriptionOrder))))
+            } else if entry.key == "play", case .dictionary(let play) = entry.value.value {
+                writer.value(.dictionary(PropertyListDictionary(entries: ordered(play, by: playOrder))))
             } else {
                 writer.value(entry.value.value)
             }

@@ -14,7 +14,8 @@ enum StoreKitEncoder {
     /// Xcode offering them would only test purchases that can never happen. Quarantine and
     /// sale windows are left out of the choice: they change with time, and the file should not.
     static func isExported(_ product: Product) -> Bool {
-        product.status != .retired
+        // A product sold only on Android is not the App Store's: StoreKit testing never sees it.
+        product.status != .retired && product.platforms?.allSatisfy({ $0 == .android }) != true
     }
 
     static func encode(_ catalog: AppCatalog) -> (bytes: [UInt8], format: Int, diagnostics: [Diagnostic]) {

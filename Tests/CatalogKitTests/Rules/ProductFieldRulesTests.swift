@@ -101,12 +101,12 @@ import Time
                 <key>platforms</key>
                 <array>
                 \t<string>iOS</string>
-                \t<string>Android</string>
+                \t<string>FireOS</string>
                 </array>
                 """)
         #expect(
             lines == [
-                "\(RuleFixtures.game):13:5: error: unknown platform 'Android'; expected iOS, macOS, tvOS, watchOS or visionOS"
+                "\(RuleFixtures.game):13:5: error: unknown platform 'FireOS'; expected iOS, macOS, tvOS, watchOS, visionOS or Android"
             ])
     }
 
@@ -118,7 +118,7 @@ import Time
                 \t<key>platforms</key>
                 \t<array>
                 \t\t<string>ios</string>
-                \t\t<string>Android</string>
+                \t\t<string>FireOS</string>
                 \t</array>
                 \t<key>products</key>
                 \t<array>
@@ -136,7 +136,7 @@ import Time
         ])
         #expect(
             lines == [
-                "\(RuleFixtures.game):8:3: error: unknown platform 'Android'; expected iOS, macOS, tvOS, watchOS or visionOS",
+                "\(RuleFixtures.game):8:3: error: unknown platform 'FireOS'; expected iOS, macOS, tvOS, watchOS, visionOS or Android",
                 "\(RuleFixtures.game):16:4: warning: platform 'macOS' is not one of the app's platforms (iOS); add it there if the app ships on macOS",
             ])
     }
