@@ -169,7 +169,7 @@ let package = Package(
         .target(
             name: "GooglePlay",
             dependencies: [
-                "Ledger", "FeedSigning",
+                "Ledger", "CatalogKit", "FeedSigning",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
             ]
@@ -313,7 +313,7 @@ let package = Package(
         .testTarget(
             name: "GooglePlayTests",
             dependencies: [
-                "GooglePlay", "FeedSigning", "Ledger",
+                "GooglePlay", "CatalogKit", "FeedSigning", "Ledger",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
             ]

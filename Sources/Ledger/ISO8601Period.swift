@@ -45,9 +45,19 @@ public struct ISO8601Period: Sendable, Hashable, CustomStringConvertible {
     /// `date` moved on by this period in the Gregorian calendar in UTC, as the App Store counts a
     /// subscription's months (31 January plus one month is the end of February).
     public func added(to date: Date) -> Date {
+        moved(date, by: 1)
+    }
+
+    /// `date` moved back by this period, as ``added(to:)`` moves it on: where a period that ends at
+    /// `date` began (Google Play says when a period ends).
+    public func subtracted(from date: Date) -> Date {
+        moved(date, by: -1)
+    }
+
+    private func moved(_ date: Date, by sign: Int) -> Date {
         var calendar = Calendar(identifier: .gregorian)
         calendar.timeZone = TimeZone(identifier: "UTC") ?? calendar.timeZone
-        let components = DateComponents(year: years, month: months, day: weeks * 7 + days)
+        let components = DateComponents(year: sign * years, month: sign * months, day: sign * (weeks * 7 + days))
         return calendar.date(byAdding: components, to: date) ?? date
     }
 }

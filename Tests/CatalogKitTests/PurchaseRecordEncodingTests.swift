@@ -31,6 +31,7 @@ import Testing
                 if let type = product.type { entry["type"] = type.rawValue }
                 if let duration = product.duration { entry["duration"] = duration }
                 if let group = product.group { entry["group"] = group }
+                if let period = product.period { entry["period"] = period }
                 if let play = product.play { entry["play"] = try? JSONSerialization.jsonObject(with: JSONEncoder().encode(play)) }
                 return entry
             },
@@ -61,6 +62,7 @@ import Testing
         product.duration = duration
         product.group = group
         product.play = play
+        product.period = play == nil ? nil : "P1M"
         return product
     }
 

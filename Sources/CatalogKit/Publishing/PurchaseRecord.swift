@@ -29,6 +29,9 @@ public struct PurchaseRecord: Codable, Sendable, Equatable {
         public var group: String?
         /// What an Android app buys for it on Google Play: how a Play purchase finds it.
         public var play: PlayProduct? = nil
+        /// An auto-renewable product's billing period, written for a product sold on Google Play
+        /// only: Google says when a period ends, not when it began (docs/google-play.md).
+        public var period: String? = nil
     }
 
     /// The record's format; a reader refuses one it does not know.
@@ -83,7 +86,8 @@ public struct PurchaseRecord: Codable, Sendable, Equatable {
                 Self.write(
                     &json, id: catalogProducts[index].id, type: catalogProducts[index].type,
                     entitlements: catalogProducts[index].entitlements, duration: catalogProducts[index].duration,
-                    group: catalogProducts[index].subscription?.group, play: catalogProducts[index].play)
+                    group: catalogProducts[index].subscription?.group, play: catalogProducts[index].play,
+                    period: catalogProducts[index].play == nil ? nil : catalogProducts[index].subscription?.period)
             }
         }
     }
@@ -131,7 +135,7 @@ public struct PurchaseRecord: Codable, Sendable, Equatable {
             for product in products {
                 Self.write(
                     &json, id: product.id, type: product.type, entitlements: product.entitlements, duration: product.duration,
-                    group: product.group, play: product.play)
+                    group: product.group, play: product.play, period: product.period)
             }
         }
     }
@@ -208,7 +212,7 @@ public struct PurchaseRecord: Codable, Sendable, Equatable {
     /// One element of `products`, keys sorted; `entitlements` nil: the product's own identifier.
     private static func write(
         _ json: inout JSONWriter, id: String, type: ProductType?, entitlements: [String]?, duration: String?, group: String?,
-        play: PlayProduct?
+        play: PlayProduct?, period: String?
     ) {
         json.beginObject()
         if let duration {
@@ -229,6 +233,10 @@ public struct PurchaseRecord: Codable, Sendable, Equatable {
         }
         json.key("id")
         json.string(id)
+        if let period {
+            json.key("period")
+            json.string(period)
+        }
         if let play {
             json.key("play")
             json.beginObject()
@@ -276,6 +284,7 @@ extension PurchaseRecord.Product {
     init(_ product: CatalogKit.Product) {
         self.init(
             id: product.id, type: product.type, entitlements: product.unlocks, duration: product.duration,
-            group: product.subscription?.group, play: product.play)
+            group: product.subscription?.group, play: product.play,
+            period: product.play == nil ? nil : product.subscription?.period)
     }
 }

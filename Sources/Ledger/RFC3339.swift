@@ -1,8 +1,7 @@
 import Foundation
-import Ledger
 
-/// Dates as text, the one way this module reads and writes them: RFC 3339 as receipts write it, and
-/// UTC to the millisecond as `catalog purchases verify` and refusals print it.
+/// Dates as text, the one way the stores' adapters read and write them: RFC 3339 as receipts and
+/// Google's APIs write it, and UTC to the millisecond as `catalog purchases verify` and refusals print it.
 ///
 /// Read by hand, not by `DateFormatter`: the receipt decoder made up to four formatters for every
 /// date field it read, and a 512 KiB receipt of in-app entries cost seconds of CPU before its
@@ -14,7 +13,7 @@ public enum RFC3339 {
     /// The forms receipts write: `2015-08-13T07:50:46Z`, with an offset instead of `Z` (`+03:00`, or
     /// `+0300` as Xcode writes it), each with or without fractional seconds (1 to 9 digits). Nil for
     /// anything else, out-of-range fields included.
-    static func parse(_ bytes: ArraySlice<UInt8>) -> Date? {
+    public static func parse(_ bytes: ArraySlice<UInt8>) -> Date? {
         var scanner = Scanner(bytes: bytes)
         guard let year = scanner.digits(4), scanner.take("-"), let month = scanner.digits(2), scanner.take("-"),
             let day = scanner.digits(2), scanner.take("T"), let hour = scanner.digits(2), scanner.take(":"),
@@ -46,7 +45,7 @@ public enum RFC3339 {
     }
 
     /// `parse` of a string.
-    static func parse(_ text: String) -> Date? {
+    public static func parse(_ text: String) -> Date? {
         parse(ArraySlice(text.utf8))
     }
 
