@@ -105,7 +105,8 @@ let package = Package(
             name: "CatalogServer",
             dependencies: [
                 // The domain's store protocols only: the executable opens the stores (Storage).
-                "CatalogKit", "Time", "HTTPSemantics", "AppStore", "AppStoreServerAPI", "Content", "Ledger", "FeedSigning", "PropertyList",
+                "CatalogKit", "Time", "HTTPSemantics", "AppStore", "AppStoreServerAPI", "OutboundAPI", "Content", "Ledger", "FeedSigning",
+                "PropertyList",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdHTTP2", package: "hummingbird"),
@@ -157,11 +158,19 @@ let package = Package(
         .target(
             name: "AppStoreServerAPI",
             dependencies: [
-                "AppStore", "CatalogKit", "Ledger", "FeedSigning", "HTTPSemantics", "Time",
+                "AppStore", "CatalogKit", "Ledger", "FeedSigning", "HTTPSemantics", "Time", "OutboundAPI",
+                .product(name: "Crypto", package: "swift-crypto"),
+            ]
+        ),
+        // What every store's API client shares: HTTP by AsyncHTTPClient, each attempt bounded and
+        // observed, retries with back-off and `Retry-After`. What an answer means is each store's.
+        .target(
+            name: "OutboundAPI",
+            dependencies: [
+                "HTTPSemantics", "Time",
                 .product(name: "AsyncHTTPClient", package: "async-http-client"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "NIOHTTP1", package: "swift-nio"),
-                .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
         // Google Play, the ledger's second store (docs/google-play.md): its evidence verified offline
@@ -195,7 +204,7 @@ let package = Package(
             name: "catalog",
             dependencies: [
                 "CatalogKit", "CatalogServer", "Storage", "CatalogClient", "FeedSigning", "CMallocTuning", "AppStore", "Time",
-                "Content", "Ledger", "PropertyList", "AppStoreServerAPI", "GooglePlay",
+                "Content", "Ledger", "PropertyList", "AppStoreServerAPI", "OutboundAPI", "GooglePlay",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "NIOCore", package: "swift-nio"), .product(name: "NIOPosix", package: "swift-nio"),
                 // `catalog purchases sign`: ES256 and the certificate it puts in x5c.
@@ -305,7 +314,7 @@ let package = Package(
             name: "AppStoreServerAPITests",
             dependencies: [
                 "AppStoreServerAPI", "AppStoreAPIStandIn", "AppStoreTestSupport", "AppStore", "Ledger", "Storage", "CatalogKit",
-                "CatalogTestSupport",
+                "CatalogTestSupport", "OutboundAPI",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
             ]

@@ -1,7 +1,6 @@
 import AppStore
 import Foundation
-import HTTPSemantics
-import Time
+import OutboundAPI
 
 /// Where the App Store Server API answers.
 public enum AppStoreAPIEnvironment: String, Sendable, Hashable, CaseIterable {
@@ -20,10 +19,7 @@ public enum AppStoreAPIEnvironment: String, Sendable, Hashable, CaseIterable {
     /// A base URL to call instead of Apple's: https, or http to a loopback host only (a stand-in of
     /// the API on the same machine); nil for anything else.
     public static func baseURL(_ text: String) -> URL? {
-        guard let url = URL(string: text), let scheme = url.scheme?.lowercased(), let host = url.host?.lowercased(),
-            scheme == "https" || (scheme == "http" && ["127.0.0.1", "localhost", "::1", "[::1]"].contains(host))
-        else { return nil }
-        return url
+        APICaller.baseURL(text)
     }
 
     /// Apple's base URL for this environment: the hosts Apple recommends since 2026-05-05 (the
@@ -36,46 +32,6 @@ public enum AppStoreAPIEnvironment: String, Sendable, Hashable, CaseIterable {
     }
 }
 
-/// When a failed call is tried again (docs/app-store-api.md, "Retries"): 429 and 5xx answers,
-/// Apple's `..._RETRYABLE` errors, and calls that got no answer; after `Retry-After` when Apple
-/// sends one (at most ``maximumRetryAfter``), otherwise after a delay doubling from ``firstDelay``
-/// to ``maximumDelay``, scaled by a random factor in [0.5, 1).
-public struct APIRetryPolicy: Sendable, Hashable {
-    /// Attempts in all, the first included.
-    public var maximumAttempts: Int
-    /// The delay after the first failure.
-    public var firstDelay: Duration
-    /// The longest delay of the doubling.
-    public var maximumDelay: Duration
-    /// The longest `Retry-After` honoured; a longer one fails the call (the caller's own schedule,
-    /// durable, takes it from there).
-    public var maximumRetryAfter: Duration
-    /// How long one attempt may take, answer included.
-    public var attemptTimeout: Duration
-
-    /// The defaults: 5 attempts, 1 s doubling to 60 s, `Retry-After` up to 10 minutes, 30 s an attempt.
-    public init(
-        maximumAttempts: Int = 5, firstDelay: Duration = .seconds(1), maximumDelay: Duration = .seconds(60),
-        maximumRetryAfter: Duration = .seconds(600), attemptTimeout: Duration = .seconds(30)
-    ) {
-        self.maximumAttempts = maximumAttempts
-        self.firstDelay = firstDelay
-        self.maximumDelay = maximumDelay
-        self.maximumRetryAfter = maximumRetryAfter
-        self.attemptTimeout = attemptTimeout
-    }
-}
-
-/// One attempt of one call, as `/metrics` counts it.
-public struct APICallRecord: Sendable, Hashable {
-    /// The operation (`notificationHistory`, `transactionHistory`, ...).
-    public var operation: String
-    /// The HTTP status as text, or `unreachable` when no answer came.
-    public var outcome: String
-    /// How long the attempt took.
-    public var seconds: Double
-}
-
 /// A client of the App Store Server API for one app in one environment. Every call carries a
 /// token from its ``APITokenSource``, is bounded in time, and is retried by its ``APIRetryPolicy``;
 /// what it returns is Apple's answer unverified: signed fields go through `SignedDataVerifier`.
@@ -85,10 +41,7 @@ public struct AppStoreServerAPIClient: Sendable {
     /// The environment the base URL serves.
     public let environment: AppStoreAPIEnvironment
     let tokens: APITokenSource
-    let transport: any APITransport
-    let policy: APIRetryPolicy
-    let observe: @Sendable (APICallRecord) -> Void
-    let sleep: @Sendable (Duration) async throws -> Void
+    let caller: APICaller
     let now: @Sendable () -> Date
 
     /// A client. `baseURL` defaults to Apple's for `environment`; `observe` sees every attempt;
@@ -102,10 +55,7 @@ public struct AppStoreServerAPIClient: Sendable {
         self.environment = environment
         self.baseURL = baseURL ?? environment.baseURL
         self.tokens = tokens
-        self.transport = transport
-        self.policy = policy
-        self.observe = observe
-        self.sleep = sleep
+        caller = APICaller(transport: transport, policy: policy, observe: observe, sleep: sleep, now: now)
         self.now = now
     }
 
@@ -178,48 +128,25 @@ public struct AppStoreServerAPIClient: Sendable {
     func send(_ operation: String, method: String, path: String, query: [(String, String)], body: [UInt8]?) async throws(AppStoreAPIError)
         -> APIResponse
     {
-        let url = Self.url(baseURL, path: path, query: query)
-        var attempt = 0
-        while true {
-            attempt += 1
-            let token: String
-            do {
-                token = try await tokens.token(now: now())
-            } catch {
-                throw AppStoreAPIError(.credentials, operation: operation, message: error.description)
-            }
-            var headers = [("Authorization", "Bearer \(token)"), ("Accept", "application/json"), ("User-Agent", "iap-catalog")]
-            if body != nil { headers.append(("Content-Type", "application/json")) }
-            let request = APIRequest(method: method, url: url, headers: headers, body: body)
-            let started = ContinuousClock.now
-            let failure: AppStoreAPIError
-            var retryAfter: Duration?
-            do {
-                let response = try await transport.send(request, timeout: policy.attemptTimeout)
-                observe(APICallRecord(operation: operation, outcome: String(response.status), seconds: Self.seconds(since: started)))
-                if (200..<300).contains(response.status) { return response }
-                failure = Self.failure(response, operation: operation)
-                retryAfter = Self.retryAfter(response, now: now())
-            } catch {
-                observe(APICallRecord(operation: operation, outcome: "unreachable", seconds: Self.seconds(since: started)))
-                failure = AppStoreAPIError(.unreachable, operation: operation, message: "\(error)")
-            }
-            guard Self.isRetryable(failure), attempt < policy.maximumAttempts else { throw failure }
-            let delay = retryAfter ?? backoff(after: attempt)
-            if delay > policy.maximumRetryAfter { throw failure }
-            do {
-                try await sleep(delay)
-            } catch {
-                throw failure
-            }
-        }
-    }
-
-    /// The doubling delay after `attempt` failures, with its random factor.
-    func backoff(after attempt: Int) -> Duration {
-        var delay = policy.firstDelay
-        for _ in 1..<attempt where delay < policy.maximumDelay { delay *= 2 }
-        return min(delay, policy.maximumDelay) * Double.random(in: 0.5..<1)
+        let url = APICaller.url(baseURL, path: path, query: query)
+        return try await caller.send(
+            operation,
+            request: { () async throws(AppStoreAPIError) -> APIRequest in
+                let token: String
+                do {
+                    token = try await tokens.token(now: now())
+                } catch {
+                    throw AppStoreAPIError(.credentials, operation: operation, message: "\(error)")
+                }
+                var headers = [("Authorization", "Bearer \(token)"), ("Accept", "application/json"), ("User-Agent", "iap-catalog")]
+                if body != nil { headers.append(("Content-Type", "application/json")) }
+                return APIRequest(method: method, url: url, headers: headers, body: body)
+            },
+            judge: { response in
+                let failure = Self.failure(response, operation: operation)
+                return (failure, Self.isRetryable(failure))
+            },
+            unreachable: { AppStoreAPIError(.unreachable, operation: operation, message: "\($0)") })
     }
 
     static func isRetryable(_ error: AppStoreAPIError) -> Bool {
@@ -241,37 +168,6 @@ public struct AppStoreServerAPIClient: Sendable {
             default: .refused
             }
         return AppStoreAPIError(kind, operation: operation, status: response.status, code: body?.errorCode, message: body?.errorMessage)
-    }
-
-    /// `Retry-After`: Apple documents a moment in milliseconds since 1970 ("Identifying rate
-    /// limits"); RFC 9110 §10.2.3's seconds and HTTP date are read too, a number too small to be a
-    /// moment since 2001 being seconds.
-    static func retryAfter(_ response: APIResponse, now: Date) -> Duration? {
-        guard let value = response.header("Retry-After")?.trimmingCharacters(in: .whitespaces) else { return nil }
-        if let number = Int64(value), number >= 0 {
-            guard number > 1_000_000_000_000 else { return .seconds(number) }
-            return .milliseconds(max(0, number - Int64((now.timeIntervalSince1970 * 1000).rounded(.down))))
-        }
-        let moment = Timestamp(secondsSince1970: Int64(now.timeIntervalSince1970))
-        guard let date = HTTPDate.parse(value, now: moment) else { return nil }
-        return .seconds(max(0, date.secondsSince1970 - moment.secondsSince1970))
-    }
-
-    static func url(_ base: URL, path: String, query: [(String, String)]) -> String {
-        var text = base.absoluteString
-        while text.hasSuffix("/") { text.removeLast() }
-        text += path
-        if !query.isEmpty {
-            text += "?" + query.map { "\($0.0)=\(percentEncoded($0.1))" }.joined(separator: "&")
-        }
-        return text
-    }
-
-    /// A query value with everything but RFC 3986's unreserved characters percent-encoded.
-    static func percentEncoded(_ value: String) -> String {
-        var unreserved = CharacterSet.alphanumerics
-        unreserved.insert(charactersIn: "-._~")
-        return value.addingPercentEncoding(withAllowedCharacters: unreserved) ?? value
     }
 
     /// A transaction id or token as one path segment: Apple's are digits or base64url-like; anything
@@ -296,10 +192,5 @@ public struct AppStoreServerAPIClient: Sendable {
         } catch {
             throw AppStoreAPIError(.malformed, operation: operation, message: "cannot encode the request")
         }
-    }
-
-    static func seconds(since start: ContinuousClock.Instant) -> Double {
-        let elapsed = ContinuousClock.now - start
-        return Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18
     }
 }

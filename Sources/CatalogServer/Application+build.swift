@@ -7,6 +7,7 @@ import HummingbirdCore
 import Ledger
 import Logging
 import NIOCore
+import OutboundAPI
 import ServiceLifecycle
 import Synchronization
 

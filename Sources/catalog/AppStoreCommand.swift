@@ -6,6 +6,7 @@ import Crypto
 import Foundation
 import Ledger
 import Logging
+import OutboundAPI
 import Storage
 
 /// `catalog appstore`: the App Store Server API, from the terminal (docs/app-store-api.md).

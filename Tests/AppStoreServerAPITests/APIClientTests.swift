@@ -2,6 +2,7 @@ import AppStoreAPIStandIn
 import AppStoreServerAPI
 import Crypto
 import Foundation
+import OutboundAPI
 import Synchronization
 import Testing
 

@@ -8,6 +8,7 @@ import Crypto
 import Foundation
 import Ledger
 import Logging
+import OutboundAPI
 import Storage
 import Synchronization
 import Testing

@@ -4,6 +4,7 @@ import CoreMetrics
 import Foundation
 import Ledger
 import Logging
+import OutboundAPI
 import Prometheus
 import ServiceLifecycle
 import Synchronization

@@ -3,7 +3,7 @@ import NIOCore
 import NIOHTTP1
 import Synchronization
 
-/// One HTTP request of the API client.
+/// One HTTP request of a store's API client.
 public struct APIRequest: Sendable {
     /// `GET`, `POST` or `PUT`.
     public var method: String
@@ -13,6 +13,14 @@ public struct APIRequest: Sendable {
     public var headers: [(String, String)]
     /// The body, when there is one.
     public var body: [UInt8]?
+
+    /// A request.
+    public init(method: String, url: String, headers: [(String, String)], body: [UInt8]? = nil) {
+        self.method = method
+        self.url = url
+        self.headers = headers
+        self.body = body
+    }
 }
 
 /// One HTTP answer.
@@ -45,14 +53,14 @@ public protocol APITransport: Sendable {
 }
 
 /// ``APITransport`` by AsyncHTTPClient, the server-side Swift ecosystem's HTTP client: pooled
-/// connections, TLS with the system's trust roots, no redirects followed (Apple's API sends none;
-/// one would be a misconfiguration, reported as the answer it is), answers read up to
+/// connections, TLS with the system's trust roots, no redirects followed (the stores' APIs send
+/// none; one would be a misconfiguration, reported as the answer it is), answers read up to
 /// ``maximumBodyBytes``.
 public final class HTTPClientTransport: APITransport {
     /// The largest answer read: a page of history is at most a few hundred KiB.
     public static let maximumBodyBytes = 8 * 1024 * 1024
 
-    /// Made by the first request: a server whose apps name no API key opens no pool.
+    /// Made by the first request: a server whose apps name no API credentials opens no pool.
     private let pool = Mutex<(client: HTTPClient?, closed: Bool)>((nil, false))
 
     /// A transport with its own connection pool; ``shutdown()`` it when done.
