@@ -162,6 +162,15 @@ let package = Package(
                 .product(name: "Crypto", package: "swift-crypto"),
             ]
         ),
+        // The Google Play Developer API (docs/google-play.md): a service account's OAuth tokens, the
+        // purchases' state now, acknowledgement and consumption, voided purchases; on OutboundAPI.
+        .target(
+            name: "PlayDeveloperAPI",
+            dependencies: [
+                "GooglePlay", "OutboundAPI", "FeedSigning",
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+            ]
+        ),
         // What every store's API client shares: HTTP by AsyncHTTPClient, each attempt bounded and
         // observed, retries with back-off and `Retry-After`. What an answer means is each store's.
         .target(
@@ -317,6 +326,25 @@ let package = Package(
                 "CatalogTestSupport", "OutboundAPI",
                 .product(name: "Crypto", package: "swift-crypto"),
                 .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        // A stand-in of Google's token endpoint and the Play Developer API on loopback.
+        .target(
+            name: "PlayAPIStandIn",
+            dependencies: [
+                "FeedSigning",
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            path: "Tests/PlayAPIStandIn"
+        ),
+        .testTarget(
+            name: "PlayDeveloperAPITests",
+            dependencies: [
+                "PlayDeveloperAPI", "PlayAPIStandIn", "GooglePlay", "OutboundAPI", "Ledger", "CatalogKit",
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
             ]
         ),
         .testTarget(

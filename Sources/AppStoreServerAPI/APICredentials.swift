@@ -2,6 +2,7 @@ import AppStore
 import Crypto
 import FeedSigning
 import Foundation
+import OutboundAPI
 
 /// What calling the App Store Server API for one app takes (docs/app-store-api.md): the in-app
 /// purchase key made in App Store Connect (its id, and the file of its private key, never the key
@@ -61,7 +62,9 @@ public actor APITokenSource {
     /// A token valid at `now` for at least ``renewal`` more; fails when the key file cannot be read
     /// or holds no P-256 private key.
     public func token(now: Date) throws(APICredentialsError) -> String {
-        let identity = try FileIdentity(credentials.keyFile)
+        guard let identity = FileIdentity(credentials.keyFile) else {
+            throw APICredentialsError("cannot read the API key file \(credentials.keyFile): \(String(cString: strerror(errno)))")
+        }
         if let token, token.credentials == credentials, key?.file == identity, token.expires.timeIntervalSince(now) > Self.renewal {
             return token.value
         }
@@ -113,25 +116,4 @@ public struct APICredentialsError: Error, CustomStringConvertible, Sendable, Has
     /// What could not be done, and with which file.
     public let description: String
     init(_ description: String) { self.description = description }
-}
-
-/// What tells one version of a file from the next without reading it.
-struct FileIdentity: Hashable {
-    var device: UInt64
-    var inode: UInt64
-    var size: Int64
-    var modified: Int64
-    var modifiedNanoseconds: Int64
-
-    init(_ path: String) throws(APICredentialsError) {
-        var status = stat()
-        guard stat(path, &status) == 0 else {
-            throw APICredentialsError("cannot read the API key file \(path): \(String(cString: strerror(errno)))")
-        }
-        device = UInt64(status.st_dev)
-        inode = UInt64(status.st_ino)
-        size = Int64(status.st_size)
-        modified = Int64(status.st_mtim.tv_sec)
-        modifiedNanoseconds = Int64(status.st_mtim.tv_nsec)
-    }
 }
