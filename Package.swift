@@ -167,7 +167,7 @@ let package = Package(
         .target(
             name: "PlayDeveloperAPI",
             dependencies: [
-                "GooglePlay", "OutboundAPI", "FeedSigning",
+                "GooglePlay", "OutboundAPI", "FeedSigning", "Ledger",
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
             ]
         ),
@@ -343,8 +343,9 @@ let package = Package(
         .testTarget(
             name: "PlayDeveloperAPITests",
             dependencies: [
-                "PlayDeveloperAPI", "PlayAPIStandIn", "GooglePlay", "OutboundAPI", "Ledger", "CatalogKit",
+                "PlayDeveloperAPI", "PlayAPIStandIn", "GooglePlay", "OutboundAPI", "Ledger", "CatalogKit", "Storage", "CatalogTestSupport",
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
+                .product(name: "Logging", package: "swift-log"),
             ]
         ),
         .testTarget(

@@ -37,6 +37,8 @@ public struct PlayCatalog: Sendable, Hashable {
     }
 
     var items: [Key: Item] = [:]
+    /// The Play product ids sold as subscriptions (with a base plan).
+    var subscriptions: Set<String> = []
 
     /// An empty catalog: every Play product is named by its own id.
     public init() {}
@@ -55,7 +57,11 @@ public struct PlayCatalog: Sendable, Hashable {
     /// Adds `item` as Play's `productId` with the base plan or purchase option `plan`.
     public mutating func add(_ item: Item, productId: String, plan: String?) {
         items[Key(productId: productId, plan: plan)] = item
+        if item.type == .autoRenewable || (plan != nil && item.type == .nonRenewing) { subscriptions.insert(productId) }
     }
+
+    /// Whether Play sells `productId` as a subscription: what its purchase is asked about, and acknowledged, as.
+    public func isSubscription(_ productId: String) -> Bool { subscriptions.contains(productId) }
 
     /// The item a Play purchase of `productId` with `plan` is: that pair's, else the product's
     /// without a plan (a one-time product's default purchase option).

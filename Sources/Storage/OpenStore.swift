@@ -6,7 +6,7 @@ import Logging
 /// tokens and the audit log, purchases, the webhook outbox), composed here once so that a caller
 /// takes the one it needs and never discovers one by a cast. What only a shared store does is
 /// declared too: ``EditorStore/publications`` and ``postgres``.
-public protocol Store: CatalogStore, PurchaseStore, WebhookOutbox, PollPositionStore, ConsumptionAnswerStore {
+public protocol Store: CatalogStore, PurchaseStore, WebhookOutbox, PollPositionStore, ConsumptionAnswerStore, StoreAcknowledgementStore {
     /// The PostgreSQL store, for what only it does (roles, the network secret replicas share,
     /// the content benchmark); nil for SQLite.
     var postgres: PostgresStore? { get }

@@ -46,6 +46,26 @@ enum Schema {
         CREATE INDEX purchase_notifications_by_type ON purchase_notifications (store, notification_type, sequence);
         """
 
+    /// The acknowledgement outbox (docs/google-play.md, "Acknowledgement"), the same SQL in both
+    /// databases: one row per purchase a store must be told of before its deadline.
+    static let acknowledgementTable = """
+        CREATE TABLE purchase_acknowledgements (
+            app TEXT NOT NULL,
+            store TEXT NOT NULL,
+            purchase_key TEXT NOT NULL,
+            product_id TEXT NOT NULL,
+            action TEXT NOT NULL,
+            state TEXT NOT NULL,
+            attempts BIGINT NOT NULL,
+            next_attempt_at BIGINT,
+            deadline_at BIGINT,
+            error TEXT,
+            updated_at BIGINT NOT NULL,
+            PRIMARY KEY (app, store, purchase_key)
+        );
+        CREATE INDEX purchase_acknowledgements_due ON purchase_acknowledgements (state, next_attempt_at);
+        """
+
     static let sqlite: [Migration] = [
         Migration(
             version: 1,
@@ -367,6 +387,10 @@ enum Schema {
         Migration(
             version: 9,
             sql: storeAPITables),
+        // What Google Play must be told of each purchase within its three days.
+        Migration(
+            version: 10,
+            sql: acknowledgementTable),
     ]
 
     static let postgres: [Migration] = [
@@ -656,6 +680,10 @@ enum Schema {
         Migration(
             version: 12,
             sql: storeAPITables),
+        // SQLite's version 10: the acknowledgement outbox.
+        Migration(
+            version: 13,
+            sql: acknowledgementTable),
     ]
 
     /// Refuses a store that a newer `catalog` migrated: this one would misread it.

@@ -36,6 +36,8 @@ public enum StoreRoles {
         ("purchase_refused_claims", ["SELECT", "INSERT", "UPDATE"]),
         // `ON CONFLICT (event_id)` reads the column it names, and nothing more is read.
         ("purchase_webhook_events", ["INSERT", "SELECT (event_id)"]),
+        // A replica queues what a store must be told of a purchase it saw; sending is the editor node's.
+        ("purchase_acknowledgements", ["INSERT", "SELECT (app, store, purchase_key)"]),
     ]
     /// `reports.id` and the purchase tables' ids are `BIGSERIAL`s: an insert takes the sequence's next value.
     static let replicaSequences: [(sequence: String, privileges: [String])] = [
@@ -48,7 +50,7 @@ public enum StoreRoles {
         "purchase_customer_keys", "purchase_bindings", "purchase_transactions", "purchase_states", "purchase_notifications",
         "purchase_transfers", "purchase_webhook_events", "content_blobs", "content_chunks", "purchase_refused_claims",
         // Reconciliation is the editor node's alone: a replica has no right on its positions.
-        "purchase_poll_positions", "purchase_consumption_answers",
+        "purchase_poll_positions", "purchase_consumption_answers", "purchase_acknowledgements",
     ]
     static let sequences = [
         "reports_id_seq", "publication_changes", "purchase_customers_id_seq", "purchase_notifications_sequence_seq",
