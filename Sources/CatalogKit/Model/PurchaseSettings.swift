@@ -88,13 +88,20 @@ public struct PlaySettings: Sendable, Hashable, Codable {
     public var pushAudience: String?
     /// `playPushServiceAccount`: the `email` of the push subscription's tokens.
     public var pushServiceAccount: String?
+    /// `playServiceAccountKeyFile`: the path, on each node that calls the Play Developer API, of the
+    /// service account's JSON key file, never the key; nil: the API is not called for this app.
+    public var serviceAccountKeyFile: String?
 
     /// Settings.
-    public init(packageName: String, licenseKey: String? = nil, pushAudience: String? = nil, pushServiceAccount: String? = nil) {
+    public init(
+        packageName: String, licenseKey: String? = nil, pushAudience: String? = nil, pushServiceAccount: String? = nil,
+        serviceAccountKeyFile: String? = nil
+    ) {
         self.packageName = packageName
         self.licenseKey = licenseKey
         self.pushAudience = pushAudience
         self.pushServiceAccount = pushServiceAccount
+        self.serviceAccountKeyFile = serviceAccountKeyFile
     }
 }
 

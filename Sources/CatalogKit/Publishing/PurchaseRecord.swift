@@ -172,7 +172,7 @@ public struct PurchaseRecord: Codable, Sendable, Equatable {
             json.beginObject()
             for (key, value) in [
                 ("licenseKey", play.licenseKey), ("packageName", play.packageName), ("pushAudience", play.pushAudience),
-                ("pushServiceAccount", play.pushServiceAccount),
+                ("pushServiceAccount", play.pushServiceAccount), ("serviceAccountKeyFile", play.serviceAccountKeyFile),
             ] {
                 if let value {
                     json.key(key)

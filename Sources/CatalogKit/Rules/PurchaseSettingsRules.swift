@@ -24,6 +24,7 @@ struct PurchaseSettingsRules {
     private var playLicenseKey: (Located<String>, file: String)?
     private var playPushAudience: (Located<String>, file: String)?
     private var playPushServiceAccount: (Located<String>, file: String)?
+    private var playServiceAccountKeyFile: (Located<String>, file: String)?
 
     /// Whether any purchase setting is written: the app takes purchases.
     var isSet: Bool {
@@ -63,6 +64,7 @@ struct PurchaseSettingsRules {
         note(settings.playLicenseKey, "playLicenseKey", &playLicenseKey)
         note(settings.playPushAudience, "playPushAudience", &playPushAudience)
         note(settings.playPushServiceAccount, "playPushServiceAccount", &playPushServiceAccount)
+        note(settings.playServiceAccountKeyFile, "playServiceAccountKeyFile", &playServiceAccountKeyFile)
     }
 
     /// Checks the settings read, and fills in the defaults.
@@ -149,7 +151,7 @@ struct PurchaseSettingsRules {
         guard let package = playPackageName else {
             for (name, slot) in [
                 ("playLicenseKey", playLicenseKey), ("playPushAudience", playPushAudience),
-                ("playPushServiceAccount", playPushServiceAccount),
+                ("playPushServiceAccount", playPushServiceAccount), ("playServiceAccountKeyFile", playServiceAccountKeyFile),
             ] {
                 if let slot { error("\(name) needs playPackageName, the app's package name on Google Play", slot) }
             }
@@ -180,10 +182,14 @@ struct PurchaseSettingsRules {
             }
         case (nil, nil): break
         }
+        if let path = playServiceAccountKeyFile, path.0.value.allSatisfy(\.isWhitespace) {
+            error("playServiceAccountKeyFile is empty; give the path of the service account's JSON key file", path)
+        }
         guard valid else { return nil }
         return PlaySettings(
             packageName: package.0.value, licenseKey: playLicenseKey.map { $0.0.value.filter { !$0.isWhitespace } },
-            pushAudience: playPushAudience?.0.value, pushServiceAccount: playPushServiceAccount?.0.value)
+            pushAudience: playPushAudience?.0.value, pushServiceAccount: playPushServiceAccount?.0.value,
+            serviceAccountKeyFile: playServiceAccountKeyFile?.0.value)
     }
 
     /// The consumption answers: on only when `answerConsumptionRequests` is true, which needs the

@@ -69,6 +69,7 @@ struct CanonicalSource {
                 ("playLicenseKey", settings.playLicenseKey.map(string)),
                 ("playPushAudience", settings.playPushAudience.map(string)),
                 ("playPushServiceAccount", settings.playPushServiceAccount.map(string)),
+                ("playServiceAccountKeyFile", settings.playServiceAccountKeyFile.map(string)),
             ]
             for (key, value) in written {
                 if let value, purchaseSettings[key] == nil { purchaseSettings.set(key, value) }

@@ -44,6 +44,7 @@ struct CatalogXMLSourceDecoder {
         settings.playLicenseKey = root.located("playLicenseKey")
         settings.playPushAudience = root.located("playPushAudience")
         settings.playPushServiceAccount = root.located("playPushServiceAccount")
+        settings.playServiceAccountKeyFile = root.located("playServiceAccountKeyFile")
         // xs:boolean: the schema has admitted only true, false, 1 or 0.
         settings.answerConsumptionRequests = root.located("answerConsumptionRequests").map {
             Located($0.value == "true" || $0.value == "1", at: $0.position)

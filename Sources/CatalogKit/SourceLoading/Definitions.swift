@@ -138,6 +138,8 @@ public struct AppSettingsDefinition: Sendable {
     public var playPushAudience: Located<String>?
     /// The `playPushServiceAccount` setting.
     public var playPushServiceAccount: Located<String>?
+    /// The `playServiceAccountKeyFile` setting: a path.
+    public var playServiceAccountKeyFile: Located<String>?
 }
 
 /// A `feedbackPolicy` as a source spells it, before the rules check its bounds.

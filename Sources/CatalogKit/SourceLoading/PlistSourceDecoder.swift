@@ -94,13 +94,14 @@ struct PlistSourceDecoder {
                     settings.sandboxUnlocks = entry.value.boolean(key: "sandboxUnlocks", file: file, into: &diagnostics)
                 case "requireDeviceId":
                     settings.requireDeviceId = entry.value.boolean(key: "requireDeviceId", file: file, into: &diagnostics)
-                case "playPackageName", "playLicenseKey", "playPushAudience", "playPushServiceAccount":
+                case "playPackageName", "playLicenseKey", "playPushAudience", "playPushServiceAccount", "playServiceAccountKeyFile":
                     let value = entry.value.string(key: entry.key, file: file, into: &diagnostics)
                     switch entry.key {
                     case "playPackageName": settings.playPackageName = value
                     case "playLicenseKey": settings.playLicenseKey = value
                     case "playPushAudience": settings.playPushAudience = value
-                    default: settings.playPushServiceAccount = value
+                    case "playPushServiceAccount": settings.playPushServiceAccount = value
+                    default: settings.playServiceAccountKeyFile = value
                     }
                 case "content": content = contentItems(entry.value, file: file, into: &diagnostics)
                 case "products":
@@ -133,7 +134,7 @@ struct PlistSourceDecoder {
         "app", "platforms", "feedbackPolicy", "appAppleId", "environments", "transferPolicy", "xcodeCertificate", "webhookURL",
         "webhookSecretFile", "serverAPIKeyId", "serverAPIIssuerId", "serverAPIKeyFile", "answerConsumptionRequests",
         "sampleContentProvided", "refundPreference", "sandboxUnlocks", "requireDeviceId", "playPackageName", "playLicenseKey",
-        "playPushAudience", "playPushServiceAccount", "products", "content",
+        "playPushAudience", "playPushServiceAccount", "playServiceAccountKeyFile", "products", "content",
     ]
 
     /// The error for a file that would publish no products because it is a product list of

@@ -11,7 +11,7 @@ public enum SourcePlist {
         "app", "platforms", "feedbackPolicy", "appAppleId", "environments", "transferPolicy", "xcodeCertificate", "webhookURL",
         "webhookSecretFile", "serverAPIKeyId", "serverAPIIssuerId", "serverAPIKeyFile", "answerConsumptionRequests",
         "sampleContentProvided", "refundPreference", "sandboxUnlocks", "requireDeviceId", "playPackageName", "playLicenseKey",
-        "playPushAudience", "playPushServiceAccount", "products", "content",
+        "playPushAudience", "playPushServiceAccount", "playServiceAccountKeyFile", "products", "content",
     ]
     static let productOrder = [
         "id", "type", "referenceName", "status", "platforms", "minimumAppVersion", "availableFrom", "availableUntil", "subscription",

@@ -140,7 +140,7 @@ import Testing
         let key = String(repeating: "MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEA", count: 8)
         #expect(
             try settings(
-                "\t<key>playPackageName</key>\n\t<string>com.example.game</string>\n\t<key>playLicenseKey</key>\n\t<string>\(key)</string>\n\t<key>playPushAudience</key>\n\t<string>https://example.com/play</string>\n\t<key>playPushServiceAccount</key>\n\t<string>push@example.iam.gserviceaccount.com</string>"
+                "\t<key>playPackageName</key>\n\t<string>com.example.game</string>\n\t<key>playLicenseKey</key>\n\t<string>\(key)</string>\n\t<key>playPushAudience</key>\n\t<string>https://example.com/play</string>\n\t<key>playPushServiceAccount</key>\n\t<string>push@example.iam.gserviceaccount.com</string>\n\t<key>playServiceAccountKeyFile</key>\n\t<string>/etc/catalog/play.json</string>"
             ) == [])
         let wrong = try settings(
             "\t<key>playPackageName</key>\n\t<string>com.example.1game</string>\n\t<key>playLicenseKey</key>\n\t<string>not a key</string>\n\t<key>playPushAudience</key>\n\t<string>https://example.com/play</string>"
