@@ -76,7 +76,8 @@ import Testing
             play: [
                 "packageName": "com.example.app", "licenseKey": "MIIBIjANBgkqhkiG9w0BAQEFAAOCAQ8AMIIBCgKCAQEA+/",
                 "pushAudience": "https://example.com/play",
-                "pushServiceAccount": "push@example.iam.gserviceaccount.com", "serviceAccountKeyFile": "/etc/catalog/play-service-account.json",
+                "pushServiceAccount": "push@example.iam.gserviceaccount.com",
+                "serviceAccountKeyFile": "/etc/catalog/play-service-account.json",
             ],
             products: [
                 try Self.product(
