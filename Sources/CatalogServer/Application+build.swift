@@ -75,7 +75,8 @@ public func buildApplication(
     let intake = reportStore.map { reportStore in
         ReportIntake(
             store: reportStore, configuration: reportsConfiguration, metrics: metrics,
-            purchaseSettings: { await publishedSettings($0)?.verifier.app })
+            purchaseSettings: { await publishedSettings($0)?.verifier.app },
+            playProducts: { await publishedSettings($0)?.playProducts ?? [:] })
     }
     // One for the server: the key ring, and the count of files opened.
     let content = ContentFiles(

@@ -32,6 +32,46 @@ import Time
         #expect(report.feedRevision == 12)
     }
 
+    /// Play Billing's unfetched products: the ones Play says do not exist (or whose id it refuses)
+    /// are invalid; the others say nothing against the product. The platform is Android.
+    @Test func unfetchedProductsOfAnAndroidApp() throws {
+        let report = try decode(
+            #"""
+            {"requestedProductIdentifiers":["pro","gems","old","bad"],"unfetchedProducts":[
+             {"productId":"old","productType":"inapp","statusCode":3},{"productId":"gems","productType":"inapp","statusCode":4},
+             {"productId":"bad","statusCode":2},{"productId":"pro","productType":"subs","statusCode":0},{"productId":"new","statusCode":9}]}
+            """#
+        ).get()
+        #expect(report.platform == .android)
+        #expect(report.invalid == ["old", "bad"])
+        #expect(report.unfetched.map(\.status) == [.productNotFound, .noEligibleOffer, .invalidProductIdFormat, .unknown, .other(9)])
+        #expect(report.allRequestedInvalid == false)
+        // Play's ids become the catalog's products; one the catalog does not name is dropped.
+        var resolved = report
+        #expect(resolved.resolvePlayProducts(["old": ["com.example.old"], "pro": ["com.example.pro.m", "com.example.pro.y"]]) == 1)
+        #expect(resolved.invalid == ["com.example.old"])
+        #expect(resolved.requested == ["com.example.pro.m", "com.example.pro.y", "com.example.old"])
+        // An empty list of them is a report of nothing invalid, still valid.
+        #expect(try decode(#"{"unfetchedProducts":[],"platform":"Android"}"#).get().invalid == [])
+    }
+
+    @Test(arguments: [
+        (#"{"platform":"ios","unfetchedProducts":[{"productId":"a","statusCode":3}]}"#, "the platform must be android"),
+        (#"{"unfetchedProducts":[{"statusCode":3}]}"#, "unfetchedProducts[0].productId is required"),
+        (#"{"unfetchedProducts":[{"productId":"a"}]}"#, "unfetchedProducts[0].statusCode is required"),
+        (#"{"unfetchedProducts":[{"productId":"a","statusCode":3.5}]}"#, "statusCode must be one of Play's status codes"),
+        (#"{"unfetchedProducts":[{"productId":"a","statusCode":3,"productType":"game"}]}"#, "productType must be inapp or subs"),
+        (#"{"unfetchedProducts":[{"productId":"a b","statusCode":3}]}"#, "unfetchedProducts[0].productId: product id 'a b' contains ' '"),
+        (#"{"unfetchedProducts":{"productId":"a"}}"#, "unfetchedProducts must be an array of objects"),
+    ])
+    func unfetchedProductsAreChecked(body: String, message: String) {
+        guard case .failure(let rejection) = decode(body) else {
+            Issue.record("\(body) should be refused")
+            return
+        }
+        #expect(rejection.description.contains(message), "\(rejection.description)")
+    }
+
     @Test func onlyTheInvalidListIsRequired() throws {
         let report = try decode(#"{"invalidProductIdentifiers":["com.example.a"],"platform":"ios"}"#).get()
         #expect(report.reportID == "server-made")

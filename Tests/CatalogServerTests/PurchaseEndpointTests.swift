@@ -42,7 +42,7 @@ import Time
     }
 
     /// The app's catalog: a monthly subscription unlocking `pro` and a consumable, the test's Apple id.
-    static func catalog(policy: String, settings: String = "") -> String {
+    static func catalog(policy: String, settings: String = "", products: String = "") -> String {
         """
         <?xml version="1.0" encoding="UTF-8"?>
         <plist version="1.0"><dict><key>platforms</key><array><string>iOS</string></array>
@@ -55,13 +55,14 @@ import Time
         <dict><key>id</key><string>com.example.app.coins</string><key>type</key><string>consumable</string></dict>
         <dict><key>id</key><string>com.example.app.pro.quarterly</string><key>type</key><string>auto-renewable</string>
         <key>subscription</key><dict><key>group</key><string>pro</string><key>period</key><string>P3M</string></dict>
-        <key>entitlements</key><array><string>pro</string></array></dict>
+        <key>entitlements</key><array><string>pro</string></array></dict>\(products)
         </array></dict></plist>
         """
     }
 
     static func withServer(
-        policy: String = "keep", settings: String = "", receipts: PKI? = nil, limit: RateLimit? = RateLimit(perMinute: 600, burst: 120),
+        policy: String = "keep", settings: String = "", products: String = "", receipts: PKI? = nil,
+        limit: RateLimit? = RateLimit(perMinute: 600, burst: 120),
         store makeStore: ((SQLiteStore) -> any PurchaseStore & WebhookOutbox)? = nil,
         reports: ReportsConfiguration = ReportsConfiguration(), appStoreAPIURL: URL? = nil,
         _ body: @Sendable (any TestClientProtocol, Server) async throws -> Void
@@ -70,7 +71,8 @@ import Time
         defer { try? FileManager.default.removeItem(at: root) }
         let catalog = root.appendingPathComponent("catalog")
         try FileManager.default.createDirectory(at: catalog, withIntermediateDirectories: true)
-        try Data(Self.catalog(policy: policy, settings: settings).utf8).write(to: catalog.appendingPathComponent("\(app).plist"))
+        try Data(Self.catalog(policy: policy, settings: settings, products: products).utf8).write(
+            to: catalog.appendingPathComponent("\(app).plist"))
         let tree = PublicTree(root: root.appendingPathComponent("public"))
         let workflow = CatalogWorkflow(catalogDirectory: catalog, catalogDisplayPath: "catalog", publicDirectory: tree.root)
         let build = try workflow.build(at: Timestamp(secondsSince1970: Timestamp.now.secondsSince1970 - 10), dryRun: false)

@@ -28,7 +28,7 @@ public enum ReportExamples {
         (#"{"invalidProductIdentifiers":["a"],"platform":true}"#, "platform must be a string"),
         ("[]", "the body must be a JSON object"),
         ("null", "the body must be a JSON object"),
-        ("{}", "invalidProductIdentifiers is required"),
+        ("{}", "invalidProductIdentifiers is required (or unfetchedProducts, from an Android app)"),
         (#"{"invalidProductIdentifiers":null}"#, "invalidProductIdentifiers must not be null"),
         (#"{"invalidProductIdentifiers":"com.example.a"}"#, "invalidProductIdentifiers must be an array of strings"),
         (#"{"invalidProductIdentifiers":[1]}"#, "invalidProductIdentifiers[0] must be a string"),

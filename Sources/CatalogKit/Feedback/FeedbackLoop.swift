@@ -203,9 +203,10 @@ struct CauseContext {
         }
         let offeredOn = platformsOffered[identifier].map { $0 == 0 ? appPlatformCount : $0 } ?? appPlatformCount
         if evidence.platforms.count == 1, offeredOn > 1 {
+            // Android's reports are Google Play's answers: its products live in Play Console.
+            let store = Platform(name: evidence.platforms[0]) == .android ? "Play Console" : "App Store Connect"
             return ProbableCause(
-                .onePlatform,
-                "only on \(evidence.platforms[0]): check the product's availability on that platform in App Store Connect")
+                .onePlatform, "only on \(evidence.platforms[0]): check the product's availability on that platform in \(store)")
         }
         if let oldest = evidence.appVersions.first, let appOldest = appVersions.first, oldest != appOldest,
             VerdictEvidence.versionOrder(appOldest, oldest)

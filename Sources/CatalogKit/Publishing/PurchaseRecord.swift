@@ -257,6 +257,16 @@ public struct PurchaseRecord: Codable, Sendable, Equatable {
         json.endObject()
     }
 
+    /// The catalog products each Play product id is sold as (a subscription's base plans share
+    /// one), in source order: what an Android app's reports, which name Play's ids, are counted by.
+    public var playProductIds: [String: [String]] {
+        var ids: [String: [String]] = [:]
+        for product in products {
+            if let play = product.play { ids[play.productId, default: []].append(product.id) }
+        }
+        return ids
+    }
+
     /// A published record; nil when `bytes` is not one of a format this version reads.
     public static func decode(_ bytes: [UInt8]) -> PurchaseRecord? {
         guard let record = try? JSONDecoder().decode(PurchaseRecord.self, from: Data(bytes)), record.format == currentFormat else {

@@ -15,6 +15,60 @@ public enum ReportEnvironment: String, CaseIterable, Sendable, Hashable, Codable
     static let expectedList = "production, sandbox or xcode"
 }
 
+/// A product Play Billing could not fetch (Billing Library 8's `UnfetchedProduct`), by its Play id.
+public struct UnfetchedProduct: Sendable, Hashable {
+    /// Why Play did not fetch it: what each status means for a verdict (docs/reports.md).
+    public enum Status: Sendable, Hashable {
+        /// `0 UNKNOWN`: Play could not say; nothing against the product.
+        case unknown
+        /// `2 INVALID_PRODUCT_ID_FORMAT`: Play refuses the id itself: invalid.
+        case invalidProductIdFormat
+        /// `3 PRODUCT_NOT_FOUND`: no such product in Play Console, or not active: invalid.
+        case productNotFound
+        /// `4 NO_ELIGIBLE_OFFER`: the product exists, and this customer may buy none of its offers
+        /// now (an introductory offer already used, say): nothing against the product.
+        case noEligibleOffer
+        /// A code this version does not know: nothing against the product.
+        case other(Int)
+
+        /// The status of Play's `statusCode`.
+        public init(code: Int) {
+            switch code {
+            case 0: self = .unknown
+            case 2: self = .invalidProductIdFormat
+            case 3: self = .productNotFound
+            case 4: self = .noEligibleOffer
+            default: self = .other(code)
+            }
+        }
+
+        /// Play's name, for `/metrics`.
+        public var name: String {
+            switch self {
+            case .unknown: "UNKNOWN"
+            case .invalidProductIdFormat: "INVALID_PRODUCT_ID_FORMAT"
+            case .productNotFound: "PRODUCT_NOT_FOUND"
+            case .noEligibleOffer: "NO_ELIGIBLE_OFFER"
+            case .other: "OTHER"
+            }
+        }
+
+        /// Whether it says the identifier is invalid, as the App Store's invalid identifiers do.
+        public var countsAsInvalid: Bool { self == .invalidProductIdFormat || self == .productNotFound }
+    }
+
+    /// The Play product id.
+    public var productId: String
+    /// Why it was not fetched.
+    public var status: Status
+
+    /// A product.
+    public init(productId: String, status: Status) {
+        self.productId = productId
+        self.status = status
+    }
+}
+
 /// One report of identifiers the App Store answered as invalid, validated and ready to store.
 public struct InvalidIdentifierReport: Sendable, Hashable {
     /// The app's bundle identifier, from the request's path.
@@ -54,6 +108,9 @@ public struct InvalidIdentifierReport: Sendable, Hashable {
     /// lists (before the server dropped identifiers the app never published); nil when it did
     /// not say what it requested (or sent an empty list). All of them invalid is the store failing, not the products.
     public var allRequestedInvalid: Bool?
+    /// What an Android app said Play Billing could not fetch, every status included; those that
+    /// count as invalid are in ``invalid`` too. Never stored: counted in `/metrics`.
+    public var unfetched: [UnfetchedProduct] = []
 
     /// A report as received; ``allRequestedInvalid`` is computed from `invalid` and `requested`.
     public init(
@@ -83,6 +140,22 @@ public struct InvalidIdentifierReport: Sendable, Hashable {
             let named = Set(invalid)
             return requested.allSatisfy(named.contains)
         }
+    }
+
+    /// On Android every identifier is a Play product id: each becomes the catalog products it is
+    /// sold as (`playProducts`: Play id to catalog ids, from the revision served), so that reports
+    /// are counted, judged and quarantined by catalog product like the App Store's. A Play id the
+    /// catalog does not name is dropped; returns how many invalid ones were.
+    public mutating func resolvePlayProducts(_ playProducts: [String: [String]]) -> Int {
+        guard platform == .android else { return 0 }
+        func resolved(_ ids: [String]) -> [String] {
+            var seen = Set<String>()
+            return ids.flatMap { playProducts[$0] ?? [] }.filter { seen.insert($0).inserted }
+        }
+        let unknown = invalid.filter { playProducts[$0] == nil }.count
+        invalid = resolved(invalid)
+        requested = requested.map(resolved)
+        return unknown
     }
 
     /// Keeps only identifiers that `isPublished` accepts in both lists, and returns how many

@@ -3,6 +3,10 @@ import Time
 
 /// Turns the body of `POST /v1/apps/{app}/invalid-identifiers` (docs/contract.md section 4) into a
 /// report, or says exactly what is wrong with it. Nothing is stored from a rejected body.
+///
+/// An Android app reports the products Play Billing could not fetch as `unfetchedProducts`
+/// (docs/reports.md, "Unfetched products on Android"): those Play says do not exist, or whose id it
+/// refuses, count as invalid; the others say nothing against the product.
 public enum ReportDecoder {
     /// The largest body the endpoint reads, in bytes; the server refuses a bigger one with 413.
     public static let maximumBodyBytes = 64 * 1024
@@ -27,6 +31,7 @@ public enum ReportDecoder {
         var installId: String?
         var reportId: String?
         var appTransaction: String?
+        var unfetchedProducts: [UnfetchedProduct]?
         var seen: Set<String> = []
 
         /// Reads member `key` at the scanner as the type it must have.
@@ -45,6 +50,7 @@ public enum ReportDecoder {
             case "feedRevision":
                 try expect(.number, key, "an integer", &scanner)
                 feedRevision = try scanner.readNumber()
+            case "unfetchedProducts": unfetchedProducts = try unfetched(key, &scanner)
             default: try scanner.skipValue()
             }
         }
@@ -60,6 +66,40 @@ public enum ReportDecoder {
             try scanner.readArray { index, scanner in
                 try expect(.string, "\(key)[\(index)]", "a string", &scanner)
                 list.append(try scanner.readString())
+            }
+            return list
+        }
+
+        /// `[{"productId", "productType", "statusCode"}]`, as Play Billing Library 8's
+        /// `UnfetchedProduct` says them.
+        private func unfetched(_ key: String, _ scanner: inout JSONScanner) throws -> [UnfetchedProduct] {
+            try expect(.array, key, "an array of objects", &scanner)
+            var list: [UnfetchedProduct] = []
+            try scanner.readArray { index, scanner in
+                let name = "\(key)[\(index)]"
+                try expect(.object, name, "an object", &scanner)
+                var productId: String?
+                var status: Int?
+                try scanner.readObject { member, scanner in
+                    switch member {
+                    case "productId": productId = try string("\(name).productId", &scanner)
+                    case "statusCode":
+                        try expect(.number, "\(name).statusCode", "an integer", &scanner)
+                        let number = try scanner.readNumber()
+                        // JSON has one number type: 3.0 is the code 3 as much as 3 is.
+                        guard let code = Int(number) ?? Double(number).flatMap({ Int(exactly: $0) }), (0...99).contains(code) else {
+                            throw ReportRejection("\(name).statusCode must be one of Play's status codes (0 to 99)")
+                        }
+                        status = code
+                    case "productType":
+                        let type = try string("\(name).productType", &scanner)
+                        guard type == "inapp" || type == "subs" else { throw ReportRejection("\(name).productType must be inapp or subs") }
+                    default: try scanner.skipValue()
+                    }
+                }
+                guard let productId else { throw ReportRejection("\(name).productId is required") }
+                guard let status else { throw ReportRejection("\(name).statusCode is required") }
+                list.append(UnfetchedProduct(productId: productId, status: UnfetchedProduct.Status(code: status)))
             }
             return list
         }
@@ -99,17 +139,42 @@ public enum ReportDecoder {
     private static func validate(
         _ body: Body, app: String, receivedAt: Timestamp, makeReportID: () -> String
     ) throws(ReportRejection) -> InvalidIdentifierReport {
-        guard let listed = body.invalidProductIdentifiers else { throw ReportRejection("invalidProductIdentifiers is required") }
-        let invalid = try identifiers(listed, field: "invalidProductIdentifiers", allowEmpty: false)
+        let unfetched = body.unfetchedProducts ?? []
+        guard body.invalidProductIdentifiers != nil || body.unfetchedProducts != nil else {
+            throw ReportRejection("invalidProductIdentifiers is required (or unfetchedProducts, from an Android app)")
+        }
+        if unfetched.count > maximumIdentifiers {
+            throw ReportRejection("unfetchedProducts lists \(unfetched.count) products; the limit is \(maximumIdentifiers)")
+        }
+        for (index, product) in unfetched.enumerated() {
+            if let problem = IdentifierRules.problem(product.productId) {
+                throw ReportRejection("unfetchedProducts[\(index)].productId: \(clip(problem, to: 200))")
+            }
+        }
+        // What Play says does not exist counts as invalid, beside what the app listed itself.
+        var invalid =
+            try body.invalidProductIdentifiers.map { list throws(ReportRejection) in
+                try identifiers(list, field: "invalidProductIdentifiers", allowEmpty: false)
+            } ?? []
+        for product in unfetched where product.status.countsAsInvalid && !invalid.contains(product.productId) {
+            invalid.append(product.productId)
+        }
         let requested = try body.requestedProductIdentifiers.map { list throws(ReportRejection) in
             try identifiers(list, field: "requestedProductIdentifiers", allowEmpty: true)
         }
         var report = InvalidIdentifierReport(app: app, reportID: "", receivedAt: receivedAt, invalid: invalid, requested: requested)
+        report.unfetched = unfetched
         if let name = body.platform {
             guard let platform = Platform(name: name) else {
                 throw ReportRejection("platform '\(clip(name))' is not one of \(Platform.expectedList)")
             }
             report.platform = platform
+        }
+        if body.unfetchedProducts != nil {
+            guard report.platform == nil || report.platform == .android else {
+                throw ReportRejection("unfetchedProducts come from Play Billing: the platform must be android")
+            }
+            report.platform = .android
         }
         if let text = body.appVersion {
             guard text.utf8.count <= maximumAppVersionLength, let version = AppVersion(text) else {

@@ -98,6 +98,13 @@ public final class ServerMetrics: Sendable {
             .increment(by: count)
     }
 
+    /// A product an Android app said Play Billing could not fetch, by Play's status.
+    func recordUnfetchedProduct(app: String, status: String) {
+        CoreMetrics.Counter(
+            label: "catalog_reports_unfetched_products_total", dimensions: [("app", app), ("status", status)], factory: factory
+        ).increment()
+    }
+
     /// A report that carried an AppTransaction, and whether it verified.
     func recordAppTransaction(verified: Bool) {
         CoreMetrics.Counter(

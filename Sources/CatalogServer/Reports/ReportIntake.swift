@@ -55,11 +55,15 @@ struct ReportIntake: Sendable {
     /// An app's purchase settings as the purchase endpoints read them, or nil when it has none to
     /// read (no catalog sources, or sources that do not validate).
     let purchaseSettings: @Sendable (String) async -> AppStoreApp?
+    /// The catalog products each Play product id of an app is sold as, at the revision it serves:
+    /// Android apps report Play's ids.
+    let playProducts: @Sendable (String) async -> [String: [String]]
     let metrics: ServerMetrics?
 
     init(
         store: any ReportStore, configuration: ReportsConfiguration, metrics: ServerMetrics? = nil,
-        purchaseSettings: @escaping @Sendable (String) async -> AppStoreApp? = { _ in nil }
+        purchaseSettings: @escaping @Sendable (String) async -> AppStoreApp? = { _ in nil },
+        playProducts: @escaping @Sendable (String) async -> [String: [String]] = { _ in [:] }
     ) {
         self.store = store
         #if DEBUG
@@ -75,6 +79,7 @@ struct ReportIntake: Sendable {
         networks = NetworkHasher(secret: configuration.networkSecret, prefixes: configuration.networkPrefixes)
         appTransactions = configuration.appTransactions
         self.purchaseSettings = purchaseSettings
+        self.playProducts = playProducts
         self.metrics = metrics
     }
 
@@ -139,6 +144,25 @@ struct ReportIntake: Sendable {
         }
         report.network = network
         let named = report.invalid.count
+        for product in report.unfetched { metrics?.recordUnfetchedProduct(app: app, status: product.status.name) }
+        guard report.platform != .android else {
+            // Play's ids become the catalog's, read from the revision served.
+            Task {
+                let unknown = report.resolvePlayProducts(await playProducts(app))
+                if unknown > 0 { metrics?.recordUnpublishedIdentifiers(app: app, count: unknown) }
+                keep(report, named: named, appTransaction: appTransaction, app: app, published: published, completion: completion)
+            }
+            return
+        }
+        keep(report, named: named, appTransaction: appTransaction, app: app, published: published, completion: completion)
+    }
+
+    /// Keeps only the identifiers the app published, verifies an attached AppTransaction, and commits.
+    private func keep(
+        _ report: InvalidIdentifierReport, named: Int, appTransaction: String?, app: String, published: IdentifierHistory?,
+        completion: @escaping @Sendable (ReportAnswer) -> Void
+    ) {
+        var report = report
         if let published {
             let unknown = report.keepPublished { published[$0] != nil }
             if unknown > 0 { metrics?.recordUnpublishedIdentifiers(app: app, count: unknown) }
