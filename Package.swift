@@ -106,7 +106,7 @@ let package = Package(
             dependencies: [
                 // The domain's store protocols only: the executable opens the stores (Storage).
                 "CatalogKit", "Time", "HTTPSemantics", "AppStore", "AppStoreServerAPI", "OutboundAPI", "Content", "Ledger", "FeedSigning",
-                "PropertyList",
+                "PropertyList", "GooglePlay", "PlayDeveloperAPI",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdCore", package: "hummingbird"),
                 .product(name: "HummingbirdHTTP2", package: "hummingbird"),

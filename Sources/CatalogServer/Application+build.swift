@@ -4,10 +4,12 @@ import CatalogKit
 import Foundation
 import Hummingbird
 import HummingbirdCore
+import GooglePlay
 import Ledger
 import Logging
 import NIOCore
 import OutboundAPI
+import PlayDeveloperAPI
 import ServiceLifecycle
 import Synchronization
 
@@ -25,7 +27,7 @@ public func buildApplication(
     publicDirectory: PublicTree, host: String = "127.0.0.1", port: Int = 8080,
     configuration: ServeConfiguration = ServeConfiguration(), reloadInterval: Duration = .milliseconds(250),
     reportStore: (any CatalogStore)? = nil, purchaseStore: (any PurchaseStore & WebhookOutbox)? = nil,
-    appStoreAPIStore: (any AppStoreAPIService.Store)? = nil,
+    appStoreAPIStore: (any AppStoreAPIService.Store)? = nil, playStore: (any StoreAcknowledgementStore)? = nil,
     reportsConfiguration: ReportsConfiguration = ReportsConfiguration(),
     workflow: CatalogWorkflow? = nil, purchasesConfiguration: PurchasesConfiguration = PurchasesConfiguration(),
     metrics: ServerMetrics = ServerMetrics(),
@@ -46,6 +48,15 @@ public func buildApplication(
                 AppStoreAPIClients(transport: HTTPClientTransport(), baseURL: purchasesConfiguration.appStoreAPIURL, metrics: apiMetrics)
             )
         }
+    // Google Play's client, on the editor node; a replica only queues what Google must be told.
+    let playMetrics = PlayAPIMetrics(registry: metrics.registry)
+    let playClients =
+        configuration.isReplica || playStore == nil
+        ? nil : PlayAPIClients(transport: HTTPClientTransport(), baseURL: purchasesConfiguration.playAPIURL, metrics: playMetrics)
+    let googlePlay = playStore.map {
+        GooglePlayEndpoints(
+            acknowledgements: $0, clients: playClients, pushKeys: purchasesConfiguration.googlePushKeys.map(GooglePushKeys.init))
+    }
     // Purchases need a store that keeps them; the apps' settings come from each revision's
     // purchase record, on the editor node and on replicas alike.
     let purchases: PurchaseEndpoints? = {
@@ -62,7 +73,7 @@ public func buildApplication(
         return PurchaseEndpoints(
             store: purchaseStore, tokens: configuration.isReplica ? nil : reportStore, tree: publicDirectory, trust: trust,
             configuration: purchasesConfiguration,
-            metrics: metrics, appStoreAPI: appStoreAPI, logger: logger)
+            metrics: metrics, appStoreAPI: appStoreAPI, googlePlay: googlePlay, logger: logger)
     }()
     // An app's purchase settings at the revision it serves, read once per revision: for the report
     // intake's AppTransactions and the webhooks alike.
@@ -138,6 +149,33 @@ public func buildApplication(
             AppStoreAPIService(
                 apps: { Array(store.index.apps.keys) }, settings: publishedSettings, store: purchaseStore, apiStore: appStoreAPI.store,
                 clients: appStoreAPI.clients, metrics: apiMetrics, interval: purchasesConfiguration.reconcileInterval, logger: logger))
+    }
+    // Google Play's acknowledgement outbox (docs/google-play.md, "Acknowledgement"), on the editor node.
+    if let purchases, let playStore, let playClients {
+        let acknowledger = PlayAcknowledger(
+            store: playStore,
+            client: { app in
+                guard let revision = store.index.apps[app]?.manifest.revision,
+                    case .success(let play?) = await purchases.settings.play(app, revision: revision)
+                else { return nil }
+                return playClients.client(play)
+            },
+            catalog: { app in
+                guard let revision = store.index.apps[app]?.manifest.revision,
+                    case .success(let play?) = await purchases.settings.play(app, revision: revision)
+                else { return PlayCatalog() }
+                return play.catalog
+            },
+            record: { app, values in
+                // What Google says of a purchase claims it for no one: the app account it names does.
+                let submission = PurchaseSubmission(
+                    app: app, receivedAt: Date(), source: .storeAPI, transactions: values.transactions, states: values.states)
+                _ = try await purchases.committer.outcome(of: submission).get()
+            })
+        services.append(
+            PlayAPIService(
+                acknowledger: acknowledger, transport: playClients.caller.transport, interval: purchasesConfiguration.playInterval,
+                metrics: playMetrics, logger: logger))
     }
     if let adminListener {
         // A second listener, run beside the first as one of its services: plain HTTP/1 through

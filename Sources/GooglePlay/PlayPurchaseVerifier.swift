@@ -128,5 +128,8 @@ public struct PlayConfigurationError: Error, Sendable, Hashable, CustomStringCon
     /// What is wrong, for the operator.
     public let description: String
 
+    /// An error saying `description`.
+    public init(description: String) { self.description = description }
+
     init(_ description: String) { self.description = description }
 }

@@ -92,6 +92,8 @@ public struct CustomerAnswer: Sendable {
 
     /// One purchase, Apple's field names.
     public struct Purchase: Codable, Sendable, Equatable {
+        /// The store it was bought in (`appStore`, `googlePlay`).
+        public var store: String
         public var environment: String
         public var transactionId: String
         public var originalTransactionId: String?
@@ -107,6 +109,8 @@ public struct CustomerAnswer: Sendable {
 
     /// One subscription period, Apple's field names.
     public struct Period: Codable, Sendable, Equatable {
+        /// The store it was bought in.
+        public var store: String
         public var environment: String
         public var transactionId: String
         public var originalTransactionId: String?
@@ -166,7 +170,7 @@ public struct CustomerAnswer: Sendable {
             body.purchases = ledgers.flatMap { ledger in
                 ledger.purchases.map { purchase in
                     Purchase(
-                        environment: ledger.environment.rawValue, transactionId: purchase.transactionId,
+                        store: purchase.marketplace.rawValue, environment: ledger.environment.rawValue, transactionId: purchase.transactionId,
                         originalTransactionId: purchase.purchaseKey, productId: purchase.productId, type: purchase.kind?.rawValue,
                         purchaseDate: date(purchase.purchaseDate), quantity: purchase.quantity,
                         inAppOwnershipType: purchase.ownership?.rawValue, revocationDate: purchase.revocationDate.map(date),
@@ -176,7 +180,7 @@ public struct CustomerAnswer: Sendable {
             body.periods = ledgers.flatMap { ledger in
                 ledger.periods.map { period in
                     Period(
-                        environment: ledger.environment.rawValue, transactionId: period.transactionId,
+                        store: period.marketplace.rawValue, environment: ledger.environment.rawValue, transactionId: period.transactionId,
                         originalTransactionId: period.purchaseKey, productId: period.productId,
                         subscriptionGroupIdentifier: period.subscriptionGroup, type: period.kind?.rawValue,
                         start: date(period.start), end: period.end.map(date), expiresDate: period.expiresDate.map(date),

@@ -13,6 +13,14 @@ public struct StoreAcknowledgement: Sendable, Hashable {
         case acknowledgeProduct
         /// A consumable is used up, which also acknowledges it (`purchases.products.consume`).
         case consumeProduct
+        /// Nothing to tell: the store said a subscription changed (a notification), and its state now
+        /// is asked and recorded.
+        case refreshSubscription
+        /// Nothing to tell: the store said a one-time purchase changed; its state now is asked and recorded.
+        case refreshProduct
+
+        /// Whether it is about a subscription.
+        public var isSubscription: Bool { self == .acknowledgeSubscription || self == .refreshSubscription }
     }
 
     /// Where it stands.
@@ -77,6 +85,10 @@ public struct StoreAcknowledgement: Sendable, Hashable {
 public protocol StoreAcknowledgementStore: Sendable {
     /// Keeps `acknowledgement` unless one for its purchase is kept already; whether it was new.
     func enqueueAcknowledgement(_ acknowledgement: StoreAcknowledgement) async throws -> Bool
+    /// Asks for the purchase's state to be asked again (`acknowledgement`, a refresh), unless its
+    /// entry is pending already: a pending acknowledgement asks the store's state anyway, and must
+    /// not be replaced.
+    func requestRefresh(_ acknowledgement: StoreAcknowledgement) async throws
     /// The pending acknowledgements due at `now` (their next attempt reached), soonest deadline
     /// first, at most `limit`.
     func dueAcknowledgements(at now: Date, limit: Int) async throws -> [StoreAcknowledgement]

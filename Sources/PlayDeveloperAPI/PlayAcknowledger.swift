@@ -119,10 +119,13 @@ public struct PlayAcknowledger: Sendable {
         do {
             // What Google says now, kept in the ledger whatever is sent next.
             let acknowledged: Bool
-            switch acknowledgement.action {
-            case .acknowledgeSubscription:
+            // A notification names no product: the answer does.
+            var product = acknowledgement.productId
+            if acknowledgement.action.isSubscription {
                 let purchase = try await client.subscriptionPurchase(token)
                 try await record(acknowledgement.app, purchase.ledgerValues(token: token, answeredAt: now, catalog: catalog))
+                if product.isEmpty { product = purchase.lineItems?.first?.productId ?? "" }
+                if acknowledgement.action == .refreshSubscription { return finished(.done) }
                 switch purchase.subscriptionState {
                 case PlaySubscriptionPurchase.State.pending?:
                     next.nextAttemptAt = now.addingTimeInterval(Self.pendingRecheck)
@@ -134,13 +137,13 @@ public struct PlayAcknowledger: Sendable {
                     }
                 default: break
                 }
-                if next.deadline == nil, let start = purchase.startTime.flatMap(RFC3339.parse) {
-                    next.deadline = start.addingTimeInterval(Self.window)
-                }
+                if next.deadline == nil, let start = purchase.startTime.flatMap(RFC3339.parse) { next.deadline = start.addingTimeInterval(Self.window) }
                 acknowledged = purchase.acknowledgementState == "ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED"
-            case .acknowledgeProduct, .consumeProduct:
+            } else {
                 let purchase = try await client.productPurchase(token)
                 try await record(acknowledgement.app, purchase.ledgerValues(token: token, answeredAt: now, catalog: catalog))
+                if product.isEmpty { product = purchase.productLineItem?.first?.productId ?? "" }
+                if acknowledgement.action == .refreshProduct { return finished(.done) }
                 switch purchase.purchaseStateContext?.purchaseState {
                 case PlayProductPurchase.State.pending?:
                     next.nextAttemptAt = now.addingTimeInterval(Self.pendingRecheck)
@@ -158,11 +161,13 @@ public struct PlayAcknowledger: Sendable {
                     acknowledgement.action == .consumeProduct
                     ? consumed : purchase.acknowledgementState == "ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED"
             }
+            next.productId = product
             if acknowledged { return finished(.done) }
             switch acknowledgement.action {
-            case .acknowledgeSubscription: try await client.acknowledgeSubscription(productId: acknowledgement.productId, token: token)
-            case .acknowledgeProduct: try await client.acknowledgeProduct(productId: acknowledgement.productId, token: token)
-            case .consumeProduct: try await client.consumeProduct(productId: acknowledgement.productId, token: token)
+            case .acknowledgeSubscription: try await client.acknowledgeSubscription(productId: product, token: token)
+            case .acknowledgeProduct: try await client.acknowledgeProduct(productId: product, token: token)
+            case .consumeProduct: try await client.consumeProduct(productId: product, token: token)
+            case .refreshSubscription, .refreshProduct: break
             }
             return finished(.done)
         } catch let error as PlayAPIError {

@@ -15,6 +15,22 @@ extension SQLiteStore: StoreAcknowledgementStore {
         }
     }
 
+    public func requestRefresh(_ acknowledgement: StoreAcknowledgement) async throws {
+        var refresh = acknowledgement
+        refresh.state = .pending
+        let values = refresh.sqliteValues
+        _ = try await writer.run { writer in
+            try writer.run(
+                """
+                INSERT INTO purchase_acknowledgements (\(StoreAcknowledgement.columns))
+                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)
+                ON CONFLICT (app, store, purchase_key) DO UPDATE SET action = excluded.action, state = excluded.state, attempts = 0,
+                    next_attempt_at = excluded.next_attempt_at, error = NULL, updated_at = excluded.updated_at
+                WHERE purchase_acknowledgements.state <> 'pending'
+                """, values)
+        }
+    }
+
     public func dueAcknowledgements(at now: Date, limit: Int) async throws -> [StoreAcknowledgement] {
         try await reader.run { connection in
             try connection.rows(
@@ -67,6 +83,26 @@ extension PostgresStore: StoreAcknowledgementStore {
                 var inserted = false
                 for try await _ in rows { inserted = true }
                 return inserted
+            }
+        }
+    }
+
+    public func requestRefresh(_ acknowledgement: StoreAcknowledgement) async throws {
+        var refresh = acknowledgement
+        refresh.state = .pending
+        let row = refresh.integers
+        try await withStoreErrors("cannot queue a refresh") {
+            try await client.withConnection { connection in
+                try await connection.execute(
+                    """
+                    INSERT INTO purchase_acknowledgements (\(unescaped: StoreAcknowledgement.columns))
+                    VALUES (\(refresh.app), \(refresh.marketplace.rawValue), \(refresh.purchaseKey), \(refresh.productId),
+                            \(refresh.action.rawValue), \(refresh.state.rawValue), \(row.attempts), \(row.next), \(row.deadline),
+                            \(refresh.error), \(row.updated))
+                    ON CONFLICT (app, store, purchase_key) DO UPDATE SET action = excluded.action, state = excluded.state, attempts = 0,
+                        next_attempt_at = excluded.next_attempt_at, error = NULL, updated_at = excluded.updated_at
+                    WHERE purchase_acknowledgements.state <> 'pending'
+                    """, logger: logger)
             }
         }
     }

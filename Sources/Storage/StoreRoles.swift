@@ -36,8 +36,9 @@ public enum StoreRoles {
         ("purchase_refused_claims", ["SELECT", "INSERT", "UPDATE"]),
         // `ON CONFLICT (event_id)` reads the column it names, and nothing more is read.
         ("purchase_webhook_events", ["INSERT", "SELECT (event_id)"]),
-        // A replica queues what a store must be told of a purchase it saw; sending is the editor node's.
-        ("purchase_acknowledgements", ["INSERT", "SELECT (app, store, purchase_key)"]),
+        // A replica queues what a store must be told of a purchase it saw, or asked of it after a
+        // notification (an update unless one is pending); sending is the editor node's.
+        ("purchase_acknowledgements", ["INSERT", "UPDATE", "SELECT (app, store, purchase_key, state)"]),
     ]
     /// `reports.id` and the purchase tables' ids are `BIGSERIAL`s: an insert takes the sequence's next value.
     static let replicaSequences: [(sequence: String, privileges: [String])] = [

@@ -43,6 +43,7 @@ struct ServeCommand: AsyncParsableCommand {
     @OptionGroup var feeds: FeedsOptions
     @OptionGroup var content: ContentOptions
     @OptionGroup var appStoreAPI: AppStoreAPIServeOptions
+    @OptionGroup var play: PlayServeOptions
 
     /// Every setting as in effect, wherever it came from, checked.
     struct Resolved {
@@ -56,6 +57,7 @@ struct ServeCommand: AsyncParsableCommand {
         var feeds: FeedsConfiguration
         var content: ContentOptions.Resolved
         var appStoreAPI: AppStoreAPIServeOptions.Resolved
+        var play: PlayServeOptions.Resolved
 
         var workflow: CatalogWorkflow {
             var workflow = paths.workflow
@@ -75,7 +77,7 @@ struct ServeCommand: AsyncParsableCommand {
             logging: try logging.resolve(settings, prefixes: reports.configuration.networkPrefixes),
             listener: try listening.resolve(settings), protection: try protection.resolve(settings), reports: reports,
             signer: try signing.signer(settings), feeds: feeds, content: try content.resolve(settings),
-            appStoreAPI: try appStoreAPI.resolve(settings))
+            appStoreAPI: try appStoreAPI.resolve(settings), play: try play.resolve(settings))
         try Self.check(resolved)
         return resolved
     }
@@ -164,6 +166,8 @@ struct ServeCommand: AsyncParsableCommand {
         var purchasesConfiguration = PurchasesConfiguration()
         purchasesConfiguration.appStoreAPIURL = resolved.appStoreAPI.apiURL
         purchasesConfiguration.reconcileInterval = .seconds(resolved.appStoreAPI.reconcileInterval)
+        purchasesConfiguration.playAPIURL = resolved.play.apiURL
+        purchasesConfiguration.googlePushKeys = resolved.play.pushKeys
         raiseDescriptorLimit()
         resolved.protection.apply(to: &configuration, reports: &reports)
         do {
@@ -215,7 +219,7 @@ struct ServeCommand: AsyncParsableCommand {
             let publications = try await publicationServices(resolved, store: store, tree: tree, metrics: metrics, logger: logger)
             let app = buildApplication(
                 publicDirectory: tree, host: listener.host, port: listener.port, configuration: configuration, reportStore: store,
-                purchaseStore: store, appStoreAPIStore: store, reportsConfiguration: reports, workflow: workflow,
+                purchaseStore: store, appStoreAPIStore: store, playStore: store, reportsConfiguration: reports, workflow: workflow,
                 purchasesConfiguration: purchasesConfiguration, metrics: metrics, adminListener: listener.admin,
                 tls: tls,
                 extraServices: (resolved.feeds.autoFeedback.map {

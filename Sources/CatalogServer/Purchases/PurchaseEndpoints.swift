@@ -2,6 +2,7 @@ import AppStore
 import AppStoreServerAPI
 import CatalogKit
 import Foundation
+import GooglePlay
 import HTTPTypes
 import Hummingbird
 import Ledger
@@ -23,6 +24,14 @@ public struct PurchasesConfiguration: Sendable {
     public var appStoreAPIURL: URL?
     /// How often the editor node reconciles each app's notifications with Apple's history.
     public var reconcileInterval: Duration = .seconds(3_600)
+    /// Where the Play Developer API is called; nil: Google's (a stand-in's, in tests). The token
+    /// endpoint is the one each service account's key file names.
+    public var playAPIURL: URL?
+    /// The file of Google's keys for Pub/Sub's push tokens (a JWKS the operator refreshes); nil: no
+    /// Google Play notification is accepted.
+    public var googlePushKeys: String?
+    /// How often the editor node sends the acknowledgement outbox's due entries.
+    public var playInterval: Duration = .seconds(60)
 
     /// The defaults.
     public init() {}
@@ -34,9 +43,12 @@ public struct PurchasesConfiguration: Sendable {
 /// replicas read the same record (replicas receive records through the store), so one path binds
 /// evidence everywhere. One reading per app and revision, however many requests arrive meanwhile.
 final class PurchaseSettingsCache: Sendable {
+    /// An app's settings at one revision: the App Store's, and Google Play's when it has any.
+    typealias Settings = (appStore: AppPurchases, play: PlayApp?)
+
     private let tree: PublicTree
     private let trust: PurchaseTrust
-    private let entries = Mutex<[String: (revision: Int, reading: Task<Result<AppPurchases, PurchaseConfigurationError>, Never>)]>([:])
+    private let entries = Mutex<[String: (revision: Int, reading: Task<Result<Settings, PurchaseConfigurationError>, Never>)]>([:])
 
     init(tree: PublicTree, trust: PurchaseTrust) {
         self.tree = tree
@@ -45,6 +57,15 @@ final class PurchaseSettingsCache: Sendable {
 
     /// `app`'s settings at published `revision`, or why there are none.
     func app(_ app: String, revision: Int) async -> Result<AppPurchases, PurchaseConfigurationError> {
+        await settings(app, revision: revision).map(\.appStore)
+    }
+
+    /// `app`'s Google Play settings at published `revision`: nil when it has none.
+    func play(_ app: String, revision: Int) async -> Result<PlayApp?, PurchaseConfigurationError> {
+        await settings(app, revision: revision).map(\.play)
+    }
+
+    private func settings(_ app: String, revision: Int) async -> Result<Settings, PurchaseConfigurationError> {
         let (tree, trust) = (tree, trust)
         let reading = entries.withLock { entries in
             if let entry = entries[app], entry.revision == revision { return entry.reading }
@@ -59,7 +80,7 @@ final class PurchaseSettingsCache: Sendable {
     }
 
     private static func read(_ app: String, revision: Int, tree: PublicTree, trust: PurchaseTrust) -> Result<
-        AppPurchases, PurchaseConfigurationError
+        Settings, PurchaseConfigurationError
     > {
         guard let bytes = tree.purchaseRecordBytes(app, revision: revision) else {
             return .failure(
@@ -71,7 +92,12 @@ final class PurchaseSettingsCache: Sendable {
             return .failure(PurchaseConfigurationError("the purchase record of revision \(revision) of '\(app)' cannot be read"))
         }
         do {
-            return .success(try AppPurchases(record, trust: trust))
+            let appStore = try AppPurchases(record, trust: trust)
+            do {
+                return .success((appStore, try PlayApp(record)))
+            } catch {
+                return .failure(PurchaseConfigurationError("the Google Play settings of '\(app)': \(error.description)"))
+            }
         } catch {
             return .failure(error)
         }
@@ -98,6 +124,8 @@ struct PurchaseEndpoints: Sendable {
     /// backend's import of a customer, and the consumption answers a customer's full read shows.
     /// Nil on a serving replica.
     let appStoreAPI: (store: any AppStoreAPIService.Store, clients: AppStoreAPIClients)?
+    /// Google Play's evidence (docs/google-play.md); nil: a store that keeps no acknowledgements.
+    let googlePlay: GooglePlayEndpoints?
     /// Where a store failure is told in full: the answer says only to send it again.
     let logger: Logger
 
@@ -109,7 +137,8 @@ struct PurchaseEndpoints: Sendable {
     init(
         store: any PurchaseStore, tokens: (any EditorStore)?, tree: PublicTree, trust: PurchaseTrust,
         configuration: PurchasesConfiguration, metrics: ServerMetrics,
-        appStoreAPI: (store: any AppStoreAPIService.Store, clients: AppStoreAPIClients)? = nil, logger: Logger
+        appStoreAPI: (store: any AppStoreAPIService.Store, clients: AppStoreAPIClients)? = nil, googlePlay: GooglePlayEndpoints? = nil,
+        logger: Logger
     ) {
         self.store = store
         self.tokens = tokens
@@ -119,6 +148,7 @@ struct PurchaseEndpoints: Sendable {
         lookupsByAddress = configuration.perAddress.map { RateLimiter($0) }
         self.metrics = metrics
         self.appStoreAPI = appStoreAPI
+        self.googlePlay = googlePlay
         self.logger = logger
     }
 
@@ -397,7 +427,7 @@ struct PurchaseEndpoints: Sendable {
     }
 
     /// 503 so that Apple, or the app, sends it again.
-    private func storeFailure(_ error: any Error) -> Response {
+    func storeFailure(_ error: any Error) -> Response {
         logger.error("purchases.store", metadata: ["error": "\(error)"])
         var response: Response
         if error is CommitQueueFull {

@@ -5,6 +5,7 @@ import CatalogServer
 import Foundation
 import Logging
 import NIOCore
+import OutboundAPI
 import Storage
 
 // The option groups of `catalog serve`, one per concern. Each declares its flags with the
@@ -434,6 +435,39 @@ struct Days: ExpressibleByArgument, CustomStringConvertible, Sendable {
         } else {
             return nil
         }
+    }
+}
+
+/// Google Play on the purchase endpoints (docs/google-play.md).
+struct PlayServeOptions: ParsableArguments {
+    @Option(
+        name: Setting.googlePushKeys.long,
+        help: ArgumentHelp(
+            "Google's keys for Pub/Sub push tokens: a file you fetch from https://www.googleapis.com/oauth2/v3/certs and refresh; read again when it changes. Without it, Google Play's notifications are refused.",
+            valueName: "file"))
+    var googlePushKeys: String?
+
+    @Option(
+        name: Setting.playAPIURL.long,
+        help: ArgumentHelp(
+            "Call this base URL instead of the Play Developer API's, for a stand-in (tests); http only to a loopback host. Default: Google's.",
+            valueName: "url"))
+    var playApiUrl: String?
+
+    struct Resolved {
+        var pushKeys: String?
+        var apiURL: URL?
+    }
+
+    func resolve(_ settings: Settings) throws -> Resolved {
+        var url: URL?
+        if let text = try settings.value(.playAPIURL, flag: playApiUrl, default: nil as String?) {
+            guard let parsed = APICaller.baseURL(text) else {
+                throw ValidationError("--play-api-url must be an https URL (http only to a loopback host), not \(text)")
+            }
+            url = parsed
+        }
+        return Resolved(pushKeys: try settings.value(.googlePushKeys, flag: googlePushKeys, default: nil as String?), apiURL: url)
     }
 }
 

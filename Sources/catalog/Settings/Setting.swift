@@ -78,6 +78,9 @@ struct Setting: Hashable, Sendable, CustomStringConvertible {
     // The App Store Server API (AppStoreAPIServeOptions).
     static let reconcileInterval = Setting("reconcile-interval")
     static let appStoreAPIURL = Setting("app-store-api-url")
+    // Google Play (PlayServeOptions).
+    static let googlePushKeys = Setting("google-push-keys")
+    static let playAPIURL = Setting("play-api-url")
 
     /// Every setting, in the order `--print-config` and docs/operations.md list them.
     static let all: [Setting] = [
@@ -88,7 +91,7 @@ struct Setting: Hashable, Sendable, CustomStringConvertible {
         reportNetworkIPv4Prefix, reportNetworkIPv6Prefix, reportEvidenceIPv6Prefix, reportNetworkSecretFile, rootCertificate,
         reportQuota, retentionDays,
         cacheControl, feeds, feedsCache, feedsPoll, autoFeedback,
-        contentKeys, contentURLLifetime, reconcileInterval, appStoreAPIURL,
+        contentKeys, contentURLLifetime, reconcileInterval, appStoreAPIURL, googlePushKeys, playAPIURL,
     ]
 
     /// ``all`` by name.

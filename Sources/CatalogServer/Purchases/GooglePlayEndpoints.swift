@@ -1,0 +1,255 @@
+import AppStore
+import CatalogKit
+import Foundation
+import GooglePlay
+import HTTPTypes
+import Hummingbird
+import Ledger
+import NIOCore
+import PlayDeveloperAPI
+
+/// Google Play on the purchase endpoints (docs/google-play.md, "The endpoints"): what an Android app
+/// presents, and what Pub/Sub pushes. Both verify what Google signed before anything is kept, queue
+/// what Google must be told within three days, and record what the Play Developer API says.
+struct GooglePlayEndpoints: Sendable {
+    /// Where acknowledgements wait; any node may queue one.
+    let acknowledgements: any StoreAcknowledgementStore
+    /// The Play Developer API's clients; nil on a serving replica, which only queues.
+    let clients: PlayAPIClients?
+    /// Google's keys for push tokens; nil: no push is accepted (`--google-push-keys`).
+    let pushKeys: GooglePushKeys?
+
+    /// What an Android app sends: Play Billing's `Purchase.getOriginalJson()` and `getSignature()`.
+    static let maximumPurchaseBytes = 32 * 1024
+    /// A Pub/Sub push: a small envelope.
+    static let maximumPushBytes = 64 * 1024
+}
+
+extension PurchaseEndpoints {
+    /// The Play settings of `app` at `revision`, or the answer when there are none to use.
+    private func playApp(_ app: String, revision: Int, need: String) async -> Result<PlayApp, EndpointRefusal> {
+        switch await settings.play(app, revision: revision) {
+        case .failure(let error): return .failure(EndpointRefusal(response: JSONError.response(.serviceUnavailable, "\(error)")))
+        case .success(nil):
+            return .failure(EndpointRefusal(response: JSONError.response(.conflict, "\(app) takes no Google Play evidence: set \(need)")))
+        case .success(let play?): return .success(play)
+        }
+    }
+
+    /// `POST /v1/apps/{app}/purchases/google-play`: a purchase an Android app presents, verified
+    /// offline, its acknowledgement queued, its state asked of Google and recorded for the app
+    /// account beside it; the customer answered as `POST …/purchases` answers. 202 when Google could
+    /// not be asked now: the outbox asks again, and the app reads its customer later.
+    func playPurchase(_ request: Request, app: String, revision: Int?, networkKey: String?, now: Date) async -> Response {
+        guard request.method == .post else { return CatalogResponder.methodNotAllowed(request, allow: "POST") }
+        guard let googlePlay else { return JSONError.response(.serviceUnavailable, "this server takes no Google Play evidence") }
+        if let wait = byAddress?.take(networkKey ?? "unknown") {
+            var response = JSONError.response(.tooManyRequests, "too many requests from this network; retry after \(wait) s")
+            response.headers[.retryAfter] = String(wait)
+            return response
+        }
+        let config: AppPurchases
+        let served: Int
+        switch await prepare(request, app: app, revision: revision, limit: GooglePlayEndpoints.maximumPurchaseBytes) {
+        case .failure(let refusal): return refusal.response
+        case .success(let (found, number)): (config, served) = (found, number)
+        }
+        let play: PlayApp
+        switch await playApp(app, revision: served, need: "playPackageName and playLicenseKey") {
+        case .failure(let refusal): return refusal.response
+        case .success(let found): play = found
+        }
+        guard let verifier = play.verifier else {
+            return JSONError.response(.conflict, "\(app) names no playLicenseKey: its purchases cannot be verified")
+        }
+        struct Body: Decodable {
+            var originalJson: String
+            var signature: String
+            var appAccount: String?
+        }
+        let body: Body
+        switch await Self.body(request, limit: GooglePlayEndpoints.maximumPurchaseBytes) {
+        case .failure(let refusal): return refusal.response
+        case .success(let text):
+            guard let decoded = try? JSONDecoder().decode(Body.self, from: Data(text.utf8)) else {
+                return JSONError.response(
+                    .badRequest, "the body must be a JSON object with originalJson and signature (strings), and optionally appAccount")
+            }
+            body = decoded
+        }
+        if let account = body.appAccount, UUID(uuidString: account) == nil {
+            return JSONError.response(.badRequest, "appAccount must be a UUID: the app's account, as iOS sends appAccountToken")
+        }
+        let purchase: PlayPurchase
+        do {
+            purchase = try verifier.verify(originalJson: Array(body.originalJson.utf8), signature: body.signature)
+        } catch {
+            return refuse(error, endpoint: "play_purchases")
+        }
+        guard let token = purchase.purchaseToken, let product = purchase.productId else {
+            return refuse(PurchaseRefusal(.malformed, "the purchase names no token or product"), endpoint: "play_purchases")
+        }
+        // Queued before Google is asked: from here, nothing that happens loses the acknowledgement.
+        if let entry = PlayAcknowledger.acknowledgement(of: purchase, app: app, catalog: play.catalog, seenAt: now) {
+            do {
+                _ = try await googlePlay.acknowledgements.enqueueAcknowledgement(entry)
+            } catch {
+                return storeFailure(error)
+            }
+        }
+        func queued(_ why: String) -> Response {
+            var json = JSONWriter()
+            json.beginObject()
+            json.key("queued")
+            json.boolean(true)
+            json.key("reason")
+            json.string(why)
+            json.endObject()
+            return Self.accepted(json.bytes)
+        }
+        guard purchase.state == .purchased else { return queued("the payment is pending: nothing is granted until Google says it is paid") }
+        guard let client = googlePlay.clients?.client(play) else {
+            return queued("Google is asked from the editor node, with the app's service account")
+        }
+        let values: PlayLedgerValues
+        do {
+            values =
+                play.catalog.isSubscription(product)
+                ? try await client.subscriptionPurchase(token).ledgerValues(token: token, answeredAt: now, catalog: play.catalog)
+                : try await client.productPurchase(token).ledgerValues(token: token, answeredAt: now, catalog: play.catalog)
+        } catch {
+            logger.warning("play.purchase.deferred", metadata: ["feed.app": "\(app)", "error": "\(error)"])
+            return queued("Google could not be asked now; the purchase is asked again shortly")
+        }
+        let account = body.appAccount ?? purchase.obfuscatedAccountId
+        let submission = PurchaseSubmission(
+            app: app, receivedAt: now, source: .app, transactions: values.transactions, states: values.states, appAccount: account,
+            transferPolicy: play.transferPolicy)
+        switch await committer.outcome(of: submission) {
+        case .failure(let error): return storeFailure(error)
+        case .success(let outcome):
+            for transfer in outcome.transfers { metrics.recordTransfer(transfer.outcome.rawValue) }
+            if let refusal = outcome.refusal { return refuse(refusal, endpoint: "play_purchases") }
+        }
+        do {
+            guard let record = try await store.customer(app: app, id: account ?? token) else {
+                return JSONError.response(.notFound, "no customer of '\(app)' holds this purchase")
+            }
+            return Self.ok(CustomerAnswer(record, at: now, catalog: config.catalog, full: false).json)
+        } catch {
+            return JSONError.response(.serviceUnavailable, "the purchase store does not answer")
+        }
+    }
+
+    /// `POST /v1/apps/{app}/notifications/google-play`: a Real-time Developer Notification pushed by
+    /// Pub/Sub. Its push token is checked before the body is read (401 for a forged one, nothing
+    /// kept); the envelope is stored once by Pub/Sub's `messageId` and answered 200 only then; a new
+    /// purchase's acknowledgement is queued, and what changed is asked of Google.
+    func playNotification(_ request: Request, app: String, revision: Int?, now: Date) async -> Response {
+        guard request.method == .post else { return CatalogResponder.methodNotAllowed(request, allow: "POST") }
+        guard let googlePlay, let pushKeys = googlePlay.pushKeys else {
+            return JSONError.response(
+                .serviceUnavailable, "this server has no Google key set for push tokens (catalog serve --google-push-keys)")
+        }
+        let served: Int
+        switch await prepare(request, app: app, revision: revision, limit: GooglePlayEndpoints.maximumPushBytes) {
+        case .failure(let refusal): return refusal.response
+        case .success(let (_, number)): served = number
+        }
+        let play: PlayApp
+        switch await playApp(app, revision: served, need: "playPackageName, playPushAudience and playPushServiceAccount") {
+        case .failure(let refusal): return refusal.response
+        case .success(let found): play = found
+        }
+        guard let push = play.push else {
+            return JSONError.response(.conflict, "\(app) names no push subscription (playPushAudience, playPushServiceAccount)")
+        }
+        let keys: GoogleKeySet
+        switch pushKeys.keys() {
+        case .failure(let error):
+            logger.error("play.push.keys", metadata: ["error": "\(error)"])
+            return JSONError.response(.serviceUnavailable, "Google's key set cannot be read")
+        case .success(let found): keys = found
+        }
+        let authorization = request.headers[.authorization] ?? ""
+        guard authorization.hasPrefix("Bearer ") else {
+            metrics.recordPurchaseRefusal(endpoint: "play_notifications", code: PurchaseRefusal.Code.notAuthenticated.rawValue)
+            return JSONError.response(.unauthorized, "a push carries Google's token in Authorization: Bearer")
+        }
+        do {
+            try PushTokenVerifier(audience: push.audience, serviceAccount: push.serviceAccount, keys: keys)
+                .verify(String(authorization.dropFirst(7)), now: now)
+        } catch {
+            metrics.recordPurchaseRefusal(endpoint: "play_notifications", code: error.code.rawValue)
+            return JSONError.response(.unauthorized, error.reason)
+        }
+        let body: String
+        switch await Self.body(request, limit: GooglePlayEndpoints.maximumPushBytes) {
+        case .failure(let refusal): return refusal.response
+        case .success(let text): body = text
+        }
+        guard let envelope = try? JSONDecoder().decode(PlayPushEnvelope.self, from: Data(body.utf8)),
+            let messageId = envelope.message?.messageId, !messageId.isEmpty, messageId.utf8.count <= 128,
+            let data = envelope.message?.data.flatMap({ Data(base64Encoded: $0) }),
+            let notification = try? JSONDecoder().decode(PlayDeveloperNotification.self, from: data)
+        else {
+            return refuse(
+                PurchaseRefusal(.malformed, "not a Pub/Sub push of a developer notification (message.data, message.messageId)"),
+                endpoint: "play_notifications")
+        }
+        guard notification.packageName == play.packageName else {
+            return refuse(
+                PurchaseRefusal(.wrongApp, "the notification is of \(notification.packageName ?? "no package"), not \(play.packageName)"),
+                endpoint: "play_notifications")
+        }
+        let eventTime = notification.eventTimeMillis.map { Date(timeIntervalSince1970: Double($0.value) / 1000) }
+        let raw = RawNotification(
+            app: app, marketplace: .googlePlay, notificationId: messageId, notificationType: notification.typeName, subtype: nil,
+            environment: nil, signedDate: eventTime, receivedAt: now, body: body)
+        let submission = PurchaseSubmission(
+            app: app, receivedAt: now, source: .notification, notification: raw, transferPolicy: play.transferPolicy)
+        let duplicate: Bool
+        switch await committer.outcome(of: submission) {
+        case .failure(let error): return storeFailure(error)
+        case .success(let outcome): duplicate = outcome.duplicate
+        }
+        metrics.recordNotification(duplicate: duplicate)
+        // What Google must be told, and what changed, are the outbox's from here on.
+        if let token = notification.purchaseToken, !duplicate {
+            let product = notification.oneTimeProductNotification?.sku ?? ""
+            let isSubscription = notification.subscriptionNotification != nil || notification.voidedPurchaseNotification?.productType == 1
+            let action: StoreAcknowledgement.Action =
+                !notification.isPurchase
+                ? (isSubscription ? .refreshSubscription : .refreshProduct)
+                : isSubscription
+                    ? .acknowledgeSubscription : play.catalog.item(productId: product, plan: nil)?.type == .consumable ? .consumeProduct : .acknowledgeProduct
+            let entry = StoreAcknowledgement(
+                app: app, marketplace: .googlePlay, purchaseKey: token, productId: product, action: action,
+                nextAttemptAt: now,
+                deadline: notification.isPurchase ? eventTime.map { $0.addingTimeInterval(PlayAcknowledger.window) } : nil, updatedAt: now)
+            do {
+                if notification.isPurchase {
+                    _ = try await googlePlay.acknowledgements.enqueueAcknowledgement(entry)
+                } else {
+                    try await googlePlay.acknowledgements.requestRefresh(entry)
+                }
+            } catch {
+                return storeFailure(error)
+            }
+        }
+        var json = JSONWriter()
+        json.beginObject()
+        json.key("messageId")
+        json.string(messageId)
+        json.key(duplicate ? "duplicate" : "stored")
+        json.boolean(true)
+        json.endObject()
+        return Self.ok(json.bytes)
+    }
+
+    static func accepted(_ json: [UInt8]) -> Response {
+        Response(
+            status: .accepted, headers: [.contentType: "application/json", .cacheControl: "no-store"],
+            body: ResponseBody(byteBuffer: ByteBuffer(bytes: json)))
+    }
+}

@@ -1,0 +1,141 @@
+import Foundation
+import GooglePlay
+import Ledger
+import Logging
+import OutboundAPI
+import PlayDeveloperAPI
+import Prometheus
+import ServiceLifecycle
+import Synchronization
+
+/// What Google Play's work shows in `/metrics` (docs/google-play.md, "Acknowledgement").
+public struct PlayAPIMetrics: Sendable {
+    let registry: PrometheusCollectorRegistry
+
+    /// Metrics in `registry`.
+    public init(registry: PrometheusCollectorRegistry) { self.registry = registry }
+
+    /// One attempt of one call of the Play Developer API or its token endpoint.
+    func record(_ attempt: APICallRecord) {
+        registry.makeCounter(
+            name: "catalog_play_api_requests_total", labels: [("operation", attempt.operation), ("outcome", attempt.outcome)]
+        ).increment()
+    }
+
+    /// A pass of the acknowledgement outbox, and what waits in it: pending acknowledgements, those
+    /// within a day of Google's deadline (the alert), and the seconds left before the nearest.
+    func record(_ summary: PlayAcknowledger.Summary, pending: [StoreAcknowledgement], now: Date) {
+        for (result, count) in [
+            ("done", summary.done), ("moot", summary.moot), ("failed", summary.failed), ("expired", summary.expired),
+            ("deferred", summary.deferred),
+        ] where count > 0 {
+            registry.makeCounter(name: "catalog_play_acknowledgements_total", labels: [("result", result)]).increment(by: Int64(count))
+        }
+        let backlog = PlayAcknowledger.backlog(pending, now: now)
+        registry.makeGauge(name: "catalog_play_acknowledgements_pending").set(Double(backlog.pending))
+        registry.makeGauge(name: "catalog_play_acknowledgements_at_risk").set(Double(backlog.atRisk))
+        registry.makeGauge(name: "catalog_play_acknowledgement_deadline_seconds").set(
+            backlog.nearestDeadline.map { $0.timeIntervalSince(now) } ?? 0)
+    }
+}
+
+/// The Play Developer API's clients: one token source per service account key file, one
+/// connection pool, every attempt counted.
+final class PlayAPIClients: Sendable {
+    let caller: APICaller
+    let baseURL: URL?
+    private let tokens = Mutex<[String: PlayAccessTokens]>([:])
+
+    init(transport: any APITransport, baseURL: URL?, metrics: PlayAPIMetrics?) {
+        caller = APICaller(transport: transport, observe: { metrics?.record($0) })
+        self.baseURL = baseURL
+    }
+
+    /// The client of `app`; nil when its settings name no service account.
+    func client(_ app: PlayApp) -> PlayDeveloperAPIClient? {
+        guard let file = app.serviceAccountKeyFile else { return nil }
+        let caller = caller
+        let source = tokens.withLock { tokens in
+            if let source = tokens[file] { return source }
+            let source = PlayAccessTokens(keyFile: file, caller: caller)
+            tokens[file] = source
+            return source
+        }
+        return PlayDeveloperAPIClient(packageName: app.packageName, baseURL: baseURL, tokens: source, caller: caller)
+    }
+}
+
+/// Google's keys for Pub/Sub's push tokens, from the file the operator fetches from
+/// `https://www.googleapis.com/oauth2/v3/certs` and refreshes (`--google-push-keys`): read again
+/// whenever the file changes, so that a refresh needs no restart.
+final class GooglePushKeys: Sendable {
+    let path: String
+    private let loaded = Mutex<(file: FileIdentity, keys: GoogleKeySet)?>(nil)
+
+    init(path: String) { self.path = path }
+
+    /// The key set as the file holds it now, or why it cannot be used.
+    func keys() -> Result<GoogleKeySet, PlayConfigurationError> {
+        guard let identity = FileIdentity(path) else {
+            return .failure(PlayConfigurationError(description: "cannot read Google's key set \(path)"))
+        }
+        if let current = loaded.withLock({ $0 }), current.file == identity { return .success(current.keys) }
+        guard let data = FileManager.default.contents(atPath: path) else {
+            return .failure(PlayConfigurationError(description: "cannot read Google's key set \(path)"))
+        }
+        do {
+            let keys = try GoogleKeySet(json: data)
+            loaded.withLock { $0 = (identity, keys) }
+            return .success(keys)
+        } catch {
+            return .failure(error)
+        }
+    }
+}
+
+/// Google Play's periodic work, on the editor node only: every `interval`, the acknowledgement
+/// outbox's due entries are sent (``PlayAcknowledger``), and `/metrics` says what waits.
+public struct PlayAPIService: Service {
+    let acknowledger: PlayAcknowledger
+    /// The clients' connection pool, shut down when the service stops.
+    let transport: any APITransport
+    let interval: Duration
+    let metrics: PlayAPIMetrics
+    let logger: Logger
+
+    init(acknowledger: PlayAcknowledger, transport: any APITransport, interval: Duration, metrics: PlayAPIMetrics, logger: Logger) {
+        self.acknowledger = acknowledger
+        self.transport = transport
+        self.interval = interval
+        self.metrics = metrics
+        self.logger = logger
+    }
+
+    public func run() async throws {
+        do {
+            try await cancelWhenGracefulShutdown {
+                while true {
+                    await pass()
+                    try await Task.sleep(for: interval)
+                }
+            }
+        } catch is CancellationError {
+            // Shutting down: what was not sent stays pending in the outbox.
+        }
+        try? await transport.shutdown()
+    }
+
+    /// One pass: what is due sent, the backlog measured.
+    func pass() async {
+        do {
+            let summary = try await acknowledger.runDue()
+            let pending = try await acknowledger.store.acknowledgements(in: .pending)
+            metrics.record(summary, pending: pending, now: Date())
+            if summary.expired > 0 || summary.failed > 0 {
+                logger.error("play.acknowledgements", metadata: ["expired": "\(summary.expired)", "failed": "\(summary.failed)"])
+            }
+        } catch {
+            logger.error("play.acknowledgements.failed", metadata: ["error": "\(error)"])
+        }
+    }
+}
