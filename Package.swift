@@ -243,7 +243,8 @@ let package = Package(
             name: "CatalogServerTests",
             dependencies: [
                 "CatalogServer", "CatalogKit", "FeedSigning", "CatalogTestSupport", "Storage", "Time", "HTTPSemantics", "AppStore",
-                "AppStoreTestSupport", "Content", "Ledger", "PropertyList", "AppStoreAPIStandIn",
+                "AppStoreTestSupport", "Content", "Ledger", "PropertyList", "AppStoreAPIStandIn", "PlayAPIStandIn", "GooglePlay",
+                .product(name: "_CryptoExtras", package: "swift-crypto"),
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "HummingbirdTesting", package: "hummingbird"),
                 .product(name: "HTTPTypes", package: "swift-http-types"),

@@ -2,9 +2,9 @@ import AppStore
 import AppStoreServerAPI
 import CatalogKit
 import Foundation
+import GooglePlay
 import Hummingbird
 import HummingbirdCore
-import GooglePlay
 import Ledger
 import Logging
 import NIOCore

@@ -170,7 +170,8 @@ public struct CustomerAnswer: Sendable {
             body.purchases = ledgers.flatMap { ledger in
                 ledger.purchases.map { purchase in
                     Purchase(
-                        store: purchase.marketplace.rawValue, environment: ledger.environment.rawValue, transactionId: purchase.transactionId,
+                        store: purchase.marketplace.rawValue, environment: ledger.environment.rawValue,
+                        transactionId: purchase.transactionId,
                         originalTransactionId: purchase.purchaseKey, productId: purchase.productId, type: purchase.kind?.rawValue,
                         purchaseDate: date(purchase.purchaseDate), quantity: purchase.quantity,
                         inAppOwnershipType: purchase.ownership?.rawValue, revocationDate: purchase.revocationDate.map(date),

@@ -137,7 +137,9 @@ public struct PlayAcknowledger: Sendable {
                     }
                 default: break
                 }
-                if next.deadline == nil, let start = purchase.startTime.flatMap(RFC3339.parse) { next.deadline = start.addingTimeInterval(Self.window) }
+                if next.deadline == nil, let start = purchase.startTime.flatMap(RFC3339.parse) {
+                    next.deadline = start.addingTimeInterval(Self.window)
+                }
                 acknowledged = purchase.acknowledgementState == "ACKNOWLEDGEMENT_STATE_ACKNOWLEDGED"
             } else {
                 let purchase = try await client.productPurchase(token)

@@ -64,7 +64,8 @@ import Time
         policy: String = "keep", settings: String = "", products: String = "", receipts: PKI? = nil,
         limit: RateLimit? = RateLimit(perMinute: 600, burst: 120),
         store makeStore: ((SQLiteStore) -> any PurchaseStore & WebhookOutbox)? = nil,
-        reports: ReportsConfiguration = ReportsConfiguration(), appStoreAPIURL: URL? = nil,
+        reports: ReportsConfiguration = ReportsConfiguration(), appStoreAPIURL: URL? = nil, playAPIURL: URL? = nil,
+        googlePushKeys: String? = nil, playInterval: Duration = .seconds(60),
         _ body: @Sendable (any TestClientProtocol, Server) async throws -> Void
     ) async throws {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("purchases-\(UUID().uuidString)")
@@ -93,10 +94,13 @@ import Time
         purchases.trust = PurchaseTrust(jwsRoots: [pki.root], receiptRoots: [receipts?.root ?? pki.root])
         purchases.perAddress = limit
         purchases.appStoreAPIURL = appStoreAPIURL
+        purchases.playAPIURL = playAPIURL
+        purchases.googlePushKeys = googlePushKeys
+        purchases.playInterval = playInterval
         let server = Server(root: root, store: sqlite, pki: pki, backend: secrets[0], viewer: secrets[1], metrics: metrics)
         let application = buildApplication(
             publicDirectory: tree, port: 0, configuration: configuration, reloadInterval: .milliseconds(50), reportStore: sqlite,
-            purchaseStore: purchaseStore, appStoreAPIStore: sqlite, reportsConfiguration: reports, workflow: workflow,
+            purchaseStore: purchaseStore, appStoreAPIStore: sqlite, playStore: sqlite, reportsConfiguration: reports, workflow: workflow,
             purchasesConfiguration: purchases,
             metrics: metrics,
             logger: Logger(label: "test"))

@@ -55,6 +55,7 @@ public final class PlayAPIStandIn: Sendable {
         var faults: [Fault] = []
         var calls: [Call] = []
         var refuseSecondAcknowledgement = false
+        var down = false
     }
 
     /// The service account Google knows.
@@ -109,6 +110,8 @@ public final class PlayAPIStandIn: Sendable {
     public func addVoided(_ voided: [String: any Sendable]) { state.withLock { $0.voided.append(voided) } }
     /// Queues faults for the next requests.
     public func inject(_ faults: Fault...) { state.withLock { $0.faults += faults } }
+    /// Whether the API answers every call 503 (an outage) until told otherwise; the token endpoint answers.
+    public func setDown(_ down: Bool) { state.withLock { $0.down = down } }
     /// Whether a second acknowledgement is refused with 400 `invalidPurchaseState`.
     public func refuseSecondAcknowledgement(_ refuse: Bool) { state.withLock { $0.refuseSecondAcknowledgement = refuse } }
 
@@ -195,6 +198,10 @@ public final class PlayAPIStandIn: Sendable {
                     401, "authError",
                     "Request had invalid authentication credentials. Expected OAuth 2 access token, login cookie or other valid authentication credential.",
                     status: "UNAUTHENTICATED"))
+        }
+        if state.withLock({ $0.down }) {
+            record(operation, 503, token)
+            return Self.response(503, Self.googleError(503, "backendError", "The service is currently unavailable.", status: "UNAVAILABLE"))
         }
         if let fault = state.withLock({ state -> Fault? in
             guard let index = state.faults.firstIndex(where: { if case .tokenStatus = $0 { false } else { true } }) else { return nil }

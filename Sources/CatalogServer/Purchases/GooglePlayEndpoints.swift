@@ -108,7 +108,7 @@ extension PurchaseEndpoints {
             return Self.accepted(json.bytes)
         }
         guard purchase.state == .purchased else { return queued("the payment is pending: nothing is granted until Google says it is paid") }
-        guard let client = googlePlay.clients?.client(play) else {
+        guard let client = googlePlay.clients?.client(play, quick: true) else {
             return queued("Google is asked from the editor node, with the app's service account")
         }
         let values: PlayLedgerValues
@@ -120,6 +120,9 @@ extension PurchaseEndpoints {
         } catch {
             logger.warning("play.purchase.deferred", metadata: ["feed.app": "\(app)", "error": "\(error)"])
             return queued("Google could not be asked now; the purchase is asked again shortly")
+        }
+        guard !values.transactions.isEmpty else {
+            return queued("Google shows no paid purchase for this token now; it is asked again")
         }
         let account = body.appAccount ?? purchase.obfuscatedAccountId
         let submission = PurchaseSubmission(
@@ -222,7 +225,8 @@ extension PurchaseEndpoints {
                 !notification.isPurchase
                 ? (isSubscription ? .refreshSubscription : .refreshProduct)
                 : isSubscription
-                    ? .acknowledgeSubscription : play.catalog.item(productId: product, plan: nil)?.type == .consumable ? .consumeProduct : .acknowledgeProduct
+                    ? .acknowledgeSubscription
+                    : play.catalog.item(productId: product, plan: nil)?.type == .consumable ? .consumeProduct : .acknowledgeProduct
             let entry = StoreAcknowledgement(
                 app: app, marketplace: .googlePlay, purchaseKey: token, productId: product, action: action,
                 nextAttemptAt: now,

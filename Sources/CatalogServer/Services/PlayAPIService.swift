@@ -43,16 +43,22 @@ public struct PlayAPIMetrics: Sendable {
 /// connection pool, every attempt counted.
 final class PlayAPIClients: Sendable {
     let caller: APICaller
+    /// For a request an app waits on: one retry, ten seconds an attempt; the outbox does the rest.
+    let quickCaller: APICaller
     let baseURL: URL?
     private let tokens = Mutex<[String: PlayAccessTokens]>([:])
 
     init(transport: any APITransport, baseURL: URL?, metrics: PlayAPIMetrics?) {
         caller = APICaller(transport: transport, observe: { metrics?.record($0) })
+        quickCaller = APICaller(
+            transport: transport, policy: APIRetryPolicy(maximumAttempts: 2, maximumRetryAfter: .seconds(2), attemptTimeout: .seconds(10)),
+            observe: { metrics?.record($0) })
         self.baseURL = baseURL
     }
 
-    /// The client of `app`; nil when its settings name no service account.
-    func client(_ app: PlayApp) -> PlayDeveloperAPIClient? {
+    /// The client of `app`, `quick` for a request an app waits on; nil when its settings name no
+    /// service account.
+    func client(_ app: PlayApp, quick: Bool = false) -> PlayDeveloperAPIClient? {
         guard let file = app.serviceAccountKeyFile else { return nil }
         let caller = caller
         let source = tokens.withLock { tokens in
@@ -61,7 +67,7 @@ final class PlayAPIClients: Sendable {
             tokens[file] = source
             return source
         }
-        return PlayDeveloperAPIClient(packageName: app.packageName, baseURL: baseURL, tokens: source, caller: caller)
+        return PlayDeveloperAPIClient(packageName: app.packageName, baseURL: baseURL, tokens: source, caller: quick ? quickCaller : caller)
     }
 }
 
