@@ -30,10 +30,16 @@ import _CryptoExtras
 
     /// The keys Google holds: the app's licence key, the service account's, and the push tokens'.
     struct Google {
-        let licence = try! _RSA.Signing.PrivateKey(keySize: .bits2048)
-        let serviceAccount = try! _RSA.Signing.PrivateKey(keySize: .bits2048)
-        let push = try! _RSA.Signing.PrivateKey(keySize: .bits2048)
+        let licence: _RSA.Signing.PrivateKey
+        let serviceAccount: _RSA.Signing.PrivateKey
+        let push: _RSA.Signing.PrivateKey
         let folder = FileManager.default.temporaryDirectory.appendingPathComponent("play-\(UUID().uuidString)")
+
+        init() throws {
+            licence = try _RSA.Signing.PrivateKey(keySize: .bits2048)
+            serviceAccount = try _RSA.Signing.PrivateKey(keySize: .bits2048)
+            push = try _RSA.Signing.PrivateKey(keySize: .bits2048)
+        }
 
         var keyFile: URL { folder.appendingPathComponent("service-account.json") }
         var pushKeys: URL { folder.appendingPathComponent("google-certs.json") }
@@ -100,7 +106,7 @@ import _CryptoExtras
         playInterval: Duration = .seconds(60),
         _ body: @Sendable (any TestClientProtocol, Tests.Server, PlayAPIStandIn, Google) async throws -> Void
     ) async throws {
-        let google = Google()
+        let google = try Google()
         let standIn = try await PlayAPIStandIn.start(packageName: "com.example.app")
         defer { try? FileManager.default.removeItem(at: google.folder) }
         try google.write(standIn)
