@@ -101,7 +101,8 @@ struct PurchasesRebuildCommand: AsyncParsableCommand {
                     guard let last = page.last else { break }
                     after = last.sequence
                     var batch: [PurchaseSubmission] = []
-                    for raw in page {
+                    // Google Play's notifications carry no evidence: what they said was asked of Google.
+                    for raw in page where raw.marketplace == .appStore {
                         do {
                             let verified = try await app.verifier.verifyAndDecodeNotification(raw.body)
                             guard
