@@ -181,6 +181,7 @@ import Testing
             "feeds-poll": ("5s", []), "auto-feedback": ("1h", []),
             "content-keys": ("content-keys.json", []), "content-url-lifetime": ("15m", []),
             "reconcile-interval": ("30m", []), "app-store-api-url": ("http://127.0.0.1:9/", []),
+            "google-push-keys": ("google-certs.json", []), "play-api-url": ("http://127.0.0.1:9/", []),
         ]
     }()
 

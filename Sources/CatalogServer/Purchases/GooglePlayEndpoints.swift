@@ -150,10 +150,7 @@ extension PurchaseEndpoints {
     /// purchase's acknowledgement is queued, and what changed is asked of Google.
     func playNotification(_ request: Request, app: String, revision: Int?, now: Date) async -> Response {
         guard request.method == .post else { return CatalogResponder.methodNotAllowed(request, allow: "POST") }
-        guard let googlePlay, let pushKeys = googlePlay.pushKeys else {
-            return JSONError.response(
-                .serviceUnavailable, "this server has no Google key set for push tokens (catalog serve --google-push-keys)")
-        }
+        guard let googlePlay else { return JSONError.response(.serviceUnavailable, "this server takes no Google Play evidence") }
         let served: Int
         switch await prepare(request, app: app, revision: revision, limit: GooglePlayEndpoints.maximumPushBytes) {
         case .failure(let refusal): return refusal.response
@@ -166,6 +163,11 @@ extension PurchaseEndpoints {
         }
         guard let push = play.push else {
             return JSONError.response(.conflict, "\(app) names no push subscription (playPushAudience, playPushServiceAccount)")
+        }
+        // The app takes pushes and the server cannot check them: the operator's to fix.
+        guard let pushKeys = googlePlay.pushKeys else {
+            return JSONError.response(
+                .serviceUnavailable, "this server has no Google key set for push tokens (catalog serve --google-push-keys)")
         }
         let keys: GoogleKeySet
         switch pushKeys.keys() {
