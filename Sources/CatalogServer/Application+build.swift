@@ -27,7 +27,7 @@ public func buildApplication(
     publicDirectory: PublicTree, host: String = "127.0.0.1", port: Int = 8080,
     configuration: ServeConfiguration = ServeConfiguration(), reloadInterval: Duration = .milliseconds(250),
     reportStore: (any CatalogStore)? = nil, purchaseStore: (any PurchaseStore & WebhookOutbox)? = nil,
-    appStoreAPIStore: (any AppStoreAPIService.Store)? = nil, playStore: (any StoreAcknowledgementStore)? = nil,
+    appStoreAPIStore: (any AppStoreAPIService.Store)? = nil, playStore: (any StoreAcknowledgementStore & PollPositionStore)? = nil,
     reportsConfiguration: ReportsConfiguration = ReportsConfiguration(),
     workflow: CatalogWorkflow? = nil, purchasesConfiguration: PurchasesConfiguration = PurchasesConfiguration(),
     metrics: ServerMetrics = ServerMetrics(),
@@ -151,7 +151,13 @@ public func buildApplication(
                 clients: appStoreAPI.clients, metrics: apiMetrics, interval: purchasesConfiguration.reconcileInterval, logger: logger))
     }
     // Google Play's acknowledgement outbox (docs/google-play.md, "Acknowledgement"), on the editor node.
-    if let purchases, let playStore, let playClients {
+    if let purchases, let purchaseStore, let playStore, let playClients {
+        // What Google says of a purchase claims it for no one: the app account it names does.
+        let record: @Sendable (String, PlayLedgerValues) async throws -> Void = { app, values in
+            let submission = PurchaseSubmission(
+                app: app, receivedAt: Date(), source: .storeAPI, transactions: values.transactions, states: values.states)
+            _ = try await purchases.committer.outcome(of: submission).get()
+        }
         let acknowledger = PlayAcknowledger(
             store: playStore,
             client: { app in
@@ -166,16 +172,21 @@ public func buildApplication(
                 else { return PlayCatalog() }
                 return play.catalog
             },
-            record: { app, values in
-                // What Google says of a purchase claims it for no one: the app account it names does.
-                let submission = PurchaseSubmission(
-                    app: app, receivedAt: Date(), source: .storeAPI, transactions: values.transactions, states: values.states)
-                _ = try await purchases.committer.outcome(of: submission).get()
-            })
+            record: record)
         services.append(
             PlayAPIService(
-                acknowledger: acknowledger, transport: playClients.caller.transport, interval: purchasesConfiguration.playInterval,
-                metrics: playMetrics, logger: logger))
+                acknowledger: acknowledger, voided: PlayVoidedPoller(positions: playStore, purchases: purchaseStore, record: record),
+                clients: {
+                    var clients: [(app: String, client: PlayDeveloperAPIClient)] = []
+                    for (app, published) in store.index.apps {
+                        guard case .success(let play?) = await purchases.settings.play(app, revision: published.manifest.revision),
+                            let client = playClients.client(play)
+                        else { continue }
+                        clients.append((app, client))
+                    }
+                    return clients
+                }, transport: playClients.caller.transport, interval: purchasesConfiguration.playInterval, metrics: playMetrics,
+                logger: logger))
     }
     if let adminListener {
         // A second listener, run beside the first as one of its services: plain HTTP/1 through

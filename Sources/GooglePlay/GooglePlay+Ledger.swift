@@ -177,6 +177,21 @@ extension PlayProductPurchase {
     }
 }
 
+extension PlayVoidedPurchase {
+    /// A version of `latest` (the order's latest version in the ledger) revoked at this voiding
+    /// time, signed at `at` (after every version before it); nil when the entry says no time.
+    public func revoking(_ latest: LedgerTransaction, at: Date) -> PlayLedgerValues? {
+        guard let voided = voidedTimeMillis else { return nil }
+        var revoked = latest
+        revoked.revocationDate = Date(timeIntervalSince1970: Double(voided.value) / 1000)
+        revoked.revocationReason = RevocationReason(playVoidedReason: voidedReason?.value)
+        revoked.signedDate = max(at, (latest.signedDate ?? .distantPast).addingTimeInterval(0.001))
+        var values = PlayLedgerValues()
+        values.transactions = [Kept(revoked, json: PlayKeptJSON.encode(revoked, token: latest.purchaseKey ?? "", answer: self))]
+        return values
+    }
+}
+
 /// The JSON kept for a Play value: the ledger's fields by their answer names (so that the row reads
 /// back as the ledger's value), the purchase token, and Google's whole answer under `googlePlay`.
 enum PlayKeptJSON {

@@ -33,6 +33,8 @@ public final class PlayAPIStandIn: Sendable {
         case cut
         /// The token endpoint answers this status once.
         case tokenStatus(Int, error: String)
+        /// This request is answered as usual: what puts a fault on a later one.
+        case none
     }
 
     /// One call the stand-in answered.
@@ -221,7 +223,7 @@ public final class PlayAPIStandIn: Sendable {
                         try await writer.write(ByteBuffer(string: #"{"kind":"androidpublisher#"#))
                         throw CancellationError()
                     })
-            case .tokenStatus: break
+            case .tokenStatus, .none: break
             }
         }
         let (status, json) = route(operation, token: token, product: product, query: query)
@@ -298,7 +300,9 @@ public final class PlayAPIStandIn: Sendable {
         let nowMillis = Int64(now().timeIntervalSince1970 * 1000)
         let start = query["startTime"].flatMap(Int64.init) ?? nowMillis - 30 * 86_400_000
         let end = query["endTime"].flatMap(Int64.init) ?? nowMillis
-        guard start >= nowMillis - 30 * 86_400_000 - 60_000, end <= nowMillis + 60_000, start <= end else {
+        // Google ignores startTime when a pagination token is set: a page is of the window it began.
+        let paging = query["token"] != nil || query["pageSelection.token"] != nil
+        guard paging || (start >= nowMillis - 30 * 86_400_000 - 60_000 && end <= nowMillis + 60_000), start <= end else {
             return (400, Self.googleError(400, "invalid", "startTime must be within the last 30 days and before endTime."))
         }
         let size = min(query["maxResults"].flatMap(Int.init) ?? query["pageSelection.maxResults"].flatMap(Int.init) ?? 1000, pageSize)

@@ -15,6 +15,14 @@ public struct PlayAPIMetrics: Sendable {
     /// Metrics in `registry`.
     public init(registry: PrometheusCollectorRegistry) { self.registry = registry }
 
+    /// A poll of an app's voided purchases: orders revoked, and voided orders the ledger never saw.
+    func record(_ summary: PlayVoidedPoller.Summary, app: String) {
+        for (result, count) in [("revoked", summary.revoked), ("unknown", summary.unknown)] where count > 0 {
+            registry.makeCounter(name: "catalog_play_voided_purchases_total", labels: [("app", app), ("result", result)])
+                .increment(by: Int64(count))
+        }
+    }
+
     /// One attempt of one call of the Play Developer API or its token endpoint.
     func record(_ attempt: APICallRecord) {
         registry.makeCounter(
@@ -100,17 +108,29 @@ final class GooglePushKeys: Sendable {
 }
 
 /// Google Play's periodic work, on the editor node only: every `interval`, the acknowledgement
-/// outbox's due entries are sent (``PlayAcknowledger``), and `/metrics` says what waits.
+/// outbox's due entries are sent (``PlayAcknowledger``), and `/metrics` says what waits; every
+/// `voidedInterval`, each app's voided purchases are read and revoked (``PlayVoidedPoller``).
 public struct PlayAPIService: Service {
     let acknowledger: PlayAcknowledger
+    let voided: PlayVoidedPoller
+    /// The apps whose settings name a service account, with their clients.
+    let clients: @Sendable () async -> [(app: String, client: PlayDeveloperAPIClient)]
+    let voidedInterval: Duration
     /// The clients' connection pool, shut down when the service stops.
     let transport: any APITransport
     let interval: Duration
     let metrics: PlayAPIMetrics
     let logger: Logger
 
-    init(acknowledger: PlayAcknowledger, transport: any APITransport, interval: Duration, metrics: PlayAPIMetrics, logger: Logger) {
+    init(
+        acknowledger: PlayAcknowledger, voided: PlayVoidedPoller,
+        clients: @escaping @Sendable () async -> [(app: String, client: PlayDeveloperAPIClient)],
+        voidedInterval: Duration = .seconds(3_600), transport: any APITransport, interval: Duration, metrics: PlayAPIMetrics, logger: Logger
+    ) {
         self.acknowledger = acknowledger
+        self.voided = voided
+        self.clients = clients
+        self.voidedInterval = voidedInterval
         self.transport = transport
         self.interval = interval
         self.metrics = metrics
@@ -120,7 +140,12 @@ public struct PlayAPIService: Service {
     public func run() async throws {
         do {
             try await cancelWhenGracefulShutdown {
+                var nextVoided = ContinuousClock.now
                 while true {
+                    if ContinuousClock.now >= nextVoided {
+                        await pollVoided()
+                        nextVoided = ContinuousClock.now + voidedInterval
+                    }
                     await pass()
                     try await Task.sleep(for: interval)
                 }
@@ -129,6 +154,19 @@ public struct PlayAPIService: Service {
             // Shutting down: what was not sent stays pending in the outbox.
         }
         try? await transport.shutdown()
+    }
+
+    /// Each app's voided purchases since the last poll, revoked; a failure keeps the position at the
+    /// last page read, and the next poll resumes there.
+    func pollVoided() async {
+        for (app, client) in await clients() {
+            do {
+                let summary = try await voided.poll(app: app, client: client)
+                metrics.record(summary, app: app)
+            } catch {
+                logger.error("play.voided.failed", metadata: ["feed.app": "\(app)", "error": "\(error)"])
+            }
+        }
     }
 
     /// One pass: what is due sent, the backlog measured.
