@@ -219,8 +219,9 @@ extension PurchaseEndpoints {
         case .success(let outcome): duplicate = outcome.duplicate
         }
         metrics.recordNotification(duplicate: duplicate)
-        // What Google must be told, and what changed, are the outbox's from here on.
-        if let token = notification.purchaseToken, !duplicate {
+        // What Google must be told, and what changed, are the outbox's from here on. Queued for a
+        // redelivery too: Pub/Sub delivers again when this write failed after the envelope's did.
+        if let token = notification.purchaseToken {
             let product = notification.oneTimeProductNotification?.sku ?? ""
             let isSubscription = notification.subscriptionNotification != nil || notification.voidedPurchaseNotification?.productType == 1
             let action: StoreAcknowledgement.Action =
