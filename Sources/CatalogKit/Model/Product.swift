@@ -48,6 +48,12 @@ public struct PlayProduct: Sendable, Hashable, Codable {
     }
 }
 
+/// A product's ``PlayProduct``, boxed.
+final class PlayStorage: Sendable {
+    let value: PlayProduct
+    init(_ value: PlayProduct) { self.value = value }
+}
+
 /// A validated product definition.
 public struct Product: Sendable {
     /// The product's identifier in the catalog, and its App Store product identifier where the App
@@ -83,7 +89,13 @@ public struct Product: Sendable {
     /// none for that type, so the ledger takes it from here. Set on a non-renewing product only.
     public var duration: String? = nil
     /// What an Android app buys for it on Google Play; nil: it is not sold there.
-    public var play: PlayProduct? = nil
+    public var play: PlayProduct? {
+        get { playStorage?.value }
+        set { playStorage = newValue.map(PlayStorage.init) }
+    }
+    /// ``play``, out of line: most catalogs sell nothing on Google Play, and inline its four strings
+    /// were 64 bytes more per product, 6 MB of a 100,000-product build's peak (docs/benchmarks.md).
+    var playStorage: PlayStorage? = nil
 
     /// Whether Android feeds list it: it has a Play product, and no platforms list leaves Android out.
     public var isSoldOnAndroid: Bool { play != nil && (platforms?.contains(.android) ?? true) }
