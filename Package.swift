@@ -312,10 +312,9 @@ let package = Package(
         .target(
             name: "AppStoreAPIStandIn",
             dependencies: [
-                "AppStoreTestSupport", "FeedSigning",
+                "AppStoreTestSupport", "FeedSigning", "LoopbackServer",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "Crypto", package: "swift-crypto"),
-                .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
             ],
             path: "Tests/AppStoreAPIStandIn"
@@ -329,14 +328,23 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        // The loopback server both stand-ins run on.
+        .target(
+            name: "LoopbackServer",
+            dependencies: [
+                .product(name: "Hummingbird", package: "hummingbird"),
+                .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
+            path: "Tests/LoopbackServer"
+        ),
         // A stand-in of Google's token endpoint and the Play Developer API on loopback.
         .target(
             name: "PlayAPIStandIn",
             dependencies: [
-                "FeedSigning",
+                "FeedSigning", "LoopbackServer",
                 .product(name: "Hummingbird", package: "hummingbird"),
                 .product(name: "_CryptoExtras", package: "swift-crypto"),
-                .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
             ],
             path: "Tests/PlayAPIStandIn"

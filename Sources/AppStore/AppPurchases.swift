@@ -31,9 +31,6 @@ public struct AppPurchases: Sendable {
     /// Each auto-renewable product's subscription group in the catalog, by product id (a period's
     /// group as the App Store names it is a number; content names the catalog's group).
     public let subscriptionGroups: [String: String]
-    /// The catalog products each Google Play product id is sold as (``PurchaseRecord/playProductIds``):
-    /// read with the rest of the revision's record, for the reports of Android apps.
-    public let playProducts: [String: [String]]
 
     /// The settings of the validated `catalog`, trusting `trust`'s roots: what its published
     /// record would say (`catalog customers show`, `catalog purchases rebuild`).
@@ -89,6 +86,5 @@ public struct AppPurchases: Sendable {
         consumption = record.consumption
         bundleId = record.app
         subscriptionGroups = groups
-        playProducts = record.playProductIds
     }
 }

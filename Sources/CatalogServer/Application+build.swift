@@ -87,7 +87,10 @@ public func buildApplication(
         ReportIntake(
             store: reportStore, configuration: reportsConfiguration, metrics: metrics,
             purchaseSettings: { await publishedSettings($0)?.verifier.app },
-            playProducts: { await publishedSettings($0)?.playProducts ?? [:] })
+            playProducts: { app in
+                guard let purchases, let revision = store.index.apps[app]?.manifest.revision else { return [:] }
+                return (try? await purchases.settings.playProductIds(app, revision: revision).get()) ?? [:]
+            })
     }
     // One for the server: the key ring, and the count of files opened.
     let content = ContentFiles(
@@ -158,30 +161,24 @@ public func buildApplication(
                 app: app, receivedAt: Date(), source: .storeAPI, transactions: values.transactions, states: values.states)
             _ = try await purchases.committer.outcome(of: submission).get()
         }
+        // An app's Play settings at the revision it serves.
+        let playApp: @Sendable (String) async -> PlayApp? = { app in
+            guard let revision = store.index.apps[app]?.manifest.revision,
+                case .success(let play?) = await purchases.settings.play(app, revision: revision)
+            else { return nil }
+            return play
+        }
         let acknowledger = PlayAcknowledger(
-            store: playStore,
-            client: { app in
-                guard let revision = store.index.apps[app]?.manifest.revision,
-                    case .success(let play?) = await purchases.settings.play(app, revision: revision)
-                else { return nil }
-                return playClients.client(play)
-            },
-            catalog: { app in
-                guard let revision = store.index.apps[app]?.manifest.revision,
-                    case .success(let play?) = await purchases.settings.play(app, revision: revision)
-                else { return PlayCatalog() }
-                return play.catalog
-            },
+            store: playStore, client: { await playApp($0).flatMap { playClients.client($0) } },
+            catalog: { await playApp($0)?.catalog ?? PlayCatalog() },
             record: record)
         services.append(
             PlayAPIService(
                 acknowledger: acknowledger, voided: PlayVoidedPoller(positions: playStore, purchases: purchaseStore, record: record),
                 clients: {
                     var clients: [(app: String, client: PlayDeveloperAPIClient)] = []
-                    for (app, published) in store.index.apps {
-                        guard case .success(let play?) = await purchases.settings.play(app, revision: published.manifest.revision),
-                            let client = playClients.client(play)
-                        else { continue }
+                    for app in store.index.apps.keys {
+                        guard let play = await playApp(app), let client = playClients.client(play) else { continue }
                         clients.append((app, client))
                     }
                     return clients

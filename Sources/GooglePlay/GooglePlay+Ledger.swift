@@ -63,6 +63,18 @@ public struct PlayCatalog: Sendable, Hashable {
     /// Whether Play sells `productId` as a subscription: what its purchase is asked about, and acknowledged, as.
     public func isSubscription(_ productId: String) -> Bool { subscriptions.contains(productId) }
 
+    /// What Google must be told of a new purchase of `productId` (the subscription's, or a one-time
+    /// product's), or asked after a notification of a change (`isChange`): one rule, wherever a
+    /// purchase is first seen.
+    public func acknowledgementAction(productId: String, isSubscription: Bool, isChange: Bool = false) -> StoreAcknowledgement.Action {
+        switch (isSubscription, isChange) {
+        case (true, true): .refreshSubscription
+        case (false, true): .refreshProduct
+        case (true, false): .acknowledgeSubscription
+        case (false, false): item(productId: productId, plan: nil)?.type == .consumable ? .consumeProduct : .acknowledgeProduct
+        }
+    }
+
     /// The item a Play purchase of `productId` with `plan` is: that pair's, else the product's
     /// without a plan (a one-time product's default purchase option).
     public func item(productId: String, plan: String?) -> Item? {
@@ -76,8 +88,6 @@ public struct PlayLedgerValues: Sendable, Hashable {
     public var transactions: [Kept<LedgerTransaction>] = []
     /// A subscription's renewal state.
     public var states: [Kept<SubscriptionState>] = []
-    /// Whether the purchase grants anything now: paid, not pending, not voided.
-    public var grants: Bool { !transactions.isEmpty && transactions.allSatisfy { $0.value.revocationDate == nil } }
 }
 
 extension RevocationReason {

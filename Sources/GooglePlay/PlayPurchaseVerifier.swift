@@ -129,7 +129,5 @@ public struct PlayConfigurationError: Error, Sendable, Hashable, CustomStringCon
     public let description: String
 
     /// An error saying `description`.
-    public init(description: String) { self.description = description }
-
-    init(_ description: String) { self.description = description }
+    public init(_ description: String) { self.description = description }
 }

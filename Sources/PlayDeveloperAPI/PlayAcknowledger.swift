@@ -45,10 +45,7 @@ public struct PlayAcknowledger: Sendable {
         of purchase: PlayPurchase, app: String, catalog: PlayCatalog, seenAt: Date
     ) -> StoreAcknowledgement? {
         guard let token = purchase.purchaseToken, let product = purchase.productId else { return nil }
-        let action: StoreAcknowledgement.Action =
-            catalog.isSubscription(product)
-            ? .acknowledgeSubscription
-            : catalog.item(productId: product, plan: nil)?.type == .consumable ? .consumeProduct : .acknowledgeProduct
+        let action = catalog.acknowledgementAction(productId: product, isSubscription: catalog.isSubscription(product))
         let paid =
             purchase.state == .purchased ? purchase.purchaseTime.map { Date(timeIntervalSince1970: Double($0) / 1000) } ?? seenAt : nil
         return StoreAcknowledgement(

@@ -3,7 +3,7 @@ import Crypto
 import FeedSigning
 import Foundation
 import Hummingbird
-import Logging
+import LoopbackServer
 import NIOCore
 import Synchronization
 
@@ -80,23 +80,21 @@ public final class AppStoreAPIStandIn: Sendable {
     let pki: AppStoreTestPKI?
     /// Where Apple would post notifications (`Request a Test Notification` posts there).
     let notificationURL = Mutex<URL?>(nil)
-    let port: Int
-    let task: Task<Void, any Error>
+    let server: LoopbackServer
 
     /// The stand-in's base URL, in place of Apple's.
-    public var baseURL: URL { URL(string: "http://127.0.0.1:\(port)")! }
+    public var baseURL: URL { URL(string: "http://127.0.0.1:\(server.port)")! }
 
     private init(
-        issuerId: String, bundleId: String, pageSize: Int, pki: AppStoreTestPKI?, now: @escaping @Sendable () -> Date, port: Int,
-        task: Task<Void, any Error>
+        issuerId: String, bundleId: String, pageSize: Int, pki: AppStoreTestPKI?, now: @escaping @Sendable () -> Date,
+        server: LoopbackServer
     ) {
         self.issuerId = issuerId
         self.bundleId = bundleId
         self.pageSize = pageSize
         self.pki = pki
         self.now = now
-        self.port = port
-        self.task = task
+        self.server = server
     }
 
     // MARK: - What the test sets
@@ -134,33 +132,16 @@ public final class AppStoreAPIStandIn: Sendable {
         issuerId: String = "57246542-96fe-1a63-e053-0824d011072a", bundleId: String = "com.example.app", pageSize: Int = 20,
         pki: AppStoreTestPKI? = nil, now: @escaping @Sendable () -> Date = { Date() }
     ) async throws -> AppStoreAPIStandIn {
-        let holder = Mutex<AppStoreAPIStandIn?>(nil)
-        let router = Router()
-        router.add(
-            middleware: Dispatch { request in
-                guard let standIn = holder.withLock({ $0 }) else { return Response(status: .serviceUnavailable) }
-                return try await standIn.answer(request)
-            })
-        let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
-        let app = Application(
-            router: router, configuration: ApplicationConfiguration(address: .hostname("127.0.0.1", port: 0)),
-            onServerRunning: { channel in
-                continuation.yield(channel.localAddress?.port ?? 0)
-                continuation.finish()
-            }, logger: Logger(label: "test.app-store-api"))
-        let task = Task { try await app.runService(gracefulShutdownSignals: []) }
-        var bound = 0
-        for await port in ports { bound = port }
+        let server = await LoopbackServer.start(label: "test.app-store-api")
         let standIn = AppStoreAPIStandIn(
-            issuerId: issuerId, bundleId: bundleId, pageSize: pageSize, pki: pki, now: now, port: bound, task: task)
-        holder.withLock { $0 = standIn }
+            issuerId: issuerId, bundleId: bundleId, pageSize: pageSize, pki: pki, now: now, server: server)
+        server.handle { try await standIn.answer($0) }
         return standIn
     }
 
     /// Stops the server.
     public func stop() async {
-        task.cancel()
-        _ = try? await task.value
+        await server.stop()
     }
 
     // MARK: - Answering
@@ -433,13 +414,4 @@ public final class AppStoreAPIStandIn: Sendable {
     }
 
     static func milliseconds(_ date: Date) -> Int64 { Int64((date.timeIntervalSince1970 * 1000).rounded()) }
-}
-
-/// Routes every request to one function.
-struct Dispatch<Context: RequestContext>: RouterMiddleware {
-    let handle: @Sendable (Request) async throws -> Response
-    init(_ handle: @escaping @Sendable (Request) async throws -> Response) { self.handle = handle }
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        try await handle(request)
-    }
 }

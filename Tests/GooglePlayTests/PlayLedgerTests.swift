@@ -157,7 +157,7 @@ import Testing
         let at = Self.date("2026-05-01T12:00:01Z")
         let pending = try purchase(PlayProductPurchase.State.pending, order: "GPA.3333").ledgerValues(
             token: "t1", answeredAt: at, catalog: Self.catalog)
-        #expect(pending.transactions.isEmpty && !pending.grants)
+        #expect(pending.transactions.isEmpty && pending.states.isEmpty)
         let paid = try purchase(PlayProductPurchase.State.purchased, order: "GPA.3333")
         kept.add(paid.ledgerValues(token: "t1", answeredAt: at, catalog: Self.catalog))
         kept.add(paid.ledgerValues(token: "t1", answeredAt: at.addingTimeInterval(60), catalog: Self.catalog))

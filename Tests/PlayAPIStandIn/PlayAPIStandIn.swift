@@ -1,7 +1,7 @@
 import FeedSigning
 import Foundation
 import Hummingbird
-import Logging
+import LoopbackServer
 import NIOCore
 import Synchronization
 import _CryptoExtras
@@ -70,25 +70,23 @@ public final class PlayAPIStandIn: Sendable {
     public let pageSize: Int
     let now: @Sendable () -> Date
     let state = Mutex(State())
-    let port: Int
-    let task: Task<Void, any Error>
+    let server: LoopbackServer
 
     /// The stand-in's base URL, in place of `https://androidpublisher.googleapis.com`.
-    public var baseURL: URL { URL(string: "http://127.0.0.1:\(port)")! }
+    public var baseURL: URL { URL(string: "http://127.0.0.1:\(server.port)")! }
     /// Its token endpoint, in place of `https://oauth2.googleapis.com/token`.
-    public var tokenURL: URL { URL(string: "http://127.0.0.1:\(port)/token")! }
+    public var tokenURL: URL { URL(string: "http://127.0.0.1:\(server.port)/token")! }
 
     private init(
         serviceAccount: String, packageName: String, tokenLifetime: TimeInterval, pageSize: Int, now: @escaping @Sendable () -> Date,
-        port: Int, task: Task<Void, any Error>
+        server: LoopbackServer
     ) {
         self.serviceAccount = serviceAccount
         self.packageName = packageName
         self.tokenLifetime = tokenLifetime
         self.pageSize = pageSize
         self.now = now
-        self.port = port
-        self.task = task
+        self.server = server
     }
 
     // MARK: - What the test sets
@@ -138,34 +136,17 @@ public final class PlayAPIStandIn: Sendable {
         serviceAccount: String = "catalog@example-project.iam.gserviceaccount.com", packageName: String = "com.example.game",
         tokenLifetime: TimeInterval = 3599, pageSize: Int = 2, now: @escaping @Sendable () -> Date = { Date() }
     ) async throws -> PlayAPIStandIn {
-        let holder = Mutex<PlayAPIStandIn?>(nil)
-        let router = Router()
-        router.add(
-            middleware: Dispatch { request in
-                guard let standIn = holder.withLock({ $0 }) else { return Response(status: .serviceUnavailable) }
-                return try await standIn.answer(request)
-            })
-        let (ports, continuation) = AsyncStream.makeStream(of: Int.self)
-        let app = Application(
-            router: router, configuration: ApplicationConfiguration(address: .hostname("127.0.0.1", port: 0)),
-            onServerRunning: { channel in
-                continuation.yield(channel.localAddress?.port ?? 0)
-                continuation.finish()
-            }, logger: Logger(label: "test.play-api"))
-        let task = Task { try await app.runService(gracefulShutdownSignals: []) }
-        var bound = 0
-        for await port in ports { bound = port }
+        let server = await LoopbackServer.start(label: "test.play-api")
         let standIn = PlayAPIStandIn(
             serviceAccount: serviceAccount, packageName: packageName, tokenLifetime: tokenLifetime, pageSize: pageSize, now: now,
-            port: bound, task: task)
-        holder.withLock { $0 = standIn }
+            server: server)
+        server.handle { try await standIn.answer($0) }
         return standIn
     }
 
     /// Stops the server.
     public func stop() async {
-        task.cancel()
-        _ = try? await task.value
+        await server.stop()
     }
 
     /// The JSON of a service account key file for `key`, naming this stand-in's token endpoint.
@@ -396,14 +377,5 @@ public final class PlayAPIStandIn: Sendable {
 
     static func response(_ status: Int, _ body: [UInt8]) -> Response {
         Response(status: .init(code: status), headers: [.contentType: "application/json"], body: .init(byteBuffer: ByteBuffer(bytes: body)))
-    }
-}
-
-/// Every request to the stand-in's one handler.
-struct Dispatch<Context: RequestContext>: RouterMiddleware {
-    let handle: @Sendable (Request) async throws -> Response
-    init(_ handle: @escaping @Sendable (Request) async throws -> Response) { self.handle = handle }
-    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
-        try await handle(request)
     }
 }

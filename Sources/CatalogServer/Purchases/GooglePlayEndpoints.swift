@@ -224,12 +224,8 @@ extension PurchaseEndpoints {
         if let token = notification.purchaseToken {
             let product = notification.oneTimeProductNotification?.sku ?? ""
             let isSubscription = notification.subscriptionNotification != nil || notification.voidedPurchaseNotification?.productType == 1
-            let action: StoreAcknowledgement.Action =
-                !notification.isPurchase
-                ? (isSubscription ? .refreshSubscription : .refreshProduct)
-                : isSubscription
-                    ? .acknowledgeSubscription
-                    : play.catalog.item(productId: product, plan: nil)?.type == .consumable ? .consumeProduct : .acknowledgeProduct
+            let action = play.catalog.acknowledgementAction(
+                productId: product, isSubscription: isSubscription, isChange: !notification.isPurchase)
             let entry = StoreAcknowledgement(
                 app: app, marketplace: .googlePlay, purchaseKey: token, productId: product, action: action,
                 nextAttemptAt: now,

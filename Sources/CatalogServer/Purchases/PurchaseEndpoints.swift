@@ -43,8 +43,10 @@ public struct PurchasesConfiguration: Sendable {
 /// replicas read the same record (replicas receive records through the store), so one path binds
 /// evidence everywhere. One reading per app and revision, however many requests arrive meanwhile.
 final class PurchaseSettingsCache: Sendable {
-    /// An app's settings at one revision: the App Store's, and Google Play's when it has any.
-    typealias Settings = (appStore: AppPurchases, play: PlayApp?)
+    /// An app's settings at one revision: the App Store's, Google Play's when it has any, and the
+    /// catalog products each Play product id is sold as (Android apps' reports name Play's ids; a
+    /// catalog may sell on Google Play without taking its purchases).
+    typealias Settings = (appStore: AppPurchases, play: PlayApp?, playProductIds: [String: [String]])
 
     private let tree: PublicTree
     private let trust: PurchaseTrust
@@ -63,6 +65,11 @@ final class PurchaseSettingsCache: Sendable {
     /// `app`'s Google Play settings at published `revision`: nil when it has none.
     func play(_ app: String, revision: Int) async -> Result<PlayApp?, PurchaseConfigurationError> {
         await settings(app, revision: revision).map(\.play)
+    }
+
+    /// The catalog products each Play product id of `app` is sold as at published `revision`.
+    func playProductIds(_ app: String, revision: Int) async -> Result<[String: [String]], PurchaseConfigurationError> {
+        await settings(app, revision: revision).map(\.playProductIds)
     }
 
     private func settings(_ app: String, revision: Int) async -> Result<Settings, PurchaseConfigurationError> {
@@ -94,7 +101,7 @@ final class PurchaseSettingsCache: Sendable {
         do {
             let appStore = try AppPurchases(record, trust: trust)
             do {
-                return .success((appStore, try PlayApp(record)))
+                return .success((appStore, try PlayApp(record), record.playProductIds))
             } catch {
                 return .failure(PurchaseConfigurationError("the Google Play settings of '\(app)': \(error.description)"))
             }

@@ -91,11 +91,11 @@ final class GooglePushKeys: Sendable {
     /// The key set as the file holds it now, or why it cannot be used.
     func keys() -> Result<GoogleKeySet, PlayConfigurationError> {
         guard let identity = FileIdentity(path) else {
-            return .failure(PlayConfigurationError(description: "cannot read Google's key set \(path)"))
+            return .failure(PlayConfigurationError("cannot read Google's key set \(path)"))
         }
         if let current = loaded.withLock({ $0 }), current.file == identity { return .success(current.keys) }
         guard let data = FileManager.default.contents(atPath: path) else {
-            return .failure(PlayConfigurationError(description: "cannot read Google's key set \(path)"))
+            return .failure(PlayConfigurationError("cannot read Google's key set \(path)"))
         }
         do {
             let keys = try GoogleKeySet(json: data)
