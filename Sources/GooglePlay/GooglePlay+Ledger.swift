@@ -37,6 +37,8 @@ public struct PlayCatalog: Sendable, Hashable {
     }
 
     var items: [Key: Item] = [:]
+    /// Each Play product id's first item, in the record's order.
+    var firstItems: [String: Item] = [:]
     /// The Play product ids sold as subscriptions (with a base plan).
     var subscriptions: Set<String> = []
 
@@ -57,11 +59,15 @@ public struct PlayCatalog: Sendable, Hashable {
     /// Adds `item` as Play's `productId` with the base plan or purchase option `plan`.
     public mutating func add(_ item: Item, productId: String, plan: String?) {
         items[Key(productId: productId, plan: plan)] = item
+        if firstItems[productId] == nil { firstItems[productId] = item }
         if item.type == .autoRenewable || (plan != nil && item.type == .nonRenewing) { subscriptions.insert(productId) }
     }
 
     /// Whether Play sells `productId` as a subscription: what its purchase is asked about, and acknowledged, as.
     public func isSubscription(_ productId: String) -> Bool { subscriptions.contains(productId) }
+
+    /// Whether the catalog sells Play's `productId` at all.
+    public func knows(_ productId: String) -> Bool { firstItems[productId] != nil }
 
     /// What Google must be told of a new purchase of `productId` (the subscription's, or a one-time
     /// product's), or asked after a notification of a change (`isChange`): one rule, wherever a
@@ -71,7 +77,8 @@ public struct PlayCatalog: Sendable, Hashable {
         case (true, true): .refreshSubscription
         case (false, true): .refreshProduct
         case (true, false): .acknowledgeSubscription
-        case (false, false): item(productId: productId, plan: nil)?.type == .consumable ? .consumeProduct : .acknowledgeProduct
+        // Before Google is asked, the purchase option is not known: the product's first one says.
+        case (false, false): firstItems[productId]?.type == .consumable ? .consumeProduct : .acknowledgeProduct
         }
     }
 

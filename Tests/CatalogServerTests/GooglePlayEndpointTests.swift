@@ -1,6 +1,7 @@
 import AppStoreTestSupport
 import CatalogKit
 import CatalogServer
+import Content
 import Crypto
 import FeedSigning
 import Foundation
@@ -102,6 +103,18 @@ import _CryptoExtras
         )
     }
 
+    /// Content for each store's purchase: a guide for the App Store subscription, art for the Play skin.
+    static func content(_ blobs: BlobStore) throws -> [ContentManifest.Item] {
+        func file(_ path: String, _ text: String) throws -> ContentManifest.File {
+            let receipt = try blobs.put(Data(text.utf8))
+            return ContentManifest.File(path: path, size: receipt.size, sha256: receipt.digest)
+        }
+        return [
+            ContentManifest.Item(id: "pro-guide", product: "com.example.app.pro.monthly", files: [try file("guide.txt", "the pro guide")]),
+            ContentManifest.Item(id: "skin-art", product: "com.example.app.skin", files: [try file("skin.png", "the skin's art")]),
+        ]
+    }
+
     static func withPlay(
         playInterval: Duration = .seconds(60),
         _ body: @Sendable (any TestClientProtocol, Tests.Server, PlayAPIStandIn, Google) async throws -> Void
@@ -112,7 +125,7 @@ import _CryptoExtras
         try google.write(standIn)
         try await Tests.withServer(
             settings: google.settings, products: Self.products, playAPIURL: standIn.baseURL, googlePushKeys: google.pushKeys.path,
-            playInterval: playInterval
+            playInterval: playInterval, content: Self.content
         ) { client, server in
             try await body(client, server, standIn, google)
         }
@@ -123,9 +136,11 @@ import _CryptoExtras
     /// answers both, each purchase with its store.
     @Test func oneCustomerAcrossBothStores() async throws {
         try await Self.withPlay { client, server, standIn, google in
+            let appleEvidence = [
+                "signedTransaction": try server.pki.jws(payload: Tests.PKI.transaction()), "appAccountToken": Self.account,
+            ]
             let apple = try await client.execute(
-                uri: Tests.purchasesPath, method: .post, headers: server.headers(),
-                body: Tests.purchase(try server.pki.jws(payload: Tests.PKI.transaction()), token: Self.account))
+                uri: Tests.purchasesPath, method: .post, headers: server.headers(), body: Self.body(appleEvidence))
             #expect(apple.status == .ok, "\(String(buffer: apple.body))")
             standIn.setProduct(
                 "play-token-1",
@@ -138,9 +153,10 @@ import _CryptoExtras
                     ],
                 ])
             var presented = try google.purchase("skin", token: "play-token-1")
-            presented["appAccount"] = Self.account
+            presented["appAccountToken"] = Self.account
+            // Presented on the same endpoint as the App Store's evidence.
             let play = try await client.execute(
-                uri: "/v1/apps/com.example.app/purchases/google-play", method: .post, headers: server.headers(), body: Self.body(presented))
+                uri: Tests.purchasesPath, method: .post, headers: server.headers(), body: Self.body(presented))
             #expect(play.status == .ok, "\(String(buffer: play.body))")
             #expect(Tests.entitlements(try Tests.json(play)) == ["pro", "skin"])
             // The backend's read: both purchases, each saying its store.
@@ -154,6 +170,37 @@ import _CryptoExtras
                 Set(purchases.compactMap { "\($0["store"] ?? "") \($0["productId"] ?? "")" }) == [
                     "appStore com.example.app.pro.monthly", "googlePlay com.example.app.skin",
                 ])
+            // The Android app reads the same customer by its Play evidence.
+            let lookup = try await client.execute(
+                uri: "/v1/apps/com.example.app/customers/lookup", method: .post, headers: server.headers(), body: Self.body(presented))
+            #expect(lookup.status == .ok, "\(String(buffer: lookup.body))")
+            #expect(try Tests.json(lookup)["customer"] as? Int == customer["customer"] as? Int)
+            // Content granted from either store's purchase, asked with either store's evidence, and downloaded.
+            for (store, evidence) in [("Google Play", Self.body(presented)), ("App Store", Self.body(appleEvidence))] {
+                let content = try await client.execute(
+                    uri: "/v1/apps/com.example.app/content", method: .post, headers: server.headers(), body: evidence)
+                #expect(content.status == .ok, "\(store): \(String(buffer: content.body))")
+                let items = try #require(try Tests.json(content)["items"] as? [[String: Any]])
+                #expect(Set(items.compactMap { $0["item"] as? String }) == ["pro-guide", "skin-art"], "\(store)")
+                let art = try #require(items.first { $0["item"] as? String == "skin-art" })
+                let url = try #require((art["files"] as? [[String: Any]])?.first?["url"] as? String)
+                let download = try await client.execute(uri: url, method: .get, headers: [:])
+                #expect(download.status == .ok)
+                #expect(String(buffer: download.body) == "the skin's art")
+            }
+            // The same Play purchase presented with another account reads no one and gets nothing.
+            presented["appAccountToken"] = "22222222-2222-4222-8222-222222222222"
+            for path in ["customers/lookup", "content"] {
+                let stolen = try await client.execute(
+                    uri: "/v1/apps/com.example.app/\(path)", method: .post, headers: server.headers(), body: Self.body(presented))
+                #expect(stolen.status == .conflict, "\(path): \(String(buffer: stolen.body))")
+                #expect(!String(buffer: stolen.body).contains("skin-art"))
+            }
+            // A Play product the catalog does not sell: refused, as an unknown App Store product is.
+            let unknown = try await client.execute(
+                uri: Tests.purchasesPath, method: .post, headers: server.headers(),
+                body: Self.body(try google.purchase("not.sold", token: "play-token-9")))
+            #expect(unknown.status == .unprocessableContent)
             // Its acknowledgement waits in the outbox, for the editor node's service.
             #expect(try await server.store.acknowledgements(in: .pending).map(\.purchaseKey) == ["play-token-1"])
         }
@@ -215,7 +262,7 @@ import _CryptoExtras
                     "productLineItem": [["productId": "skin"] as [String: any Sendable]],
                 ])
             let response = try await client.execute(
-                uri: "/v1/apps/com.example.app/purchases/google-play", method: .post, headers: server.headers(),
+                uri: Tests.purchasesPath, method: .post, headers: server.headers(),
                 body: Self.body(try google.purchase("skin", token: "play-token-2")))
             #expect(response.status == .accepted, "\(String(buffer: response.body))")
             #expect(try await server.store.acknowledgements(in: .pending).map(\.purchaseKey) == ["play-token-2"])
@@ -236,7 +283,7 @@ import _CryptoExtras
             var forged = try google.purchase("skin", token: "play-token-3")
             forged["originalJson"] = forged["originalJson"]!.replacingOccurrences(of: "skin", with: "skin ")
             let refused = try await client.execute(
-                uri: "/v1/apps/com.example.app/purchases/google-play", method: .post, headers: server.headers(), body: Self.body(forged))
+                uri: Tests.purchasesPath, method: .post, headers: server.headers(), body: Self.body(forged))
             #expect(refused.status == .forbidden)
             #expect(try await server.store.acknowledgements(in: .pending).isEmpty)
         }

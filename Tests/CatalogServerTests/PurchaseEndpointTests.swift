@@ -2,6 +2,7 @@ import AppStore
 import AppStoreTestSupport
 import CatalogKit
 import CatalogServer
+import Content
 import Foundation
 import HTTPTypes
 import Hummingbird
@@ -66,6 +67,7 @@ import Time
         store makeStore: ((SQLiteStore) -> any PurchaseStore & WebhookOutbox)? = nil,
         reports: ReportsConfiguration = ReportsConfiguration(), appStoreAPIURL: URL? = nil, playAPIURL: URL? = nil,
         googlePushKeys: String? = nil, playInterval: Duration = .seconds(60),
+        content: ((BlobStore) throws -> [ContentManifest.Item])? = nil,
         _ body: @Sendable (any TestClientProtocol, Server) async throws -> Void
     ) async throws {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("purchases-\(UUID().uuidString)")
@@ -78,6 +80,16 @@ import Time
         let workflow = CatalogWorkflow(catalogDirectory: catalog, catalogDisplayPath: "catalog", publicDirectory: tree.root)
         let build = try workflow.build(at: Timestamp(secondsSince1970: Timestamp.now.secondsSince1970 - 10), dryRun: false)
         #expect(!build.hasErrors, "\(build.diagnostics)")
+        var configuration = ServeConfiguration()
+        configuration.clock = { during }
+        // Content to deliver: its manifest beside the revision built, and a key to sign its URLs.
+        if let content {
+            let revision = try #require(try tree.currentManifest(app)?.revision)
+            let manifestURL = tree.contentManifestURL(app, revision)
+            try FileManager.default.createDirectory(at: manifestURL.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try ContentManifest(items: try content(BlobStore(root: tree.content))).encoded().write(to: manifestURL)
+            configuration.content.keyRing = try ContentKeyRing(keys: [ContentSigningKey.generate(id: "k1")], current: "k1")
+        }
         let sqlite = try await SQLiteStore.open(path: root.appendingPathComponent("var/catalog.sqlite").path)
         var secrets: [String] = []
         for (name, role) in [("shop", EditorRole.backend), ("vic", .viewer)] {
@@ -88,8 +100,6 @@ import Time
         let pki = try PKI.ecdsa()
         let metrics = ServerMetrics()
         let purchaseStore = makeStore?(sqlite) ?? sqlite
-        var configuration = ServeConfiguration()
-        configuration.clock = { during }
         var purchases = PurchasesConfiguration()
         purchases.trust = PurchaseTrust(jwsRoots: [pki.root], receiptRoots: [receipts?.root ?? pki.root])
         purchases.perAddress = limit

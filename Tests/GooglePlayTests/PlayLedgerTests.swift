@@ -206,6 +206,8 @@ import Testing
              {"id":"com.example.game.pass","type":"non-renewing","entitlements":["pro"],"duration":"P1W",
               "play":{"productId":"pass","basePlan":"week"}},
              {"id":"com.example.game.gems","type":"consumable","entitlements":["com.example.game.gems"],"play":{"productId":"gems"}},
+             {"id":"com.example.game.coins","type":"consumable","entitlements":["com.example.game.coins"],
+              "play":{"productId":"coins","purchaseOption":"bag-of-10"}},
              {"id":"com.example.game.ios.only","type":"consumable","entitlements":["x"]}]}
             """#
         let record = try #require(PurchaseRecord.decode(Array(json.utf8)))
@@ -216,5 +218,11 @@ import Testing
         #expect(catalog.item(productId: "pro", plan: "yearly") == nil)
         #expect(catalog.item(productId: "gems", plan: "bundle-10")?.id == "com.example.game.gems")
         #expect(catalog.item(productId: "com.example.game.ios.only", plan: nil) == nil)
+        #expect(catalog.knows("coins") && catalog.knows("pro") && !catalog.knows("com.example.game.ios.only"))
+        // Before Google is asked, a purchase names its product and not its option: a consumable
+        // sold only as a purchase option is still consumed, not merely acknowledged.
+        #expect(catalog.acknowledgementAction(productId: "coins", isSubscription: false) == .consumeProduct)
+        #expect(catalog.acknowledgementAction(productId: "gems", isSubscription: false) == .consumeProduct)
+        #expect(catalog.acknowledgementAction(productId: "pro", isSubscription: true) == .acknowledgeSubscription)
     }
 }

@@ -37,11 +37,11 @@ extension PurchaseEndpoints {
         let config: AppPurchases
         let evidence: PresentedEvidence
         let text: String
+        let served: Int
         switch await presentedEvidence(request, app: app, revision: revision, networkKey: networkKey, limiter: byAddress) {
         case .failure(let refusal): return refusal.response
-        case .success(let read): (config, evidence, text) = (read.settings, read.evidence, read.body)
+        case .success(let read): (config, evidence, text, served) = (read.settings, read.evidence, read.body, read.revision)
         }
-        guard let revision else { return JSONError.response(.notFound, "no published app '\(app)'") }
         let record: CustomerRecord
         var at = now
         if let key = (try? JSONDecoder().decode(ContentAsk.self, from: Data(text.utf8)))?.customer {
@@ -55,7 +55,7 @@ extension PurchaseEndpoints {
                 return JSONError.response(.serviceUnavailable, "the purchase store does not answer")
             }
         } else {
-            switch await verifyAndRecord(evidence, app: app, settings: config, now: now, endpoint: "content") {
+            switch await verifyAndRecord(evidence, app: app, settings: config, revision: served, now: now, endpoint: "content") {
             case .failure(let refusal): return refusal.response
             case .success(let (found, verified)):
                 record = found
@@ -63,7 +63,7 @@ extension PurchaseEndpoints {
             }
         }
         let manifest: ContentManifest
-        switch tree.servedContentManifest(app, revision: revision) {
+        switch tree.servedContentManifest(app, revision: served) {
         case .failure(let error): return JSONError.response(.internalServerError, "\(error)")
         case .success(let found): manifest = found
         }
@@ -71,7 +71,7 @@ extension PurchaseEndpoints {
             record: record, catalog: config.catalog, groups: config.subscriptionGroups, manifest: manifest, at: at)
         let downloads = ContentDownload.list(grants: grants, manifest: manifest, keyRing: keyRing, now: now, lifetime: lifetime)
         return Self.ok(
-            ServiceJSON.encode(ContentListAnswer(customer: record.id, at: at, revision: revision, grants: grants, downloads: downloads)))
+            ServiceJSON.encode(ContentListAnswer(customer: record.id, at: at, revision: served, grants: grants, downloads: downloads)))
     }
 }
 

@@ -1,33 +1,57 @@
 import AppStore
 import Foundation
+import GooglePlay
 import HTTPTypes
 import Hummingbird
 import Ledger
 
-/// What an app presents as evidence of who it is: a signed transaction (and optionally its
-/// AppTransaction), or a base64 legacy receipt with the device identifier, plus the customer's
-/// `appAccountToken` when it has one. `POST …/purchases` records it; `POST …/customers/lookup`, and
-/// any endpoint that answers by what a customer owns, read by it. Members it does not name are
-/// ignored, so an endpoint can add its own beside them.
+/// What an app presents as evidence of who it is: an App Store signed transaction (and optionally
+/// its AppTransaction), a base64 legacy receipt with the device identifier, or a Google Play
+/// purchase's JSON and signature; plus the customer's `appAccountToken` when it has one (the same
+/// UUID on both stores). `POST …/purchases` records it; `POST …/customers/lookup`, and any endpoint
+/// that answers by what a customer owns, read by it. Members it does not name are ignored, so an
+/// endpoint can add its own beside them.
 struct PresentedEvidence: Decodable, Sendable {
     var signedTransaction: String?
     var signedAppTransaction: String?
     var receipt: String?
     var deviceId: String?
+    /// Google Play Billing's `Purchase.getOriginalJson()`.
+    var originalJson: String?
+    /// Google Play Billing's `Purchase.getSignature()`.
+    var signature: String?
     var appAccountToken: String?
+
+    /// Whether it is Google Play's evidence: the App Store's is verified otherwise.
+    var isGooglePlay: Bool { originalJson != nil || signature != nil }
+}
+
+/// A Google Play purchase verified offline, with the app's Play settings that verified it.
+struct VerifiedPlayPurchase: Sendable {
+    /// What Google signed: a moment's state, not the purchase's now.
+    var purchase: PlayPurchase
+    /// Its purchase token: the purchase's key in the ledger.
+    var token: String
+    /// Its Play product id, one the catalog sells.
+    var productId: String
+    /// The app's Play settings at the revision served.
+    var app: PlayApp
 }
 
 /// Evidence verified against one app's settings: its transactions, and the customer who presents it.
 struct VerifiedEvidence: Sendable {
-    /// At least one; a receipt's entries of products the catalog knows, or the one signed transaction.
+    /// The App Store's: a receipt's entries of products the catalog knows, or the one signed
+    /// transaction. Empty for Google Play's, whose state Google's API gives.
     var transactions: [JWSTransactionDecodedPayload]
     /// The `appAccountToken` the app sent beside the evidence.
     var appAccountToken: String?
-    /// Who presents it: ``CustomerKey/of(_:appAccountToken:)`` of the first transaction, from what
+    /// Who presents it: ``CustomerKey/of(_:appAccount:)`` of the first transaction, from what
     /// the purchase itself signs (or the token sent beside it), never from an AppTransaction.
     var claimant: CustomerKey
     /// What became of the AppTransaction sent beside the transaction, if one was.
     var appTransaction: AccountEvidenceUse?
+    /// Google Play's purchase, when the evidence is one.
+    var googlePlay: VerifiedPlayPurchase?
 
     /// The instant an answer to the presenting app is given at: `now`, or the presented purchases'
     /// own latest date when it is later. The server's clock counts whole seconds and Apple's may run
@@ -37,10 +61,12 @@ struct VerifiedEvidence: Sendable {
         max(now, transactions.compactMap(\.purchaseDate).max() ?? now)
     }
 
-    /// The purchase the first transaction belongs to: the one whose binding decides whose the evidence is.
-    var originalTransactionId: String? {
+    /// The purchase whose binding decides whose the evidence is: Google Play's purchase token, or
+    /// the App Store's first transaction's original transaction.
+    var purchase: PurchaseReference? {
+        if let play = googlePlay { return PurchaseReference(.googlePlay, play.token) }
         let first = transactions.first
-        return first?.originalTransactionId ?? first?.transactionId
+        return (first?.originalTransactionId ?? first?.transactionId).map { PurchaseReference(.appStore, $0) }
     }
 }
 
@@ -100,7 +126,7 @@ extension AppPurchases {
                     throw PurchaseRefusal(.unknownProduct, "the receipt names no purchase of a product the catalog of '\(app)' knows")
                 }
             default:
-                throw EvidenceFailure.badRequest("send exactly one of signedTransaction and receipt")
+                throw EvidenceFailure.badRequest("send exactly one of signedTransaction, receipt and originalJson")
             }
         } catch let failure as EvidenceFailure {
             throw failure
@@ -157,10 +183,10 @@ extension PurchaseEndpoints {
     /// The evidence in `request`'s body, after the checks every endpoint that takes evidence makes in
     /// this order: POST, the network's rate (`limiter`; 429 with `Retry-After`, before anything is
     /// read), a published app and its settings, JSON, at most 512 KiB. Also the body's bytes, for an
-    /// endpoint that reads members of its own beside the evidence.
+    /// endpoint that reads members of its own beside the evidence, and the revision served.
     func presentedEvidence(
         _ request: Request, app: String, revision: Int?, networkKey: String?, limiter: RateLimiter?
-    ) async -> Result<(evidence: PresentedEvidence, body: String, settings: AppPurchases), EndpointRefusal> {
+    ) async -> Result<(evidence: PresentedEvidence, body: String, settings: AppPurchases, revision: Int), EndpointRefusal> {
         guard request.method == .post else {
             return .failure(EndpointRefusal(response: CatalogResponder.methodNotAllowed(request, allow: "POST")))
         }
@@ -170,9 +196,10 @@ extension PurchaseEndpoints {
             return .failure(EndpointRefusal(response: response))
         }
         let settings: AppPurchases
+        let served: Int
         switch await prepare(request, app: app, revision: revision, limit: Self.maximumEvidenceBytes) {
         case .failure(let refusal): return .failure(refusal)
-        case .success(let (found, _)): settings = found
+        case .success(let (found, number)): (settings, served) = (found, number)
         }
         switch await Self.body(request, limit: Self.maximumEvidenceBytes) {
         case .failure(let refusal): return .failure(refusal)
@@ -182,33 +209,47 @@ extension PurchaseEndpoints {
                     EndpointRefusal(
                         response: JSONError.response(
                             .badRequest,
-                            "the body must be a JSON object with signedTransaction or receipt (strings), and optionally signedAppTransaction, deviceId and appAccountToken"
+                            "the body must be a JSON object with signedTransaction or receipt, or Google Play's originalJson and signature (strings), and optionally signedAppTransaction, deviceId and appAccountToken"
                         )))
             }
-            return .success((decoded, text, settings))
+            return .success((decoded, text, settings, served))
+        }
+    }
+
+    /// `evidence` verified as `app`'s at `revision`: Google Play's by the app's licence key
+    /// (``verifyPlay(_:app:revision:endpoint:)``), the App Store's by ``AppPurchases/verify(_:app:)``.
+    /// The one path from presented evidence to verified evidence; refusals are counted under `endpoint`.
+    func verified(_ evidence: PresentedEvidence, app: String, settings: AppPurchases, revision: Int, endpoint: String) async
+        -> Result<VerifiedEvidence, EndpointRefusal>
+    {
+        if evidence.isGooglePlay { return await verifyPlay(evidence, app: app, revision: revision, endpoint: endpoint) }
+        do {
+            return .success(try await settings.verify(evidence, app: app))
+        } catch {
+            switch error {
+            case .refusal(let refusal): return .failure(EndpointRefusal(response: refuse(refusal, endpoint: endpoint)))
+            case .badRequest(let message): return .failure(EndpointRefusal(response: JSONError.response(.badRequest, message)))
+            }
         }
     }
 
     /// The customer `evidence` proves the caller to be: the evidence verified as `app`'s (the same
     /// path as `POST …/purchases`), its purchase bound to a customer, and the claimant it names (its
     /// signed or sent `appAccountToken`, its `appTransactionId`, else the purchase itself) one of that
-    /// customer's keys. Reads only: it binds and transfers nothing. Refusals are counted under `endpoint`.
+    /// customer's keys. Reads only: it binds and transfers nothing, and asks no store. Refusals are
+    /// counted under `endpoint`.
     ///
     /// - 404 when no customer holds the purchase yet (the app sends it to `POST …/purchases` first);
     /// - 409 `bound-to-another-customer` when the purchase is bound to someone other than the claimant
     ///   (a leaked transaction presented with another account's token, or a purchase transferred away);
     /// - the evidence's own refusals as for purchases (400, 403, 422).
-    func customer(presenting evidence: PresentedEvidence, app: String, settings: AppPurchases, endpoint: String) async -> Result<
-        EvidencedCustomer, EndpointRefusal
-    > {
+    func customer(presenting evidence: PresentedEvidence, app: String, settings: AppPurchases, revision: Int, endpoint: String) async
+        -> Result<EvidencedCustomer, EndpointRefusal>
+    {
         let verified: VerifiedEvidence
-        do {
-            verified = try await settings.verify(evidence, app: app)
-        } catch {
-            switch error {
-            case .refusal(let refusal): return .failure(EndpointRefusal(response: refuse(refusal, endpoint: endpoint)))
-            case .badRequest(let message): return .failure(EndpointRefusal(response: JSONError.response(.badRequest, message)))
-            }
+        switch await self.verified(evidence, app: app, settings: settings, revision: revision, endpoint: endpoint) {
+        case .failure(let refusal): return .failure(refusal)
+        case .success(let found): verified = found
         }
         return await holder(of: verified, app: app, endpoint: endpoint).map {
             EvidencedCustomer(record: $0, settings: settings, evidence: verified)
@@ -218,22 +259,22 @@ extension PurchaseEndpoints {
     /// The customer that holds the verified evidence's purchase, when the claimant it names is one of
     /// that customer's keys: the one rule by which an app reads a customer, after recording its
     /// purchase (`POST …/purchases`) or without (`POST …/customers/lookup`, `POST …/content`). The
-    /// errors are those of ``customer(presenting:app:settings:endpoint:)``.
+    /// errors are those of ``customer(presenting:app:settings:revision:endpoint:)``.
     func holder(of verified: VerifiedEvidence, app: String, endpoint: String) async -> Result<CustomerRecord, EndpointRefusal> {
-        guard let original = verified.originalTransactionId else {
+        guard let purchase = verified.purchase else {
             return .failure(
                 EndpointRefusal(
                     response: refuse(PurchaseRefusal(.malformed, "the transaction names no transaction id"), endpoint: endpoint)))
         }
         let record: CustomerRecord?
         do {
-            record = try await store.customer(app: app, id: original)
+            record = try await store.customer(app: app, id: purchase.key)
         } catch {
             return .failure(EndpointRefusal(response: JSONError.response(.serviceUnavailable, "the purchase store does not answer")))
         }
-        // The key lookup tries account tokens and Apple ids before bindings; only the purchase's own
+        // The key lookup tries account tokens and store ids before bindings; only the purchase's own
         // binding says whose it is.
-        guard let record, record.purchases.contains(PurchaseReference(.appStore, original)) else {
+        guard let record, record.purchases.contains(purchase) else {
             return .failure(
                 EndpointRefusal(
                     response: JSONError.response(
@@ -269,11 +310,12 @@ extension PurchaseEndpoints {
         }
         let presented: PresentedEvidence
         let settings: AppPurchases
+        let served: Int
         switch await presentedEvidence(request, app: app, revision: revision, networkKey: networkKey, limiter: lookupsByAddress) {
         case .failure(let refusal): return refusal.response
-        case .success(let read): (presented, settings) = (read.evidence, read.settings)
+        case .success(let read): (presented, settings, served) = (read.evidence, read.settings, read.revision)
         }
-        switch await customer(presenting: presented, app: app, settings: settings, endpoint: "lookup") {
+        switch await customer(presenting: presented, app: app, settings: settings, revision: served, endpoint: "lookup") {
         case .failure(let refusal): return refusal.response
         case .success(let found):
             return Self.ok(CustomerAnswer(found.record, at: at, catalog: settings.catalog, full: true).json)

@@ -19,8 +19,6 @@ struct GooglePlayEndpoints: Sendable {
     /// Google's keys for push tokens; nil: no push is accepted (`--google-push-keys`).
     let pushKeys: GooglePushKeys?
 
-    /// What an Android app sends: Play Billing's `Purchase.getOriginalJson()` and `getSignature()`.
-    static let maximumPurchaseBytes = 32 * 1024
     /// A Pub/Sub push: a small envelope.
     static let maximumPushBytes = 64 * 1024
 }
@@ -36,112 +34,121 @@ extension PurchaseEndpoints {
         }
     }
 
-    /// `POST /v1/apps/{app}/purchases/google-play`: a purchase an Android app presents, verified
-    /// offline, its acknowledgement queued, its state asked of Google and recorded for the app
-    /// account beside it; the customer answered as `POST …/purchases` answers. 202 when Google could
-    /// not be asked now: the outbox asks again, and the app reads its customer later.
-    func playPurchase(_ request: Request, app: String, revision: Int?, networkKey: String?, now: Date) async -> Response {
-        guard request.method == .post else { return CatalogResponder.methodNotAllowed(request, allow: "POST") }
-        guard let googlePlay else { return JSONError.response(.serviceUnavailable, "this server takes no Google Play evidence") }
-        if let wait = byAddress?.take(networkKey ?? "unknown") {
-            var response = JSONError.response(.tooManyRequests, "too many requests from this network; retry after \(wait) s")
-            response.headers[.retryAfter] = String(wait)
-            return response
+    /// Google Play evidence (`originalJson` and `signature`, as Play Billing gives them) verified
+    /// offline as `app`'s at `revision` (docs/google-play.md, "Verifying a purchase"), of a Play
+    /// product the catalog sells; its claimant is the app account Google signed
+    /// (`obfuscatedAccountId`), else the one sent beside it, else the purchase itself. 409 when the
+    /// app has no licence key; refusals are counted under `endpoint`.
+    func verifyPlay(_ evidence: PresentedEvidence, app: String, revision: Int, endpoint: String) async
+        -> Result<VerifiedEvidence, EndpointRefusal>
+    {
+        func answer(_ response: Response) -> Result<VerifiedEvidence, EndpointRefusal> { .failure(EndpointRefusal(response: response)) }
+        guard googlePlay != nil else { return answer(JSONError.response(.serviceUnavailable, "this server takes no Google Play evidence")) }
+        guard let json = evidence.originalJson, let signature = evidence.signature, evidence.signedTransaction == nil,
+            evidence.receipt == nil
+        else {
+            return answer(
+                JSONError.response(.badRequest, "send Google Play's originalJson with its signature, and no signedTransaction or receipt"))
         }
-        let config: AppPurchases
-        let served: Int
-        switch await prepare(request, app: app, revision: revision, limit: GooglePlayEndpoints.maximumPurchaseBytes) {
-        case .failure(let refusal): return refusal.response
-        case .success(let (found, number)): (config, served) = (found, number)
+        if let token = evidence.appAccountToken, UUID(uuidString: token) == nil {
+            return answer(JSONError.response(.badRequest, "appAccountToken must be a UUID"))
         }
         let play: PlayApp
-        switch await playApp(app, revision: served, need: "playPackageName and playLicenseKey") {
-        case .failure(let refusal): return refusal.response
+        switch await playApp(app, revision: revision, need: "playPackageName and playLicenseKey") {
+        case .failure(let refusal): return .failure(refusal)
         case .success(let found): play = found
         }
         guard let verifier = play.verifier else {
-            return JSONError.response(.conflict, "\(app) names no playLicenseKey: its purchases cannot be verified")
-        }
-        struct Body: Decodable {
-            var originalJson: String
-            var signature: String
-            var appAccount: String?
-        }
-        let body: Body
-        switch await Self.body(request, limit: GooglePlayEndpoints.maximumPurchaseBytes) {
-        case .failure(let refusal): return refusal.response
-        case .success(let text):
-            guard let decoded = try? JSONDecoder().decode(Body.self, from: Data(text.utf8)) else {
-                return JSONError.response(
-                    .badRequest, "the body must be a JSON object with originalJson and signature (strings), and optionally appAccount")
-            }
-            body = decoded
-        }
-        if let account = body.appAccount, UUID(uuidString: account) == nil {
-            return JSONError.response(.badRequest, "appAccount must be a UUID: the app's account, as iOS sends appAccountToken")
+            return answer(JSONError.response(.conflict, "\(app) names no playLicenseKey: its purchases cannot be verified"))
         }
         let purchase: PlayPurchase
         do {
-            purchase = try verifier.verify(originalJson: Array(body.originalJson.utf8), signature: body.signature)
+            purchase = try verifier.verify(originalJson: Array(json.utf8), signature: signature)
         } catch {
-            return refuse(error, endpoint: "play_purchases")
+            return answer(refuse(error, endpoint: endpoint))
         }
-        guard let token = purchase.purchaseToken, let product = purchase.productId else {
-            return refuse(PurchaseRefusal(.malformed, "the purchase names no token or product"), endpoint: "play_purchases")
+        guard let token = purchase.purchaseToken, !token.isEmpty, let product = purchase.productId else {
+            return answer(refuse(PurchaseRefusal(.malformed, "the purchase names no token or product"), endpoint: endpoint))
         }
-        // Queued before Google is asked: from here, nothing that happens loses the acknowledgement.
-        if let entry = PlayAcknowledger.acknowledgement(of: purchase, app: app, catalog: play.catalog, seenAt: now) {
+        guard play.catalog.knows(product) else {
+            return answer(
+                refuse(
+                    PurchaseRefusal(.unknownProduct, "the catalog of '\(app)' sells no Play product '\(product.prefix(64))'"),
+                    endpoint: endpoint))
+        }
+        let signed = purchase.obfuscatedAccountId.flatMap { $0.isEmpty ? nil : $0 }
+        let claimant =
+            (signed ?? evidence.appAccountToken).map(CustomerKey.appAccount)
+            ?? CustomerKey(kind: .purchase, value: token, marketplace: .googlePlay)
+        return .success(
+            VerifiedEvidence(
+                transactions: [], appAccountToken: evidence.appAccountToken, claimant: claimant,
+                googlePlay: VerifiedPlayPurchase(purchase: purchase, token: token, productId: product, app: play)))
+    }
+
+    /// What to record of a verified Play purchase, or why it is only queued.
+    enum PlaySubmission {
+        /// Google's answer, to record.
+        case record(PurchaseSubmission)
+        /// Google was not asked, or has nothing paid to say, now: the outbox asks again.
+        case queued(String)
+    }
+
+    /// What Google says of a verified Play purchase now: its acknowledgement queued first, durably
+    /// (from here nothing that happens loses it), then, on the editor node, Google asked with one
+    /// retry at most (the app is waiting), its answer to be recorded for the purchase's app account.
+    func playSubmission(_ verified: VerifiedEvidence, _ play: VerifiedPlayPurchase, app: String, now: Date) async
+        -> Result<PlaySubmission, EndpointRefusal>
+    {
+        guard let googlePlay else {
+            return .failure(EndpointRefusal(response: JSONError.response(.serviceUnavailable, "this server takes no Google Play evidence")))
+        }
+        if let entry = PlayAcknowledger.acknowledgement(of: play.purchase, app: app, catalog: play.app.catalog, seenAt: now) {
             do {
                 _ = try await googlePlay.acknowledgements.enqueueAcknowledgement(entry)
             } catch {
-                return storeFailure(error)
+                return .failure(EndpointRefusal(response: storeFailure(error)))
             }
         }
-        func queued(_ why: String) -> Response {
-            var json = JSONWriter()
-            json.beginObject()
-            json.key("queued")
-            json.boolean(true)
-            json.key("reason")
-            json.string(why)
-            json.endObject()
-            return Self.accepted(json.bytes)
+        guard play.purchase.state == .purchased else {
+            return .success(.queued("the payment is pending: nothing is granted until Google says it is paid"))
         }
-        guard purchase.state == .purchased else { return queued("the payment is pending: nothing is granted until Google says it is paid") }
-        guard let client = googlePlay.clients?.client(play, quick: true) else {
-            return queued("Google is asked from the editor node, with the app's service account")
+        guard let client = googlePlay.clients?.client(play.app, quick: true) else {
+            return .success(.queued("Google is asked from the editor node, with the app's service account"))
         }
+        let (token, catalog) = (play.token, play.app.catalog)
         let values: PlayLedgerValues
         do {
             values =
-                play.catalog.isSubscription(product)
-                ? try await client.subscriptionPurchase(token).ledgerValues(token: token, answeredAt: now, catalog: play.catalog)
-                : try await client.productPurchase(token).ledgerValues(token: token, answeredAt: now, catalog: play.catalog)
+                catalog.isSubscription(play.productId)
+                ? try await client.subscriptionPurchase(token).ledgerValues(token: token, answeredAt: now, catalog: catalog)
+                : try await client.productPurchase(token).ledgerValues(token: token, answeredAt: now, catalog: catalog)
         } catch {
             logger.warning("play.purchase.deferred", metadata: ["feed.app": "\(app)", "error": "\(error)"])
-            return queued("Google could not be asked now; the purchase is asked again shortly")
+            return .success(.queued("Google could not be asked now; the purchase is asked again shortly"))
         }
         guard !values.transactions.isEmpty else {
-            return queued("Google shows no paid purchase for this token now; it is asked again")
+            return .success(.queued("Google shows no paid purchase for this token now; it is asked again"))
         }
-        let account = body.appAccount ?? purchase.obfuscatedAccountId
-        let submission = PurchaseSubmission(
-            app: app, receivedAt: now, source: .app, transactions: values.transactions, states: values.states, appAccount: account,
-            transferPolicy: play.transferPolicy)
-        switch await committer.outcome(of: submission) {
-        case .failure(let error): return storeFailure(error)
-        case .success(let outcome):
-            for transfer in outcome.transfers { metrics.recordTransfer(transfer.outcome.rawValue) }
-            if let refusal = outcome.refusal { return refuse(refusal, endpoint: "play_purchases") }
-        }
-        do {
-            guard let record = try await store.customer(app: app, id: account ?? token) else {
-                return JSONError.response(.notFound, "no customer of '\(app)' holds this purchase")
-            }
-            return Self.ok(CustomerAnswer(record, at: now, catalog: config.catalog, full: false).json)
-        } catch {
-            return JSONError.response(.serviceUnavailable, "the purchase store does not answer")
-        }
+        return .success(
+            .record(
+                PurchaseSubmission(
+                    app: app, receivedAt: now, source: .app, transactions: values.transactions, states: values.states,
+                    appAccount: verified.appAccountToken, transferPolicy: play.app.transferPolicy)))
+    }
+
+    /// 202 `{"queued": true, "reason": …}`: evidence taken, whose state is asked of Google later.
+    static func queued(_ reason: String) -> Response {
+        var json = JSONWriter()
+        json.beginObject()
+        json.key("queued")
+        json.boolean(true)
+        json.key("reason")
+        json.string(reason)
+        json.endObject()
+        return Response(
+            status: .accepted, headers: [.contentType: "application/json", .cacheControl: "no-store"],
+            body: ResponseBody(byteBuffer: ByteBuffer(bytes: json.bytes)))
     }
 
     /// `POST /v1/apps/{app}/notifications/google-play`: a Real-time Developer Notification pushed by
@@ -248,11 +255,5 @@ extension PurchaseEndpoints {
         json.boolean(true)
         json.endObject()
         return Self.ok(json.bytes)
-    }
-
-    static func accepted(_ json: [UInt8]) -> Response {
-        Response(
-            status: .accepted, headers: [.contentType: "application/json", .cacheControl: "no-store"],
-            body: ResponseBody(byteBuffer: ByteBuffer(bytes: json)))
     }
 }

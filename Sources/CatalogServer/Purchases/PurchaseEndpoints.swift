@@ -206,7 +206,9 @@ struct PurchaseEndpoints: Sendable {
         switch await presentedEvidence(request, app: app, revision: revision, networkKey: networkKey, limiter: byAddress) {
         case .failure(let refusal): return refusal.response
         case .success(let read):
-            switch await verifyAndRecord(read.evidence, app: app, settings: read.settings, now: now, endpoint: "purchases") {
+            switch await verifyAndRecord(
+                read.evidence, app: app, settings: read.settings, revision: read.revision, now: now, endpoint: "purchases")
+            {
             case .failure(let refusal): return refusal.response
             case .success(let (record, verified)):
                 return Self.ok(
@@ -224,25 +226,39 @@ struct PurchaseEndpoints: Sendable {
     /// content endpoints alike. Refusals are counted under `endpoint`; a purchase another customer
     /// keeps is refused 409 with the presenting customer's own entitlements, so that the app can say
     /// what the person does have instead of dropping the purchase silently.
-    func verifyAndRecord(_ evidence: PresentedEvidence, app: String, settings config: AppPurchases, now: Date, endpoint: String) async
-        -> Result<(CustomerRecord, VerifiedEvidence), EndpointRefusal>
-    {
+    ///
+    /// The App Store's evidence is recorded as it is signed. Google Play's says only that Google
+    /// signed it once: what is recorded is what Google's API says of it now
+    /// (``playSubmission(_:_:app:now:)``), and when Google cannot say it now, the customer is read
+    /// as the ledger holds them, or 202 when it does not hold the purchase yet.
+    func verifyAndRecord(
+        _ evidence: PresentedEvidence, app: String, settings config: AppPurchases, revision: Int, now: Date, endpoint: String
+    ) async -> Result<(CustomerRecord, VerifiedEvidence), EndpointRefusal> {
         func refused(_ response: Response) -> Result<(CustomerRecord, VerifiedEvidence), EndpointRefusal> {
             .failure(EndpointRefusal(response: response))
         }
         let verified: VerifiedEvidence
-        do {
-            verified = try await config.verify(evidence, app: app)
-        } catch {
-            switch error {
-            case .refusal(let refusal): return refused(refuse(refusal, endpoint: endpoint))
-            case .badRequest(let message): return refused(JSONError.response(.badRequest, message))
-            }
+        switch await self.verified(evidence, app: app, settings: config, revision: revision, endpoint: endpoint) {
+        case .failure(let refusal): return .failure(refusal)
+        case .success(let found): verified = found
         }
-        let submission = PurchaseSubmission(
-            app: app, receivedAt: now, source: .app, transactions: verified.transactions.map { Kept($0) },
-            appAccount: verified.appAccountToken,
-            transferPolicy: config.transferPolicy)
+        let submission: PurchaseSubmission
+        if let play = verified.googlePlay {
+            switch await playSubmission(verified, play, app: app, now: now) {
+            case .failure(let refusal): return .failure(refusal)
+            case .success(.record(let found)): submission = found
+            case .success(.queued(let reason)):
+                switch await holder(of: verified, app: app, endpoint: endpoint) {
+                case .success(let record): return .success((record, verified))
+                case .failure(let refusal) where refusal.response.status == .notFound: return refused(Self.queued(reason))
+                case .failure(let refusal): return .failure(refusal)
+                }
+            }
+        } else {
+            submission = PurchaseSubmission(
+                app: app, receivedAt: now, source: .app, transactions: verified.transactions.map { Kept($0) },
+                appAccount: verified.appAccountToken, transferPolicy: config.transferPolicy)
+        }
         let outcome: PurchaseOutcome
         switch await committer.outcome(of: submission) {
         case .success(let recorded): outcome = recorded

@@ -13,7 +13,6 @@ extension CatalogResponder {
             RouteSpec("/v1/apps/{app}/notifications/app-store", .post, metrics: "notifications") { await $0.notification($1) },
             RouteSpec("/v1/apps/{app}/purchases", .post, metrics: "purchases") { await $0.purchase($1) },
             RouteSpec("/v1/apps/{app}/notifications/google-play", .post, metrics: "play_notifications") { await $0.playNotification($1) },
-            RouteSpec("/v1/apps/{app}/purchases/google-play", .post, metrics: "play_purchases") { await $0.playPurchase($1) },
             // "lookup" is no key (keys are UUIDs and Apple's numeric ids): matched before `{id}`.
             // A lookup reads `?at=` before the method.
             RouteSpec("/v1/apps/{app}/customers/lookup", .post, metrics: "customer_lookup", methodRefusal: .byHandler) {
@@ -30,7 +29,7 @@ extension CatalogResponder {
         }
     }
 
-    /// `POST /v1/apps/{app}/purchases`: evidence an app sends.
+    /// `POST /v1/apps/{app}/purchases`: evidence an app sends, of either store.
     func purchase(_ call: RouteCall) async -> Response {
         await withPurchases(call) { purchases, revision, now in
             await purchases.purchase(call.request, app: call.app, revision: revision, networkKey: networkKey(call), now: now)
@@ -41,13 +40,6 @@ extension CatalogResponder {
     func playNotification(_ call: RouteCall) async -> Response {
         await withPurchases(call) { purchases, revision, now in
             await purchases.playNotification(call.request, app: call.app, revision: revision, now: now)
-        }
-    }
-
-    /// `POST /v1/apps/{app}/purchases/google-play`: a purchase an Android app presents.
-    func playPurchase(_ call: RouteCall) async -> Response {
-        await withPurchases(call) { purchases, revision, now in
-            await purchases.playPurchase(call.request, app: call.app, revision: revision, networkKey: networkKey(call), now: now)
         }
     }
 
