@@ -80,7 +80,7 @@ extension PurchaseSubmission {
             body: body)
         return PurchaseSubmission(
             app: app, receivedAt: receivedAt, source: .notification, notification: raw,
-            notificationEvent: .appStore(notification: type, subtype: subtype),
+            storeEvent: .appStore(notification: type, subtype: subtype),
             transactions: verified.transaction.map { [Kept($0)] } ?? [], states: verified.renewalInfo.map { [Kept($0)] } ?? [],
             transferPolicy: transferPolicy)
     }

@@ -157,9 +157,7 @@ public func buildApplication(
     if let purchases, let purchaseStore, let playStore, let playClients {
         // What Google says of a purchase claims it for no one: the app account it names does.
         let record: @Sendable (String, PlayLedgerValues) async throws -> Void = { app, values in
-            let submission = PurchaseSubmission(
-                app: app, receivedAt: Date(), source: .storeAPI, transactions: values.transactions, states: values.states)
-            _ = try await purchases.committer.outcome(of: submission).get()
+            _ = try await purchases.committer.outcome(of: values.submission(app: app, receivedAt: Date(), source: .storeAPI)).get()
         }
         // An app's Play settings at the revision it serves.
         let playApp: @Sendable (String) async -> PlayApp? = { app in

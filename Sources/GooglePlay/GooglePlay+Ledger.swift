@@ -95,6 +95,19 @@ public struct PlayLedgerValues: Sendable, Hashable {
     public var transactions: [Kept<LedgerTransaction>] = []
     /// A subscription's renewal state.
     public var states: [Kept<SubscriptionState>] = []
+    /// The change the answer's subscription state is, for the developer's webhook: expired, in a
+    /// grace period, on hold. Nil for the others: each order then says (started, renewed, refunded).
+    public var event: WebhookEventType?
+
+    /// These values as evidence of `app` to record.
+    public func submission(
+        app: String, receivedAt: Date, source: EvidenceSource, appAccount: String? = nil,
+        transferPolicy: PurchaseTransferPolicy = .keep
+    ) -> PurchaseSubmission {
+        PurchaseSubmission(
+            app: app, receivedAt: receivedAt, source: source, storeEvent: event, transactions: transactions, states: states,
+            appAccount: appAccount, transferPolicy: transferPolicy)
+    }
 }
 
 extension RevocationReason {
@@ -150,6 +163,12 @@ extension PlaySubscriptionPurchase {
                 offerIdentifier: item.offerDetails?.offerId, environment: environment)
             values.transactions.append(Kept(transaction, json: PlayKeptJSON.encode(transaction, token: token, answer: self)))
             latestExpiry = max(latestExpiry ?? expires, expires)
+        }
+        switch subscriptionState {
+        case State.expired?: values.event = .expired
+        case State.inGracePeriod?: values.event = .inGracePeriod
+        case State.onHold?: values.event = .billingRetry
+        default: break
         }
         // Google retries a failed renewal in a grace period (access continues) and on hold (it does not).
         if let expires = latestExpiry, lineItems?.contains(where: { $0.autoRenewingPlan != nil }) == true {

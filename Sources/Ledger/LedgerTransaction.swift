@@ -88,6 +88,12 @@ public struct LedgerTransaction: Codable, Sendable, Hashable {
         return nil
     }
 
+    /// Whether it renews its purchase rather than begins it: the App Store's first transaction is
+    /// its own original; Google Play's renewal orders are the first order's id with `..n` after it.
+    public var isRenewal: Bool {
+        marketplace == .googlePlay ? transactionId?.contains("..") ?? false : purchase != transactionId
+    }
+
     enum CodingKeys: String, CodingKey {
         case transactionId
         case purchaseKey = "originalTransactionId"

@@ -74,9 +74,11 @@ public struct PurchaseSubmission: Sendable {
     public var source: EvidenceSource
     /// The notification, kept raw; nil for an app's request.
     public var notification: RawNotification?
-    /// What the notification means for the developer's webhook, as its store's adapter reads its
-    /// type (``WebhookEventType``); nil when it changes no entitlement. Unused for an app's request.
-    public var notificationEvent: WebhookEventType?
+    /// What the store says happened, for the developer's webhook (``WebhookEventType``): a
+    /// notification's type as its store's adapter reads it (nil when it changes no entitlement), or
+    /// the state a store's answer gives a subscription when that state is the change (Google Play's
+    /// expiry, grace period, hold). Nil otherwise: each transaction then says (``WebhookEvent/derive(from:outcome:)``).
+    public var storeEvent: WebhookEventType?
     /// A replay of a stored notification (`catalog purchases rebuild`): its raw row is not written again.
     public var isReplay: Bool
     /// The verified transactions, each with the JSON its store keeps.
@@ -92,14 +94,14 @@ public struct PurchaseSubmission: Sendable {
     /// Evidence of `app` to record.
     public init(
         app: String, receivedAt: Date, source: EvidenceSource, notification: RawNotification? = nil,
-        notificationEvent: WebhookEventType? = nil, isReplay: Bool = false, transactions: [Kept<LedgerTransaction>] = [],
+        storeEvent: WebhookEventType? = nil, isReplay: Bool = false, transactions: [Kept<LedgerTransaction>] = [],
         states: [Kept<SubscriptionState>] = [], appAccount: String? = nil, transferPolicy: PurchaseTransferPolicy = .keep
     ) {
         self.app = app
         self.receivedAt = receivedAt
         self.source = source
         self.notification = notification
-        self.notificationEvent = notificationEvent
+        self.storeEvent = storeEvent
         self.isReplay = isReplay
         self.transactions = transactions
         self.states = states

@@ -72,9 +72,10 @@ public struct WebhookEvent: Sendable, Hashable {
     }
 
     /// The events one recorded submission causes: for a notification, the one its store's adapter
-    /// read its type as (``PurchaseSubmission/notificationEvent``), for each transaction it carries;
-    /// for an app's request, by each transaction (revoked: refunded; the first of its purchase:
-    /// started; a later one: renewed); plus one per transfer made. None for a duplicate notification.
+    /// read its type as (``PurchaseSubmission/storeEvent``), for each transaction it carries;
+    /// otherwise by each transaction (revoked: refunded; else the state the store's answer gives,
+    /// when it gives one; else the first of its purchase: started, a later one: renewed); plus one per
+    /// transfer made. None for a duplicate notification.
     public static func derive(from submission: PurchaseSubmission, outcome: PurchaseOutcome) -> [WebhookEvent] {
         guard !outcome.duplicate else { return [] }
         var events: [WebhookEvent] = []
@@ -82,11 +83,11 @@ public struct WebhookEvent: Sendable, Hashable {
             guard let transactionId = transaction.transactionId, let key = transaction.purchase else { continue }
             let type: WebhookEventType?
             if submission.notification != nil {
-                type = submission.notificationEvent
+                type = submission.storeEvent
             } else if transaction.revocationDate != nil {
                 type = .refundedOrRevoked
             } else {
-                type = key == transactionId ? .started : .renewed
+                type = submission.storeEvent ?? (transaction.isRenewal ? .renewed : .started)
             }
             guard let type else { continue }
             events.append(

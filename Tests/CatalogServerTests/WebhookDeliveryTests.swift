@@ -111,7 +111,7 @@ enum WebhookScenarios {
             notification: RawNotification(
                 app: app, notificationId: uuid, notificationType: type, subtype: subtype, environment: "Production",
                 signedDate: transaction.signedDate, receivedAt: start, body: "{\"signedPayload\":\"\(uuid)\"}"),
-            notificationEvent: .appStore(notification: type, subtype: subtype), transactions: [Kept(transaction)])
+            storeEvent: .appStore(notification: type, subtype: subtype), transactions: [Kept(transaction)])
     }
 
     static func service(

@@ -56,10 +56,17 @@ import Testing
     struct Kept {
         var transactions: [LedgerTransaction] = []
         var states: [SubscriptionState] = []
+        /// The webhook's events, each once by its id as the outbox keeps them: `type order`.
+        var events: [String] = []
+        var eventIds: Set<String> = []
 
         mutating func add(_ values: PlayLedgerValues) {
             transactions += values.transactions.map(\.value)
             states += values.states.map(\.value)
+            let submission = values.submission(app: "com.example.game", receivedAt: .now, source: .storeAPI)
+            for event in WebhookEvent.derive(from: submission, outcome: PurchaseOutcome()) where eventIds.insert(event.id).inserted {
+                events.append("\(event.type.rawValue) \(event.transactionId ?? "")")
+            }
         }
 
         func ledger() -> Ledger {
@@ -135,6 +142,12 @@ import Testing
         let refunded = try #require(kept.ledger().periods.last)
         #expect(refunded.revocationDate == Self.date("2026-07-01T00:00:00Z"))
         #expect(refunded.revocationReason == .appIssue)
+        // The developer's webhook heard each change once, however often Google was asked.
+        #expect(
+            kept.events == [
+                "started GPA.1111", "renewed GPA.1111..0", "inGracePeriod GPA.1111..0", "billingRetry GPA.1111..0",
+                "renewed GPA.1111..1", "started GPA.2222", "expired GPA.1111..1", "refundedOrRevoked GPA.2222",
+            ])
         // Every answer again, in another order: the same ledger.
         var shuffled = Kept()
         shuffled.transactions = kept.transactions.reversed()

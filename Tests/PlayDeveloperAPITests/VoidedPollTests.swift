@@ -51,10 +51,7 @@ enum VoidedPollScenarios {
 
     private static func run(_ setup: PlayAPIClientTests.Setup, _ store: any Store) async throws {
         let record: @Sendable (String, PlayLedgerValues) async throws -> Void = { app, values in
-            _ = try await store.record([
-                PurchaseSubmission(
-                    app: app, receivedAt: Date(), source: .storeAPI, transactions: values.transactions, states: values.states)
-            ])
+            _ = try await store.record([values.submission(app: app, receivedAt: Date(), source: .storeAPI)])
         }
         let answered = setup.clock.now.addingTimeInterval(-86_400)
         for (order, token) in [("GPA.a", "token-a"), ("GPA.b", "token-b"), ("GPA.c", "token-c")] {

@@ -80,7 +80,7 @@ enum PurchaseMigration {
             notification: RawNotification(
                 app: app, notificationId: "n-renew", notificationType: "DID_RENEW", subtype: nil, environment: "Production",
                 signedDate: nil, receivedAt: Date(timeIntervalSince1970: 1_740_873_600), body: "{}"),
-            notificationEvent: .appStore(notification: "DID_RENEW", subtype: nil), transactions: [])
+            storeEvent: .appStore(notification: "DID_RENEW", subtype: nil), transactions: [])
         #expect(try await store.record([again]).first?.duplicate == true)
     }
 }

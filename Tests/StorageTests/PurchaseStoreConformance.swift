@@ -29,7 +29,7 @@ enum PurchaseStoreConformance {
             notification: RawNotification(
                 app: app, notificationId: uuid, notificationType: type, subtype: nil, environment: "Production",
                 signedDate: transaction?.signedDate, receivedAt: received, body: "{\"signedPayload\":\"\(uuid)\"}"),
-            notificationEvent: .appStore(notification: type, subtype: nil), transactions: transaction.map { [Kept($0)] } ?? [],
+            storeEvent: .appStore(notification: type, subtype: nil), transactions: transaction.map { [Kept($0)] } ?? [],
             states: info.map { [Kept($0)] } ?? [])
     }
 

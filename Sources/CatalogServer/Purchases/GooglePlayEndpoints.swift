@@ -132,9 +132,9 @@ extension PurchaseEndpoints {
         }
         return .success(
             .record(
-                PurchaseSubmission(
-                    app: app, receivedAt: now, source: .app, transactions: values.transactions, states: values.states,
-                    appAccount: verified.appAccountToken, transferPolicy: play.app.transferPolicy)))
+                values.submission(
+                    app: app, receivedAt: now, source: .app, appAccount: verified.appAccountToken, transferPolicy: play.app.transferPolicy))
+        )
     }
 
     /// 202 `{"queued": true, "reason": …}`: evidence taken, whose state is asked of Google later.
