@@ -30,16 +30,18 @@ extension SubscriptionState {
 
 extension Kept<LedgerTransaction> {
     /// A verified transaction as the store keeps it: its ledger value, and Apple's whole payload,
-    /// whose field names are the ones the ledger reads back.
-    public init(_ transaction: JWSTransactionDecodedPayload) {
-        self.init(LedgerTransaction(transaction), json: LedgerJSON.encode(transaction))
+    /// whose field names are the ones the ledger reads back: `signedJSON`, the payload as Apple
+    /// signed it, when the caller has it, else the decoded payload written again.
+    public init(_ transaction: JWSTransactionDecodedPayload, signedJSON: String? = nil) {
+        self.init(LedgerTransaction(transaction), json: signedJSON ?? LedgerJSON.encode(transaction))
     }
 }
 
 extension Kept<SubscriptionState> {
-    /// A verified renewal info as the store keeps it.
-    public init(_ renewal: JWSRenewalInfoDecodedPayload) {
-        self.init(SubscriptionState(renewal), json: LedgerJSON.encode(renewal))
+    /// A verified renewal info as the store keeps it: `signedJSON`, the payload as Apple signed it,
+    /// when the caller has it, else the decoded payload written again.
+    public init(_ renewal: JWSRenewalInfoDecodedPayload, signedJSON: String? = nil) {
+        self.init(SubscriptionState(renewal), json: signedJSON ?? LedgerJSON.encode(renewal))
     }
 }
 
@@ -81,7 +83,8 @@ extension PurchaseSubmission {
         return PurchaseSubmission(
             app: app, receivedAt: receivedAt, source: .notification, notification: raw,
             storeEvent: .appStore(notification: type, subtype: subtype),
-            transactions: verified.transaction.map { [Kept($0)] } ?? [], states: verified.renewalInfo.map { [Kept($0)] } ?? [],
+            transactions: verified.transaction.map { [Kept($0, signedJSON: verified.transactionJSON)] } ?? [],
+            states: verified.renewalInfo.map { [Kept($0, signedJSON: verified.renewalInfoJSON)] } ?? [],
             transferPolicy: transferPolicy)
     }
 }

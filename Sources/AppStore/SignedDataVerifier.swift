@@ -59,24 +59,34 @@ public final class SignedDataVerifier: Sendable {
 
     /// Verifies a signed transaction and binds it to the app (bundle id, environment).
     public func verifyAndDecodeTransaction(_ jws: String) async throws(PurchaseRefusal) -> JWSTransactionDecodedPayload {
-        let (transaction, signer) = try await authenticate(jws, as: JWSTransactionDecodedPayload.self) { $0.signedDate }
+        try await verifiedTransaction(jws).payload
+    }
+
+    /// ``verifyAndDecodeTransaction(_:)``, with the payload's JSON as Apple signed it.
+    func verifiedTransaction(_ jws: String) async throws(PurchaseRefusal) -> (payload: JWSTransactionDecodedPayload, json: [UInt8]) {
+        let (transaction, signer, json) = try await authenticate(jws, as: JWSTransactionDecodedPayload.self) { $0.signedDate }
         try checkBundle(transaction.bundleId, what: "transaction")
         try checkEnvironment(transaction.environment, signer: signer, what: "transaction")
-        return transaction
+        return (transaction, json)
     }
 
     /// Verifies a subscription's renewal info and checks its environment. It names no app: a caller
     /// binds it through its `originalTransactionId`, as a notification does.
     public func verifyAndDecodeRenewalInfo(_ jws: String) async throws(PurchaseRefusal) -> JWSRenewalInfoDecodedPayload {
-        let (renewal, signer) = try await authenticate(jws, as: JWSRenewalInfoDecodedPayload.self) { $0.signedDate }
+        try await verifiedRenewalInfo(jws).payload
+    }
+
+    /// ``verifyAndDecodeRenewalInfo(_:)``, with the payload's JSON as Apple signed it.
+    func verifiedRenewalInfo(_ jws: String) async throws(PurchaseRefusal) -> (payload: JWSRenewalInfoDecodedPayload, json: [UInt8]) {
+        let (renewal, signer, json) = try await authenticate(jws, as: JWSRenewalInfoDecodedPayload.self) { $0.signedDate }
         try checkEnvironment(renewal.environment, signer: signer, what: "renewal info")
-        return renewal
+        return (renewal, json)
     }
 
     /// Verifies an AppTransaction at its `receiptCreationDate` and binds it to the app (bundle id,
     /// `appAppleId` in production, environment).
     public func verifyAndDecodeAppTransaction(_ jws: String) async throws(PurchaseRefusal) -> AppTransaction {
-        let (appTransaction, signer) = try await authenticate(jws, as: AppTransaction.self) { $0.receiptCreationDate }
+        let (appTransaction, signer, _) = try await authenticate(jws, as: AppTransaction.self) { $0.receiptCreationDate }
         try checkBundle(appTransaction.bundleId, what: "AppTransaction")
         try checkEnvironment(appTransaction.receiptType, signer: signer, what: "AppTransaction")
         try checkAppAppleId(appTransaction.appAppleId, environment: appTransaction.receiptType, what: "AppTransaction")
@@ -99,6 +109,11 @@ public final class SignedDataVerifier: Sendable {
         public var transaction: JWSTransactionDecodedPayload?
         /// `data.signedRenewalInfo`, verified and bound to the notification's environment and transaction.
         public var renewalInfo: JWSRenewalInfoDecodedPayload?
+        /// The transaction's JSON exactly as Apple signed it: what the store keeps, never written
+        /// again (Foundation's encoding of the two payloads was 6% of a stored notification's CPU).
+        public var transactionJSON: String?
+        /// The renewal info's JSON exactly as Apple signed it.
+        public var renewalInfoJSON: String?
         /// `appData.signedAppTransactionInfo`, verified and bound to the notification's app and environment.
         public var appTransaction: AppTransaction?
     }
@@ -110,7 +125,7 @@ public final class SignedDataVerifier: Sendable {
     /// cannot be carried in.
     public func verifyAndDecodeNotification(_ body: String) async throws(PurchaseRefusal) -> VerifiedNotification {
         let jws = try Self.signedPayload(of: body)
-        let (payload, signer) = try await authenticate(jws, as: ResponseBodyV2DecodedPayload.self) { $0.signedDate }
+        let (payload, signer, _) = try await authenticate(jws, as: ResponseBodyV2DecodedPayload.self) { $0.signedDate }
         let named = payload.app
         try checkBundle(named.bundleId, what: "notification")
         try checkEnvironment(named.environment, signer: signer, what: "notification")
@@ -118,8 +133,8 @@ public final class SignedDataVerifier: Sendable {
 
         var verified = VerifiedNotification(payload: payload)
         if let nested = payload.data?.signedTransactionInfo {
-            let transaction = try await nestedRefusal("signedTransactionInfo") { () async throws(PurchaseRefusal) in
-                try await verifyAndDecodeTransaction(nested)
+            let (transaction, json) = try await nestedRefusal("signedTransactionInfo") { () async throws(PurchaseRefusal) in
+                try await verifiedTransaction(nested)
             }
             guard transaction.bundleId == named.bundleId else {
                 throw PurchaseRefusal(
@@ -134,10 +149,11 @@ public final class SignedDataVerifier: Sendable {
                 )
             }
             verified.transaction = transaction
+            verified.transactionJSON = String(decoding: json, as: UTF8.self)
         }
         if let nested = payload.data?.signedRenewalInfo {
-            let renewal = try await nestedRefusal("signedRenewalInfo") { () async throws(PurchaseRefusal) in
-                try await verifyAndDecodeRenewalInfo(nested)
+            let (renewal, json) = try await nestedRefusal("signedRenewalInfo") { () async throws(PurchaseRefusal) in
+                try await verifiedRenewalInfo(nested)
             }
             guard renewal.environment == named.environment else {
                 throw PurchaseRefusal(
@@ -152,6 +168,7 @@ public final class SignedDataVerifier: Sendable {
                 )
             }
             verified.renewalInfo = renewal
+            verified.renewalInfoJSON = String(decoding: json, as: UTF8.self)
         }
         if let nested = payload.appData?.signedAppTransactionInfo {
             let appTransaction = try await nestedRefusal("signedAppTransactionInfo") { () async throws(PurchaseRefusal) in
@@ -257,7 +274,7 @@ public final class SignedDataVerifier: Sendable {
     /// Parses, authenticates and decodes a JWS: everything but the claims.
     func authenticate<T: Decodable>(
         _ text: String, as type: T.Type, date: (T) -> Date?
-    ) async throws(PurchaseRefusal) -> (T, Signer) {
+    ) async throws(PurchaseRefusal) -> (T, Signer, json: [UInt8]) {
         let jws = try CompactJWS(text, headers: headers)
         // A fixed algorithm, never the token's choice: this is what stops alg "none" and HS256 keyed
         // with the public key.
@@ -302,7 +319,7 @@ public final class SignedDataVerifier: Sendable {
         // Cached only now: a chain that merely validates (Apple's public certificates under anybody's
         // signature) never takes a place, so refused tokens cannot push genuine chains out.
         if let newChain { chains.insert(newChain.entry, for: newChain.key) }
-        return (payload, signer)
+        return (payload, signer, jws.payload)
     }
 
     /// The leaf's key once the chain is known good at `date`: from the cache, or by validating it, and

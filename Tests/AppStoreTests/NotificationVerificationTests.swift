@@ -1,5 +1,6 @@
 import AppStore
 import AppStoreTestSupport
+import FeedSigning
 import Foundation
 import Ledger
 import Testing
@@ -28,6 +29,35 @@ import Testing
             #expect(verified.transaction?.transactionId == "2000000000000001")
             #expect(verified.renewalInfo?.autoRenewStatus == .on)
         }
+    }
+
+    /// The nested payloads are kept as Apple signed them, not written again, and read back as the
+    /// ledger's values of what was verified: a field the models do not know, and a fractional date,
+    /// change nothing.
+    @Test func theNestedPayloadsAreKeptAsSigned() async throws {
+        let pki = try PKI.ecdsa()
+        let verifier = SignedDataVerifier(trust: pki.trust, app: Self.app)
+        let transaction = PKI.transaction(["appleAddsThisLater": ["nested": true], "purchaseDate": 1_735_603_200_000.5])
+        let renewal = PKI.renewalInfo(["isInBillingRetryPeriod": true, "gracePeriodExpiresDate": 1_738_368_000_000])
+        let (transactionJWS, renewalJWS) = (try pki.jws(payload: transaction), try pki.jws(payload: renewal))
+        let verified = try await verifier.verifyAndDecodeNotification(
+            try pki.jws(
+                payload: PKI.notification(
+                    type: "DID_FAIL_TO_RENEW", data: ["signedTransactionInfo": transactionJWS, "signedRenewalInfo": renewalJWS])))
+        func signedPayload(_ jws: String) -> String? {
+            Base64URL.decode(jws.split(separator: ".")[1]).map { String(decoding: $0, as: UTF8.self) }
+        }
+        #expect(verified.transactionJSON == signedPayload(transactionJWS))
+        #expect(verified.renewalInfoJSON == signedPayload(renewalJWS))
+        let submission = try #require(
+            PurchaseSubmission.notification(verified, app: "com.example.app", body: "", receivedAt: .now, transferPolicy: .keep))
+        let kept = try #require(submission.transactions.first)
+        #expect(kept.json == verified.transactionJSON)
+        #expect(LedgerJSON.decode(LedgerTransaction.self, kept.json) == kept.value)
+        let state = try #require(submission.states.first)
+        #expect(state.json == verified.renewalInfoJSON)
+        #expect(LedgerJSON.decode(SubscriptionState.self, state.json) == state.value)
+        #expect(state.value.isInBillingRetryPeriod == true)
     }
 
     @Test func aTestNotificationAndAnUnknownTypeAreRead() async throws {
