@@ -55,33 +55,54 @@ public enum Base64URL {
     /// tokens a second against 5,999).
     @inlinable
     public static func decode<Bytes: Collection<UInt8>>(bytes text: Bytes) -> [UInt8]? {
+        if let decoded = text.withContiguousStorageIfAvailable({ decode(contiguous: $0) }) { return decoded }
+        return Array(text).withUnsafeBufferPointer { decode(contiguous: $0) }
+    }
+
+    /// ``decode(bytes:)`` over contiguous bytes, four characters to three bytes at a time into an
+    /// output sized once: byte by byte, with an append each, it was 2.5% of a stored notification's
+    /// CPU (a notification's three JWS carry about 20 KiB of base64url).
+    @usableFromInline
+    static func decode(contiguous text: UnsafeBufferPointer<UInt8>) -> [UInt8]? {
         let remainder = text.count % 4
         guard remainder != 1 else { return nil }
-        var output: [UInt8] = []
-        output.reserveCapacity(text.count * 3 / 4)
-        var accumulator: UInt32 = 0
-        var bits: UInt32 = 0
-        var last: UInt8 = 0
-        // One table lookup per character, without bounds checks: the index is a byte, the table 256 long.
-        let valid = values.withUnsafeBufferPointer { table in
-            for character in text {
-                let value = table[Int(character)]
-                guard value != 0xFF else { return false }
-                accumulator = (accumulator << 6) | UInt32(value)
-                bits += 6
-                if bits >= 8 {
-                    bits -= 8
-                    output.append(UInt8(truncatingIfNeeded: accumulator >> bits))
+        let whole = text.count - remainder
+        let outputCount = whole / 4 * 3 + (remainder == 0 ? 0 : remainder - 1)
+        var valid = true
+        let output = values.withUnsafeBufferPointer { table in
+            [UInt8](unsafeUninitializedCapacity: outputCount) { buffer, initialized in
+                var out = 0
+                var index = 0
+                // Every value is under 64: any 0xFF among four shows in their OR.
+                while index < whole {
+                    let a = table[Int(text[index])], b = table[Int(text[index + 1])]
+                    let c = table[Int(text[index + 2])], d = table[Int(text[index + 3])]
+                    guard (a | b | c | d) & 0xC0 == 0 else {
+                        valid = false
+                        break
+                    }
+                    buffer[out] = a << 2 | b >> 4
+                    buffer[out + 1] = b << 4 | c >> 2
+                    buffer[out + 2] = c << 6 | d
+                    out += 3
+                    index += 4
                 }
-                last = value
+                if valid, remainder > 0 {
+                    let a = table[Int(text[whole])], b = table[Int(text[whole + 1])]
+                    let c = remainder == 3 ? table[Int(text[whole + 2])] : 0
+                    // Bits left over must be zero: "AB" and "AC" must not both decode to the same byte.
+                    if (a | b | c) & 0xC0 != 0 || (remainder == 2 && b & 0x0F != 0) || (remainder == 3 && c & 0x03 != 0) {
+                        valid = false
+                    } else {
+                        buffer[out] = a << 2 | b >> 4
+                        if remainder == 3 { buffer[out + 1] = b << 4 | c >> 2 }
+                        out += remainder - 1
+                    }
+                }
+                initialized = valid ? out : 0
             }
-            return true
         }
-        guard valid else { return nil }
-        // Bits left over must be zero: "AB" and "AC" must not both decode to the same byte.
-        if remainder == 2, last & 0x0F != 0 { return nil }
-        if remainder == 3, last & 0x03 != 0 { return nil }
-        return output
+        return valid ? output : nil
     }
 
     /// Whether `byte` is one of base64url's 64 characters.
