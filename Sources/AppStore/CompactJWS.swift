@@ -27,27 +27,31 @@ struct CompactJWS {
         guard bytes.count <= Self.maximumBytes else {
             throw PurchaseRefusal(.malformed, "JWS is \(bytes.count) bytes, over the \(Self.maximumBytes)-byte limit")
         }
-        let dots = bytes.indices.filter { bytes[$0] == UInt8(ascii: ".") }
-        guard dots.count == 2 else {
-            throw PurchaseRefusal(.malformed, "not a compact JWS: \(dots.count + 1) dot-separated parts, not 3")
+        // The two dots, found without listing every index: this runs on 20 KiB a notification.
+        let dot = UInt8(ascii: ".")
+        guard let first = bytes.firstIndex(of: dot), let second = bytes[(first + 1)...].firstIndex(of: dot),
+            !bytes[(second + 1)...].contains(dot)
+        else {
+            let parts = bytes.reduce(1) { $1 == dot ? $0 + 1 : $0 }
+            throw PurchaseRefusal(.malformed, "not a compact JWS: \(parts) dot-separated parts, not 3")
         }
-        let encodedHeader = Array(bytes[..<dots[0]])
+        let encodedHeader = Array(bytes[..<first])
         if let known = headers?.header(for: encodedHeader) {
             header = known
         } else {
             header = try Self.decodeHeader(encodedHeader)
             headers?.insert(header, for: encodedHeader)
         }
-        guard let payloadBytes = Base64URL.decode(bytes: bytes[(dots[0] + 1)..<dots[1]]) else {
+        guard let payloadBytes = Base64URL.decode(bytes: bytes[(first + 1)..<second]) else {
             throw PurchaseRefusal(.malformed, "JWS payload is not base64url")
         }
         payload = payloadBytes
         // An empty signature (alg none) decodes to no bytes; the algorithm check refuses it.
-        guard let signatureBytes = Base64URL.decode(bytes: bytes[(dots[1] + 1)...]) else {
+        guard let signatureBytes = Base64URL.decode(bytes: bytes[(second + 1)...]) else {
             throw PurchaseRefusal(.malformed, "JWS signature is not base64url")
         }
         signature = signatureBytes
-        signingInput = bytes[..<dots[1]]
+        signingInput = bytes[..<second]
     }
 
     static func decodeHeader(_ encoded: [UInt8]) throws(PurchaseRefusal) -> Header {
