@@ -156,7 +156,7 @@ public func buildApplication(
     // Google Play's acknowledgement outbox (docs/google-play.md, "Acknowledgement"), on the editor node.
     if let purchases, let purchaseStore, let playStore, let playClients {
         // What Google says of a purchase claims it for no one: the app account it names does.
-        let record: @Sendable (String, PlayLedgerValues) async throws -> Void = { app, values in
+        let record: PlayLedgerRecorder = { app, values in
             _ = try await purchases.committer.outcome(of: values.submission(app: app, receivedAt: Date(), source: .storeAPI)).get()
         }
         // An app's Play settings at the revision it serves.

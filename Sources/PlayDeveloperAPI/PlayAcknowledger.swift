@@ -2,6 +2,10 @@ import Foundation
 import GooglePlay
 import Ledger
 
+/// Records what Google said of a purchase in the ledger: the acknowledger's and the voided
+/// purchases poll's one way into it.
+public typealias PlayLedgerRecorder = @Sendable (_ app: String, _ values: PlayLedgerValues) async throws -> Void
+
 /// Tells Google Play of each purchase it must hear of within its window (docs/google-play.md,
 /// "Acknowledgement"), from the durable outbox: Google refunds and revokes a purchase not
 /// acknowledged (or consumed) within three days of its payment. Each attempt first asks Google for
@@ -23,14 +27,14 @@ public struct PlayAcknowledger: Sendable {
     /// The app's Play catalog, to map what Google says.
     let catalog: @Sendable (String) async -> PlayCatalog
     /// Records what Google said of a purchase in the ledger.
-    let record: @Sendable (_ app: String, _ values: PlayLedgerValues) async throws -> Void
+    let record: PlayLedgerRecorder
     let now: @Sendable () -> Date
 
     /// An acknowledger.
     public init(
         store: any StoreAcknowledgementStore, client: @escaping @Sendable (String) async -> PlayDeveloperAPIClient?,
         catalog: @escaping @Sendable (String) async -> PlayCatalog,
-        record: @escaping @Sendable (_ app: String, _ values: PlayLedgerValues) async throws -> Void,
+        record: @escaping PlayLedgerRecorder,
         now: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.store = store

@@ -15,13 +15,13 @@ public struct PlayVoidedPoller: Sendable {
 
     let positions: any PollPositionStore
     let purchases: any PurchaseStore
-    let record: @Sendable (_ app: String, _ values: PlayLedgerValues) async throws -> Void
+    let record: PlayLedgerRecorder
     let now: @Sendable () -> Date
 
     /// A poller keeping its positions in `positions`, finding voided orders in `purchases`.
     public init(
         positions: any PollPositionStore, purchases: any PurchaseStore,
-        record: @escaping @Sendable (_ app: String, _ values: PlayLedgerValues) async throws -> Void,
+        record: @escaping PlayLedgerRecorder,
         now: @escaping @Sendable () -> Date = { Date() }
     ) {
         self.positions = positions

@@ -50,7 +50,7 @@ enum VoidedPollScenarios {
     }
 
     private static func run(_ setup: PlayAPIClientTests.Setup, _ store: any Store) async throws {
-        let record: @Sendable (String, PlayLedgerValues) async throws -> Void = { app, values in
+        let record: PlayLedgerRecorder = { app, values in
             _ = try await store.record([values.submission(app: app, receivedAt: Date(), source: .storeAPI)])
         }
         let answered = setup.clock.now.addingTimeInterval(-86_400)

@@ -219,7 +219,7 @@ extension PurchaseEndpoints {
     /// `evidence` verified as `app`'s at `revision`: Google Play's by the app's licence key
     /// (``verifyPlay(_:app:revision:endpoint:)``), the App Store's by ``AppPurchases/verify(_:app:)``.
     /// The one path from presented evidence to verified evidence; refusals are counted under `endpoint`.
-    func verified(_ evidence: PresentedEvidence, app: String, settings: AppPurchases, revision: Int, endpoint: String) async
+    func verifyEvidence(_ evidence: PresentedEvidence, app: String, settings: AppPurchases, revision: Int, endpoint: String) async
         -> Result<VerifiedEvidence, EndpointRefusal>
     {
         if evidence.isGooglePlay { return await verifyPlay(evidence, app: app, revision: revision, endpoint: endpoint) }
@@ -247,7 +247,7 @@ extension PurchaseEndpoints {
         -> Result<EvidencedCustomer, EndpointRefusal>
     {
         let verified: VerifiedEvidence
-        switch await self.verified(evidence, app: app, settings: settings, revision: revision, endpoint: endpoint) {
+        switch await verifyEvidence(evidence, app: app, settings: settings, revision: revision, endpoint: endpoint) {
         case .failure(let refusal): return .failure(refusal)
         case .success(let found): verified = found
         }

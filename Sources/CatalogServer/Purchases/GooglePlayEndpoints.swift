@@ -76,10 +76,13 @@ extension PurchaseEndpoints {
                     PurchaseRefusal(.unknownProduct, "the catalog of '\(app)' sells no Play product '\(product.prefix(64))'"),
                     endpoint: endpoint))
         }
-        let signed = purchase.obfuscatedAccountId.flatMap { $0.isEmpty ? nil : $0 }
-        let claimant =
-            (signed ?? evidence.appAccountToken).map(CustomerKey.appAccount)
-            ?? CustomerKey(kind: .purchase, value: token, marketplace: .googlePlay)
+        // The rule every store's evidence names its customer by, over what Google signed.
+        let signed = LedgerTransaction(
+            marketplace: .googlePlay, transactionId: purchase.orderId, purchaseKey: token, productId: product, purchaseDate: nil,
+            kind: nil, appAccount: purchase.obfuscatedAccountId, signedDate: nil, environment: nil)
+        guard let claimant = CustomerKey.of(signed, appAccount: evidence.appAccountToken) else {
+            return answer(refuse(PurchaseRefusal(.malformed, "the purchase names no token"), endpoint: endpoint))
+        }
         return .success(
             VerifiedEvidence(
                 transactions: [], appAccountToken: evidence.appAccountToken, claimant: claimant,

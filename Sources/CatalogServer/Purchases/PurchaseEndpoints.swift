@@ -238,7 +238,7 @@ struct PurchaseEndpoints: Sendable {
             .failure(EndpointRefusal(response: response))
         }
         let verified: VerifiedEvidence
-        switch await self.verified(evidence, app: app, settings: config, revision: revision, endpoint: endpoint) {
+        switch await verifyEvidence(evidence, app: app, settings: config, revision: revision, endpoint: endpoint) {
         case .failure(let refusal): return .failure(refusal)
         case .success(let found): verified = found
         }
