@@ -132,6 +132,16 @@ import _CryptoExtras
         await standIn.stop()
     }
 
+    /// Every entry of the acknowledgement outbox, whatever its state: the server's Play service
+    /// makes a pass when it starts, which under load may come after a test has queued an entry.
+    static func outbox(_ server: Tests.Server) async throws -> [StoreAcknowledgement] {
+        var entries: [StoreAcknowledgement] = []
+        for state in [StoreAcknowledgement.State.pending, .done, .moot, .failed, .expired] {
+            entries += try await server.store.acknowledgements(in: state)
+        }
+        return entries
+    }
+
     /// One customer holds an App Store subscription and a Play one-time product: one backend read
     /// answers both, each purchase with its store.
     @Test func oneCustomerAcrossBothStores() async throws {
@@ -201,8 +211,9 @@ import _CryptoExtras
                 uri: Tests.purchasesPath, method: .post, headers: server.headers(),
                 body: Self.body(try google.purchase("not.sold", token: "play-token-9")))
             #expect(unknown.status == .unprocessableContent)
-            // Its acknowledgement waits in the outbox, for the editor node's service.
-            #expect(try await server.store.acknowledgements(in: .pending).map(\.purchaseKey) == ["play-token-1"])
+            // Its acknowledgement is in the outbox, for the editor node's service (whose pass at
+            // start may already have done it); the product not sold queued none.
+            #expect(try await Self.outbox(server).map(\.purchaseKey) == ["play-token-1"])
         }
     }
 
@@ -228,7 +239,7 @@ import _CryptoExtras
                     uri: path, method: .post, headers: headers, body: Self.push(notification, messageId: "m-1"))
                 #expect(response.status == .unauthorized, "\(what): \(String(buffer: response.body))")
             }
-            #expect(try await server.store.acknowledgements(in: .pending).isEmpty)
+            #expect(try await Self.outbox(server).isEmpty)
             #expect(try await server.store.notifications(app: "com.example.app", after: 0, limit: 10).isEmpty)
             // Google's own: stored once, by its messageId; what changed waits to be asked of Google.
             let headers: HTTPFields = [.contentType: "application/json", .authorization: "Bearer \(try google.pushToken())"]
@@ -240,7 +251,7 @@ import _CryptoExtras
                 uri: path, method: .post, headers: headers, body: Self.push(notification, messageId: "m-1"))
             #expect(String(buffer: again.body) == #"{"messageId":"m-1","duplicate":true}"#)
             #expect(try await server.store.notifications(app: "com.example.app", after: 0, limit: 10).map(\.notificationId) == ["m-1"])
-            #expect(try await server.store.acknowledgements(in: .pending).map(\.action) == [.refreshSubscription])
+            #expect(try await Self.outbox(server).map(\.action) == [.refreshSubscription])
             // Another package's notification, with a good token: refused.
             let other = notification.replacingOccurrences(of: "com.example.app", with: "com.example.other")
             let wrong = try await client.execute(uri: path, method: .post, headers: headers, body: Self.push(other, messageId: "m-2"))
