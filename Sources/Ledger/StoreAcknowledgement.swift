@@ -24,7 +24,7 @@ public struct StoreAcknowledgement: Sendable, Hashable {
     }
 
     /// Where it stands.
-    public enum State: String, Sendable, Hashable {
+    public enum State: String, Sendable, Hashable, CaseIterable {
         /// Not done yet: tried again at ``StoreAcknowledgement/nextAttemptAt``.
         case pending
         /// Done: the store has it acknowledged (by this server, or already when it looked).

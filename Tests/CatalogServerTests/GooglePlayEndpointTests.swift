@@ -136,7 +136,7 @@ import _CryptoExtras
     /// makes a pass when it starts, which under load may come after a test has queued an entry.
     static func outbox(_ server: Tests.Server) async throws -> [StoreAcknowledgement] {
         var entries: [StoreAcknowledgement] = []
-        for state in [StoreAcknowledgement.State.pending, .done, .moot, .failed, .expired] {
+        for state in StoreAcknowledgement.State.allCases {
             entries += try await server.store.acknowledgements(in: state)
         }
         return entries
