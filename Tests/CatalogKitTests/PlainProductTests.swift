@@ -66,6 +66,40 @@ import Testing
         #expect(inPlace.diagnostics == built.diagnostics)
     }
 
+    /// A big file's batches are decoded on the pipeline's queue, or by the parser when the queue
+    /// is behind, and kept in source order either way: the same products and the same
+    /// diagnostics, in the same order, whoever decoded which batch.
+    @Test func whoeverDecodesABatchProductsKeepTheirOrder() {
+        // Every sample product a few times, each with an identifier of its own where it has one.
+        let products = (0..<12).flatMap { round in
+            Self.products.map { $0.replacingOccurrences(of: "<string>com.example.", with: "<string>com.example.r\(round).") }
+        }
+        let document = """
+            <?xml version="1.0" encoding="UTF-8"?>
+            <plist version="1.0"><dict><key>products</key><array>\(products.joined(separator: "\n"))</array></dict></plist>
+            """
+        func decode(batchSize: Int, queuedBatches: Int) -> (products: String, diagnostics: [String]) {
+            var decoder = PlistSourceDecoder(reader: PropertyListReader())
+            decoder.batchSize = batchSize
+            decoder.queuedBatches = queuedBatches
+            var diagnostics: [Diagnostic] = []
+            let definition = decoder.decode(SourceFile(path: "app.plist", bytes: Array(document.utf8)), into: &diagnostics)
+            // Not sorted: the order is what is compared.
+            return (String(describing: definition?.products), diagnostics.map(\.description))
+        }
+        // Batches end where they end: the parser's own problems follow their batch's products,
+        // so each way is compared with every batch on the queue, batches of the same size.
+        for batchSize in [1, 3, 7] {
+            let onTheQueue = decode(batchSize: batchSize, queuedBatches: products.count)
+            #expect(onTheQueue.diagnostics.count > products.count / 2)
+            for queuedBatches in [0, 1, 2] {
+                let other = decode(batchSize: batchSize, queuedBatches: queuedBatches)
+                #expect(other.products == onTheQueue.products, "batches of \(batchSize), \(queuedBatches) queued")
+                #expect(other.diagnostics == onTheQueue.diagnostics, "batches of \(batchSize), \(queuedBatches) queued")
+            }
+        }
+    }
+
     /// The reader must take the common case, or the comparison above proves nothing.
     @Test func plainProductsAreReadInPlace() throws {
         var cursorTaken = 0

@@ -13,6 +13,11 @@ struct PlistSourceDecoder {
     /// Whether products are first read in place (``PlainProductReader``); off only in tests,
     /// which compare both ways.
     var readsPlainProducts = true
+    /// Products recorded a batch at a time for decoding (``ProductPipeline``).
+    var batchSize = 256
+    /// Batches that may wait to be decoded on the pipeline's queue before the parser decodes the
+    /// next one itself; 0 has the parser decode every batch (tests compare the ways).
+    var queuedBatches = 8
 
     func decode(_ source: SourceFile, into diagnostics: inout [Diagnostic]) -> SourceDefinition? {
         let file = source.path
@@ -20,12 +25,12 @@ struct PlistSourceDecoder {
         // them: in place when there is nothing to report (most products), else built into
         // values first.
         let pipeline = ProductPipeline(
-            builder: RecordedElementBuilder(path: file),
+            path: file, queuedBatches: queuedBatches,
             plain: { [readsPlainProducts] cursor in
                 readsPlainProducts ? try? PlainProductReader(file: file).product(&cursor) : nil
             },
             decode: { node, problems in decodeProduct(node, file: file, into: &problems) })
-        let result = reader.read(source, streamingArray: "products", batchesOf: 256) { pipeline.submit($0) }
+        let result = reader.read(source, streamingArray: "products", batchesOf: batchSize) { pipeline.submit($0) }
         var (products, problems) = pipeline.finish()
         diagnostics += result.diagnostics
         diagnostics += problems
@@ -530,43 +535,86 @@ private func writeJSONScalar(_ value: PropertyListValue, to writer: inout JSONWr
 /// Builds, decodes and checks recorded products on a serial queue, in the order they were
 /// submitted.
 ///
-/// `@unchecked Sendable`: the builder, `products` and `problems` are touched only on `queue`
-/// until ``finish()`` has waited for it.
+/// Decoding and checking a batch can take the queue longer than recording it takes the parser,
+/// which then used to wait with its core idle. Now, when the queue is a few batches behind, the
+/// parser decodes and checks the next batch itself (with a builder of its own), and the queue
+/// only keeps it, in its turn (docs/benchmarks.md, "Reading on both cores").
+///
+/// `@unchecked Sendable`: `builder`, `products` and `problems` are touched only on `queue` until
+/// ``finish()`` has waited for it; `parserBuilder` only by the parser's thread, in ``submit(_:)``.
 private final class ProductPipeline: @unchecked Sendable {
     private let queue = DispatchQueue(label: "catalog.products")
-    /// Batches submitted and not yet decoded: when decoding falls behind, the parser waits
-    /// rather than recording the whole file ahead.
-    private let inFlight = DispatchSemaphore(value: 8)
+    /// Batches submitted and not yet done on `queue`: when it falls this far behind, the parser
+    /// decodes the next batch itself, then waits for a place, rather than record the whole file ahead.
+    private let inFlight: DispatchSemaphore
+    private let queuesDecoding: Bool
     private let builder: RecordedElementBuilder
+    private let parserBuilder: RecordedElementBuilder
     private let plain: (inout PlainElementCursor) -> ProductDefinition?
     private let decode: (PropertyListNode, inout [Diagnostic]) -> ProductDefinition?
     private var products = CheckedProducts()
     private var problems: [Diagnostic] = []
 
     /// - Parameters:
+    ///   - path: the file, for the builders' diagnostics.
+    ///   - queuedBatches: batches that may wait on the queue; 0 has the parser decode them all.
     ///   - plain: decodes a product read in place, or nil to have it built and decoded by `decode`.
     init(
-        builder: RecordedElementBuilder, plain: @escaping (inout PlainElementCursor) -> ProductDefinition?,
+        path: String, queuedBatches: Int, plain: @escaping (inout PlainElementCursor) -> ProductDefinition?,
         decode: @escaping (PropertyListNode, inout [Diagnostic]) -> ProductDefinition?
     ) {
-        self.builder = builder
+        inFlight = DispatchSemaphore(value: max(1, queuedBatches))
+        queuesDecoding = queuedBatches > 0
+        builder = RecordedElementBuilder(path: path)
+        parserBuilder = RecordedElementBuilder(path: path)
         self.plain = plain
         self.decode = decode
     }
 
+    /// Called by the parser's thread only, one batch after another.
     func submit(_ batch: RecordedElements) {
+        if queuesDecoding, inFlight.wait(timeout: .now()) == .success {
+            queue.async {
+                let readPlain = { (cursor: inout PlainElementCursor) -> Bool in
+                    guard let product = self.plain(&cursor) else { return false }
+                    self.products.append(product, into: &self.problems)
+                    return true
+                }
+                self.problems += self.builder.build(batch, readingPlain: readPlain) { node in
+                    if let product = self.decode(node, &self.problems) { self.products.append(product, into: &self.problems) }
+                }
+                self.inFlight.signal()
+            }
+            return
+        }
+        // The queue is behind: decoded and checked here, into the order the queue would have
+        // made them in, and kept there in this batch's turn.
+        let decoded = DecodedBatch()
+        decoded.checked.reserveCapacity(batch.count)
+        let readPlain = { (cursor: inout PlainElementCursor) -> Bool in
+            guard let product = self.plain(&cursor) else { return false }
+            decoded.checked.append(CheckedProducts.check(product, into: &decoded.problems))
+            return true
+        }
+        let built = parserBuilder.build(batch, readingPlain: readPlain) { node in
+            if let product = self.decode(node, &decoded.problems) {
+                decoded.checked.append(CheckedProducts.check(product, into: &decoded.problems))
+            }
+        }
+        decoded.problems += built
         inFlight.wait()
         queue.async {
-            let readPlain = { (cursor: inout PlainElementCursor) -> Bool in
-                guard let product = self.plain(&cursor) else { return false }
-                self.products.append(product, into: &self.problems)
-                return true
-            }
-            self.problems += self.builder.build(batch, readingPlain: readPlain) { node in
-                if let product = self.decode(node, &self.problems) { self.products.append(product, into: &self.problems) }
-            }
+            for index in decoded.checked.indices { self.products.keep(&decoded.checked[index]) }
+            self.problems += decoded.problems
             self.inFlight.signal()
         }
+    }
+
+    /// A batch the parser decoded and checked, handed to `queue` to keep (`@unchecked Sendable`:
+    /// filled before it is handed over, touched by `queue` only after).
+    private final class DecodedBatch: @unchecked Sendable {
+        var checked: [CheckedProducts.Checked] = []
+        var problems: [Diagnostic] = []
     }
 
     func finish() -> (products: CheckedProducts, problems: [Diagnostic]) {
