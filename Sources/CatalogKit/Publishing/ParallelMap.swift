@@ -11,23 +11,24 @@ func parallelMap<Input: Sendable, Output: Sendable>(_ inputs: [Input], _ transfo
 }
 
 /// `first()` and `second()` at the same time, on two cores when there are two.
+///
+/// `first()` runs on the caller's thread and `second()` on a queue of its own, not as the two
+/// iterations of a `concurrentPerform`: Dispatch narrows an apply nested in another to the cores
+/// the outer one leaves, so a ``parallelMap(_:_:)`` inside `first()` ran on one thread while the
+/// other, done with `second()`, waited (docs/benchmarks.md, "Reading on both cores").
 func concurrently<First: Sendable, Second: Sendable>(
-    _ first: @Sendable () -> First, _ second: @Sendable () -> Second
+    _ first: () -> First, _ second: @escaping @Sendable () -> Second
 ) -> (First, Second) {
-    let firstResult = ParallelResults<First>(count: 1)
     let secondResult = ParallelResults<Second>(count: 1)
-    defer {
-        firstResult.buffer.deallocate()
-        secondResult.buffer.deallocate()
+    defer { secondResult.buffer.deallocate() }
+    let done = DispatchGroup()
+    // A queue of its own gets a thread even when the shared pool's are busy or blocked.
+    DispatchQueue(label: "catalog.concurrently").async(group: done) {
+        secondResult.buffer.baseAddress!.initialize(to: second())
     }
-    DispatchQueue.concurrentPerform(iterations: 2) { index in
-        if index == 0 {
-            firstResult.buffer.baseAddress!.initialize(to: first())
-        } else {
-            secondResult.buffer.baseAddress!.initialize(to: second())
-        }
-    }
-    return (firstResult.buffer.baseAddress!.move(), secondResult.buffer.baseAddress!.move())
+    let firstResult = first()
+    done.wait()
+    return (firstResult, secondResult.buffer.baseAddress!.move())
 }
 
 /// `range` cut into one part per core, in order, for ``parallelMap(_:_:)``.
@@ -38,8 +39,8 @@ func coreParts(of range: Range<Int>) -> [Range<Int>] {
     }
 }
 
-/// `@unchecked Sendable`: each concurrentPerform iteration initializes only its own slot of a
-/// preallocated buffer, and the slots are read only after concurrentPerform has returned.
+/// `@unchecked Sendable`: each concurrent task initializes only its own slot of a preallocated
+/// buffer, and the slots are read only after every task is done.
 private final class ParallelResults<Output>: @unchecked Sendable {
     let buffer: UnsafeMutableBufferPointer<Output>
     init(count: Int) { buffer = .allocate(capacity: max(count, 1)) }
