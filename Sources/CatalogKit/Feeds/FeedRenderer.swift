@@ -121,17 +121,19 @@ public struct FeedRenderer: Sendable {
         // Products read in place, field by field: `map { product in … }` copied each, whole.
         let facts = products.indices.map { index in
             SaleFacts(
-                status: products[index].status, isQuarantined: products[index].isQuarantined,
+                status: products[index].status,
+                isQuarantined: Product.isQuarantined(status: products[index].status, quarantineReason: products[index].quarantineReason),
                 availableFrom: products[index].availableFrom, availableUntil: products[index].availableUntil,
                 platformMask: products[index].platforms.map(FeedRenderer.mask) ?? appMask,
-                isSoldOnAndroid: products[index].isSoldOnAndroid,
+                isSoldOnAndroid: Product.isSoldOnAndroid(
+                    hasPlay: products[index].playStorage != nil, platforms: products[index].platforms),
                 minimumBand: products[index].minimumAppVersion.flatMap { bandIndex[$0] } ?? 0)
         }
         saleFacts = facts
         quotedPlayIDs =
             facts.contains(where: \.isSoldOnAndroid)
             ? products.indices.map { index in
-                guard let play = products[index].play else { return [] }
+                guard let play = products[index].playStorage?.value else { return [] }
                 var writer = JSONWriter(capacity: play.productId.utf8.count + 2)
                 writer.string(play.productId)
                 return writer.bytes
@@ -271,7 +273,10 @@ public struct FeedRenderer: Sendable {
 
     /// One product as JSON. The feed leaves out what only editors use (reference name, status,
     /// display order, the start of availability), which is also much of a big feed's size.
-    public static func encode(_ product: Product, for audience: Audience) -> [UInt8] {
+    ///
+    /// `borrowing`: the feed encodes every product of a big catalog read by index, and one passed
+    /// as a plain argument was copied whole first.
+    public static func encode(_ product: borrowing Product, for audience: Audience) -> [UInt8] {
         let full = audience == .snapshot
         var json = JSONWriter()
         json.beginObject()

@@ -120,7 +120,10 @@ public struct Publisher: Sendable {
             snapshot = encoded
         }
         // A quarantine always changes the rich feed (its known list), so the revision records it.
-        let quarantined = catalog.products.filter(\.isQuarantined)
+        // By index: `filter` hands the closure a copy of every product.
+        let quarantined = catalog.products.indices.filter {
+            Product.isQuarantined(status: catalog.products[$0].status, quarantineReason: catalog.products[$0].quarantineReason)
+        }.map { catalog.products[$0] }
         let wasQuarantined = Set(previous?.quarantined ?? [])
         let isQuarantined = Set(quarantined.map(\.id))
         let feedbackChanges =
