@@ -273,10 +273,7 @@ public struct FeedRenderer: Sendable {
 
     /// One product as JSON. The feed leaves out what only editors use (reference name, status,
     /// display order, the start of availability), which is also much of a big feed's size.
-    ///
-    /// `borrowing`: the feed encodes every product of a big catalog read by index, and one passed
-    /// as a plain argument was copied whole first.
-    public static func encode(_ product: borrowing Product, for audience: Audience) -> [UInt8] {
+    public static func encode(_ product: Product, for audience: Audience) -> [UInt8] {
         let full = audience == .snapshot
         var json = JSONWriter()
         json.beginObject()
