@@ -35,23 +35,28 @@ public enum CatalogRules {
             // Only an app that takes purchases needs a duration on its non-renewing products: the
             // feeds need none, and StoreKit configuration files (imported and exported) have none.
             for definition in sources.definitions {
-                for product in definition.products.products where product.type == .nonRenewing && product.duration == nil {
+                // Products read in place: `for product in` would copy each, whole.
+                let products = definition.products.products
+                for index in products.indices where products[index].type == .nonRenewing && products[index].duration == nil {
                     diagnostics.append(
                         .error(
-                            "non-renewing product '\(product.id)' needs a duration, such as P1M: the app has purchase settings, and the App Store keeps no period for this type",
-                            file: product.location.file, at: product.location.position))
+                            "non-renewing product '\(products[index].id)' needs a duration, such as P1M: the app has purchase settings, and the App Store keeps no period for this type",
+                            file: products[index].location.file, at: products[index].location.position))
                 }
             }
         }
         // A single file's products are taken as they are: a big catalog is not copied.
         let products =
             sources.definitions.count == 1 ? sources.definitions[0].products.products : sources.definitions.flatMap(\.products.products)
-        // Products read in place, by index: a closure given each would copy it, whole.
-        if products.indices.contains(where: { products[$0].play != nil }) {
+        // Products read in place, by index and by their stored fields: a closure given each, or a
+        // computed property read (`play`, `isSoldOnAndroid`), would copy it, whole.
+        if products.indices.contains(where: { products[$0].playStorage != nil }) {
             PlayRules.checkAcrossProducts(products, into: &diagnostics)
         }
         // Android has feeds of its own as soon as a product is sold on Google Play.
-        if let first = products.indices.first(where: { products[$0].isSoldOnAndroid }) {
+        if let first = products.indices.first(where: {
+            Product.isSoldOnAndroid(hasPlay: products[$0].playStorage != nil, platforms: products[$0].platforms)
+        }) {
             platforms.insert(.android)
             if !settings.platforms.isEmpty, !settings.platforms.contains(.android) {
                 diagnostics.append(

@@ -33,7 +33,7 @@ public enum ContentRules {
         var productsById: [String: Product] = [:]
         productsById.reserveCapacity(named.count)
         for index in products.indices where named.contains(products[index].id) { productsById[products[index].id] = products[index] }
-        let groups = Set(products.compactMap(\.subscription?.group))
+        let groups = Set(products.indices.compactMap { products[$0].subscription?.group })
         // A product its own rules rejected was reported there; an item naming it is not reported again.
         let rejected = Set(sources.definitions.flatMap { $0.products.rejectedIDs.map(\.value) })
         var firstById: [String: SourceLocation] = [:]
