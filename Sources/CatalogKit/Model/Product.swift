@@ -107,14 +107,15 @@ public struct Product: Sendable {
     /// with, and a retired or removed one keeps its own status in the known list.
     public var isQuarantined: Bool { Self.isQuarantined(status: status, quarantineReason: quarantineReason) }
 
-    // The two rules above from the fields they read, for loops over a big catalog: a product read
-    // by index to call a computed property is copied whole first, a retain for every field, and
-    // those copies were a few per cent of a 100,000-product build (docs/benchmarks.md).
-
+    /// ``isSoldOnAndroid`` from the fields it reads (`hasPlay`: `playStorage != nil`), for loops
+    /// over a big catalog: a product read by index to call a computed property is copied whole
+    /// first, a retain for every field, and those copies were a few per cent of a 100,000-product
+    /// build (docs/benchmarks.md, "The build on both cores").
     static func isSoldOnAndroid(hasPlay: Bool, platforms: [Platform]?) -> Bool {
         hasPlay && (platforms?.contains(.android) ?? true)
     }
 
+    /// ``isQuarantined`` from the fields it reads, for the same loops.
     static func isQuarantined(status: ProductStatus, quarantineReason: String?) -> Bool {
         status == .cleared && quarantineReason != nil
     }

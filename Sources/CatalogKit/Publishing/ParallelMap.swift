@@ -15,7 +15,7 @@ func parallelMap<Input: Sendable, Output: Sendable>(_ inputs: [Input], _ transfo
 /// `first()` runs on the caller's thread and `second()` on a queue of its own, not as the two
 /// iterations of a `concurrentPerform`: Dispatch narrows an apply nested in another to the cores
 /// the outer one leaves, so a ``parallelMap(_:_:)`` inside `first()` ran on one thread while the
-/// other, done with `second()`, waited (docs/benchmarks.md, "Reading on both cores").
+/// other, done with `second()`, waited (docs/benchmarks.md, "The build on both cores").
 func concurrently<First: Sendable, Second: Sendable>(
     _ first: () -> First, _ second: @escaping @Sendable () -> Second
 ) -> (First, Second) {

@@ -538,7 +538,7 @@ private func writeJSONScalar(_ value: PropertyListValue, to writer: inout JSONWr
 /// Decoding and checking a batch can take the queue longer than recording it takes the parser,
 /// which then used to wait with its core idle. Now, when the queue is a few batches behind, the
 /// parser decodes and checks the next batch itself (with a builder of its own), and the queue
-/// only keeps it, in its turn (docs/benchmarks.md, "Reading on both cores").
+/// only keeps it, in its turn (docs/benchmarks.md, "The build on both cores").
 ///
 /// `@unchecked Sendable`: `builder`, `products` and `problems` are touched only on `queue` until
 /// ``finish()`` has waited for it; `parserBuilder` only by the parser's thread, in ``submit(_:)``.
