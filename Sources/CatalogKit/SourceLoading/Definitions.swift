@@ -196,7 +196,7 @@ public struct CheckedProducts: Sendable, CustomStringConvertible {
     /// A product checked by its own rules and not yet kept: checking needs nothing of the file's
     /// other products, so it can run on another thread than keeping, which takes products in
     /// source order.
-    public struct Checked: Sendable {
+    struct Checked: Sendable {
         fileprivate var id: Located<String>?
         fileprivate var file: String
         fileprivate var product: Product?
@@ -204,7 +204,7 @@ public struct CheckedProducts: Sendable, CustomStringConvertible {
     }
 
     /// `definition` checked by the rules that concern it alone, into `diagnostics`, for ``keep(_:)``.
-    public static func check(_ definition: ProductDefinition, into diagnostics: inout [Diagnostic]) -> Checked {
+    static func check(_ definition: ProductDefinition, into diagnostics: inout [Diagnostic]) -> Checked {
         let (product, platforms) = CatalogRules.check(definition, into: &diagnostics)
         let list = platforms.flatMap { platforms in definition.platforms.map { Located(platforms, at: $0.position) } }
         return Checked(id: definition.id, file: definition.file, product: product, platforms: list)
@@ -212,7 +212,7 @@ public struct CheckedProducts: Sendable, CustomStringConvertible {
 
     /// Keeps a product ``check(_:into:)`` checked, after those before it in the source, taking
     /// its product out of `checked` (moved, not copied: a product is a score of fields, each a retain).
-    public mutating func keep(_ checked: inout Checked) {
+    mutating func keep(_ checked: inout Checked) {
         if let id = checked.id { identifiers.note(id.value, at: SourceLocation(file: checked.file, position: id.position)) }
         if let list = checked.platforms { platformLists.append(list) }
         guard let product = checked.product.take() else {
