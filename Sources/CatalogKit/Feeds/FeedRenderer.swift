@@ -121,12 +121,10 @@ public struct FeedRenderer: Sendable {
         // Products read in place, field by field: `map { product in … }` copied each, whole.
         let facts = products.indices.map { index in
             SaleFacts(
-                status: products[index].status,
-                isQuarantined: Product.isQuarantined(status: products[index].status, quarantineReason: products[index].quarantineReason),
+                status: products[index].status, isQuarantined: products.isQuarantined(at: index),
                 availableFrom: products[index].availableFrom, availableUntil: products[index].availableUntil,
                 platformMask: products[index].platforms.map(FeedRenderer.mask) ?? appMask,
-                isSoldOnAndroid: Product.isSoldOnAndroid(
-                    hasPlay: products[index].playStorage != nil, platforms: products[index].platforms),
+                isSoldOnAndroid: products.isSoldOnAndroid(at: index),
                 minimumBand: products[index].minimumAppVersion.flatMap { bandIndex[$0] } ?? 0)
         }
         saleFacts = facts

@@ -107,16 +107,13 @@ public struct Product: Sendable {
     /// with, and a retired or removed one keeps its own status in the known list.
     public var isQuarantined: Bool { Self.isQuarantined(status: status, quarantineReason: quarantineReason) }
 
-    /// ``isSoldOnAndroid`` from the fields it reads (`hasPlay`: `playStorage != nil`), for loops
-    /// over a big catalog: a product read by index to call a computed property is copied whole
-    /// first, a retain for every field, and those copies were a few per cent of a 100,000-product
-    /// build (docs/benchmarks.md, "The build on both cores").
-    static func isSoldOnAndroid(hasPlay: Bool, platforms: [Platform]?) -> Bool {
+    // Each rule once, from the fields it reads: the properties above and the accessors by index
+    // below (`Array<Product>.isQuarantined(at:)`) both call these.
+    fileprivate static func isSoldOnAndroid(hasPlay: Bool, platforms: [Platform]?) -> Bool {
         hasPlay && (platforms?.contains(.android) ?? true)
     }
 
-    /// ``isQuarantined`` from the fields it reads, for the same loops.
-    static func isQuarantined(status: ProductStatus, quarantineReason: String?) -> Bool {
+    fileprivate static func isQuarantined(status: ProductStatus, quarantineReason: String?) -> Bool {
         status == .cleared && quarantineReason != nil
     }
 
@@ -147,4 +144,18 @@ public struct AppCatalog: Sendable {
     /// The content items, by id: what `catalog build` puts into the blob store and the revision's
     /// content manifest (docs/content.md). Empty: the app delivers no content.
     public var content: [CatalogContentItem] = []
+}
+
+/// The rules of ``Product/isQuarantined`` and ``Product/isSoldOnAndroid`` for the product at an
+/// index, read from its fields in place, for loops over a big catalog: a product read by index to
+/// call a computed property is copied whole first, a retain for every field, and those copies were
+/// a few per cent of a 100,000-product build (docs/benchmarks.md, "The build on both cores").
+extension Array where Element == Product {
+    func isQuarantined(at index: Int) -> Bool {
+        Product.isQuarantined(status: self[index].status, quarantineReason: self[index].quarantineReason)
+    }
+
+    func isSoldOnAndroid(at index: Int) -> Bool {
+        Product.isSoldOnAndroid(hasPlay: self[index].playStorage != nil, platforms: self[index].platforms)
+    }
 }

@@ -121,9 +121,7 @@ public struct Publisher: Sendable {
         }
         // A quarantine always changes the rich feed (its known list), so the revision records it.
         // By index: `filter` hands the closure a copy of every product.
-        let quarantined = catalog.products.indices.filter {
-            Product.isQuarantined(status: catalog.products[$0].status, quarantineReason: catalog.products[$0].quarantineReason)
-        }.map { catalog.products[$0] }
+        let quarantined = catalog.products.indices.filter { catalog.products.isQuarantined(at: $0) }.map { catalog.products[$0] }
         let wasQuarantined = Set(previous?.quarantined ?? [])
         let isQuarantined = Set(quarantined.map(\.id))
         let feedbackChanges =

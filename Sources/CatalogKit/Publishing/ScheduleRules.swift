@@ -22,10 +22,7 @@ public enum ScheduleRules {
         // Fields read in place: a product taken whole is copied, which for a big catalog costs
         // more than the rest of this.
         let products = catalog.products
-        for index in products.indices
-        where products[index].status == .cleared
-            && !Product.isQuarantined(status: products[index].status, quarantineReason: products[index].quarantineReason)
-        {
+        for index in products.indices where products[index].status == .cleared && !products.isQuarantined(at: index) {
             if let from = products[index].availableFrom, from > moment { upcoming.insert(from) }
             if let until = products[index].availableUntil, until > moment { upcoming.insert(until) }
         }

@@ -54,9 +54,7 @@ public enum CatalogRules {
             PlayRules.checkAcrossProducts(products, into: &diagnostics)
         }
         // Android has feeds of its own as soon as a product is sold on Google Play.
-        if let first = products.indices.first(where: {
-            Product.isSoldOnAndroid(hasPlay: products[$0].playStorage != nil, platforms: products[$0].platforms)
-        }) {
+        if let first = products.indices.first(where: { products.isSoldOnAndroid(at: $0) }) {
             platforms.insert(.android)
             if !settings.platforms.isEmpty, !settings.platforms.contains(.android) {
                 diagnostics.append(

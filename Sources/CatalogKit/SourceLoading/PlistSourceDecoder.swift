@@ -542,6 +542,7 @@ private func writeJSONScalar(_ value: PropertyListValue, to writer: inout JSONWr
 ///
 /// `@unchecked Sendable`: `builder`, `products` and `problems` are touched only on `queue` until
 /// ``finish()`` has waited for it; `parserBuilder` only by the parser's thread, in ``submit(_:)``.
+/// Both ways decode a batch the same way (``decoded(_:with:)``) and keep it on `queue`.
 private final class ProductPipeline: @unchecked Sendable {
     private let queue = DispatchQueue(label: "catalog.products")
     /// Batches submitted and not yet done on `queue`: when it falls this far behind, the parser
@@ -574,21 +575,18 @@ private final class ProductPipeline: @unchecked Sendable {
     /// Called by the parser's thread only, one batch after another.
     func submit(_ batch: RecordedElements) {
         if queuesDecoding, inFlight.wait(timeout: .now()) == .success {
-            queue.async {
-                let readPlain = { (cursor: inout PlainElementCursor) -> Bool in
-                    guard let product = self.plain(&cursor) else { return false }
-                    self.products.append(product, into: &self.problems)
-                    return true
-                }
-                self.problems += self.builder.build(batch, readingPlain: readPlain) { node in
-                    if let product = self.decode(node, &self.problems) { self.products.append(product, into: &self.problems) }
-                }
-                self.inFlight.signal()
-            }
+            queue.async { self.keep(self.decoded(batch, with: self.builder)) }
             return
         }
-        // The queue is behind: decoded and checked here, into the order the queue would have
-        // made them in, and kept there in this batch's turn.
+        // The queue is behind: decoded and checked here, and kept there in this batch's turn.
+        let decoded = decoded(batch, with: parserBuilder)
+        inFlight.wait()
+        queue.async { self.keep(decoded) }
+    }
+
+    /// `batch`'s products decoded and checked, and its problems, in source order: the builder's
+    /// own problems after its products', as building reports them.
+    private func decoded(_ batch: RecordedElements, with builder: RecordedElementBuilder) -> DecodedBatch {
         let decoded = DecodedBatch()
         decoded.checked.reserveCapacity(batch.count)
         let readPlain = { (cursor: inout PlainElementCursor) -> Bool in
@@ -596,22 +594,24 @@ private final class ProductPipeline: @unchecked Sendable {
             decoded.checked.append(CheckedProducts.check(product, into: &decoded.problems))
             return true
         }
-        let built = parserBuilder.build(batch, readingPlain: readPlain) { node in
+        let built = builder.build(batch, readingPlain: readPlain) { node in
             if let product = self.decode(node, &decoded.problems) {
                 decoded.checked.append(CheckedProducts.check(product, into: &decoded.problems))
             }
         }
         decoded.problems += built
-        inFlight.wait()
-        queue.async {
-            for index in decoded.checked.indices { self.products.keep(&decoded.checked[index]) }
-            self.problems += decoded.problems
-            self.inFlight.signal()
-        }
+        return decoded
     }
 
-    /// A batch the parser decoded and checked, handed to `queue` to keep (`@unchecked Sendable`:
-    /// filled before it is handed over, touched by `queue` only after).
+    /// On `queue`: keeps a decoded batch after those before it, and frees its place.
+    private func keep(_ decoded: DecodedBatch) {
+        for index in decoded.checked.indices { products.keep(&decoded.checked[index]) }
+        problems += decoded.problems
+        inFlight.signal()
+    }
+
+    /// A decoded batch, handed to `queue` to keep (`@unchecked Sendable`: filled before it is
+    /// handed over, touched by `queue` only after).
     private final class DecodedBatch: @unchecked Sendable {
         var checked: [CheckedProducts.Checked] = []
         var problems: [Diagnostic] = []
