@@ -78,24 +78,47 @@ import Testing
             <?xml version="1.0" encoding="UTF-8"?>
             <plist version="1.0"><dict><key>products</key><array>\(products.joined(separator: "\n"))</array></dict></plist>
             """
-        func decode(batchSize: Int, queuedBatches: Int) -> (products: String, diagnostics: [String]) {
+        // The line each product starts on (the document's first line is the XML declaration).
+        var startLines: [Int] = []
+        var line = 2
+        for product in products {
+            startLines.append(line)
+            line += product.filter { $0 == "\n" }.count + 1
+        }
+        /// The product a diagnostic (`app.plist:LINE:COLUMN: …`) is about, by its line.
+        func productIndex(_ diagnostic: String) -> Int {
+            let line = Int(diagnostic.split(separator: ":")[1])!
+            return startLines.lastIndex { $0 <= line }!
+        }
+        func decode(batchSize: Int, queuedBatches: Int) -> (products: String, ids: [String], diagnostics: [String]) {
             var decoder = PlistSourceDecoder(reader: PropertyListReader())
             decoder.batchSize = batchSize
             decoder.queuedBatches = queuedBatches
             var diagnostics: [Diagnostic] = []
             let definition = decoder.decode(SourceFile(path: "app.plist", bytes: Array(document.utf8)), into: &diagnostics)
             // Not sorted: the order is what is compared.
-            return (String(describing: definition?.products), diagnostics.map(\.description))
+            return (
+                String(describing: definition?.products), definition?.products.products.map(\.id) ?? [], diagnostics.map(\.description)
+            )
         }
         // Batches end where they end: the parser's own problems follow their batch's products,
-        // so each way is compared with every batch on the queue, batches of the same size.
+        // so each way is compared with every batch on the queue, batches of the same size; and
+        // every way, that one too, against the source itself, which a mistake shared by all the
+        // ways would not keep.
         for batchSize in [1, 3, 7] {
             let onTheQueue = decode(batchSize: batchSize, queuedBatches: products.count)
             #expect(onTheQueue.diagnostics.count > products.count / 2)
-            for queuedBatches in [0, 1, 2] {
+            for queuedBatches in [0, 1, 2, products.count] {
+                let way = "batches of \(batchSize), \(queuedBatches) queued"
                 let other = decode(batchSize: batchSize, queuedBatches: queuedBatches)
-                #expect(other.products == onTheQueue.products, "batches of \(batchSize), \(queuedBatches) queued")
-                #expect(other.diagnostics == onTheQueue.diagnostics, "batches of \(batchSize), \(queuedBatches) queued")
+                #expect(other.products == onTheQueue.products, "\(way)")
+                #expect(other.diagnostics == onTheQueue.diagnostics, "\(way)")
+                // Products in the order the source has them, and each batch's problems after
+                // those of the batches before it.
+                let places = other.ids.map { document.range(of: "<string>\($0)</string>")!.lowerBound }
+                #expect(other.ids.count > products.count / 4 && places == places.sorted(), "\(way)")
+                let batches = other.diagnostics.map { productIndex($0) / batchSize }
+                #expect(batches == batches.sorted(), "\(way)")
             }
         }
     }
