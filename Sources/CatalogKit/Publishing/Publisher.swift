@@ -1,3 +1,4 @@
+import Content
 import FeedSigning
 import Foundation
 import Time
@@ -58,70 +59,55 @@ public struct Publisher: Sendable {
         // later moments are scheduled, so each switch has a Last-Modified of its own.
         let moments = ScheduleRules.moments(of: catalog, after: changedAt)
         var planner = StatePlanner(app: app, renderer: renderer, revision: revision)
-        let current = planner.plan(
-            at: changedAt, stampTime: changedAt, directoryPrefix: "",
-            previous: { previous?.record(for: $0) },
-            stampSources: { variant in [previous?.record(for: variant), restored?.record(for: variant)].compactMap { $0 } })
-        var schedule: [ScheduledVariants] = []
-        var scheduledSellable: [(from: Timestamp, sellable: [Bool])] = []
-        var before = current.records
-        for (offset, at) in moments.scheduled.enumerated() {
-            let state = planner.plan(
-                at: at, stampTime: at, directoryPrefix: "scheduled/\(offset + 1)/",
-                previous: { variant in before.first { $0.platform == variant.platformKey && $0.band == variant.bandKey } },
-                stampSources: { variant in
-                    [previous?.scheduledRecord(at: at, for: variant), restored?.scheduledRecord(at: at, for: variant)].compactMap { $0 }
-                })
-            schedule.append(ScheduledVariants(from: at, variants: state.records))
-            scheduledSellable.append((at, state.sellable))
-            before = state.records
-        }
-        let records = current.records
-        let outputs = planner.outputs
-        let changed = current.changed
+        let selected = planner.select(at: changedAt)
+        let scheduled = moments.scheduled.map { (from: $0, state: planner.select(at: $0)) }
+
+        // Hashing the feeds keeps both cores busy for a big catalog but ends unevenly; the rest of
+        // the plan, which needs only the sale flags, runs beside it rather than after it on one
+        // core (docs/benchmarks.md, "The build on both cores").
+        let known = renderer.known
+        let (hashed, besideResult) = concurrently(
+            {
+                let current = planner.plan(
+                    selected, stampTime: changedAt, directoryPrefix: "",
+                    previous: { previous?.record(for: $0) },
+                    stampSources: { variant in [previous?.record(for: variant), restored?.record(for: variant)].compactMap { $0 } })
+                var schedule: [ScheduledVariants] = []
+                var before = current.records
+                for (offset, (at, state)) in scheduled.enumerated() {
+                    let records = planner.plan(
+                        state, stampTime: at, directoryPrefix: "scheduled/\(offset + 1)/",
+                        previous: { variant in before.first { $0.platform == variant.platformKey && $0.band == variant.bandKey } },
+                        stampSources: { variant in
+                            [previous?.scheduledRecord(at: at, for: variant), restored?.scheduledRecord(at: at, for: variant)].compactMap { $0 }
+                        }
+                    ).records
+                    schedule.append(ScheduledVariants(from: at, variants: records))
+                    before = records
+                }
+                return (current: current, schedule: schedule, outputs: planner.outputs)
+            },
+            { [tree] in
+                Result {
+                    try Self.planBesideFeeds(
+                        catalog, in: tree, previous: previous, revision: revision, at: changedAt,
+                        visible: (now: selected.sellable, known: known, scheduled: scheduled.map { ($0.from, $0.state.sellable) }),
+                        purchases: purchases)
+                }
+            })
+        let beside = try besideResult.get()
+        let records = hashed.current.records
+        let schedule = hashed.schedule
+        let changed = hashed.current.changed
+        let content = beside.content
+        let previousContent = beside.previousContent
+        let quarantined = beside.quarantined
 
         let sameVariants =
             previous.map { $0.variants.map { "\($0.platform)/\($0.band)" } == records.map { "\($0.platform)/\($0.band)" } } ?? false
         let sameSchedule = previous.map { ($0.schedule ?? []).map(\.fingerprint) == schedule.map(\.fingerprint) } ?? false
-        // Content: every file hashed, the manifest numbered from the previous revision's. A change
-        // of content alone is a new revision; its feeds keep their bytes and validators.
-        let previousContent = try previous.flatMap { try tree.contentManifest(app, revision: $0.revision) }
-        let content = try ContentPublishing.plan(
-            catalog.content, following: previousContent, cache: .read(ContentDigestCache.url(in: tree, app: app)))
-        // A revision published before records carried one gets it in place (``publish(_:)``): the
-        // server read the current sources' settings for it, which is what the record says.
-        let samePurchases = previous.map { tree.purchaseRecordBytes(app, revision: $0.revision).map { $0 == purchases } ?? true } ?? false
-        let isUnchanged = sameVariants && sameSchedule && samePurchases && changed == 0 && content?.manifest == previousContent
+        let isUnchanged = sameVariants && sameSchedule && beside.samePurchases && changed == 0 && content?.manifest == previousContent
 
-        // Every identifier this revision shows, now or by its schedule, is published from the
-        // moment it first appears: feedback's grace period counts from then.
-        var history = try previous.map { try tree.history(app, revision: $0.revision) } ?? IdentifierHistory()
-        history.reserveCapacity(forMore: catalog.products.count)
-        var visibleNow = current.sellable
-        for index in renderer.known { visibleNow[index] = true }
-        for index in catalog.products.indices where visibleNow[index] {
-            history.record(
-                catalog.products[index].id, revision: revision, at: changedAt, retired: catalog.products[index].status == .retired)
-        }
-        for state in scheduledSellable {
-            for index in catalog.products.indices where state.sellable[index] {
-                history.record(catalog.products[index].id, revision: revision, at: state.from, retired: false)
-            }
-        }
-
-        // The diff compares each product's snapshot line with the previous revision's; the lines
-        // made for it are kept for publish, which writes them (a first publication needs none).
-        var snapshot: [UInt8]?
-        var diff = ProductDiff(added: catalog.products.indices.map { catalog.products[$0].id })
-        if let previous {
-            let encoded = Self.snapshot(catalog.products)
-            diff = try ProductDiff(
-                old: tree.productSnapshot(app, revision: previous.revision), new: Self.lines(of: encoded, catalog.products))
-            snapshot = encoded
-        }
-        // A quarantine always changes the rich feed (its known list), so the revision records it.
-        // By index: `filter` hands the closure a copy of every product.
-        let quarantined = catalog.products.indices.filter { catalog.products.isQuarantined(at: $0) }.map { catalog.products[$0] }
         let wasQuarantined = Set(previous?.quarantined ?? [])
         let isQuarantined = Set(quarantined.map(\.id))
         let feedbackChanges =
@@ -141,11 +127,72 @@ public struct Publisher: Sendable {
             rollbackOf: isUnchanged ? previous?.rollbackOf : note.rollbackOf)
         return PublicationPlan(
             app: app, previous: previous, revision: manifest.revision, publishedAt: manifest.publishedAt,
-            isUnchanged: isUnchanged, diff: diff, manifest: manifest, history: history,
+            isUnchanged: isUnchanged, diff: beside.diff, manifest: manifest, history: beside.history,
             changedFeedCount: changed, totalFeedCount: records.count * 2,
             scheduledChanges: schedule.map(\.from), scheduleEndsBefore: moments.firstUnscheduled,
-            sellableCount: current.sellable.count(where: { $0 }), knownCount: renderer.known.count, feedbackChanges: feedbackChanges,
+            sellableCount: selected.sellable.count(where: { $0 }), knownCount: renderer.known.count, feedbackChanges: feedbackChanges,
             content: content, contentChange: ContentChange.between(previousContent, content?.manifest), renderer: renderer,
-            outputs: outputs, snapshot: snapshot, purchaseSettings: purchaseSettings)
+            outputs: hashed.outputs, snapshot: beside.snapshot, purchaseSettings: purchaseSettings)
+    }
+
+    /// What a plan needs besides the feeds' hashes, made while they are hashed.
+    private struct BesideFeeds: Sendable {
+        var previousContent: ContentManifest?
+        var content: PlannedContent?
+        var samePurchases: Bool
+        var history: IdentifierHistory
+        var diff: ProductDiff
+        var snapshot: [UInt8]?
+        var quarantined: [Product]
+    }
+
+    /// The content's hashes, the identifier history, the diff and the quarantine of `catalog`:
+    /// everything of a plan that needs no feed hashed, only which products are visible (`visible`:
+    /// on sale now, known now, and on sale at each scheduled moment).
+    private static func planBesideFeeds(
+        _ catalog: AppCatalog, in tree: PublicTree, previous: RevisionManifest?, revision: Int, at changedAt: Timestamp,
+        visible: (now: [Bool], known: [Int], scheduled: [(from: Timestamp, sellable: [Bool])]), purchases: [UInt8]
+    ) throws -> BesideFeeds {
+        let app = catalog.app
+        // Content: every file hashed, the manifest numbered from the previous revision's. A change
+        // of content alone is a new revision; its feeds keep their bytes and validators.
+        let previousContent = try previous.flatMap { try tree.contentManifest(app, revision: $0.revision) }
+        let content = try ContentPublishing.plan(
+            catalog.content, following: previousContent, cache: .read(ContentDigestCache.url(in: tree, app: app)))
+        // A revision published before records carried one gets it in place (``publish(_:)``): the
+        // server read the current sources' settings for it, which is what the record says.
+        let samePurchases = previous.map { tree.purchaseRecordBytes(app, revision: $0.revision).map { $0 == purchases } ?? true } ?? false
+
+        // Every identifier this revision shows, now or by its schedule, is published from the
+        // moment it first appears: feedback's grace period counts from then.
+        var history = try previous.map { try tree.history(app, revision: $0.revision) } ?? IdentifierHistory()
+        history.reserveCapacity(forMore: catalog.products.count)
+        var visibleNow = visible.now
+        for index in visible.known { visibleNow[index] = true }
+        for index in catalog.products.indices where visibleNow[index] {
+            history.record(
+                catalog.products[index].id, revision: revision, at: changedAt, retired: catalog.products[index].status == .retired)
+        }
+        for state in visible.scheduled {
+            for index in catalog.products.indices where state.sellable[index] {
+                history.record(catalog.products[index].id, revision: revision, at: state.from, retired: false)
+            }
+        }
+
+        // The diff compares each product's snapshot line with the previous revision's; the lines
+        // made for it are kept for publish, which writes them (a first publication needs none).
+        var snapshot: [UInt8]?
+        var diff = ProductDiff(added: catalog.products.indices.map { catalog.products[$0].id })
+        if let previous {
+            let encoded = Self.snapshot(catalog.products)
+            diff = try ProductDiff(old: tree.productSnapshot(app, revision: previous.revision), new: Self.lines(of: encoded, catalog.products))
+            snapshot = encoded
+        }
+        // A quarantine always changes the rich feed (its known list), so the revision records it.
+        // By index: `filter` hands the closure a copy of every product.
+        let quarantined = catalog.products.indices.filter { catalog.products.isQuarantined(at: $0) }.map { catalog.products[$0] }
+        return BesideFeeds(
+            previousContent: previousContent, content: content, samePurchases: samePurchases, history: history, diff: diff,
+            snapshot: snapshot, quarantined: quarantined)
     }
 }

@@ -26,16 +26,10 @@ struct StatePlanner {
         var catalogBytes: Int
     }
 
-    /// - Parameters:
-    ///   - stampTime: the publication time new rich-feed content carries, and the Last-Modified
-    ///     of feeds whose bytes differ from `previous`.
-    ///   - previous: what each variant served just before this state, for validators.
-    ///   - stampSources: records whose rich-feed stamp may be reused if their content is the same,
-    ///     preferred in order.
-    mutating func plan(
-        at moment: Timestamp, stampTime: Timestamp, directoryPrefix: String,
-        previous: (Variant) -> VariantRecord?, stampSources: (Variant) -> [VariantRecord]
-    ) -> (records: [VariantRecord], changed: Int, sellable: [Bool]) {
+    /// Which products each variant sells at `moment`, the variants that sell the same grouped.
+    /// A pass over every product per variant and no rendering: what needs only the sale flags
+    /// (the identifier history) then runs beside the hashing of the feeds.
+    func select(at moment: Timestamp) -> SelectedState {
         var groups: [VariantGroup] = []
         var groupIndex: [FeedSelection: Int] = [:]
         // Each variant's selection is a pass over every product: one variant per core at a time.
@@ -50,6 +44,29 @@ struct StatePlanner {
                 groups.append(VariantGroup(variants: [variant], selection: selection))
             }
         }
+        // Whether each product is on sale in some variant: flags, not a set, since every
+        // variant's selection of a big catalog goes through here.
+        var sellable = [Bool](repeating: false, count: renderer.catalog.products.count)
+        for group in groups {
+            for index in group.selection.products { sellable[index] = true }
+        }
+        return SelectedState(groups: groups, sellable: sellable)
+    }
+
+    /// The records of a selected state: each selection not planned before hashed as it is rendered.
+    ///
+    /// - Parameters:
+    ///   - stampTime: the publication time new rich-feed content carries, and the Last-Modified
+    ///     of feeds whose bytes differ from `previous`.
+    ///   - previous: what each variant served just before this state, for validators.
+    ///   - stampSources: records whose rich-feed stamp may be reused if their content is the same,
+    ///     preferred in order.
+    mutating func plan(
+        _ state: SelectedState, stampTime: Timestamp, directoryPrefix: String,
+        previous: (Variant) -> VariantRecord?, stampSources: (Variant) -> [VariantRecord]
+    ) -> (records: [VariantRecord], changed: Int) {
+        let groups = state.groups
+        let renderer = self.renderer
         // Hash each new selection's feeds as they are rendered, never holding them: publish
         // renders again, into buffers that are written and let go one output at a time.
         let fresh = groups.filter { planned[$0.selection] == nil }
@@ -87,11 +104,7 @@ struct StatePlanner {
 
         var records: [VariantRecord] = []
         var changed = 0
-        // Whether each product is on sale in some variant: flags, not a set, since every
-        // variant's selection of a big catalog goes through here.
-        var sellable = [Bool](repeating: false, count: renderer.catalog.products.count)
         for group in groups {
-            for index in group.selection.products { sellable[index] = true }
             guard let (output, result) = planned[group.selection] else { continue }
             for variant in group.variants {
                 let old = previous(variant)
@@ -117,8 +130,16 @@ struct StatePlanner {
         let order = Dictionary(
             uniqueKeysWithValues: renderer.selector.variants.enumerated().map { ("\($1.platformKey)/\($1.bandKey)", $0) })
         records.sort { order["\($0.platform)/\($0.band)", default: 0] < order["\($1.platform)/\($1.band)", default: 0] }
-        return (records, changed, sellable)
+        return (records, changed)
     }
+}
+
+/// What every variant sells at one moment (``StatePlanner/select(at:)``).
+struct SelectedState: Sendable {
+    /// The variants, grouped by what they sell.
+    var groups: [VariantGroup]
+    /// Whether each product, by index in the catalog, is on sale in some variant.
+    var sellable: [Bool]
 }
 
 /// Variants that select exactly the same products, named the same way.
