@@ -117,8 +117,14 @@ extension Publisher {
                         try AtomicFile.writeDurably(Array(signature.utf8), to: url)
                     }
                     let bytes = FeedRenderer.collect(feed)
-                    let compressed = try Gzip.compress(bytes, effort: Gzip.feedEffort(forBytes: bytes.count))
-                    try AtomicFile.writeDurably(bytes, to: directory.appendingPathComponent(name))
+                    // The feed goes to the disk while its gzip copy is made: a big feed's direct
+                    // write waits on the device about as long as compressing it keeps a core busy,
+                    // and the bytes are held for the compressor anyway.
+                    let (compressing, writing) = concurrently(
+                        { Result { try Gzip.compress(bytes, effort: Gzip.feedEffort(forBytes: bytes.count)) } },
+                        { Result { try AtomicFile.writeDurably(bytes, to: directory.appendingPathComponent(name)) } })
+                    try writing.get()
+                    let compressed = try compressing.get()
                     try AtomicFile.writeDurably(compressed, to: directory.appendingPathComponent(name + ".gz"))
                     try step("staged \(output.directory)\(name)")
                     records.append(EncodedRecord(sha256: ContentHash.sha256Hex(compressed), bytes: compressed.count))
