@@ -50,17 +50,6 @@ extension Publisher {
         try fileManager.createDirectory(at: staging, withIntermediateDirectories: true)
         try fileManager.createDirectory(at: recordsStaging, withIntermediateDirectories: true)
         try beforeStep("stage")
-        // The blobs before the revision: whoever sees its content.json finds every file it names.
-        if let planned = plan.content {
-            do {
-                try ContentPublishing.putBlobs(planned, into: BlobStore(root: tree.content), beforeStep: beforeStep)
-            } catch {
-                // Bytes that did not hash as planned: the next build must read every file again.
-                try? FileManager.default.removeItem(at: digestCache)
-                throw error
-            }
-            try? planned.digestCache.write(to: digestCache)
-        }
 
         // Render, compress and write each distinct output, two at a time on two cores; the
         // revision's own records are written beside the outputs rather than after all: the product
@@ -74,8 +63,7 @@ extension Publisher {
         let signer = signer
         let manifestToSign = plan.manifest
         let signedAt = clock()
-        let tasks = [PublishTask.snapshot, .records] + plan.outputs.map(PublishTask.output)
-        let results = parallelMap(tasks) { task -> Result<(EncodedRecord, EncodedRecord)?, any Error> in
+        @Sendable func publishTask(_ task: PublishTask) -> Result<(EncodedRecord, EncodedRecord)?, any Error> {
             Result {
                 let output: PlannedOutput
                 switch task {
@@ -131,6 +119,25 @@ extension Publisher {
                 }
                 return (records[0], records[1])
             }
+        }
+        let tasks = [PublishTask.snapshot, .records] + plan.outputs.map(PublishTask.output)
+        // The content's blobs are copied beside the feeds: they need only be in place, and
+        // durable, before the revision is (a thousand files were a fifth of a big build's
+        // publishing, on both cores, before any feed was rendered).
+        let blobStore = BlobStore(root: tree.content)
+        let (results, blobs) = concurrently(
+            { parallelMap(tasks, publishTask) },
+            { Result { if let content { try ContentPublishing.putBlobs(content, into: blobStore, beforeStep: step) } } })
+        // Whoever sees the revision's content.json finds every file it names.
+        if let content {
+            do {
+                try blobs.get()
+            } catch {
+                // Bytes that did not hash as planned: the next build must read every file again.
+                try? FileManager.default.removeItem(at: digestCache)
+                throw error
+            }
+            try? content.digestCache.write(to: digestCache)
         }
         // Each output's gzip records, in the order of `plan.outputs`; errors thrown in turn.
         let written = try results.compactMap { try $0.get() }
