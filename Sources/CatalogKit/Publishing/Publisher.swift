@@ -64,7 +64,7 @@ public struct Publisher: Sendable {
 
         // Hashing the feeds keeps both cores busy for a big catalog but ends unevenly; the rest of
         // the plan, which needs only the sale flags, runs beside it rather than after it on one
-        // core (docs/benchmarks.md, "The build on both cores").
+        // core (docs/benchmarks.md, "The build's idle cores").
         let known = renderer.known
         let (hashed, besideResult) = concurrently(
             {
