@@ -71,16 +71,14 @@ public struct Publisher: Sendable {
                 let current = planner.plan(
                     selected, stampTime: changedAt, directoryPrefix: "",
                     previous: { previous?.record(for: $0) },
-                    stampSources: { variant in [previous?.record(for: variant), restored?.record(for: variant)].compactMap { $0 } })
+                    stampSources: { variant in [previous, restored].compactMap { $0?.record(for: variant) } })
                 var schedule: [ScheduledVariants] = []
                 var before = current.records
                 for (offset, (at, state)) in scheduled.enumerated() {
                     let records = planner.plan(
                         state, stampTime: at, directoryPrefix: "scheduled/\(offset + 1)/",
                         previous: { variant in before.first { $0.platform == variant.platformKey && $0.band == variant.bandKey } },
-                        stampSources: { variant in
-                            [previous?.scheduledRecord(at: at, for: variant), restored?.scheduledRecord(at: at, for: variant)].compactMap { $0 }
-                        }
+                        stampSources: { variant in [previous, restored].compactMap { $0?.scheduledRecord(at: at, for: variant) } }
                     ).records
                     schedule.append(ScheduledVariants(from: at, variants: records))
                     before = records
@@ -185,7 +183,8 @@ public struct Publisher: Sendable {
         var diff = ProductDiff(added: catalog.products.indices.map { catalog.products[$0].id })
         if let previous {
             let encoded = Self.snapshot(catalog.products)
-            diff = try ProductDiff(old: tree.productSnapshot(app, revision: previous.revision), new: Self.lines(of: encoded, catalog.products))
+            diff = try ProductDiff(
+                old: tree.productSnapshot(app, revision: previous.revision), new: Self.lines(of: encoded, catalog.products))
             snapshot = encoded
         }
         // A quarantine always changes the rich feed (its known list), so the revision records it.
