@@ -95,6 +95,18 @@ import Testing
         #expect(lines == ["\(RuleFixtures.game):17:4: error: duplicate product id 'com.example.game.gold' (first at 9:4)"])
     }
 
+    /// Every later definition points at the first, not at the one just before it, and each is
+    /// reported in source order.
+    @Test func everyLaterDefinitionPointsAtTheFirst() throws {
+        let gold = "<key>id</key>\n<string>com.example.game.gold</string>"
+        let lines = try validate(products: gold, gold, "<key>id</key>\n<string>com.example.game.silver</string>", gold)
+        #expect(
+            lines == [
+                "\(RuleFixtures.game):13:4: error: duplicate product id 'com.example.game.gold' (first at 9:4)",
+                "\(RuleFixtures.game):21:4: error: duplicate product id 'com.example.game.gold' (first at 9:4)",
+            ])
+    }
+
     /// A duplicate is reported even when the first definition has problems of its own:
     /// all problems in one run, so fixing the status must not reveal a second error.
     @Test func duplicateOfAProductWithOtherErrors() throws {
