@@ -15,10 +15,7 @@ extension Publisher {
         guard !plan.isUnchanged else {
             // A blob of the current revision that went missing (a disk restored from an older
             // backup) is put back: only missing ones are read.
-            if let planned = plan.content {
-                try ContentPublishing.putBlobs(planned, into: BlobStore(root: tree.content), beforeStep: beforeStep)
-            }
-            try? plan.content?.digestCache.write(to: digestCache)
+            if let planned = plan.content { try putBlobs(planned, cachingDigestsIn: digestCache) }
             // A tree published before variants had paths of their own gets them from any build,
             // and a revision published before purchase records its record.
             if let current = plan.previous {
@@ -124,21 +121,11 @@ extension Publisher {
         // The content's blobs are copied beside the feeds: they need only be in place, and
         // durable, before the revision is (a thousand files were a fifth of a big build's
         // publishing, on both cores, before any feed was rendered).
-        let blobStore = BlobStore(root: tree.content)
         let (results, blobs) = concurrently(
             { parallelMap(tasks, publishTask) },
-            { Result { if let content { try ContentPublishing.putBlobs(content, into: blobStore, beforeStep: step) } } })
+            { Result { if let content { try self.putBlobs(content, cachingDigestsIn: digestCache) } } })
         // Whoever sees the revision's content.json finds every file it names.
-        if let content {
-            do {
-                try blobs.get()
-            } catch {
-                // Bytes that did not hash as planned: the next build must read every file again.
-                try? FileManager.default.removeItem(at: digestCache)
-                throw error
-            }
-            try? content.digestCache.write(to: digestCache)
-        }
+        try blobs.get()
         // Each output's gzip records, in the order of `plan.outputs`; errors thrown in turn.
         let written = try results.compactMap { try $0.get() }
 
@@ -172,6 +159,19 @@ extension Publisher {
         try linkStaticCopies(app, manifest: manifest)
         try AtomicFile.write(manifestBytes, to: tree.currentManifestURL(app))
         try beforeStep("manifest")
+    }
+
+    /// Puts the blobs of `content` that the store lacks, then keeps the digests its plan knew in
+    /// `cache`. Bytes that did not hash as planned remove the cache: the next build reads every
+    /// file again.
+    private func putBlobs(_ content: PlannedContent, cachingDigestsIn cache: URL) throws {
+        do {
+            try ContentPublishing.putBlobs(content, into: BlobStore(root: tree.content), beforeStep: beforeStep)
+        } catch {
+            try? FileManager.default.removeItem(at: cache)
+            throw error
+        }
+        try? content.digestCache.write(to: cache)
     }
 
     /// The static tree of the revision `manifest` describes, in place: every variant at a path of
