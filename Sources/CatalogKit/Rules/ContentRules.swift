@@ -244,13 +244,19 @@ public enum ContentRules {
 private struct ContentFolder {
     let url: URL
     let display: String
+    /// The folder's canonical path, symbolic links resolved; nil when it does not exist. Resolved
+    /// once: every item's files are checked against it.
+    let realPath: String?
 
-    /// The folder's canonical path, symbolic links resolved; nil when it does not exist.
-    var realPath: String? {
-        guard let path = Self.canonical(url.path) else { return nil }
+    init(url: URL, display: String) {
+        self.url = url
+        self.display = display
         var status = stat()
-        guard stat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFDIR else { return nil }
-        return path
+        if let path = Self.canonical(url.path), stat(path, &status) == 0, (status.st_mode & S_IFMT) == S_IFDIR {
+            realPath = path
+        } else {
+            realPath = nil
+        }
     }
 
     enum Found {
@@ -261,7 +267,9 @@ private struct ContentFolder {
     /// The file at `relative` under the folder, whose canonical path is `root`: it counts only if
     /// its own canonical path (every link followed) is still under `root`.
     func find(_ relative: String, below root: String) -> Found {
-        guard let path = Self.canonical(url.appendingPathComponent(relative).path) else { return .missing }
+        // Joined as a string: `appendingPathComponent` asks the file system whether the path is
+        // a folder, one more stat call a file before `realpath` walks the same path.
+        guard let path = Self.canonical(url.path + "/" + relative) else { return .missing }
         guard path.hasPrefix(root.hasSuffix("/") ? root : root + "/") else { return .outside }
         var status = stat()
         guard stat(path, &status) == 0 else { return .missing }

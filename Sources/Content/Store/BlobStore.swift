@@ -370,10 +370,16 @@ public struct BlobStore: Sendable {
         let descriptor = open(url.path, O_RDONLY | O_CLOEXEC)
         guard descriptor >= 0 else { throw BlobStoreError("cannot open \(url.path): \(String(cString: strerror(errno)))") }
         defer { close(descriptor) }
-        let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: chunkBytes, alignment: 16)
+        // No bigger than the file: a mebibyte for each of a thousand small files was a mmap and a
+        // munmap each, and every munmap stopped the other core to flush its TLB
+        // (docs/benchmarks.md, "The build with content").
+        var status = stat()
+        let fileSize = fstat(descriptor, &status) == 0 ? Int(status.st_size) : chunkBytes
+        let bufferBytes = min(chunkBytes, max(fileSize, 1 << 12))
+        let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: bufferBytes, alignment: 16)
         defer { chunk.deallocate() }
         while true {
-            let count = systemRead(descriptor, chunk.baseAddress, chunkBytes)
+            let count = systemRead(descriptor, chunk.baseAddress, bufferBytes)
             if count < 0 {
                 if errno == EINTR { continue }
                 throw BlobStoreError("cannot read \(url.path): \(String(cString: strerror(errno)))")
