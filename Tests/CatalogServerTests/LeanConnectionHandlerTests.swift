@@ -4,6 +4,7 @@ import NIOCore
 import NIOEmbedded
 import NIOHTTP1
 import Testing
+import Time
 
 @testable import CatalogServer
 
@@ -141,6 +142,42 @@ import Testing
         #expect(connection.application.requests.isEmpty)
         // Nothing behind owes an answer: the next read is asked for from here.
         #expect(connection.reads.count == reads + 1)
+    }
+
+    @Test func aSmallFeedIsOneWriteOfItsHeadAndBody() throws {
+        let connection = try Connection()
+        try connection.send(Self.feed)
+        let written = try #require(try connection.channel.readOutbound(as: ByteBuffer.self))
+        #expect(try connection.channel.readOutbound(as: ByteBuffer.self) == nil)
+        let feed = try connection.fixture.servedFeed(.catalog)
+        let response = Array(written.readableBytesView)
+        let head = try #require(String(bytes: response.prefix(response.count - feed.identity.bytes.count), encoding: .utf8))
+        #expect(head.hasPrefix("HTTP/1.1 200 OK\r\n") && head.hasSuffix("\r\n\r\n"))
+        #expect(head.contains("Content-Length: \(feed.identity.bytes.count)\r\n"))
+        #expect(Array(response.suffix(feed.identity.bytes.count)) == feed.identity.bytes)
+    }
+
+    /// A connection asking for many small feeds in one second holds no more than the budget in
+    /// copies of their bodies: the rest are sent from the buffers every connection shares.
+    @Test func copiesOfBodiesStayWithinTheirBudget() throws {
+        let fixture = try CatalogServerTests.Fixture(ids: ["com.example.served.coins"])
+        defer { fixture.remove() }
+        let products = try fixture.servedFeed(.products)
+        let catalog = try fixture.servedFeed(.catalog)
+        var cache = ResponseCache(inlineBodyBudget: catalog.identity.bytes.count)
+        func ask(_ feed: ServedFeed, second: Int64 = 2_000_000_000) -> ResponseCache.Response {
+            cache.response(for: feed, .init(gzip: false, status: 200), head: false, now: Timestamp(secondsSince1970: second)) {
+                (ByteBuffer(string: "HTTP/1.1 200 OK\r\n\r\n"), ByteBuffer(bytes: feed.identity.bytes))
+            }
+        }
+        let first = ask(catalog)
+        #expect(first.body == nil && first.bodyBytes == catalog.identity.bytes.count)
+        #expect(first.head.readableBytes == "HTTP/1.1 200 OK\r\n\r\n".utf8.count + catalog.identity.bytes.count)
+        // The budget is spent: the next body stays apart, and is still counted.
+        let second = ask(products)
+        #expect(second.body?.readableBytes == products.identity.bytes.count && second.bodyBytes == products.identity.bytes.count)
+        // A new second starts the cache, and its budget, again.
+        #expect(ask(products, second: 2_000_000_001).body == nil)
     }
 
     @Test func anIdleConnectionIsClosedAtTheIdleTimeout() throws {
@@ -301,5 +338,14 @@ import Testing
         #expect(answer.hasPrefix("HTTP/1.1 4"))
         #expect(!answer.contains("200 OK"))
         #expect(connection.application.requests.isEmpty)
+    }
+}
+
+extension CatalogServerTests.Fixture {
+    /// The feed of `kind` that a request naming no platform or version is answered with, as a
+    /// server loads it.
+    func servedFeed(_ kind: FeedKind) throws -> ServedFeed {
+        let store = FeedStore(tree: publicTree, logger: Logger(label: "test"))
+        return try store.index.feed(app: CatalogServerTests.app, kind: kind, platform: nil, appVersion: nil, at: .now).get()
     }
 }

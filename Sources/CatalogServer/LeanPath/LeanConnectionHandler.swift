@@ -23,7 +23,8 @@ import Time
 ///   sent), no request is answered here and nothing more is read, whichever path it would take;
 ///   both resume when the socket drains. A connection thus holds at most NIO's write buffer
 ///   high-water mark (64 KiB) of responses beyond the one that crossed it, plus one read's worth
-///   of request bytes; bodies are shared, never copied per connection.
+///   of request bytes. Bodies are shared by every connection, except for at most 16 KiB of small
+///   ones copied behind their header blocks for the current second (``ResponseCache``).
 /// - **Deadlines by what the connection is doing**, never by counting: a request must be read
 ///   completely within `readDeadline` of its first byte, whatever its shape (a body the
 ///   application never reads or that arrives after the answer still belongs to its request);
@@ -247,14 +248,14 @@ final class LeanConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
         if counters?.route != route || counters?.status != choice.status {
             counters = metrics.counters(route, status: choice.status)
         }
-        counters?.record(bodyBytes: response.body?.readableBytes ?? 0)
+        counters?.record(bodyBytes: response.bodyBytes)
         if accessLog.feedSampling > 0 {
             unlogged += 1
             if unlogged >= accessLog.feedSampling {
                 unlogged = 0
                 accessLog.record(
                     method: request.isHead ? "HEAD" : "GET", path: target.path, status: choice.status,
-                    bytes: response.body?.readableBytes ?? 0, started: .now,
+                    bytes: response.bodyBytes, started: .now,
                     client: context.channel.remoteAddress?.ipAddress.flatMap { IPAddress($0) }.map(ClientAddress.init(peer:)))
             }
         }
@@ -518,10 +519,28 @@ struct ResponseCache {
     private var second: Int64 = -1
     private var entries: [(key: Key, feed: ServedFeed, response: Response)] = []
 
-    /// A response's header block, and its body when it has one (shared with every connection).
+    /// The bytes of a response: its header block, with a small body in the same buffer, and a
+    /// bigger body apart (shared with every connection).
     struct Response {
         var head: ByteBuffer
         var body: ByteBuffer?
+        /// The body's size, wherever it is.
+        var bodyBytes: Int
+        /// The body bytes copied into `head`.
+        var inlinedBytes: Int { body == nil ? bodyBytes : 0 }
+    }
+
+    /// The most body bytes this cache copies behind header blocks, all its entries together, so
+    /// that a small feed's response is one buffer and one write instead of a vector of two
+    /// (docs/benchmarks.md, "A feed in one write"): a copy a connection and a second, against a
+    /// vector write on every request. Any other body is sent from the buffer every connection
+    /// shares; a connection asking for many feeds holds no more than this in copies.
+    let inlineBodyBudget: Int
+    /// Body bytes copied into this second's entries.
+    private var inlined = 0
+
+    init(inlineBodyBudget: Int = 16 * 1024) {
+        self.inlineBodyBudget = inlineBodyBudget
     }
 
     mutating func response(
@@ -530,13 +549,20 @@ struct ResponseCache {
         if now.secondsSince1970 != second {
             second = now.secondsSince1970
             entries.removeAll(keepingCapacity: true)
+            inlined = 0
         }
         let key = Key(feed: ObjectIdentifier(feed), gzip: choice.gzip, status: choice.status, head: head)
         // By index: taking the entry out would count references to its feed and buffer.
         if let index = entries.lastIndex(where: { $0.key == key }) { return entries[index].response }
-        let (head, body) = build()
-        let response = Response(head: head, body: body)
-        if entries.count == Self.capacity { entries.removeFirst() }
+        var (head, body) = build()
+        let bodyBytes = body?.readableBytes ?? 0
+        if entries.count == Self.capacity { inlined -= entries.removeFirst().response.inlinedBytes }
+        if let small = body, inlined + bodyBytes <= inlineBodyBudget {
+            head.writeImmutableBuffer(small)
+            body = nil
+            inlined += bodyBytes
+        }
+        let response = Response(head: head, body: body, bodyBytes: bodyBytes)
         entries.append((key, feed, response))
         return response
     }
