@@ -76,6 +76,49 @@ public enum Gzip {
         }
     }
 
+    /// One gzip member of the bytes that `produce` hands over piece by piece, each compressed as
+    /// it comes (ISA-L at level 1, as ``Effort/fastest``): the input is never held whole, only its
+    /// copy. The same pieces give the same bytes.
+    ///
+    /// - Throws: ``Failure`` when the compressor fails, or what `produce` throws.
+    public static func compressPieces(
+        _ produce: (_ compress: (UnsafeRawBufferPointer) throws -> Void) throws -> Void
+    ) throws -> [UInt8] {
+        let levelBytes = Int(cisal_level1_buffer_bytes())
+        let levelBuffer = UnsafeMutablePointer<UInt8>.allocate(capacity: levelBytes)
+        defer { levelBuffer.deallocate() }
+        // On the heap: the stream's state holds its history window.
+        let stream = UnsafeMutablePointer<isal_zstream>.allocate(capacity: 1)
+        defer { stream.deallocate() }
+        isal_deflate_init(stream)
+        stream.pointee.level = 1
+        stream.pointee.level_buf = levelBuffer
+        stream.pointee.level_buf_size = UInt32(levelBytes)
+        stream.pointee.gzip_flag = UInt16(IGZIP_GZIP)
+        let scratchBytes = 1 << 16
+        let scratch = UnsafeMutablePointer<UInt8>.allocate(capacity: scratchBytes)
+        defer { scratch.deallocate() }
+        var output: [UInt8] = []
+        func deflate(_ input: UnsafeRawBufferPointer, last: Bool) throws {
+            guard input.count < Int(UInt32.max) / 2 else { throw Failure() }
+            stream.pointee.next_in = UnsafeMutablePointer(mutating: input.baseAddress?.assumingMemoryBound(to: UInt8.self))
+            stream.pointee.avail_in = UInt32(input.count)
+            stream.pointee.end_of_stream = last ? 1 : 0
+            // Until the piece is taken in and, with the last, the member is closed; a full
+            // scratch buffer may hold back more.
+            repeat {
+                stream.pointee.next_out = scratch
+                stream.pointee.avail_out = UInt32(scratchBytes)
+                guard isal_deflate(stream) == COMP_OK else { throw Failure() }
+                output.append(contentsOf: UnsafeBufferPointer(start: scratch, count: scratchBytes - Int(stream.pointee.avail_out)))
+            } while stream.pointee.avail_in > 0 || stream.pointee.avail_out == 0
+                || (last && stream.pointee.internal_state.state != ZSTATE_END)
+        }
+        try produce { try deflate($0, last: false) }
+        try deflate(UnsafeRawBufferPointer(start: nil, count: 0), last: true)
+        return output
+    }
+
     /// Decompresses one gzip member; nil if the bytes are not valid gzip.
     public static func decompress(_ input: [UInt8]) -> [UInt8]? {
         guard input.count >= 18, let decompressor = libdeflate_alloc_decompressor() else { return nil }

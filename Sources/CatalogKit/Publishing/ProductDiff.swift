@@ -59,9 +59,13 @@ public struct ProductDiff: Sendable, Hashable {
     ///
     /// - Throws: when a line that differs is not JSON.
     public init(old: [(id: String, json: [UInt8])], new: [(id: String, json: [UInt8])]) throws {
+        // Sized once: grown as they filled, both tables rehashed 100,000 ids again and again in
+        // every build after the first of a big catalog (docs/benchmarks.md, "The rebuild").
         var oldByID: [String: [UInt8]] = [:]
+        oldByID.reserveCapacity(old.count)
         for entry in old { oldByID[entry.id] = entry.json }
         var seen = Set<String>()
+        seen.reserveCapacity(new.count)
         // Lines are compared as bytes first: only the few that differ are parsed.
         let marker = Array("\"\(Self.quarantineKey)\":".utf8)
         for entry in new {

@@ -43,8 +43,9 @@ public struct PublicationPlan: Sendable {
     let renderer: FeedRenderer
     /// One entry per distinct selection of products: the folder its files go to.
     let outputs: [PlannedOutput]
-    /// The product snapshot (`products.jsonl`), when planning already encoded it for the diff.
-    let snapshot: [UInt8]?
+    /// The product snapshot, gzipped as its records keep it (`products.jsonl.gz`), when planning
+    /// already encoded it for the diff.
+    let gzippedSnapshot: [UInt8]?
     /// The revision's purchase record (``PurchaseRecord``) without its products: they are the
     /// catalog's, written again from it by ``purchaseRecord``. A big catalog's record is megabytes,
     /// which a plan held until publishing at the build's peak of memory.
@@ -60,7 +61,7 @@ extension PublicationPlan {
     /// Each product's snapshot line as this plan publishes it: what a rollback compares with
     /// the revision it restores.
     var snapshotLines: [(id: String, json: [UInt8])] {
-        Publisher.lines(of: snapshot ?? Publisher.snapshot(renderer.catalog.products), renderer.catalog.products)
+        Publisher.lines(of: Publisher.snapshot(renderer.catalog.products), renderer.catalog.products)
     }
 }
 

@@ -55,7 +55,7 @@ extension Publisher {
         let renderer = plan.renderer
         let step = beforeStep
         let history = plan.history
-        let snapshot = plan.snapshot
+        let gzippedSnapshot = plan.gzippedSnapshot
         let content = plan.content
         let signer = signer
         let manifestToSign = plan.manifest
@@ -66,7 +66,7 @@ extension Publisher {
                 switch task {
                 case .snapshot:
                     try AtomicFile.writeDurably(
-                        try Gzip.compress(snapshot ?? Self.snapshot(renderer.catalog.products), effort: .fastest),
+                        try gzippedSnapshot ?? Self.compressedSnapshot(renderer.catalog.products),
                         to: recordsStaging.appendingPathComponent(PublicTree.snapshotName))
                     return nil
                 case .records:
@@ -271,6 +271,27 @@ extension Publisher {
             bytes.append(0x0A)
         }
         return bytes
+    }
+
+    /// The snapshot of `products` gzipped as it is encoded, a mebibyte of lines at a time: a first
+    /// publication, which planned no snapshot, never holds it whole (25 MB for 100,000 products,
+    /// at the build's peak of memory; docs/benchmarks.md, "The build's peak memory").
+    static func compressedSnapshot(_ products: [Product]) throws -> [UInt8] {
+        try Gzip.compressPieces { compress in
+            let pieceBytes = 1 << 20
+            var piece: [UInt8] = []
+            piece.reserveCapacity(pieceBytes + (1 << 16))
+            // Products read in place: `for product in` would copy each, whole.
+            for index in products.indices {
+                piece.append(contentsOf: FeedRenderer.encode(products[index], for: .snapshot))
+                piece.append(0x0A)
+                if piece.count >= pieceBytes {
+                    try piece.withUnsafeBytes(compress)
+                    piece.removeAll(keepingCapacity: true)
+                }
+            }
+            try piece.withUnsafeBytes(compress)
+        }
     }
 
     /// A snapshot's lines with the identifier of each, as ``PublicTree/productSnapshot(_:revision:)`` reads them back.

@@ -130,7 +130,7 @@ public struct Publisher: Sendable {
             scheduledChanges: schedule.map(\.from), scheduleEndsBefore: moments.firstUnscheduled,
             sellableCount: selected.sellable.count(where: { $0 }), knownCount: renderer.known.count, feedbackChanges: feedbackChanges,
             content: content, contentChange: ContentChange.between(previousContent, content?.manifest), renderer: renderer,
-            outputs: hashed.outputs, snapshot: beside.snapshot, purchaseSettings: purchaseSettings)
+            outputs: hashed.outputs, gzippedSnapshot: beside.gzippedSnapshot, purchaseSettings: purchaseSettings)
     }
 
     /// What a plan needs besides the feeds' hashes, made while they are hashed.
@@ -140,7 +140,7 @@ public struct Publisher: Sendable {
         var samePurchases: Bool
         var history: IdentifierHistory
         var diff: ProductDiff
-        var snapshot: [UInt8]?
+        var gzippedSnapshot: [UInt8]?
         var quarantined: [Product]
     }
 
@@ -178,20 +178,21 @@ public struct Publisher: Sendable {
         }
 
         // The diff compares each product's snapshot line with the previous revision's; the lines
-        // made for it are kept for publish, which writes them (a first publication needs none).
-        var snapshot: [UInt8]?
+        // made for it are kept for publish, gzipped as it writes them (a first publication needs
+        // none): a big catalog's lines, held until publishing, were at the build's peak of memory.
+        var gzippedSnapshot: [UInt8]?
         var diff = ProductDiff(added: catalog.products.indices.map { catalog.products[$0].id })
         if let previous {
             let encoded = Self.snapshot(catalog.products)
             diff = try ProductDiff(
                 old: tree.productSnapshot(app, revision: previous.revision), new: Self.lines(of: encoded, catalog.products))
-            snapshot = encoded
+            gzippedSnapshot = try Gzip.compress(encoded, effort: .fastest)
         }
         // A quarantine always changes the rich feed (its known list), so the revision records it.
         // By index: `filter` hands the closure a copy of every product.
         let quarantined = catalog.products.indices.filter { catalog.products.isQuarantined(at: $0) }.map { catalog.products[$0] }
         return BesideFeeds(
             previousContent: previousContent, content: content, samePurchases: samePurchases, history: history, diff: diff,
-            snapshot: snapshot, quarantined: quarantined)
+            gzippedSnapshot: gzippedSnapshot, quarantined: quarantined)
     }
 }

@@ -247,10 +247,15 @@ public enum HistoryRules {
         _ catalog: AppCatalog, against history: IdentifierHistory, origin: String, identifierArray: Bool = false
     ) -> [Diagnostic] {
         var diagnostics: [Diagnostic] = []
-        var byID: [String: Product] = [:]
-        for product in catalog.products { byID[product.id] = product }
+        // Indices, sized once, and products read in place: a table of whole products, copied in
+        // and grown as it filled, ran alone on one core for a quarter of a second in every
+        // build after the first of a 100,000-product catalog (docs/benchmarks.md, "The rebuild").
+        let products = catalog.products
+        var indexByID: [String: Int] = [:]
+        indexByID.reserveCapacity(products.count)
+        for index in products.indices { indexByID[products[index].id] = index }
         for (id, entry) in zip(history.order, history.orderedEntries) {
-            guard let product = byID[id] else {
+            guard let index = indexByID[id] else {
                 diagnostics.append(
                     .error(
                         "product '\(id)' was published in revision \(entry.firstRevision) and can never be removed or reused; keep its definition with status 'retired'"
@@ -260,11 +265,11 @@ public enum HistoryRules {
                         file: origin, at: .startOfFile))
                 continue
             }
-            if let retired = entry.retiredRevision, product.status != .retired {
+            if let retired = entry.retiredRevision, products[index].status != .retired {
                 diagnostics.append(
                     .error(
                         "product '\(id)' was retired in revision \(retired); App Store identifiers can never be reused, so it must stay 'retired'",
-                        file: product.location.file, at: product.location.position))
+                        file: products[index].location.file, at: products[index].location.position))
             }
         }
         return diagnostics
