@@ -88,7 +88,7 @@ extension CatalogWorkflow {
                 catalog, at: moment, note: RevisionNote(author: author, message: message ?? "rollback to \(revision)", rollbackOf: revision)
             )
             // The written sources must give back the restored definitions, but for the identifier rules.
-            let fromRestored = try ProductDiff(old: restored, new: plan.snapshotLines)
+            let fromRestored = try ProductDiff(oldLines: restored, newLines: plan.snapshotLines)
             let differing = fromRestored.added + fromRestored.changed.map(\.id) + fromRestored.removed
             if let unexpected = differing.first(where: { !forced.contains($0) }) {
                 throw HistoryError(description: "cannot restore revision \(revision) of '\(app)' exactly: '\(unexpected)' would differ")

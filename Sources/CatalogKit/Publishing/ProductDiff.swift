@@ -59,35 +59,16 @@ public struct ProductDiff: Sendable, Hashable {
     ///
     /// - Throws: when a line that differs is not JSON.
     public init(old: [(id: String, json: [UInt8])], new: [(id: String, json: [UInt8])]) throws {
-        // Sized once: grown as they filled, both tables rehashed 100,000 ids again and again in
-        // every build after the first of a big catalog (docs/benchmarks.md, "The rebuild").
-        var oldByID: [String: [UInt8]] = [:]
-        oldByID.reserveCapacity(old.count)
-        for entry in old { oldByID[entry.id] = entry.json }
-        var seen = Set<String>()
-        seen.reserveCapacity(new.count)
-        // Lines are compared as bytes first: only the few that differ are parsed.
-        let marker = Array("\"\(Self.quarantineKey)\":".utf8)
-        for entry in new {
-            seen.insert(entry.id)
-            guard let before = oldByID[entry.id] else {
-                added.append(entry.id)
-                if entry.json.firstRange(of: marker) != nil, let reason = try Self.object(entry.json)[Self.quarantineKey] as? String {
-                    quarantined.append(Quarantine(id: entry.id, reason: reason))
-                }
-                continue
-            }
-            guard before != entry.json else { continue }
-            var oldObject = try Self.object(before)
-            var newObject = try Self.object(entry.json)
-            let wasQuarantined = oldObject.removeValue(forKey: Self.quarantineKey) as? String
-            let reason = newObject.removeValue(forKey: Self.quarantineKey) as? String
-            if let reason, wasQuarantined == nil { quarantined.append(Quarantine(id: entry.id, reason: reason)) }
-            if reason == nil, wasQuarantined != nil { released.append(entry.id) }
-            let details = Self.describe(oldObject, newObject, path: "")
-            if !details.isEmpty { changed.append(Change(id: entry.id, details: details)) }
-        }
-        removed = old.map(\.id).filter { !seen.contains($0) }
+        try self.init(oldLines: old, newLines: new)
+    }
+
+    /// The same, with lines that may be slices of their snapshot's bytes (``Comparison``).
+    init<Old: Collection<UInt8>, New: Collection<UInt8>>(oldLines old: [(id: String, json: Old)], newLines new: [(id: String, json: New)])
+        throws
+    {
+        var comparison = Comparison(old: old, newCount: new.count)
+        for entry in new { try comparison.compare(id: entry.id, json: entry.json) }
+        self = comparison.finished()
     }
 
     /// Whether nothing changed, quarantines included.
@@ -107,7 +88,7 @@ public struct ProductDiff: Sendable, Hashable {
         return counts.filter { $0.0 > 0 }.map { "\($0.0) \($0.1)" }.joined(separator: ", ")
     }
 
-    private static func object(_ json: [UInt8]) throws -> [String: Any] {
+    private static func object(_ json: some Collection<UInt8>) throws -> [String: Any] {
         try JSONSerialization.jsonObject(with: Data(json)) as? [String: Any] ?? [:]
     }
 
@@ -144,3 +125,60 @@ public struct ProductDiff: Sendable, Hashable {
         return String(decoding: data, as: UTF8.self)
     }
 }
+
+extension ProductDiff {
+    /// A diff made one new line at a time against an old snapshot held by id: a build compares
+    /// each product's line as it encodes it, so that neither its whole new snapshot nor a copy
+    /// of each line is ever held (docs/benchmarks.md, "The rebuild"). Lines may be slices of
+    /// their snapshot's bytes.
+    struct Comparison<Old: Collection<UInt8>> {
+        private var oldByID: [String: Old] = [:]
+        private let oldIDs: [String]
+        private var seen = Set<String>()
+        private var diff = ProductDiff(added: [])
+        /// Lines are compared as bytes first: only the few that differ are parsed.
+        private let marker = Array("\"\(ProductDiff.quarantineKey)\":".utf8)
+
+        /// A comparison with `old`, for about `newCount` new lines.
+        init(old: [(id: String, json: Old)], newCount: Int) {
+            // Sized once: grown as they filled, both tables rehashed 100,000 ids again and again
+            // in every build after the first of a big catalog.
+            oldByID.reserveCapacity(old.count)
+            for entry in old { oldByID[entry.id] = entry.json }
+            oldIDs = old.map(\.id)
+            seen.reserveCapacity(newCount)
+        }
+
+        /// Compares the next new line, in the new snapshot's order.
+        ///
+        /// - Throws: when a line that differs is not JSON.
+        mutating func compare(id: String, json: some Collection<UInt8>) throws {
+            seen.insert(id)
+            guard let before = oldByID[id] else {
+                diff.added.append(id)
+                if json.firstRange(of: marker) != nil, let reason = try ProductDiff.object(json)[ProductDiff.quarantineKey] as? String {
+                    diff.quarantined.append(Quarantine(id: id, reason: reason))
+                }
+                return
+            }
+            guard !before.elementsEqual(json) else { return }
+            var oldObject = try ProductDiff.object(before)
+            var newObject = try ProductDiff.object(json)
+            let wasQuarantined = oldObject.removeValue(forKey: ProductDiff.quarantineKey) as? String
+            let reason = newObject.removeValue(forKey: ProductDiff.quarantineKey) as? String
+            if let reason, wasQuarantined == nil { diff.quarantined.append(Quarantine(id: id, reason: reason)) }
+            if reason == nil, wasQuarantined != nil { diff.released.append(id) }
+            let details = ProductDiff.describe(oldObject, newObject, path: "")
+            if !details.isEmpty { diff.changed.append(Change(id: id, details: details)) }
+        }
+
+        /// The diff, once every new line is compared: the old lines not seen are removed.
+        func finished() -> ProductDiff {
+            var finished = diff
+            finished.removed = oldIDs.filter { !seen.contains($0) }
+            return finished
+        }
+    }
+}
+
+extension ProductDiff.Comparison: Sendable where Old: Sendable {}

@@ -60,7 +60,7 @@ extension PublicationPlan {
 
     /// Each product's snapshot line as this plan publishes it: what a rollback compares with
     /// the revision it restores.
-    var snapshotLines: [(id: String, json: [UInt8])] {
+    var snapshotLines: [(id: String, json: ArraySlice<UInt8>)] {
         Publisher.lines(of: Publisher.snapshot(renderer.catalog.products), renderer.catalog.products)
     }
 }

@@ -188,6 +188,12 @@ public struct PublicTree: Sendable {
 
     /// The product snapshot of a revision: each product's JSON by id, in source order.
     public func productSnapshot(_ app: String, revision: Int) throws -> [(id: String, json: [UInt8])] {
+        try productSnapshotLines(app, revision: revision).map { ($0.id, Array($0.json)) }
+    }
+
+    /// The same, each line a slice of the snapshot's bytes: what a build diffs, without a copy of
+    /// each of a big catalog's lines (docs/benchmarks.md, "The rebuild").
+    func productSnapshotLines(_ app: String, revision: Int) throws -> [(id: String, json: ArraySlice<UInt8>)] {
         let url = recordURL(app, revision, Self.snapshotName)
         guard let data = FileManager.default.contents(atPath: url.path), let bytes = Gzip.decompress([UInt8](data)) else {
             throw CatalogError.corruptPublication(path: url.path, message: "missing or not gzip")
@@ -196,7 +202,7 @@ public struct PublicTree: Sendable {
             guard let id = Self.leadingID(of: line) ?? Self.parsedID(of: line) else {
                 throw CatalogError.corruptPublication(path: url.path, message: "bad line")
             }
-            return (id, Array(line))
+            return (id, line)
         }
     }
 

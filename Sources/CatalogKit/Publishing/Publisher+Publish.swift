@@ -273,17 +273,22 @@ extension Publisher {
         return bytes
     }
 
-    /// The snapshot of `products` gzipped as it is encoded, a mebibyte of lines at a time: a first
-    /// publication, which planned no snapshot, never holds it whole (25 MB for 100,000 products,
-    /// at the build's peak of memory; docs/benchmarks.md, "The build's peak memory").
-    static func compressedSnapshot(_ products: [Product]) throws -> [UInt8] {
+    /// The snapshot of `products` gzipped as it is encoded, a mebibyte of lines at a time, each
+    /// line given to `eachLine` (without its newline) as it is made: the snapshot is never held
+    /// whole (25 MB for 100,000 products, at the build's peak of memory; docs/benchmarks.md,
+    /// "The build's peak memory").
+    static func compressedSnapshot(
+        _ products: [Product], eachLine: (_ index: Int, _ line: ArraySlice<UInt8>) throws -> Void = { _, _ in }
+    ) throws -> [UInt8] {
         try Gzip.compressPieces { compress in
             let pieceBytes = 1 << 20
             var piece: [UInt8] = []
             piece.reserveCapacity(pieceBytes + (1 << 16))
             // Products read in place: `for product in` would copy each, whole.
             for index in products.indices {
+                let start = piece.count
                 piece.append(contentsOf: FeedRenderer.encode(products[index], for: .snapshot))
+                try eachLine(index, piece[start...])
                 piece.append(0x0A)
                 if piece.count >= pieceBytes {
                     try piece.withUnsafeBytes(compress)
@@ -295,9 +300,10 @@ extension Publisher {
     }
 
     /// A snapshot's lines with the identifier of each, as ``PublicTree/productSnapshot(_:revision:)`` reads them back.
-    static func lines(of snapshot: [UInt8], _ products: [Product]) -> [(id: String, json: [UInt8])] {
+    static func lines(of snapshot: [UInt8], _ products: [Product]) -> [(id: String, json: ArraySlice<UInt8>)] {
         let lines = snapshot.split(separator: 0x0A, omittingEmptySubsequences: false).dropLast()
-        return zip(products, lines).map { ($0.id, Array($1)) }
+        // By index: `zip(products, …)` would copy every product, whole.
+        return zip(products.indices, lines).map { (products[$0].id, $1) }
     }
 
     private func encode(_ manifest: RevisionManifest) throws -> [UInt8] {

@@ -152,6 +152,53 @@ public struct Publisher: Sendable {
         visible: (now: [Bool], known: [Int], scheduled: [(from: Timestamp, sellable: [Bool])]), purchases: [UInt8]
     ) throws -> BesideFeeds {
         let app = catalog.app
+        // The previous revision's snapshot is read and indexed by id beside the content and the
+        // history: for a big catalog, each kept one core busy for a tenth of a second
+        // (docs/benchmarks.md, "The rebuild").
+        let productCount = catalog.products.count
+        let (planned, indexed) = concurrently(
+            {
+                Result {
+                    try planContentAndHistory(
+                        catalog, in: tree, previous: previous, revision: revision, at: changedAt, visible: visible, purchases: purchases)
+                }
+            },
+            { [tree] in
+                Result {
+                    try previous.map {
+                        ProductDiff.Comparison(old: try tree.productSnapshotLines(app, revision: $0.revision), newCount: productCount)
+                    }
+                }
+            })
+        let (previousContent, content, samePurchases, history) = try planned.get()
+
+        // The diff compares each product's snapshot line, as it is encoded, with the previous
+        // revision's; the lines are gzipped as they are made, for publish to write (a first
+        // publication needs none, and publish encodes them). Neither the lines nor a copy of each
+        // are held: for a big catalog they were at the build's peak of memory.
+        var gzippedSnapshot: [UInt8]?
+        var diff = ProductDiff(added: catalog.products.indices.map { catalog.products[$0].id })
+        if var comparison = try indexed.get() {
+            gzippedSnapshot = try Self.compressedSnapshot(catalog.products) { index, line in
+                try comparison.compare(id: catalog.products[index].id, json: line)
+            }
+            diff = comparison.finished()
+        }
+        // A quarantine always changes the rich feed (its known list), so the revision records it.
+        // By index: `filter` hands the closure a copy of every product.
+        let quarantined = catalog.products.indices.filter { catalog.products.isQuarantined(at: $0) }.map { catalog.products[$0] }
+        return BesideFeeds(
+            previousContent: previousContent, content: content, samePurchases: samePurchases, history: history, diff: diff,
+            gzippedSnapshot: gzippedSnapshot, quarantined: quarantined)
+    }
+
+    /// The content's plan, whether the purchase settings are the previous revision's, and the
+    /// identifier history with this revision's visible products recorded.
+    private static func planContentAndHistory(
+        _ catalog: AppCatalog, in tree: PublicTree, previous: RevisionManifest?, revision: Int, at changedAt: Timestamp,
+        visible: (now: [Bool], known: [Int], scheduled: [(from: Timestamp, sellable: [Bool])]), purchases: [UInt8]
+    ) throws -> (previousContent: ContentManifest?, content: PlannedContent?, samePurchases: Bool, history: IdentifierHistory) {
+        let app = catalog.app
         // Content: every file hashed, the manifest numbered from the previous revision's. A change
         // of content alone is a new revision; its feeds keep their bytes and validators.
         let previousContent = try previous.flatMap { try tree.contentManifest(app, revision: $0.revision) }
@@ -177,22 +224,6 @@ public struct Publisher: Sendable {
             }
         }
 
-        // The diff compares each product's snapshot line with the previous revision's; the lines
-        // made for it are kept for publish, gzipped as it writes them (a first publication needs
-        // none): a big catalog's lines, held until publishing, were at the build's peak of memory.
-        var gzippedSnapshot: [UInt8]?
-        var diff = ProductDiff(added: catalog.products.indices.map { catalog.products[$0].id })
-        if let previous {
-            let encoded = Self.snapshot(catalog.products)
-            diff = try ProductDiff(
-                old: tree.productSnapshot(app, revision: previous.revision), new: Self.lines(of: encoded, catalog.products))
-            gzippedSnapshot = try Gzip.compress(encoded, effort: .fastest)
-        }
-        // A quarantine always changes the rich feed (its known list), so the revision records it.
-        // By index: `filter` hands the closure a copy of every product.
-        let quarantined = catalog.products.indices.filter { catalog.products.isQuarantined(at: $0) }.map { catalog.products[$0] }
-        return BesideFeeds(
-            previousContent: previousContent, content: content, samePurchases: samePurchases, history: history, diff: diff,
-            gzippedSnapshot: gzippedSnapshot, quarantined: quarantined)
+        return (previousContent, content, samePurchases, history)
     }
 }
