@@ -53,27 +53,38 @@ public enum Gzip {
 
     private static func igzip(_ source: UnsafeRawBufferPointer) throws -> [UInt8] {
         guard source.count < Int(UInt32.max) / 2 else { throw Failure() }
+        return withLevel1Stream(initialize: isal_deflate_stateless_init) { stream in
+            stream.pointee.end_of_stream = 1
+            stream.pointee.next_in = UnsafeMutablePointer(mutating: source.baseAddress?.assumingMemoryBound(to: UInt8.self))
+            stream.pointee.avail_in = UInt32(source.count)
+            // Incompressible input is stored in blocks of at most 64 KiB, 5 bytes of framing each.
+            let bound = source.count + source.count / 8192 + Int(ISAL_DEF_MAX_HDR_SIZE) + 64
+            // Uninitialized, as above.
+            return [UInt8](unsafeUninitializedCapacity: bound) { destination, initialized in
+                stream.pointee.next_out = destination.baseAddress
+                stream.pointee.avail_out = UInt32(bound)
+                initialized = isal_deflate_stateless(stream) == COMP_OK ? Int(stream.pointee.total_out) : 0
+            }
+        }
+    }
+
+    /// A stream for `body`, set up by `initialize` (stateless or not), at ISA-L's level 1 with a
+    /// generic gzip header: no name and no modification time, so identical input gives identical
+    /// bytes. On the heap: the stream's state holds its history window.
+    private static func withLevel1Stream<T>(
+        initialize: (UnsafeMutablePointer<isal_zstream>) -> Void, _ body: (UnsafeMutablePointer<isal_zstream>) throws -> T
+    ) rethrows -> T {
         let levelBytes = Int(cisal_level1_buffer_bytes())
         let levelBuffer = UnsafeMutablePointer<UInt8>.allocate(capacity: levelBytes)
         defer { levelBuffer.deallocate() }
-        var stream = isal_zstream()
-        isal_deflate_stateless_init(&stream)
-        stream.level = 1
-        stream.level_buf = levelBuffer
-        stream.level_buf_size = UInt32(levelBytes)
-        // A generic header: no name, no modification time, so identical input gives identical bytes.
-        stream.gzip_flag = UInt16(IGZIP_GZIP)
-        stream.end_of_stream = 1
-        stream.next_in = UnsafeMutablePointer(mutating: source.baseAddress?.assumingMemoryBound(to: UInt8.self))
-        stream.avail_in = UInt32(source.count)
-        // Incompressible input is stored in blocks of at most 64 KiB, 5 bytes of framing each.
-        let bound = source.count + source.count / 8192 + Int(ISAL_DEF_MAX_HDR_SIZE) + 64
-        // Uninitialized, as above.
-        return [UInt8](unsafeUninitializedCapacity: bound) { destination, initialized in
-            stream.next_out = destination.baseAddress
-            stream.avail_out = UInt32(bound)
-            initialized = isal_deflate_stateless(&stream) == COMP_OK ? Int(stream.total_out) : 0
-        }
+        let stream = UnsafeMutablePointer<isal_zstream>.allocate(capacity: 1)
+        defer { stream.deallocate() }
+        initialize(stream)
+        stream.pointee.level = 1
+        stream.pointee.level_buf = levelBuffer
+        stream.pointee.level_buf_size = UInt32(levelBytes)
+        stream.pointee.gzip_flag = UInt16(IGZIP_GZIP)
+        return try body(stream)
     }
 
     /// One gzip member of the bytes that `produce` hands over piece by piece, each compressed as
@@ -84,17 +95,12 @@ public enum Gzip {
     public static func compressPieces(
         _ produce: (_ compress: (UnsafeRawBufferPointer) throws -> Void) throws -> Void
     ) throws -> [UInt8] {
-        let levelBytes = Int(cisal_level1_buffer_bytes())
-        let levelBuffer = UnsafeMutablePointer<UInt8>.allocate(capacity: levelBytes)
-        defer { levelBuffer.deallocate() }
-        // On the heap: the stream's state holds its history window.
-        let stream = UnsafeMutablePointer<isal_zstream>.allocate(capacity: 1)
-        defer { stream.deallocate() }
-        isal_deflate_init(stream)
-        stream.pointee.level = 1
-        stream.pointee.level_buf = levelBuffer
-        stream.pointee.level_buf_size = UInt32(levelBytes)
-        stream.pointee.gzip_flag = UInt16(IGZIP_GZIP)
+        try withLevel1Stream(initialize: isal_deflate_init) { stream in try compressPieces(into: stream, produce) }
+    }
+
+    private static func compressPieces(
+        into stream: UnsafeMutablePointer<isal_zstream>, _ produce: (_ compress: (UnsafeRawBufferPointer) throws -> Void) throws -> Void
+    ) throws -> [UInt8] {
         let scratchBytes = 1 << 16
         let scratch = UnsafeMutablePointer<UInt8>.allocate(capacity: scratchBytes)
         defer { scratch.deallocate() }

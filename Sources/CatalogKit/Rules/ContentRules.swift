@@ -65,7 +65,7 @@ public enum ContentRules {
             // A file listed under this very path was resolved when its item was checked: not again
             // (for a thousand listed files, 5,000 of the 14,000 readlink calls of resolving them).
             guard !listed.contains(root.hasSuffix("/") ? root + relative : root + "/" + relative) else { continue }
-            guard case .regular(let url, _) = folder.find(relative, below: root), !listed.contains(url.path) else { continue }
+            guard case .regular(let url, _) = folder.find(relative), !listed.contains(url.path) else { continue }
             unlisted.append(relative)
         }
         for relative in unlisted.sorted().prefix(maximumUnlistedWarnings) {
@@ -197,8 +197,7 @@ public enum ContentRules {
             error("content '\(id)' lists no files", at: list.position)
             return nil
         }
-        let root = folder.realPath
-        if root == nil {
+        if folder.realPath == nil {
             error("content '\(id)' has files, but its content folder \(folder.display) does not exist", at: list.position)
             return nil
         }
@@ -217,7 +216,7 @@ public enum ContentRules {
             }
             seen[path.value] = path.position
             let shown = "\(folder.display)/\(base)\(path.value)"
-            switch folder.find(base + path.value, below: root ?? "") {
+            switch folder.find(base + path.value) {
             case .missing:
                 error("content file \(shown) does not exist", at: path.position)
             case .outside:
@@ -264,9 +263,10 @@ private struct ContentFolder {
         case regular(URL, size: Int64)
     }
 
-    /// The file at `relative` under the folder, whose canonical path is `root`: it counts only if
-    /// its own canonical path (every link followed) is still under `root`.
-    func find(_ relative: String, below root: String) -> Found {
+    /// The file at `relative` under the folder: it counts only if its own canonical path (every
+    /// link followed) is still under the folder's (`realPath`). Missing when the folder is.
+    func find(_ relative: String) -> Found {
+        guard let root = realPath else { return .missing }
         // Joined as a string: `appendingPathComponent` asks the file system whether the path is
         // a folder, one more stat call a file before `realpath` walks the same path.
         guard let path = Self.canonical(url.path + "/" + relative) else { return .missing }
