@@ -50,6 +50,28 @@ enum DurableFile {
     /// Files a killed process left half-written start with this, and are never read.
     static let temporaryPrefix = ".tmp-"
 
+    /// The name of a file queued now in an outbox, `<milliseconds>-<id>.json`: milliseconds since
+    /// 1970, each later than the last this process gave, so that files queued within one
+    /// millisecond still sort in the order they were queued (by their random ids they did not).
+    static func queuedName(id: String) -> String {
+        String(format: "%015lld", queueClock.next()) + "-\(id).json"
+    }
+
+    private static let queueClock = QueueClock()
+
+    /// The milliseconds of ``queuedName(id:)``: the time, or one more than the last given.
+    private final class QueueClock: @unchecked Sendable {
+        private let lock = NSLock()
+        private var last: Int64 = 0
+
+        func next() -> Int64 {
+            lock.withLock {
+                last = max(Int64(Date().timeIntervalSince1970 * 1000), last + 1)
+                return last
+            }
+        }
+    }
+
     static func makeDirectory(_ url: URL) throws(CatalogClientError) {
         do {
             try FileManager.default.createDirectory(at: url, withIntermediateDirectories: true)

@@ -97,8 +97,7 @@ actor PurchaseOutbox: QueueSender {
         }
         try DurableFile.makeDirectory(queueDirectory)
         let id = UUID().uuidString.lowercased()
-        let name = String(format: "%015.0f", Date().timeIntervalSince1970 * 1000) + "-\(id).json"
-        try DurableFile.write(body, to: queueDirectory.appendingPathComponent(name))
+        try DurableFile.write(body, to: queueDirectory.appendingPathComponent(DurableFile.queuedName(id: id)))
         trimQueue()
         if configuration.sendsPurchasesAutomatically { startSending() }
         return id

@@ -96,8 +96,7 @@ actor ReportOutbox: QueueSender {
                 chunks.insert(contentsOf: [Array(chunk[..<(chunk.count / 2)]), Array(chunk[(chunk.count / 2)...])], at: 0)
                 continue
             }
-            let name = String(format: "%015.0f", Date().timeIntervalSince1970 * 1000) + "-\(report.reportId).json"
-            try DurableFile.write(body, to: directory.appendingPathComponent(name))
+            try DurableFile.write(body, to: directory.appendingPathComponent(DurableFile.queuedName(id: report.reportId)))
             reportIDs.append(report.reportId)
         }
         trimQueue()
