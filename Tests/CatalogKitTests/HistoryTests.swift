@@ -102,6 +102,19 @@ import Testing
         #expect(diff.summary == "1 added, 1 changed, 1 removed, 2 quarantined, 1 released")
     }
 
+    /// A snapshot that names an id twice (written by hand, or by an older build) is compared by
+    /// its last line, and neither of its lines is reported removed while the id is still there.
+    @Test func aRepeatedIdInTheOldSnapshotIsOneProduct() throws {
+        let diff = try ProductDiff(
+            old: [Self.line(#"{"id":"a","type":"consumable"}"#), Self.line(#"{"id":"b"}"#), Self.line(#"{"id":"a"}"#)],
+            new: [Self.line(#"{"id":"a"}"#), Self.line(#"{"id":"c"}"#)])
+        #expect(diff.added == ["c"])
+        #expect(diff.removed == ["b"])
+        #expect(diff.changed.isEmpty)
+        let gone = try ProductDiff(old: [Self.line(#"{"id":"a"}"#), Self.line(#"{"id":"a"}"#)], new: [])
+        #expect(gone.removed == ["a", "a"])
+    }
+
     // MARK: - History and diff between revisions
 
     /// Three revisions; history lists them newest first with the changes of each.
