@@ -20,7 +20,7 @@ import Testing
         #expect(Gzip.decompress(try Gzip.compressPieces { _ in }) == [])
     }
 
-    /// A first publication's snapshot, gzipped as it is encoded a mebibyte at a time, holds the
+    /// A first publication's snapshot, gzipped as it is encoded about a mebibyte at a time, holds the
     /// lines a rebuild encodes.
     @Test func theSnapshotGzippedAsItIsEncodedHoldsEveryLine() throws {
         try withCatalog { catalog in
@@ -36,6 +36,13 @@ import Testing
             #expect(checked.count == 10_000)
             let member = try Publisher.compressedSnapshot(checked)
             #expect(Gzip.decompress(member) == Publisher.snapshot(checked))
+            // Encoded on another thread, the pieces give the same member, and every line comes
+            // to `eachLine` once, in order, without its newline.
+            var lines: [(Int, [UInt8])] = []
+            let aside = try Publisher.compressedSnapshot(checked, encodingAside: true) { lines.append(($0, Array($1))) }
+            #expect(aside == member)
+            #expect(lines.map(\.0) == Array(checked.indices))
+            #expect(lines.map(\.1) == checked.map { FeedRenderer.encode($0, for: .snapshot) })
         }
     }
 

@@ -273,29 +273,44 @@ extension Publisher {
         return bytes
     }
 
-    /// The snapshot of `products` gzipped as it is encoded, a mebibyte of lines at a time, each
+    /// The snapshot of `products` gzipped as it is encoded, about a mebibyte of lines at a time, each
     /// line given to `eachLine` (without its newline) as it is made: the snapshot is never held
     /// whole (25 MB for 100,000 products, at the build's peak of memory; docs/benchmarks.md,
     /// "The build's peak memory").
+    ///
+    /// With `encodingAside`, each piece is encoded on another thread while the one before it
+    /// goes to `eachLine` and the compressor on this one: the plan's diff, one after the other on
+    /// one core, was the tail of a rebuild while the other core waited. Publishing leaves it off:
+    /// there the snapshot is one task beside the feeds', and a thread more cost a first build 3%
+    /// (docs/benchmarks.md, "The rebuild's diff").
     static func compressedSnapshot(
-        _ products: [Product], eachLine: (_ index: Int, _ line: ArraySlice<UInt8>) throws -> Void = { _, _ in }
+        _ products: [Product], encodingAside: Bool = false,
+        eachLine: (_ index: Int, _ line: ArraySlice<UInt8>) throws -> Void = { _, _ in }
     ) throws -> [UInt8] {
         try Gzip.compressPieces { compress in
-            let pieceBytes = 1 << 20
-            var piece: [UInt8] = []
-            piece.reserveCapacity(pieceBytes + (1 << 16))
-            // Products read in place: `for product in` would copy each, whole.
-            for index in products.indices {
-                let start = piece.count
-                piece.append(contentsOf: FeedRenderer.encode(products[index], for: .snapshot))
-                try eachLine(index, piece[start...])
-                piece.append(0x0A)
-                if piece.count >= pieceBytes {
-                    try piece.withUnsafeBytes(compress)
-                    piece.removeAll(keepingCapacity: true)
+            var (current, spare) = (SnapshotPiece(), SnapshotPiece())
+            current.fill(products, from: 0)
+            while true {
+                let (piece, filling) = (current, spare)
+                let next = piece.products.upperBound
+                func handle() -> Result<Void, any Error> {
+                    Result {
+                        var start = 0
+                        for (index, end) in zip(piece.products, piece.lineEnds) {
+                            try eachLine(index, piece.bytes[start..<end])
+                            start = end + 1
+                        }
+                        try piece.bytes.withUnsafeBytes(compress)
+                    }
                 }
+                @Sendable func encodeNext() {
+                    if next < products.count { filling.fill(products, from: next) }
+                }
+                let (handled, _) = encodingAside ? concurrently(handle, encodeNext) : (handle(), encodeNext())
+                try handled.get()
+                guard next < products.count else { return }
+                (current, spare) = (filling, piece)
             }
-            try piece.withUnsafeBytes(compress)
         }
     }
 
@@ -331,4 +346,43 @@ private enum PublishTask: Sendable {
     case records
     /// One distinct output's feeds.
     case output(PlannedOutput)
+}
+
+/// Up to about a mebibyte of a product snapshot's lines, each followed by a newline
+/// (``Publisher/compressedSnapshot(_:encodingAside:eachLine:)``). Two take turns, one filled
+/// while the other is handed on, each keeping its memory from piece to piece.
+///
+/// `@unchecked Sendable`: each piece is used by one thread at a time, and every step waits for
+/// both threads before the pieces change roles.
+private final class SnapshotPiece: @unchecked Sendable {
+    /// The indices of the products whose lines these are.
+    private(set) var products = 0..<0
+    /// The lines.
+    private(set) var bytes: [UInt8] = []
+    /// Where each line ends in `bytes`, its newline excluded.
+    private(set) var lineEnds: [Int] = []
+
+    /// Under the mebibyte from which `catalog` has malloc map fresh pages (CMallocTuning): a
+    /// buffer grown past it would be mapped, faulted in and unmapped again.
+    private static let targetBytes = (1 << 20) - (1 << 16)
+
+    init() {
+        bytes.reserveCapacity(Self.targetBytes + (1 << 15))
+    }
+
+    /// Fills the piece with the lines of `products` from `start`, until they pass
+    /// ``targetBytes`` or the products end.
+    func fill(_ products: [Product], from start: Int) {
+        bytes.removeAll(keepingCapacity: true)
+        lineEnds.removeAll(keepingCapacity: true)
+        var index = start
+        // Products read in place: `for product in` would copy each, whole.
+        while index < products.count && bytes.count < Self.targetBytes {
+            bytes.append(contentsOf: FeedRenderer.encode(products[index], for: .snapshot))
+            lineEnds.append(bytes.count)
+            bytes.append(0x0A)
+            index += 1
+        }
+        self.products = start..<index
+    }
 }

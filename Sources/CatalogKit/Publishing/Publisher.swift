@@ -179,7 +179,7 @@ public struct Publisher: Sendable {
         var gzippedSnapshot: [UInt8]?
         var diff = ProductDiff(added: catalog.products.indices.map { catalog.products[$0].id })
         if var comparison = try indexed.get() {
-            gzippedSnapshot = try Self.compressedSnapshot(catalog.products) { index, line in
+            gzippedSnapshot = try Self.compressedSnapshot(catalog.products, encodingAside: true) { index, line in
                 try comparison.compare(id: catalog.products[index].id, json: line)
             }
             diff = comparison.finished()
