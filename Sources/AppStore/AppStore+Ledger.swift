@@ -71,7 +71,7 @@ extension PurchaseSubmission {
     /// `notificationUUID` (at most 128 bytes), which every notification must have.
     public static func notification(
         _ verified: SignedDataVerifier.VerifiedNotification, app: String, body: String, receivedAt: Date,
-        transferPolicy: PurchaseTransferPolicy
+        transferPolicy: PurchaseTransferPolicy, sendsWebhooks: Bool = true
     ) -> PurchaseSubmission? {
         guard let uuid = verified.payload.notificationUUID, !uuid.isEmpty, uuid.utf8.count <= 128 else { return nil }
         let type = verified.payload.notificationType?.rawValue
@@ -85,7 +85,7 @@ extension PurchaseSubmission {
             storeEvent: .appStore(notification: type, subtype: subtype),
             transactions: verified.transaction.map { [Kept($0, signedJSON: verified.transactionJSON)] } ?? [],
             states: verified.renewalInfo.map { [Kept($0, signedJSON: verified.renewalInfoJSON)] } ?? [],
-            transferPolicy: transferPolicy)
+            transferPolicy: transferPolicy, sendsWebhooks: sendsWebhooks)
     }
 }
 

@@ -184,7 +184,7 @@ public struct CustomerImporter: Sendable {
         _ = try await store.record([
             PurchaseSubmission(
                 app: app.bundleId, receivedAt: now(), source: .storeAPI, transactions: transactions, states: states,
-                transferPolicy: app.transferPolicy)
+                transferPolicy: app.transferPolicy, sendsWebhooks: app.webhookURL != nil)
         ])
     }
 }

@@ -131,7 +131,8 @@ public struct NotificationReconciler: Sendable {
                     let verified = try await app.verifier.verifyAndDecodeNotification(body)
                     guard
                         let submission = PurchaseSubmission.notification(
-                            verified, app: app.bundleId, body: body, receivedAt: now(), transferPolicy: app.transferPolicy)
+                            verified, app: app.bundleId, body: body, receivedAt: now(), transferPolicy: app.transferPolicy,
+                            sendsWebhooks: app.webhookURL != nil)
                     else { throw PurchaseRefusal(.malformed, "the notification has no notificationUUID") }
                     submissions.append(submission)
                 } catch {

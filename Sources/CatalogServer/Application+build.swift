@@ -155,16 +155,18 @@ public func buildApplication(
     }
     // Google Play's acknowledgement outbox (docs/google-play.md, "Acknowledgement"), on the editor node.
     if let purchases, let purchaseStore, let playStore, let playClients {
-        // What Google says of a purchase claims it for no one: the app account it names does.
-        let record: PlayLedgerRecorder = { app, values in
-            _ = try await purchases.committer.outcome(of: values.submission(app: app, receivedAt: Date(), source: .storeAPI)).get()
-        }
         // An app's Play settings at the revision it serves.
         let playApp: @Sendable (String) async -> PlayApp? = { app in
             guard let revision = store.index.apps[app]?.manifest.revision,
                 case .success(let play?) = await purchases.settings.play(app, revision: revision)
             else { return nil }
             return play
+        }
+        // What Google says of a purchase claims it for no one: the app account it names does.
+        let record: PlayLedgerRecorder = { app, values in
+            let submission = values.submission(
+                app: app, receivedAt: Date(), source: .storeAPI, sendsWebhooks: await playApp(app)?.sendsWebhooks ?? true)
+            _ = try await purchases.committer.outcome(of: submission).get()
         }
         let acknowledger = PlayAcknowledger(
             store: playStore, client: { await playApp($0).flatMap { playClients.client($0) } },

@@ -102,11 +102,11 @@ public struct PlayLedgerValues: Sendable, Hashable {
     /// These values as evidence of `app` to record.
     public func submission(
         app: String, receivedAt: Date, source: EvidenceSource, appAccount: String? = nil,
-        transferPolicy: PurchaseTransferPolicy = .keep
+        transferPolicy: PurchaseTransferPolicy = .keep, sendsWebhooks: Bool = true
     ) -> PurchaseSubmission {
         PurchaseSubmission(
             app: app, receivedAt: receivedAt, source: source, storeEvent: event, transactions: transactions, states: states,
-            appAccount: appAccount, transferPolicy: transferPolicy)
+            appAccount: appAccount, transferPolicy: transferPolicy, sendsWebhooks: sendsWebhooks)
     }
 }
 

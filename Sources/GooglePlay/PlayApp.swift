@@ -18,6 +18,8 @@ public struct PlayApp: Sendable {
     public let serviceAccountKeyFile: String?
     /// What happens to a purchase presented by another customer.
     public let transferPolicy: PurchaseTransferPolicy
+    /// Whether the app has a webhook (`webhookURL`), for its events.
+    public let sendsWebhooks: Bool
 
     /// The Play settings of `record`; nil when it has none, an error when its licence key is not one.
     public init?(_ record: PurchaseRecord) throws(PlayConfigurationError) {
@@ -34,6 +36,7 @@ public struct PlayApp: Sendable {
         catalog = PlayCatalog(record)
         serviceAccountKeyFile = play.serviceAccountKeyFile
         transferPolicy = record.transferPolicy == .transfer ? .transfer : .keep
+        sendsWebhooks = record.webhookURL != nil
     }
 }
 

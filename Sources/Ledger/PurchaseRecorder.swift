@@ -216,13 +216,14 @@ public struct PurchaseRecorder: Sendable {
     }
 
     /// The writes that follow the bindings: every signed payload kept, and the webhook events the
-    /// submission causes (in the same transaction, so that evidence acknowledged is never without them).
+    /// submission causes (in the same transaction, so that evidence acknowledged is never without them)
+    /// when the app has a webhook.
     public mutating func finish() -> [PurchaseWrite] {
         var writes: [PurchaseWrite] = submission.transactions.filter { $0.value.transactionId != nil }.map {
             .keepTransaction($0, source: submission.source)
         }
         writes += submission.states.filter { $0.value.purchaseKey != nil }.map { .keepState($0, source: submission.source) }
-        writes += WebhookEvent.derive(from: submission, outcome: outcome).map { .enqueue($0) }
+        if submission.sendsWebhooks { writes += WebhookEvent.derive(from: submission, outcome: outcome).map { .enqueue($0) } }
         return writes
     }
 

@@ -90,12 +90,16 @@ public struct PurchaseSubmission: Sendable {
     public var appAccount: String?
     /// The app's policy for a purchase presented by another customer.
     public var transferPolicy: PurchaseTransferPolicy
+    /// Whether the app has a webhook (`webhookURL`): the events the submission causes are written
+    /// to the outbox only then (docs/purchases.md, "Webhooks").
+    public var sendsWebhooks: Bool
 
     /// Evidence of `app` to record.
     public init(
         app: String, receivedAt: Date, source: EvidenceSource, notification: RawNotification? = nil,
         storeEvent: WebhookEventType? = nil, isReplay: Bool = false, transactions: [Kept<LedgerTransaction>] = [],
-        states: [Kept<SubscriptionState>] = [], appAccount: String? = nil, transferPolicy: PurchaseTransferPolicy = .keep
+        states: [Kept<SubscriptionState>] = [], appAccount: String? = nil, transferPolicy: PurchaseTransferPolicy = .keep,
+        sendsWebhooks: Bool = true
     ) {
         self.app = app
         self.receivedAt = receivedAt
@@ -107,6 +111,7 @@ public struct PurchaseSubmission: Sendable {
         self.states = states
         self.appAccount = appAccount
         self.transferPolicy = transferPolicy
+        self.sendsWebhooks = sendsWebhooks
     }
 }
 

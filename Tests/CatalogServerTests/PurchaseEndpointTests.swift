@@ -201,6 +201,26 @@ import Time
         }
     }
 
+    /// A notification of an app without a webhook writes no event for the delivery to read and
+    /// settle; one of an app with a webhook writes its event in the same transaction.
+    @Test(arguments: [false, true])
+    func aNotificationWritesAWebhookEventOnlyForAnAppWithAWebhook(webhook: Bool) async throws {
+        let secret = FileManager.default.temporaryDirectory.appendingPathComponent("webhook-secret-\(UUID().uuidString)")
+        try Data("whsec-test".utf8).write(to: secret)
+        defer { try? FileManager.default.removeItem(at: secret) }
+        // A receiver nobody listens on: the event stays pending, to be tried again later.
+        let settings =
+            webhook
+            ? "<key>webhookURL</key><string>http://127.0.0.1:9/hooks</string><key>webhookSecretFile</key><string>\(secret.path)</string>"
+            : ""
+        try await Self.withServer(settings: settings) { client, server in
+            let answer = try await client.execute(
+                uri: Self.notificationsPath, method: .post, headers: server.headers(), body: Self.body(try Self.renewal(server.pki)))
+            #expect(answer.status == .ok, "\(String(buffer: answer.body))")
+            #expect(try await server.store.pendingWebhookEvents(limit: 10).count == (webhook ? 1 : 0))
+        }
+    }
+
     /// The attacks on the endpoint: a notification signed by a PKI that is not Apple's, one of
     /// another app carried to this one, a body that is not a notification. Each is 4xx, changes
     /// nothing and is counted.

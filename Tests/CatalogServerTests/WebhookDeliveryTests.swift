@@ -161,6 +161,18 @@ enum WebhookScenarios {
         #expect(state?.attempts == 1)
     }
 
+    /// An app without a webhook has no events: nothing is written to the outbox for the delivery to
+    /// read and settle, and a webhook set later gets only what happens after it.
+    static func anAppWithoutAWebhookWritesNoEvents(_ store: Store) async throws {
+        var silent = notification(uuid: "n-1", type: "SUBSCRIBED", transaction())
+        silent.sendsWebhooks = false
+        _ = try await store.record([silent])
+        #expect(try await store.pendingWebhookEvents(limit: 10).isEmpty)
+        let renewal = transaction(["transactionId": "2000000000000003", "signedDate": PKI.milliseconds(PKI.date(2025, 1, 31))])
+        _ = try await store.record([notification(uuid: "n-2", type: "DID_RENEW", renewal)])
+        #expect(try await store.pendingWebhookEvents(limit: 10).map(\.type) == [.renewed])
+    }
+
     /// A receiver that is down gets the event once it is up again, after the backoff.
     static func deliversAfterTheReceiverComesBack(_ store: Store) async throws {
         let first = try await WebhookReceiver.start()
@@ -262,6 +274,9 @@ struct WebhookDeliveryTests {
     @Test func deliversAfterTheReceiverComesBack() async throws { try await withStore(WebhookScenarios.deliversAfterTheReceiverComesBack) }
     @Test func retriesWithBackoffThenGivesUp() async throws { try await withStore(WebhookScenarios.retriesWithBackoffThenGivesUp) }
     @Test func stoppingTheLoopLosesNothing() async throws { try await withStore(WebhookScenarios.stoppingTheLoopLosesNothing) }
+    @Test func anAppWithoutAWebhookWritesNoEvents() async throws {
+        try await withStore(WebhookScenarios.anAppWithoutAWebhookWritesNoEvents)
+    }
 
     /// The receiver's check: a replay outside the tolerance, an altered body, another secret and a
     /// malformed header are each refused.
@@ -325,6 +340,9 @@ struct PostgresWebhookDeliveryTests {
     @Test func deliversAfterTheReceiverComesBack() async throws { try await withStore(WebhookScenarios.deliversAfterTheReceiverComesBack) }
     @Test func retriesWithBackoffThenGivesUp() async throws { try await withStore(WebhookScenarios.retriesWithBackoffThenGivesUp) }
     @Test func stoppingTheLoopLosesNothing() async throws { try await withStore(WebhookScenarios.stoppingTheLoopLosesNothing) }
+    @Test func anAppWithoutAWebhookWritesNoEvents() async throws {
+        try await withStore(WebhookScenarios.anAppWithoutAWebhookWritesNoEvents)
+    }
 }
 
 private struct NotPostgres: Error {}

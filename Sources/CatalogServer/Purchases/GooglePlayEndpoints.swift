@@ -136,7 +136,8 @@ extension PurchaseEndpoints {
         return .success(
             .record(
                 values.submission(
-                    app: app, receivedAt: now, source: .app, appAccount: verified.appAccountToken, transferPolicy: play.app.transferPolicy))
+                    app: app, receivedAt: now, source: .app, appAccount: verified.appAccountToken, transferPolicy: play.app.transferPolicy,
+                    sendsWebhooks: play.app.sendsWebhooks))
         )
     }
 
@@ -222,7 +223,8 @@ extension PurchaseEndpoints {
             app: app, marketplace: .googlePlay, notificationId: messageId, notificationType: notification.typeName, subtype: nil,
             environment: nil, signedDate: eventTime, receivedAt: now, body: body)
         let submission = PurchaseSubmission(
-            app: app, receivedAt: now, source: .notification, notification: raw, transferPolicy: play.transferPolicy)
+            app: app, receivedAt: now, source: .notification, notification: raw, transferPolicy: play.transferPolicy,
+            sendsWebhooks: play.sendsWebhooks)
         let duplicate: Bool
         switch await committer.outcome(of: submission) {
         case .failure(let error): return storeFailure(error)

@@ -182,7 +182,8 @@ struct PurchaseEndpoints: Sendable {
         }
         guard
             let submission = PurchaseSubmission.notification(
-                verified, app: app, body: body, receivedAt: now, transferPolicy: config.transferPolicy),
+                verified, app: app, body: body, receivedAt: now, transferPolicy: config.transferPolicy,
+                sendsWebhooks: config.webhookURL != nil),
             let uuid = submission.notification?.notificationId
         else {
             return refuse(PurchaseRefusal(.malformed, "the notification has no notificationUUID"), endpoint: "notifications")
@@ -257,7 +258,7 @@ struct PurchaseEndpoints: Sendable {
         } else {
             submission = PurchaseSubmission(
                 app: app, receivedAt: now, source: .app, transactions: verified.transactions.map { Kept($0) },
-                appAccount: verified.appAccountToken, transferPolicy: config.transferPolicy)
+                appAccount: verified.appAccountToken, transferPolicy: config.transferPolicy, sendsWebhooks: config.webhookURL != nil)
         }
         let outcome: PurchaseOutcome
         switch await committer.outcome(of: submission) {
