@@ -184,11 +184,17 @@ public struct IdentifierHistory: Sendable, Hashable {
         }
     }
 
-    /// An identifier not recorded yet, last in the order.
-    private mutating func append(_ key: HashedIdentifier, _ entry: Entry) {
-        positions[key] = order.count
+    /// An identifier not recorded yet, last in the order; false, and nothing changed, when it is
+    /// recorded already. One lookup either way.
+    @discardableResult
+    private mutating func append(_ key: HashedIdentifier, _ entry: Entry) -> Bool {
+        if let position = positions.updateValue(order.count, forKey: key) {
+            positions[key] = position
+            return false
+        }
         order.append(key.id)
         orderedEntries.append(entry)
+        return true
     }
 
     static let header = "# id\tfirstRevision\tfirstPublishedAt\tretiredRevision"
@@ -251,12 +257,10 @@ public struct IdentifierHistory: Sendable, Hashable {
                         path: "identifiers.tsv", message: "bad line '\(String(decoding: line, as: UTF8.self))'")
                 }
                 let key = HashedIdentifier(String(decoding: fields[0], as: UTF8.self))
-                guard positions.updateValue(order.count, forKey: key) == nil else {
+                let entry = Entry(firstRevision: firstRevision, firstPublishedAt: moment, retiredRevision: Self.integer(fields[3]))
+                guard append(key, entry) else {
                     throw CatalogError.corruptPublication(path: "identifiers.tsv", message: "'\(key.id)' is listed twice")
                 }
-                order.append(key.id)
-                orderedEntries.append(
-                    Entry(firstRevision: firstRevision, firstPublishedAt: moment, retiredRevision: Self.integer(fields[3])))
             }
         }
     }
