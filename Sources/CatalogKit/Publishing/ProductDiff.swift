@@ -66,7 +66,7 @@ public struct ProductDiff: Sendable, Hashable {
     init<Old: Collection<UInt8>, New: Collection<UInt8>>(oldLines old: [(id: String, json: Old)], newLines new: [(id: String, json: New)])
         throws
     {
-        var comparison = Comparison(old: old, newCount: new.count)
+        var comparison = Comparison(old: old)
         for entry in new { try comparison.compare(id: entry.id, json: entry.json) }
         self = comparison.finished()
     }
@@ -144,8 +144,8 @@ extension ProductDiff {
         /// Lines are compared as bytes first: only the few that differ are parsed.
         private let marker = Array("\"\(ProductDiff.quarantineKey)\":".utf8)
 
-        /// A comparison with `old`, for about `newCount` new lines.
-        init(old: [(id: String, json: Old)], newCount: Int) {
+        /// A comparison with `old`.
+        init(old: [(id: String, json: Old)]) {
             self.old = old
             seen = [Bool](repeating: false, count: old.count)
             // Sized once: grown as it filled, the table rehashed 100,000 ids again and again in

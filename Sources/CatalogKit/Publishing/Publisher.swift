@@ -155,9 +155,8 @@ public struct Publisher: Sendable {
     ) throws -> BesideFeeds {
         let app = catalog.app
         // The previous revision's snapshot is read and indexed by id beside the content and the
-        // history: for a big catalog, each kept one core busy for a tenth of a second
-        // (docs/benchmarks.md, "The rebuild").
-        let productCount = catalog.products.count
+        // history: for a big catalog, the snapshot alone kept one core busy for a tenth of a
+        // second (docs/benchmarks.md, "The rebuild").
         let (planned, indexed) = concurrently(
             {
                 Result {
@@ -168,7 +167,7 @@ public struct Publisher: Sendable {
             { [tree] in
                 Result {
                     try previous.map {
-                        ProductDiff.Comparison(old: try tree.productSnapshotLines(app, revision: $0.revision), newCount: productCount)
+                        ProductDiff.Comparison(old: try tree.productSnapshotLines(app, revision: $0.revision))
                     }
                 }
             })

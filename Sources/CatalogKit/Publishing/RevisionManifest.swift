@@ -308,7 +308,8 @@ public enum HistoryRules {
         // product at each position of the history kept by index: a table of whole products,
         // copied in and grown as it filled, ran alone on one core for a quarter of a second in
         // every build after the first of a 100,000-product catalog, and a table of the products'
-        // ids built for the purpose still took 41 ms (docs/benchmarks.md, "The rebuild").
+        // ids built for the purpose still took 41 ms (docs/benchmarks.md, "The rebuild" and "The
+        // rebuild's diff").
         let products = catalog.products
         var productAt = [Int?](repeating: nil, count: history.order.count)
         for index in products.indices {
