@@ -77,6 +77,13 @@ public enum AtomicFile {
     /// Makes `url` a hard link to `source`, replacing it atomically: readers see the old file or
     /// the new one, never a missing or partial one.
     public static func link(_ source: URL, to url: URL) throws {
+        try linkLeavingDirectoryUnsynced(source, to: url)
+        try syncDirectory(url.deletingLastPathComponent())
+    }
+
+    /// ``link(_:to:)`` without its fsync of the directory: for several links into one directory,
+    /// which the caller then syncs once (``syncDirectory(_:)``) before it counts on any of them.
+    public static func linkLeavingDirectoryUnsynced(_ source: URL, to url: URL) throws {
         let temporary = url.deletingLastPathComponent()
             .appendingPathComponent(".\(url.lastPathComponent).\(getpid()).\(UInt32.random(in: 0...UInt32.max)).tmp")
         guard Glibc.link(source.path, temporary.path) == 0 else {
@@ -87,7 +94,6 @@ public enum AtomicFile {
             unlink(temporary.path)
             throw CatalogError.io(path: url.path, message: "cannot rename into place: \(message)")
         }
-        try syncDirectory(url.deletingLastPathComponent())
     }
 
     /// Renames `source` to `destination`, then fsyncs the destination's directory so that the rename

@@ -192,18 +192,23 @@ extension Publisher {
             let directory = FeedVariants.directory(key: "\(record.platform)/\(record.band)")
             let target = appDirectory.appendingPathComponent(directory, isDirectory: true)
             if !directory.isEmpty { try fileManager.createDirectory(at: target, withIntermediateDirectories: true) }
+            var linked = false
             for name in names {
                 let source = revision.appendingPathComponent(record.directory + name)
                 let copy = target.appendingPathComponent(name)
                 // An unsigned revision leaves no signature of an older one beside its feeds.
-                if name.hasSuffix(suffix) && !fileManager.fileExists(atPath: source.path) {
-                    if fileManager.fileExists(atPath: copy.path) { try fileManager.removeItem(at: copy) }
+                if name.hasSuffix(suffix) && Self.fileSize(source) == nil {
+                    if Self.fileSize(copy) != nil { try fileManager.removeItem(at: copy) }
                     continue
                 }
-                if try sameContent(source, copy) { continue }
-                try AtomicFile.link(source, to: copy)
+                if sameContent(source, copy) { continue }
+                try AtomicFile.linkLeavingDirectoryUnsynced(source, to: copy)
+                linked = true
                 try beforeStep("static \(directory)\(name)")
             }
+            // One fsync for the variant's links, not one each: four a variant were a fifth of a big
+            // build's tail (docs/benchmarks.md, "The release binary, linked statically").
+            if linked { try AtomicFile.syncDirectory(target) }
         }
         try removeStaleVariants(app, keeping: Set(manifest.variants.map { "\($0.platform)/\($0.band)" }))
         let index = FeedVariants(platforms: manifest.platforms.map(\.rawValue), bands: manifest.bands).encoded()
@@ -232,12 +237,17 @@ extension Publisher {
     }
 
     /// Whether two files hold the same bytes (sizes first, so that changed feeds cost no read).
-    private func sameContent(_ first: URL, _ second: URL) throws -> Bool {
-        let fileManager = FileManager.default
-        guard let a = try? fileManager.attributesOfItem(atPath: first.path)[.size] as? Int,
-            let b = try? fileManager.attributesOfItem(atPath: second.path)[.size] as? Int, a == b
-        else { return false }
-        return fileManager.contentsEqual(atPath: first.path, andPath: second.path)
+    private func sameContent(_ first: URL, _ second: URL) -> Bool {
+        guard let size = Self.fileSize(first), size == Self.fileSize(second) else { return false }
+        return FileManager.default.contentsEqual(atPath: first.path, andPath: second.path)
+    }
+
+    /// The size of the file at `url`, or nil when there is none: one `stat`, where
+    /// `FileManager.attributesOfItem` also reads the owner's and group's names from the system's
+    /// user database, and the extended attributes.
+    private static func fileSize(_ url: URL) -> Int? {
+        var status = stat()
+        return stat(url.path, &status) == 0 ? Int(status.st_size) : nil
     }
 
     /// Staging folders and temporary files left by a build that crashed; callers hold the
