@@ -90,12 +90,48 @@ enum ContentPublishing {
     /// over an hour ago. Every revision is kept (none is ever pruned), so only blobs of builds
     /// that failed before their revision was in place go. When any revision's manifest does not
     /// read, nothing is removed: keeping a blob is the safe side. Callers hold the build lock.
+    ///
+    /// While the store bears the swept mark (``sweptMark(in:)``), every blob in it is named, and
+    /// no manifest is read: reading all of them cost a build about 7 ms for each revision of an
+    /// app of a thousand items (docs/benchmarks.md, "Pruning and the history").
     static func pruneBlobs(in tree: PublicTree, now: Date) -> [ContentDigest] {
         let store = BlobStore(root: tree.content)
         guard FileManager.default.fileExists(atPath: tree.content.path) else { return [] }
-        guard let manifests = try? tree.keptContentManifests() else { return [] }
         _ = try? store.removeTemporaryFiles(writtenBefore: now.addingTimeInterval(-3600))
-        return (try? store.prune(keepingNamesIn: manifests)) ?? []
+        let mark = sweptMark(in: tree)
+        guard !FileManager.default.fileExists(atPath: mark.path) else { return [] }
+        guard let manifests = try? tree.keptContentManifests(), let removed = try? store.prune(keepingNamesIn: manifests) else {
+            return []
+        }
+        // Without it, the next build sweeps again: the safe side.
+        try? AtomicFile.write([UInt8](), to: mark)
+        return removed
+    }
+
+    /// The file whose presence says that every blob in the content store is named by a revision:
+    /// written by the pruning that made it so, taken away while a publication puts blobs, and put
+    /// back once that publication's revision is in place. A publication that fails in between
+    /// leaves it away, and the next build prunes.
+    static func sweptMark(in tree: PublicTree) -> URL { tree.content.appendingPathComponent("swept") }
+
+    /// Takes the swept mark away, durably, before a publication puts blobs; returns whether it was
+    /// there, or there is no store yet (nothing in it to prune): only then may the publication put
+    /// it back (``putBackSweptMark(in:)``).
+    static func takeSweptMark(in tree: PublicTree) throws -> Bool {
+        guard FileManager.default.fileExists(atPath: tree.content.path) else { return true }
+        let mark = sweptMark(in: tree)
+        guard unlink(mark.path) == 0 else {
+            if errno == ENOENT { return false }
+            throw CatalogError.io(path: mark.path, message: "cannot remove: \(String(cString: strerror(errno)))")
+        }
+        try AtomicFile.syncDirectory(tree.content)
+        return true
+    }
+
+    /// Puts the swept mark back once the revision that names a publication's blobs is in place.
+    /// Best effort: a mark that is missing only makes the next build prune.
+    static func putBackSweptMark(in tree: PublicTree) {
+        try? AtomicFile.write([UInt8](), to: sweptMark(in: tree))
     }
 }
 

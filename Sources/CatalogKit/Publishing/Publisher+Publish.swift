@@ -117,6 +117,8 @@ extension Publisher {
                 return (records[0], records[1])
             }
         }
+        // Until the revision is in place, its blobs are in the store and no revision names them.
+        let wasSwept = try content != nil && ContentPublishing.takeSweptMark(in: tree)
         let tasks = [PublishTask.snapshot, .records] + plan.outputs.map(PublishTask.output)
         // The content's blobs are copied beside the feeds: they need only be in place, and
         // durable, before the revision is (a thousand files were a fifth of a big build's
@@ -154,6 +156,7 @@ extension Publisher {
         try beforeStep("records in place")
         try syncDirectories(under: staging)
         try AtomicFile.renameDurably(staging, to: final)
+        if wasSwept { ContentPublishing.putBackSweptMark(in: tree) }
         try beforeStep("revision in place")
 
         try linkStaticCopies(app, manifest: manifest)

@@ -1,9 +1,10 @@
-import CatalogKit
 import CatalogTestSupport
 import Content
 import Foundation
 import Testing
 import Time
+
+@testable import CatalogKit
 
 /// `catalog build` and content (docs/content.md, "Publishing"): blobs in the store beside the
 /// records, deduplicated and durable; the revision's `content.json` in its records; versions;
@@ -148,18 +149,55 @@ import Time
 
     /// Blobs no revision names (a build that failed before its revision) are pruned by the next
     /// build; blobs only an older revision names stay, since every revision is kept.
-    @Test func blobsNoRevisionNamesArePruned() throws {
+    @Test func blobsAFailedBuildLeftArePrunedByTheNext() throws {
         try withCatalog { catalog in
             try Self.write(catalog)
             try catalog.publish(at: buildMoment)
             let store = BlobStore(root: catalog.tree.content)
+            let mark = ContentPublishing.sweptMark(in: catalog.tree)
+            #expect(FileManager.default.fileExists(atPath: mark.path), "a store its builds filled holds only named blobs")
+            try Self.write(catalog, level2: "[3]")
+            let failed = Result {
+                try catalog.build(at: buildMoment.adding(60)) { publisher in
+                    publisher.beforeStep = { step in
+                        if step == "staged manifest" { throw CatalogError.io(path: "test", message: "the disk is gone") }
+                    }
+                }
+            }
+            #expect(throws: CatalogError.self) { try failed.get() }
+            #expect(store.contains(Self.digest("[3]")), "put before the revision that names it, which never came")
+            #expect(!FileManager.default.fileExists(atPath: mark.path))
+            try Self.write(catalog, level2: "[4]")
+            let build = try catalog.build(at: buildMoment.adding(120))
+            #expect(build.prunedBlobs == [Self.digest("[3]")])
+            #expect(!store.contains(Self.digest("[3]")))
+            #expect(store.contains(Self.digest("[2]")), "revision 1 still names it")
+            #expect(store.contains(Self.digest("[4]")))
+            #expect(FileManager.default.fileExists(atPath: mark.path))
+        }
+    }
+
+    /// A store without the swept mark (filled before builds kept it, or whose pruning failed) is
+    /// pruned by reading every manifest, once; after that, builds trust the mark and read none:
+    /// a file put into the store by hand is not theirs to remove.
+    @Test func aStoreWithoutTheSweptMarkIsPrunedOnce() throws {
+        try withCatalog { catalog in
+            try Self.write(catalog)
+            try catalog.publish(at: buildMoment)
+            let store = BlobStore(root: catalog.tree.content)
+            let mark = ContentPublishing.sweptMark(in: catalog.tree)
+            try FileManager.default.removeItem(at: mark)
             let orphan = try store.put(Data("left by a failed build".utf8)).digest
             try Self.write(catalog, level2: "[3]")
-            let build = try catalog.build(at: buildMoment.adding(60))
-            #expect(build.prunedBlobs == [orphan])
+            #expect(try catalog.build(at: buildMoment.adding(60)).prunedBlobs == [orphan])
             #expect(!store.contains(orphan))
-            #expect(store.contains(Self.digest("[2]")), "revision 1 still names it")
-            #expect(store.contains(Self.digest("[3]")))
+            #expect(FileManager.default.fileExists(atPath: mark.path))
+
+            let byHand = try store.put(Data("put by hand".utf8)).digest
+            try Self.write(catalog, level2: "[4]")
+            #expect(try catalog.build(at: buildMoment.adding(120)).prunedBlobs.isEmpty)
+            #expect(store.contains(byHand))
+            #expect(FileManager.default.fileExists(atPath: mark.path))
         }
     }
 
