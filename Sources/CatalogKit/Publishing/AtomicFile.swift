@@ -83,7 +83,7 @@ public enum AtomicFile {
 
     /// ``link(_:to:)`` without its fsync of the directory: for several links into one directory,
     /// which the caller then syncs once (``syncDirectory(_:)``) before it counts on any of them.
-    public static func linkLeavingDirectoryUnsynced(_ source: URL, to url: URL) throws {
+    static func linkLeavingDirectoryUnsynced(_ source: URL, to url: URL) throws {
         let temporary = url.deletingLastPathComponent()
             .appendingPathComponent(".\(url.lastPathComponent).\(getpid()).\(UInt32.random(in: 0...UInt32.max)).tmp")
         guard Glibc.link(source.path, temporary.path) == 0 else {
