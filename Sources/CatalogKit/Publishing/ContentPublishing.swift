@@ -103,8 +103,7 @@ enum ContentPublishing {
         guard let manifests = try? tree.keptContentManifests(), let removed = try? store.prune(keepingNamesIn: manifests) else {
             return []
         }
-        // Without it, the next build sweeps again: the safe side.
-        try? AtomicFile.write([UInt8](), to: mark)
+        markSwept(in: tree)
         return removed
     }
 
@@ -116,7 +115,7 @@ enum ContentPublishing {
 
     /// Takes the swept mark away, durably, before a publication puts blobs; returns whether it was
     /// there, or there is no store yet (nothing in it to prune): only then may the publication put
-    /// it back (``putBackSweptMark(in:)``).
+    /// it back (``markSwept(in:)``).
     static func takeSweptMark(in tree: PublicTree) throws -> Bool {
         guard FileManager.default.fileExists(atPath: tree.content.path) else { return true }
         let mark = sweptMark(in: tree)
@@ -128,9 +127,9 @@ enum ContentPublishing {
         return true
     }
 
-    /// Puts the swept mark back once the revision that names a publication's blobs is in place.
-    /// Best effort: a mark that is missing only makes the next build prune.
-    static func putBackSweptMark(in tree: PublicTree) {
+    /// Writes the swept mark: after a pruning, or once the revision that names a publication's
+    /// blobs is in place. Best effort: a mark that is missing only makes the next build prune.
+    static func markSwept(in tree: PublicTree) {
         try? AtomicFile.write([UInt8](), to: sweptMark(in: tree))
     }
 }

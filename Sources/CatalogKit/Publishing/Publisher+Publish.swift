@@ -156,7 +156,7 @@ extension Publisher {
         try beforeStep("records in place")
         try syncDirectories(under: staging)
         try AtomicFile.renameDurably(staging, to: final)
-        if wasSwept { ContentPublishing.putBackSweptMark(in: tree) }
+        if wasSwept { ContentPublishing.markSwept(in: tree) }
         try beforeStep("revision in place")
 
         try linkStaticCopies(app, manifest: manifest)

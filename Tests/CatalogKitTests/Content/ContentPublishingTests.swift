@@ -151,10 +151,7 @@ import Time
     /// build; blobs only an older revision names stay, since every revision is kept.
     @Test func blobsAFailedBuildLeftArePrunedByTheNext() throws {
         try withCatalog { catalog in
-            try Self.write(catalog)
-            try catalog.publish(at: buildMoment)
-            let store = BlobStore(root: catalog.tree.content)
-            let mark = ContentPublishing.sweptMark(in: catalog.tree)
+            let (store, mark) = try Self.publishRevisionOne(catalog)
             #expect(FileManager.default.fileExists(atPath: mark.path), "a store its builds filled holds only named blobs")
             try Self.write(catalog, level2: "[3]")
             let failed = Result {
@@ -182,10 +179,7 @@ import Time
     /// a file put into the store by hand is not theirs to remove.
     @Test func aStoreWithoutTheSweptMarkIsPrunedOnce() throws {
         try withCatalog { catalog in
-            try Self.write(catalog)
-            try catalog.publish(at: buildMoment)
-            let store = BlobStore(root: catalog.tree.content)
-            let mark = ContentPublishing.sweptMark(in: catalog.tree)
+            let (store, mark) = try Self.publishRevisionOne(catalog)
             try FileManager.default.removeItem(at: mark)
             let orphan = try store.put(Data("left by a failed build".utf8)).digest
             try Self.write(catalog, level2: "[3]")
@@ -199,6 +193,13 @@ import Time
             #expect(store.contains(byHand))
             #expect(FileManager.default.fileExists(atPath: mark.path))
         }
+    }
+
+    /// Revision 1 published: the content store it filled, and the store's swept mark.
+    static func publishRevisionOne(_ catalog: TemporaryCatalog) throws -> (store: BlobStore, sweptMark: URL) {
+        try write(catalog)
+        try catalog.publish(at: buildMoment)
+        return (BlobStore(root: catalog.tree.content), ContentPublishing.sweptMark(in: catalog.tree))
     }
 
     /// Revision 1, then a build of changed content run with `probe`.
