@@ -86,6 +86,22 @@ import Testing
         #expect(error?.message.hasPrefix(message) == true, "\(String(describing: error))")
     }
 
+    /// The path rule on its own: printable ASCII is checked byte by byte, anything else scalar by
+    /// scalar, so a control character is refused whichever range it is in.
+    @Test func pathsAreRelativeNamesWithoutControlCharacters() {
+        for path in ["f", "levels/1.json", "café/été.txt", "a b/c-d_e.f", ".hidden/x", "..x/y"] {
+            #expect(ContentManifest.isValidPath(path), "\(path)")
+        }
+        let refused = [
+            "", "/f", "f/", "a//b", "./f", "a/../b", "..", "a\\b", "a\u{301}\\b",
+            // A backslash that a combining mark joins into one Character: `String.contains("\\")`,
+            // which compares Characters, did not see it.
+            "a\\\u{301}b", "a\tb", "a\u{0}b", "a\u{1F}", "a\u{7F}", "é\u{85}",
+            "é\u{9F}", String(repeating: "a", count: 1025),
+        ]
+        for path in refused { #expect(!ContentManifest.isValidPath(path), "\(path.debugDescription)") }
+    }
+
     @Test func anItemListedTwiceIsRefused() {
         let item = ContentManifest.Item(id: "x", product: "p", files: [.init(path: "f", size: 1, sha256: Self.a)])
         let error = #expect(throws: ContentManifestError.self) { try ContentManifest(items: [item, item]) }

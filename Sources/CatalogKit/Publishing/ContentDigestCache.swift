@@ -70,7 +70,11 @@ struct ContentDigestCache: Sendable, Hashable {
     /// `digest`; a file changed less than two seconds before `now` is left out.
     mutating func record(_ digest: ContentDigest, of path: String, identity: Identity, now: Date) {
         let recent = Int64((now.timeIntervalSince1970 - 2) * 1_000_000_000)
-        guard identity.changed < recent, identity.modified < recent, !path.contains("\n"), !path.contains("\t") else { return }
+        // A path that would break its line is left out, looked for byte by byte: as Characters,
+        // "\r\n" is not "\n", and a path ending in "\r" joined the next line when read back.
+        guard identity.changed < recent, identity.modified < recent,
+            !path.utf8.contains(where: { $0 == UInt8(ascii: "\n") || $0 == UInt8(ascii: "\r") || $0 == UInt8(ascii: "\t") })
+        else { return }
         let entry = Entry(identity: identity, digest: digest)
         guard entries[path] != entry else { return }
         entries[path] = entry

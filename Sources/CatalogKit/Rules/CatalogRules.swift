@@ -301,16 +301,39 @@ public enum CatalogRules {
 /// points at the first. Every written id counts, valid or not, so that a duplicate is reported
 /// in the same run as the first definition's own problems.
 struct IdentifierRegister: Sendable {
-    private var firstLocation: [HashedIdentifier: SourceLocation] = [:]
+    /// Where an id was first defined, and the index of that definition's product among the
+    /// products its file kept (-1 when its own rules rejected it, or it is another file's): 16
+    /// bytes with no reference to count, the file named by its index in `files`.
+    private struct First: Sendable {
+        var position: SourcePosition
+        var file: Int32
+        var product: Int32
+    }
+
+    private var files: [String] = []
+    private var first: [HashedIdentifier: First] = [:]
     private(set) var duplicates: [Diagnostic] = []
 
-    mutating func note(_ id: String, at location: SourceLocation) {
+    /// Notes `id`, defined at `location`; `product` is its index among the products kept, if kept.
+    mutating func note(_ id: String, at location: SourceLocation, product: Int? = nil) {
         let key = HashedIdentifier(id)
-        // One lookup per id, the common case: a duplicate puts the first location back.
-        guard let first = firstLocation.updateValue(location, forKey: key) else { return }
-        firstLocation[key] = first
-        let place = first.file == location.file ? "\(first.position)" : "\(first)"
+        let file = files.last == location.file ? files.count - 1 : files.firstIndex(of: location.file) ?? files.count
+        if file == files.count { files.append(location.file) }
+        // One lookup per id, the common case: a duplicate puts the first definition back.
+        let noted = First(position: location.position, file: Int32(file), product: Int32(product ?? -1))
+        guard let earlier = first.updateValue(noted, forKey: key) else { return }
+        first[key] = earlier
+        let earlierFile = files[Int(earlier.file)]
+        let place =
+            earlierFile == location.file ? "\(earlier.position)" : "\(SourceLocation(file: earlierFile, position: earlier.position))"
         duplicates.append(.error("duplicate product id '\(id)' (first at \(place))", file: location.file, at: location.position))
+    }
+
+    /// The index among the products kept of the first definition of `id`, if it was kept: a
+    /// product found by id without hashing every id of the catalog again.
+    func product(named id: String) -> Int? {
+        guard let found = first[HashedIdentifier(id)], found.product >= 0 else { return nil }
+        return Int(found.product)
     }
 }
 

@@ -27,13 +27,21 @@ public enum ContentRules {
             warnUnlisted(in: folder, listed: [], into: &diagnostics)
             return []
         }
-        // Only the products items name: every product of a big catalog copied into a dictionary
-        // was most of a build's checking of its content.
-        let named = Set(definitions.compactMap { $0.product?.value })
+        // Only the products items name, found through the tables their files' decoding made:
+        // every product of a big catalog copied into a dictionary, then every id hashed to find
+        // the named ones, was most of a build's checking of its content.
         var productsById: [String: Product] = [:]
-        productsById.reserveCapacity(named.count)
-        for index in products.indices where named.contains(products[index].id) { productsById[products[index].id] = products[index] }
-        let groups = Set(products.indices.compactMap { products[$0].subscription?.group })
+        for id in Set(definitions.compactMap { $0.product?.value }) {
+            var offset = 0
+            for definition in sources.definitions {
+                if let index = definition.products.index(of: id) {
+                    productsById[id] = products[offset + index]
+                    break
+                }
+                offset += definition.products.products.count
+            }
+        }
+        let groups = subscriptionGroups(named: Set(definitions.compactMap { $0.group?.value }), in: products)
         // A product its own rules rejected was reported there; an item naming it is not reported again.
         let rejected = Set(sources.definitions.flatMap { $0.products.rejectedIDs.map(\.value) })
         var firstById: [String: SourceLocation] = [:]
@@ -50,6 +58,18 @@ public enum ContentRules {
             warnUnlisted(in: folder, listed: Set(items.flatMap { $0.files.map(\.source.path) }), into: &diagnostics)
         }
         return items.sorted { $0.id < $1.id }
+    }
+
+    /// The subscription groups of `products` that items name: the scan stops once each is found.
+    /// When one is missing, every group, for the error that lists them.
+    private static func subscriptionGroups(named: Set<String>, in products: [Product]) -> Set<String> {
+        guard !named.isEmpty else { return [] }
+        var found: Set<String> = []
+        for index in products.indices {
+            guard let group = products[index].subscription?.group, named.contains(group), found.insert(group).inserted else { continue }
+            if found.count == named.count { return found }
+        }
+        return Set(products.indices.compactMap { products[$0].subscription?.group })
     }
 
     /// The most files reported as listed by no item, before one line says how many more.
@@ -267,6 +287,17 @@ private struct ContentFolder {
     /// link followed) is still under the folder's (`realPath`). Missing when the folder is.
     func find(_ relative: String) -> Found {
         guard let root = realPath else { return .missing }
+        // A file directly in the folder, and no link: its canonical path is the folder's and its
+        // name, known from one lstat, where `realpath` reads every part of the path again (five
+        // readlink calls a file in the benchmark's catalog). Only a name that `isValidPath`
+        // accepted comes here, so it is never "." or "..".
+        if !relative.utf8.contains(UInt8(ascii: "/")) {
+            let path = root.hasSuffix("/") ? root + relative : root + "/" + relative
+            var status = stat()
+            guard lstat(path, &status) == 0 else { return .missing }
+            if (status.st_mode & S_IFMT) == S_IFREG { return .regular(URL(fileURLWithPath: path), size: Int64(status.st_size)) }
+            if (status.st_mode & S_IFMT) != S_IFLNK { return .notRegular }
+        }
         // Joined as a string: `appendingPathComponent` asks the file system whether the path is
         // a folder, one more stat call a file before `realpath` walks the same path.
         guard let path = Self.canonical(url.path + "/" + relative) else { return .missing }

@@ -213,7 +213,11 @@ public struct CheckedProducts: Sendable, CustomStringConvertible {
     /// Keeps a product ``check(_:into:)`` checked, after those before it in the source, taking
     /// its product out of `checked` (moved, not copied: a product is a score of fields, each a retain).
     mutating func keep(_ checked: inout Checked) {
-        if let id = checked.id { identifiers.note(id.value, at: SourceLocation(file: checked.file, position: id.position)) }
+        if let id = checked.id {
+            identifiers.note(
+                id.value, at: SourceLocation(file: checked.file, position: id.position),
+                product: checked.product == nil ? nil : products.count)
+        }
         if let list = checked.platforms { platformLists.append(list) }
         guard let product = checked.product.take() else {
             rejectedCount += 1
@@ -222,6 +226,9 @@ public struct CheckedProducts: Sendable, CustomStringConvertible {
         }
         products.append(product)
     }
+
+    /// The index in ``products`` of the first product defined with `id`, if its own rules kept it.
+    func index(of id: String) -> Int? { identifiers.product(named: id) }
 
     public var description: String {
         "products: \(products), rejected: \(rejectedCount) \(rejectedIDs), platform lists: \(platformLists)"

@@ -178,9 +178,12 @@ public struct ContentManifest: Codable, Sendable, Hashable {
     /// Relative, `/`-separated, each part non-empty and neither `.` nor `..`, no backslash and no
     /// control character: a path a client can join to its folder without leaving it.
     public static func isValidPath(_ path: String) -> Bool {
-        guard (1...1024).contains(path.utf8.count), !path.contains("\\"),
-            !path.unicodeScalars.contains(where: { $0.properties.generalCategory == .control })
-        else { return false }
+        guard (1...1024).contains(path.utf8.count), !path.utf8.contains(UInt8(ascii: "\\")) else { return false }
+        // Printable ASCII, the usual path, has no control character; only other paths have their
+        // scalars' categories looked up (a build checks a path for every content file it lists).
+        if !path.utf8.allSatisfy({ $0 >= 0x20 && $0 < 0x7F }) {
+            guard !path.unicodeScalars.contains(where: { $0.properties.generalCategory == .control }) else { return false }
+        }
         return path.split(separator: "/", omittingEmptySubsequences: false).allSatisfy { !$0.isEmpty && $0 != "." && $0 != ".." }
     }
 }

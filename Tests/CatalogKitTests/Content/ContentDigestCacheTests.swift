@@ -76,6 +76,28 @@ import Testing
         }
     }
 
+    /// A path that would break the cache's lines is not recorded. Recorded, one ending in "\r"
+    /// made "\r\n" when written, which reading (by Characters) took for no line end, and the
+    /// entry after it was lost.
+    @Test func aPathThatWouldBreakItsLineIsNotRecorded() throws {
+        try withCatalog { catalog in
+            try catalog.write("a.txt", "one")
+            let url = catalog.catalogDirectory.appendingPathComponent("a.txt")
+            let identity = try #require(ContentDigestCache.identity(of: url))
+            var cache = ContentDigestCache()
+            for name in ["0\r", "1\r\n2", "3\n", "4\t"] {
+                cache.record(
+                    ContentDigest.of(Data()), of: catalog.catalogDirectory.appendingPathComponent(name).path, identity: identity,
+                    now: Self.later)
+            }
+            cache.record(ContentDigest.of(Data("one".utf8)), of: url.path, identity: identity, now: Self.later)
+            #expect(cache.entries.count == 1)
+            let file = catalog.root.appendingPathComponent("cache/com.example.game.tsv")
+            try cache.write(to: file)
+            #expect(ContentDigestCache.read(file).digest(of: url.path, identity: identity) == ContentDigest.of(Data("one".utf8)))
+        }
+    }
+
     /// Planning takes a cached digest without reading the file; but a blob is stored only after
     /// its bytes hash to the planned digest, so even a wrong cache never stores wrong bytes.
     @Test func planningUsesTheCacheAndPublishingStillChecksTheBytes() throws {

@@ -153,6 +153,35 @@ import Testing
             ])
     }
 
+    /// Products are found by id in the file that defines them, whichever of a folder app's files
+    /// that is, and the first definition counts: a product sold twice is the duplicate rule's.
+    @Test func theProductNamedIsFoundInAnyFileOfTheApp() throws {
+        try withCatalog { catalog in
+            let types = ["a": ["pack": "non-consumable"], "b": ["gold": "consumable", "map": "non-consumable"]]
+            for (file, products) in types {
+                try catalog.write(
+                    "com.example.game/\(file).plist",
+                    productsPlist(
+                        products.keys.sorted().map {
+                            "<key>id</key>\n<string>com.example.game.\($0)</string>\n<key>type</key>\n<string>\(products[$0]!)</string>"
+                        }))
+            }
+            let items = [("pack", "pack"), ("map", "map"), ("gold", "gold"), ("none", "nothing")].map { id, product in
+                "\t\t<dict>\n" + indented(Self.item(id, product: "com.example.game.\(product)", files: ["levels.json"]), by: 3)
+                    + "\n\t\t</dict>"
+            }
+            try catalog.write(
+                "com.example.game/content.plist",
+                plist("<dict>\n\t<key>content</key>\n\t<array>\n" + items.joined(separator: "\n") + "\n\t</array>\n</dict>"))
+            try catalog.write("com.example.game/content/levels.json", "{}")
+            #expect(
+                catalog.diagnostics() == [
+                    "catalog/com.example.game/content.plist:31:4: error: product 'com.example.game.gold' is a consumable; consumables have no lasting content, so sell the content with a non-consumable or a subscription",
+                    "catalog/com.example.game/content.plist:41:4: error: content 'none' names product 'com.example.game.nothing', which is not in the catalog",
+                ])
+        }
+    }
+
     @Test func theGroupMustExistAndItsItemsBeDated() throws {
         #expect(
             try Self.validate(Self.app(Self.item("a", group: "game.other", published: "2026-01-01T00:00:00Z", files: ["levels/1.json"])))
@@ -236,6 +265,22 @@ import Testing
             try Self.validate(Self.app(Self.item("a", product: "com.example.game.pack", files: ["levels"]))) == [
                 "\(Self.game):42:5: error: content file catalog/com.example.game.content/levels is not a regular file"
             ])
+        // Directly in the folder, as in a subfolder: missing, and a link that leads nowhere.
+        #expect(
+            try Self.validate(Self.app(Self.item("a", product: "com.example.game.pack", files: ["3.json"]))) == [
+                "\(Self.game):42:5: error: content file catalog/com.example.game.content/3.json does not exist"
+            ])
+        try withCatalog { catalog in
+            try catalog.write("com.example.game.plist", Self.app(Self.item("a", product: "com.example.game.pack", files: ["gone.json"])))
+            try catalog.write("com.example.game.content/levels/1.json", "{}")
+            try FileManager.default.createSymbolicLink(
+                atPath: catalog.catalogDirectory.appendingPathComponent("com.example.game.content/gone.json").path,
+                withDestinationPath: "levels/gone.json")
+            #expect(
+                catalog.diagnostics() == [
+                    "\(Self.game):42:5: error: content file catalog/com.example.game.content/gone.json does not exist"
+                ])
+        }
         #expect(
             try Self.validate(Self.app(Self.item("a", product: "com.example.game.pack", files: ["levels/1.json"])), files: [:]) == [
                 "\(Self.game):41:4: error: content 'a' has files, but its content folder catalog/com.example.game.content does not exist"
