@@ -26,6 +26,7 @@ struct KeysCommand: ParsableCommand {
 
     struct Create: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "create",
             abstract:
                 "Make a root key and a first signing key it certifies: root.jwk (keep offline), root.pub.jwk (pin in the app), signing.jwk."
         )
@@ -61,6 +62,7 @@ struct KeysCommand: ParsableCommand {
 
     struct Rotate: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "rotate",
             abstract:
                 "Make a new signing key certified by the root; the old one stays valid until its certificate expires or it is revoked.")
 
@@ -101,6 +103,7 @@ struct KeysCommand: ParsableCommand {
 
     struct Revoke: ParsableCommand {
         static let configuration = CommandConfiguration(
+            commandName: "revoke",
             abstract: "Revoke signing keys: a root-signed statement, written into the signing key file that publishes from now on.",
             discussion: """
                 Every signature made with that file carries the statement, and a client that has seen it \
@@ -153,7 +156,8 @@ struct KeysCommand: ParsableCommand {
     }
 
     struct Show: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Print what a key file holds, never its private part.")
+        static let configuration = CommandConfiguration(
+            commandName: "show", abstract: "Print what a key file holds, never its private part.")
 
         @Argument(help: "A key file.")
         var file: String

@@ -12,7 +12,7 @@ struct TokenCommand: AsyncParsableCommand {
     )
 
     struct Create: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Make a token and print it once.")
+        static let configuration = CommandConfiguration(commandName: "create", abstract: "Make a token and print it once.")
 
         @OptionGroup var config: ConfigOptions
         @OptionGroup var storeOptions: StoreOptions
@@ -47,7 +47,7 @@ struct TokenCommand: AsyncParsableCommand {
     }
 
     struct List: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "List tokens: name, role, created, revoked.")
+        static let configuration = CommandConfiguration(commandName: "list", abstract: "List tokens: name, role, created, revoked.")
 
         @OptionGroup var config: ConfigOptions
         @OptionGroup var storeOptions: StoreOptions
@@ -64,7 +64,7 @@ struct TokenCommand: AsyncParsableCommand {
     }
 
     struct Revoke: AsyncParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Revoke a token: it stops working at once.")
+        static let configuration = CommandConfiguration(commandName: "revoke", abstract: "Revoke a token: it stops working at once.")
 
         @OptionGroup var config: ConfigOptions
         @OptionGroup var storeOptions: StoreOptions
