@@ -103,12 +103,16 @@ public struct CatalogWorkflow: Sendable {
 
     /// Validates, then publishes each app whose feeds changed, unless any app has errors:
     /// a catalog is published whole or not at all.
-    /// `note` records who publishes and why in each new revision's manifest.
+    /// `note` records who publishes and why in each new revision's manifest. `validated` is
+    /// called with the apps once the catalog has validated without errors, before planning
+    /// starts: what the caller will need after publishing can be readied beside it.
     public func build(
-        at moment: Timestamp, dryRun: Bool, note: RevisionNote = RevisionNote(), publisher configure: (inout Publisher) -> Void = { _ in }
+        at moment: Timestamp, dryRun: Bool, note: RevisionNote = RevisionNote(), publisher configure: (inout Publisher) -> Void = { _ in },
+        validated: (_ apps: [String]) -> Void = { _ in }
     ) throws -> Build {
         let validation = validate()
         guard !validation.hasErrors else { return Build(diagnostics: validation.diagnostics, plans: []) }
+        validated(validation.catalogs.map(\.app))
         // A dry run only reads; a build holds the lock from planning to the last manifest.
         let lock = dryRun ? nil : try BuildLock(publicDirectory: publicDirectory)
         defer { withExtendedLifetime(lock) {} }

@@ -371,6 +371,26 @@ import Testing
 
                     """)
             #expect(!workspace.exists("public"))
+            // The store opens only once the catalog has validated: none is made for a failed build.
+            #expect(!workspace.exists("var"))
+        }
+    }
+
+    /// The store is opened beside the build, and its errors are said as before: after publishing,
+    /// when the audit log must be written, and not at all when nothing is published.
+    @Test func aStoreThatCannotBeOpenedIsSaidOnlyWhenItIsNeeded() async throws {
+        try await Self.withWorkspace { workspace in
+            try Self.writeDemo(workspace)
+            try workspace.write("blocker", "a file where the store's folder would be")
+            let first = try await workspace.run("build", "--store", "sqlite:blocker/catalog.sqlite")
+            #expect(first.status == 1)
+            #expect(first.stderr.hasPrefix("error: cannot open the report store sqlite:blocker/catalog.sqlite: "), "\(first.stderr)")
+            #expect(workspace.exists("public/v1/apps/com.example.app/manifest.json"))
+            let unchanged = try await workspace.run("build", "--store", "sqlite:blocker/catalog.sqlite")
+            #expect(unchanged.status == 0, "\(unchanged.stderr)")
+            #expect(unchanged.stderr == "")
+            #expect(try await workspace.run("build").status == 0)
+            #expect(!workspace.exists("var"))
         }
     }
 

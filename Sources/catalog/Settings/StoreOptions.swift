@@ -56,12 +56,18 @@ struct StoreOptions: ParsableArguments {
     }
 
     /// Opens the store at `url`, runs `body` with it and closes it (see the method above).
+    /// `opening`, from ``startOpening(_:logger:)``, is the store already being opened.
     static func withStore<Result>(
-        _ url: StoreURL, logger: Logger, evenIfUnreachable: Bool = false, _ body: (any Store) async throws -> Result
+        _ url: StoreURL, logger: Logger, evenIfUnreachable: Bool = false, opening: Task<any Store, any Error>? = nil,
+        _ body: (any Store) async throws -> Result
     ) async throws -> Result {
         let store: any Store
         do {
-            store = try await openStore(url, logger: logger, evenIfUnreachable: evenIfUnreachable)
+            if let opening {
+                store = try await opening.value
+            } else {
+                store = try await openStore(url, logger: logger, evenIfUnreachable: evenIfUnreachable)
+            }
         } catch {
             printError("cannot open the report store \(url): \(error)")
             throw ExitCode(1)
@@ -78,6 +84,24 @@ struct StoreOptions: ParsableArguments {
 }
 
 extension StoreOptions {
+    /// Starts opening a SQLite store while the caller goes on, for a command that may need it at
+    /// its end (``BuildCommand``): a fresh one's schema is made on another thread, not in the
+    /// command's last milliseconds. Nil for a PostgreSQL store, which is connected to only when
+    /// needed, and for a SQLite file that does not exist yet unless `certain`, the caller sure to
+    /// need it: no store is made for a command that may not write one. Hand the task to
+    /// ``withStore(_:logger:evenIfUnreachable:opening:_:)``, or to ``discard(_:)``.
+    static func startOpening(_ url: StoreURL, logger: Logger, certain: Bool) -> Task<any Store, any Error>? {
+        guard case .sqlite(let path) = url, certain || FileManager.default.fileExists(atPath: path) else { return nil }
+        return Task { try await openStore(url, logger: logger) }
+    }
+
+    /// Closes a store ``startOpening(_:logger:)`` opened and nothing used; one that could not be
+    /// opened is no error here, as nothing needed it.
+    static func discard(_ opening: Task<any Store, any Error>?) async {
+        guard let store = try? await opening?.value else { return }
+        try? await store.close()
+    }
+
     /// The secret `catalog serve` hashes report networks with (docs/feedback.md).
     ///
     /// SQLite: the file `file`, made on first start. PostgreSQL: the store's, so that every node
