@@ -78,10 +78,9 @@ public enum ContentRules {
     /// A warning for each regular file in the content folder that no item lists (a typo in a
     /// path, or a file forgotten): it is not published. Hidden files (`.DS_Store`) are skipped.
     private static func warnUnlisted(in folder: ContentFolder, listed: Set<String>, into diagnostics: inout [Diagnostic]) {
-        guard let root = folder.realPath, let walk = FileManager.default.enumerator(atPath: root) else { return }
+        guard let root = folder.realPath else { return }
         var unlisted: [String] = []
-        while let relative = walk.nextObject() as? String {
-            guard !relative.split(separator: "/").contains(where: { $0.hasPrefix(".") }) else { continue }
+        for relative in visibleEntries(under: root) {
             // A file listed under this very path was resolved when its item was checked: not again
             // (for a thousand listed files, 5,000 of the 14,000 readlink calls of resolving them).
             guard !listed.contains(root.hasSuffix("/") ? root + relative : root + "/" + relative) else { continue }
@@ -99,6 +98,32 @@ public enum ContentRules {
                     "\(unlisted.count - maximumUnlistedWarnings) more files that no content item lists", file: folder.display,
                     at: .startOfFile))
         }
+    }
+
+    /// Every entry below `root` but folders, as paths relative to it, in no particular order:
+    /// what is hidden (a name starting with ".") and all inside it left out, links not followed.
+    /// Read with `readdir`, whose entries say their type: `FileManager`'s enumerator stat'ed
+    /// each, most of what remained of a build's checking of a thousand content files.
+    private static func visibleEntries(under root: String) -> [String] {
+        var entries: [String] = []
+        var folders = [""]
+        while let folder = folders.popLast() {
+            guard let directory = opendir(folder.isEmpty ? root : root + "/" + folder) else { continue }
+            defer { closedir(directory) }
+            while let entry = readdir(directory) {
+                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+                guard !name.hasPrefix(".") else { continue }
+                let path = folder.isEmpty ? name : folder + "/" + name
+                var type = Int32(entry.pointee.d_type)
+                if type == Int32(DT_UNKNOWN) {
+                    // Some file systems do not say: then lstat does, still without following a link.
+                    var status = stat()
+                    type = lstat(root + "/" + path, &status) == 0 && (status.st_mode & S_IFMT) == S_IFDIR ? Int32(DT_DIR) : Int32(DT_REG)
+                }
+                if type == Int32(DT_DIR) { folders.append(path) } else { entries.append(path) }
+            }
+        }
+        return entries
     }
 
     /// Why `id` cannot be a content item's id, or nil: like a product id, since clients name

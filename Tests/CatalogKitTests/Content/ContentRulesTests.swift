@@ -345,5 +345,23 @@ import Testing
             try Self.validate(Self.app(), files: ["levels/1.json": "{}"]) == [
                 "catalog/com.example.game.content/levels/1.json:1:1: warning: no content item lists this file, so it is not published"
             ])
+        // Folders at any depth are searched; a link is looked at, never followed: a link to a
+        // folder is not a file, and what the folder holds is reported under its own path once.
+        try withCatalog { catalog in
+            try catalog.write(
+                "com.example.game.plist", Self.app(Self.item("a", product: "com.example.game.pack", files: ["levels/1.json"])))
+            for path in ["levels/1.json", "deep/er/still/2.json", ".hidden/3.json"] {
+                try catalog.write("com.example.game.content/\(path)", "{}")
+            }
+            let content = catalog.catalogDirectory.appendingPathComponent("com.example.game.content")
+            try FileManager.default.createSymbolicLink(atPath: content.appendingPathComponent("shortcut").path, withDestinationPath: "deep")
+            try FileManager.default.createSymbolicLink(
+                atPath: content.appendingPathComponent("alias.json").path, withDestinationPath: "deep/er/still/2.json")
+            #expect(
+                catalog.diagnostics() == [
+                    "catalog/com.example.game.content/alias.json:1:1: warning: no content item lists this file, so it is not published",
+                    "catalog/com.example.game.content/deep/er/still/2.json:1:1: warning: no content item lists this file, so it is not published",
+                ])
+        }
     }
 }
