@@ -56,7 +56,7 @@ struct StoreOptions: ParsableArguments {
     }
 
     /// Opens the store at `url`, runs `body` with it and closes it (see the method above).
-    /// `opening`, from ``startOpening(_:logger:)``, is the store already being opened.
+    /// `opening`, from ``startOpening(_:logger:certain:)``, is the store already being opened.
     static func withStore<Result>(
         _ url: StoreURL, logger: Logger, evenIfUnreachable: Bool = false, opening: Task<any Store, any Error>? = nil,
         _ body: (any Store) async throws -> Result
@@ -95,8 +95,8 @@ extension StoreOptions {
         return Task { try await openStore(url, logger: logger) }
     }
 
-    /// Closes a store ``startOpening(_:logger:)`` opened and nothing used; one that could not be
-    /// opened is no error here, as nothing needed it.
+    /// Closes a store ``startOpening(_:logger:certain:)`` opened and nothing used; one that could
+    /// not be opened is no error here, as nothing needed it.
     static func discard(_ opening: Task<any Store, any Error>?) async {
         guard let store = try? await opening?.value else { return }
         try? await store.close()
