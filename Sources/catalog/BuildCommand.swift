@@ -62,7 +62,8 @@ struct BuildCommand: AsyncParsableCommand {
         _ = Unmanaged.passRetained(KeptUntilExit(build))
         report(build.diagnostics)
         let published = build.plans.filter { !$0.isUnchanged }
-        if build.hasErrors || published.isEmpty || dryRun { await StoreOptions.discard(opening) }
+        // A dry run opened none.
+        if build.hasErrors || published.isEmpty { await StoreOptions.discard(opening) }
         if build.hasErrors { throw ExitCode(1) }
         for plan in build.plans {
             print(summary(plan, dryRun: dryRun))

@@ -14,15 +14,24 @@ import Testing
 @Suite struct ContentDigestCacheTests {
     /// A moment well after the file's times, so that the cache records it.
     static let later = Date().addingTimeInterval(60)
+    /// The digest of the bytes ``withFile(_:_:)`` writes.
+    static let one = ContentDigest.of(Data("one".utf8))
+
+    /// A catalog whose folder holds `name` with the bytes "one"; `body` gets the file's URL and
+    /// identity as the cache takes them.
+    static func withFile(_ name: String = "a.txt", _ body: (TemporaryCatalog, URL, ContentDigestCache.Identity) throws -> Void) throws {
+        try withCatalog { catalog in
+            try catalog.write(name, "one")
+            let url = catalog.catalogDirectory.appendingPathComponent(name)
+            try body(catalog, url, try #require(ContentDigestCache.identity(of: url)))
+        }
+    }
 
     @Test func aFileRewrittenInPlaceWithTheSameSizeAndModificationTimeMisses() throws {
-        try withCatalog { catalog in
-            try catalog.write("a.txt", "one")
-            let url = catalog.catalogDirectory.appendingPathComponent("a.txt")
-            let before = try #require(ContentDigestCache.identity(of: url))
+        try Self.withFile { _, url, before in
             var cache = ContentDigestCache()
-            cache.record(ContentDigest.of(Data("one".utf8)), of: url.path, identity: before, now: Self.later)
-            #expect(cache.digest(of: url.path, identity: before) == ContentDigest.of(Data("one".utf8)))
+            cache.record(Self.one, of: url.path, identity: before, now: Self.later)
+            #expect(cache.digest(of: url.path, identity: before) == Self.one)
 
             // The attack on a cache of sizes and modification times: same size, the time put back.
             var status = stat()
@@ -50,28 +59,22 @@ import Testing
     }
 
     @Test func aFileChangedJustBeforeItWasHashedIsNotRecorded() throws {
-        try withCatalog { catalog in
-            try catalog.write("a.txt", "one")
-            let url = catalog.catalogDirectory.appendingPathComponent("a.txt")
-            let identity = try #require(ContentDigestCache.identity(of: url))
+        try Self.withFile { _, url, identity in
             var cache = ContentDigestCache()
-            cache.record(ContentDigest.of(Data("one".utf8)), of: url.path, identity: identity, now: Date())
+            cache.record(Self.one, of: url.path, identity: identity, now: Date())
             #expect(cache.digest(of: url.path, identity: identity) == nil)
             #expect(!cache.isChanged)
         }
     }
 
     @Test func theCacheReadsBackWhatItWrote() throws {
-        try withCatalog { catalog in
-            try catalog.write("a b.txt", "one")
-            let url = catalog.catalogDirectory.appendingPathComponent("a b.txt")
-            let identity = try #require(ContentDigestCache.identity(of: url))
+        try Self.withFile("a b.txt") { catalog, url, identity in
             var cache = ContentDigestCache()
-            cache.record(ContentDigest.of(Data("one".utf8)), of: url.path, identity: identity, now: Self.later)
+            cache.record(Self.one, of: url.path, identity: identity, now: Self.later)
             let file = catalog.root.appendingPathComponent("cache/com.example.game.tsv")
             try cache.write(to: file)
             let read = ContentDigestCache.read(file)
-            #expect(read.digest(of: url.path, identity: identity) == ContentDigest.of(Data("one".utf8)))
+            #expect(read.digest(of: url.path, identity: identity) == Self.one)
             #expect(ContentDigestCache.read(catalog.root.appendingPathComponent("none.tsv")).entries.isEmpty)
         }
     }
@@ -80,21 +83,18 @@ import Testing
     /// made "\r\n" when written, which reading (by Characters) took for no line end, and the
     /// entry after it was lost.
     @Test func aPathThatWouldBreakItsLineIsNotRecorded() throws {
-        try withCatalog { catalog in
-            try catalog.write("a.txt", "one")
-            let url = catalog.catalogDirectory.appendingPathComponent("a.txt")
-            let identity = try #require(ContentDigestCache.identity(of: url))
+        try Self.withFile { catalog, url, identity in
             var cache = ContentDigestCache()
             for name in ["0\r", "1\r\n2", "3\n", "4\t"] {
                 cache.record(
                     ContentDigest.of(Data()), of: catalog.catalogDirectory.appendingPathComponent(name).path, identity: identity,
                     now: Self.later)
             }
-            cache.record(ContentDigest.of(Data("one".utf8)), of: url.path, identity: identity, now: Self.later)
+            cache.record(Self.one, of: url.path, identity: identity, now: Self.later)
             #expect(cache.entries.count == 1)
             let file = catalog.root.appendingPathComponent("cache/com.example.game.tsv")
             try cache.write(to: file)
-            #expect(ContentDigestCache.read(file).digest(of: url.path, identity: identity) == ContentDigest.of(Data("one".utf8)))
+            #expect(ContentDigestCache.read(file).digest(of: url.path, identity: identity) == Self.one)
         }
     }
 
