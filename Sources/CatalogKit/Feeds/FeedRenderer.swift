@@ -1,7 +1,7 @@
 import Time
 
 /// The revision details at the head of a rich feed.
-public struct CatalogStamp: Sendable {
+public struct CatalogStamp: Sendable, Hashable {
     /// The app's bundle identifier.
     public var app: String
     /// The revision whose number the feed carries: the one that first published these bytes.

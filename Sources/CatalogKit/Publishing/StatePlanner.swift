@@ -21,7 +21,6 @@ struct StatePlanner {
     struct GroupResult: Sendable {
         var productsHash: String
         var productsBytes: Int
-        var contentHash: String
         var catalogHash: String
         var catalogBytes: Int
     }
@@ -74,25 +73,25 @@ struct StatePlanner {
         let app = self.app
         let newRevision = revision
         let results = parallelMap(Array(zip(fresh, sources))) { group, sources -> (GroupResult, Int, Timestamp) in
-            // The content alone and the feed with a new stamp, from one rendering: most feeds of
-            // a build that changes anything get the new stamp.
-            let newStamp = CatalogStamp(app: app, revision: newRevision, publishedAt: stampTime)
-            let hashes = ContentHash.sha256Hex(heads: [FeedRenderer.catalogHead(nil), FeedRenderer.catalogHead(newStamp)]) {
-                renderer.catalogBody(group.selection, $0)
-            }
-            let contentHash = hashes[0].sha256
-            // Rich-feed bytes carry the revision that first published them: reuse that stamp if
-            // a variant already served this exact content.
-            let reused = sources.first { $0.catalogContentSHA256 == contentHash }
-            let stampRevision = reused?.catalogRevision ?? newRevision
-            let stampTime = reused?.catalogPublishedAt ?? stampTime
-            let stamp = CatalogStamp(app: app, revision: stampRevision, publishedAt: stampTime)
+            // Rich-feed bytes carry the revision that first published them: a variant that already
+            // served this exact content keeps its stamp. The new content is hashed under the new
+            // stamp and under each source's, from one rendering: with a source's stamp it hashes
+            // to that source's own digest exactly when the content is the same. A first build has
+            // no source, so its feeds are hashed once.
+            let sourceStamps = sources.map { CatalogStamp(app: app, revision: $0.catalogRevision, publishedAt: $0.catalogPublishedAt) }
+            var stamps = [CatalogStamp(app: app, revision: newRevision, publishedAt: stampTime)]
+            for stamp in sourceStamps where !stamps.contains(stamp) { stamps.append(stamp) }
+            let hashes = ContentHash.sha256Hex(heads: stamps.map(FeedRenderer.catalogHead)) { renderer.catalogBody(group.selection, $0) }
+            // The first source, in order of preference, whose own bytes the new content makes.
+            let kept =
+                zip(sources, sourceStamps).lazy.compactMap { source, stamp in
+                    stamps.firstIndex(of: stamp).flatMap { hashes[$0].sha256 == source.catalog.sha256 ? $0 : nil }
+                }.first ?? 0
             let products = ContentHash.sha256Hex { renderer.productsFeed(group.selection, $0) }
-            let catalog = reused == nil ? hashes[1] : ContentHash.sha256Hex { renderer.catalogFeed(group.selection, stamp: stamp, $0) }
             let result = GroupResult(
                 productsHash: products.sha256, productsBytes: products.count,
-                contentHash: contentHash, catalogHash: catalog.sha256, catalogBytes: catalog.count)
-            return (result, stampRevision, stampTime)
+                catalogHash: hashes[kept].sha256, catalogBytes: hashes[kept].count)
+            return (result, stamps[kept].revision, stamps[kept].publishedAt)
         }
         for (group, (result, stampRevision, stampTime)) in zip(fresh, results) {
             let output = PlannedOutput(
@@ -122,7 +121,7 @@ struct StatePlanner {
                             sha256: result.catalogHash, bytes: result.catalogBytes,
                             lastModified: (catalogSame ? old?.catalog.lastModified : nil) ?? stampTime,
                             gzip: EncodedRecord(sha256: "", bytes: 0)),
-                        catalogContentSHA256: result.contentHash, catalogRevision: output.catalogRevision,
+                        catalogContentSHA256: "", catalogRevision: output.catalogRevision,
                         catalogPublishedAt: output.catalogPublishedAt))
             }
         }
