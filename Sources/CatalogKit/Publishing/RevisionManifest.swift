@@ -148,57 +148,41 @@ public struct IdentifierHistory: Sendable, Hashable {
         public var retiredRevision: Int?
     }
 
+    /// Every identifier with its entry, in the order they were first published: writing the
+    /// history is then one pass with no lookups.
+    private var entries = IdentifierTable<Entry>()
+
     /// Identifiers in the order they were first published.
-    public private(set) var order: [String] = []
-    /// The entry of each identifier of `order`, at the same index: writing the history is then
-    /// one pass with no lookups.
-    private(set) var orderedEntries: [Entry] = []
-    /// Where each identifier is in `order`.
-    private var positions: [HashedIdentifier: Int] = [:]
+    public var order: [String] { entries.keys }
+    /// The entry of each identifier of ``order``, at the same index.
+    var entriesInOrder: [Entry] { entries.values }
 
     /// An empty history, before the first publication.
     public init() {}
 
     /// The entry of `id`, or nil if it was never published.
     public subscript(id: String) -> Entry? {
-        position(of: id).map { orderedEntries[$0] }
+        entries[id]
     }
 
     /// Where `id` is in ``order``, or nil if it was never published.
     func position(of id: String) -> Int? {
-        positions[HashedIdentifier(id)]
+        entries.row(of: id)
     }
 
     /// Room for `count` more identifiers: recording every product of a big catalog would
-    /// otherwise rehash the table a dozen times.
+    /// otherwise grow the table a dozen times.
     public mutating func reserveCapacity(forMore count: Int) {
-        positions.reserveCapacity(positions.count + count)
-        order.reserveCapacity(order.count + count)
-        orderedEntries.reserveCapacity(orderedEntries.count + count)
+        entries.reserveCapacity(entries.count + count)
     }
 
     /// Records that revision `revision`, published at `moment`, shows `id`: a new identifier gets its
     /// first revision and time; a known one keeps them, and is marked retired the first time `retired` is true.
     public mutating func record(_ id: String, revision: Int, at moment: Timestamp, retired: Bool) {
-        let key = HashedIdentifier(id)
-        if let index = positions[key] {
-            if retired && orderedEntries[index].retiredRevision == nil { orderedEntries[index].retiredRevision = revision }
-        } else {
-            append(key, Entry(firstRevision: revision, firstPublishedAt: moment, retiredRevision: retired ? revision : nil))
+        let entry = Entry(firstRevision: revision, firstPublishedAt: moment, retiredRevision: retired ? revision : nil)
+        if let row = entries.insert(id, entry), retired && entries[row: row].retiredRevision == nil {
+            entries[row: row].retiredRevision = revision
         }
-    }
-
-    /// An identifier not recorded yet, last in the order; false, and nothing changed, when it is
-    /// recorded already. One lookup either way.
-    @discardableResult
-    private mutating func append(_ key: HashedIdentifier, _ entry: Entry) -> Bool {
-        if let position = positions.updateValue(order.count, forKey: key) {
-            positions[key] = position
-            return false
-        }
-        order.append(key.id)
-        orderedEntries.append(entry)
-        return true
     }
 
     static let header = "# id\tfirstRevision\tfirstPublishedAt\tretiredRevision"
@@ -207,9 +191,9 @@ public struct IdentifierHistory: Sendable, Hashable {
     /// (id, first revision, first publication time, retired revision or `-`), in ``order``.
     public var tsv: [UInt8] {
         var bytes = Array((Self.header + "\n").utf8)
-        bytes.reserveCapacity(order.count * 64)
+        bytes.reserveCapacity(entries.count * 64)
         var timeCache: (Timestamp, [UInt8])?
-        for (id, entry) in zip(order, orderedEntries) {
+        for (id, entry) in zip(entries.keys, entries.values) {
             // Most identifiers share a publication time; format it once.
             if timeCache?.0 != entry.firstPublishedAt {
                 timeCache = (entry.firstPublishedAt, Array(entry.firstPublishedAt.iso8601.utf8))
@@ -260,10 +244,10 @@ public struct IdentifierHistory: Sendable, Hashable {
                     throw CatalogError.corruptPublication(
                         path: "identifiers.tsv", message: "bad line '\(String(decoding: line, as: UTF8.self))'")
                 }
-                let key = HashedIdentifier(String(decoding: fields[0], as: UTF8.self))
+                let id = String(decoding: fields[0], as: UTF8.self)
                 let entry = Entry(firstRevision: firstRevision, firstPublishedAt: moment, retiredRevision: Self.integer(fields[3]))
-                guard append(key, entry) else {
-                    throw CatalogError.corruptPublication(path: "identifiers.tsv", message: "'\(key.id)' is listed twice")
+                guard entries.insert(id, entry) == nil else {
+                    throw CatalogError.corruptPublication(path: "identifiers.tsv", message: "'\(id)' is listed twice")
                 }
             }
         }
@@ -319,7 +303,7 @@ public enum HistoryRules {
         for index in products.indices {
             if let position = history.position(of: products[index].id) { productAt[position] = index }
         }
-        for (position, (id, entry)) in zip(history.order, history.orderedEntries).enumerated() {
+        for (position, (id, entry)) in zip(history.order, history.entriesInOrder).enumerated() {
             guard let index = productAt[position] else {
                 diagnostics.append(
                     .error(

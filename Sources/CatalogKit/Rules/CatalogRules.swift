@@ -14,14 +14,48 @@ public enum CatalogRules {
     /// The rules across an app's products and files; each product's own rules ran as its file
     /// was decoded (``CheckedProducts``).
     public static func check(_ sources: AppSources) -> (catalog: AppCatalog?, diagnostics: [Diagnostic]) {
+        // A single file's products are taken as they are: a big catalog is not copied.
+        let products =
+            sources.definitions.count == 1 ? sources.definitions[0].products.products : sources.definitions.flatMap(\.products.products)
+        // The content's rules read the content folder and need nothing the other rules find:
+        // they run beside them, their diagnostics put where they always were, after them.
+        let (checked, (content, contentDiagnostics)) = concurrently(
+            { checkAcrossProducts(sources, products) },
+            {
+                var found: [Diagnostic] = []
+                let content = ContentRules.check(sources, products: products, into: &found)
+                return (content, found)
+            })
+        let diagnostics = checked.diagnostics + contentDiagnostics
+        guard !diagnostics.containsErrors, sources.definitions.allSatisfy({ $0.products.rejectedCount == 0 }) else {
+            return (nil, diagnostics)
+        }
+        var catalog = AppCatalog(
+            app: sources.app, platforms: checked.platforms.sorted(), feedbackPolicy: checked.settings.policy, products: products,
+            files: sources.definitions.map(\.settings.file), purchaseSettings: checked.settings.purchases)
+        catalog.content = content
+        return (catalog, diagnostics)
+    }
+
+    /// The rules across products and files, but the content's: the merged settings, each
+    /// identifier once, and the platforms the feeds distinguish.
+    private static func checkAcrossProducts(
+        _ sources: AppSources, _ products: [Product]
+    ) -> (settings: MergedSettings, platforms: Set<Platform>, diagnostics: [Diagnostic]) {
         var diagnostics: [Diagnostic] = []
         let settings = mergedSettings(sources, into: &diagnostics)
         checkDuplicates(sources.definitions, into: &diagnostics)
         // The feeds distinguish every platform named anywhere: the app's list and the products'.
         var platforms = Set(settings.platforms)
         for definition in sources.definitions {
+            // Products mostly list the platforms the one before them listed: each list is added
+            // once, not hashed again for every product.
+            var added: [Platform] = []
             for list in definition.products.platformLists {
-                platforms.formUnion(list.value)
+                if list.value != added {
+                    platforms.formUnion(list.value)
+                    added = list.value
+                }
                 guard !settings.platforms.isEmpty else { continue }
                 for platform in list.value where !settings.platforms.contains(platform) {
                     diagnostics.append(
@@ -45,9 +79,6 @@ public enum CatalogRules {
                 }
             }
         }
-        // A single file's products are taken as they are: a big catalog is not copied.
-        let products =
-            sources.definitions.count == 1 ? sources.definitions[0].products.products : sources.definitions.flatMap(\.products.products)
         // Products read in place, by index and by their stored fields: a closure given each, or a
         // computed property read (`play`, `isSoldOnAndroid`), would copy it, whole.
         if products.indices.contains(where: { products[$0].playStorage != nil }) {
@@ -63,15 +94,7 @@ public enum CatalogRules {
                         file: products[first].location.file, at: products[first].location.position))
             }
         }
-        let content = ContentRules.check(sources, products: products, into: &diagnostics)
-        guard !diagnostics.containsErrors, sources.definitions.allSatisfy({ $0.products.rejectedCount == 0 }) else {
-            return (nil, diagnostics)
-        }
-        var catalog = AppCatalog(
-            app: sources.app, platforms: platforms.sorted(), feedbackPolicy: settings.policy, products: products,
-            files: sources.definitions.map(\.settings.file), purchaseSettings: settings.purchases)
-        catalog.content = content
-        return (catalog, diagnostics)
+        return (settings, platforms, diagnostics)
     }
 
     /// Each identifier once per app. A file's own identifiers were noted as it was decoded; the
@@ -311,18 +334,17 @@ struct IdentifierRegister: Sendable {
     }
 
     private var files: [String] = []
-    private var first: [HashedIdentifier: First] = [:]
+    private var first = IdentifierTable<First>()
     private(set) var duplicates: [Diagnostic] = []
 
     /// Notes `id`, defined at `location`; `product` is its index among the products kept, if kept.
     mutating func note(_ id: String, at location: SourceLocation, product: Int? = nil) {
-        let key = HashedIdentifier(id)
         let file = files.last == location.file ? files.count - 1 : files.firstIndex(of: location.file) ?? files.count
         if file == files.count { files.append(location.file) }
-        // One lookup per id, the common case: a duplicate puts the first definition back.
+        // One lookup per id: a duplicate leaves the first definition in place.
         let noted = First(position: location.position, file: Int32(file), product: Int32(product ?? -1))
-        guard let earlier = first.updateValue(noted, forKey: key) else { return }
-        first[key] = earlier
+        guard let row = first.insert(id, noted) else { return }
+        let earlier = first[row: row]
         let earlierFile = files[Int(earlier.file)]
         let place =
             earlierFile == location.file ? "\(earlier.position)" : "\(SourceLocation(file: earlierFile, position: earlier.position))"
@@ -332,7 +354,7 @@ struct IdentifierRegister: Sendable {
     /// The index among the products kept of the first definition of `id`, if it was kept: a
     /// product found by id without hashing every id of the catalog again.
     func product(named id: String) -> Int? {
-        guard let found = first[HashedIdentifier(id)], found.product >= 0 else { return nil }
+        guard let found = first[id], found.product >= 0 else { return nil }
         return Int(found.product)
     }
 }
