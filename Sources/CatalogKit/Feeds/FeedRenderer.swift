@@ -98,35 +98,40 @@ public struct FeedRenderer: Sendable {
     public init(catalog: AppCatalog) {
         self.catalog = catalog
         selector = VariantSelector(catalog: catalog)
-        // Encoded in parts, one per core: of planning, only this pass over every product
-        // would otherwise keep one core idle.
+        let appMask = FeedRenderer.mask(catalog.platforms)
+        // Every minimum app version but 0 starts a band of its own (VariantSelector).
+        let bandIndex = Dictionary(uniqueKeysWithValues: selector.bands.enumerated().map { ($1, $0) })
+        // Encoded in parts, one per core, with each product's sale facts and display order: of
+        // planning, only this pass over every product would otherwise keep one core idle, and the
+        // facts read after it kept it idle for a few milliseconds more.
         let products = catalog.products
         let parts = parallelMap(coreParts(of: products.indices)) { range in
             var objects = ByteArena(capacity: range.count, bytes: range.count * 512)
             var ids = ByteArena(capacity: range.count, bytes: range.count * 128)
-            // Products read in place: `for product in` would copy each, whole.
+            var facts: [SaleFacts] = []
+            facts.reserveCapacity(range.count)
+            var displayOrders: [Int64] = []
+            displayOrders.reserveCapacity(range.count)
+            // Products read in place, field by field: `for product in` would copy each, whole.
             for index in range {
                 objects.append(FeedRenderer.encode(products[index], for: .feed))
                 var writer = JSONWriter(capacity: products[index].id.utf8.count + 2)
                 writer.string(products[index].id)
                 ids.append(writer.bytes)
+                facts.append(
+                    SaleFacts(
+                        status: products[index].status, isQuarantined: products.isQuarantined(at: index),
+                        availableFrom: products[index].availableFrom, availableUntil: products[index].availableUntil,
+                        platformMask: products[index].platforms.map(FeedRenderer.mask) ?? appMask,
+                        isSoldOnAndroid: products.isSoldOnAndroid(at: index),
+                        minimumBand: products[index].minimumAppVersion.flatMap { bandIndex[$0] } ?? 0))
+                displayOrders.append(products[index].displayOrder ?? .max)
             }
-            return (objects, ids)
+            return (objects: objects, ids: ids, facts: facts, displayOrders: displayOrders)
         }
-        feedObjects = ByteArenas(parts.map(\.0))
-        quotedIDs = ByteArenas(parts.map(\.1))
-        let appMask = FeedRenderer.mask(catalog.platforms)
-        // Every minimum app version but 0 starts a band of its own (VariantSelector).
-        let bandIndex = Dictionary(uniqueKeysWithValues: selector.bands.enumerated().map { ($1, $0) })
-        // Products read in place, field by field: `map { product in … }` copied each, whole.
-        let facts = products.indices.map { index in
-            SaleFacts(
-                status: products[index].status, isQuarantined: products.isQuarantined(at: index),
-                availableFrom: products[index].availableFrom, availableUntil: products[index].availableUntil,
-                platformMask: products[index].platforms.map(FeedRenderer.mask) ?? appMask,
-                isSoldOnAndroid: products.isSoldOnAndroid(at: index),
-                minimumBand: products[index].minimumAppVersion.flatMap { bandIndex[$0] } ?? 0)
-        }
+        feedObjects = ByteArenas(parts.map(\.objects))
+        quotedIDs = ByteArenas(parts.map(\.ids))
+        let facts = parts.count == 1 ? parts[0].facts : parts.flatMap(\.facts)
         saleFacts = facts
         quotedPlayIDs =
             facts.contains(where: \.isSoldOnAndroid)
@@ -137,7 +142,7 @@ public struct FeedRenderer: Sendable {
                 return writer.bytes
             } : nil
         // Sorted on plain values: a product read in each comparison is copied, whole.
-        let displayOrders = products.indices.map { products[$0].displayOrder ?? .max }
+        let displayOrders = parts.count == 1 ? parts[0].displayOrders : parts.flatMap(\.displayOrders)
         let order = displayOrders.indices.sorted { left, right in
             let a = displayOrders[left]
             let b = displayOrders[right]
@@ -236,24 +241,24 @@ public struct FeedRenderer: Sendable {
         body.raw("]".utf8)
         body.key("known")
         body.beginArray()
+        // Products read in place, field by field: a product read whole is copied, a retain a field.
         for index in known {
-            let product = products[index]
             body.beginObject()
             body.key("id")
-            body.string(product.id)
-            if let type = product.type {
+            body.string(products[index].id)
+            if let type = products[index].type {
                 body.key("type")
                 body.string(type.rawValue)
             }
             body.key("status")
-            if let reason = product.isQuarantined ? product.quarantineReason : nil {
+            if let reason = products.isQuarantined(at: index) ? products[index].quarantineReason : nil {
                 body.string("quarantined")
                 body.key("reason")
                 body.string(reason)
             } else {
-                body.string(product.status.rawValue)
+                body.string(products[index].status.rawValue)
             }
-            if let play = product.play { writePlay(play, to: &body) }
+            if let play = products[index].playStorage?.value { writePlay(play, to: &body) }
             body.endObject()
         }
         body.endArray()

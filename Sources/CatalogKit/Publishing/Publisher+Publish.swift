@@ -119,7 +119,10 @@ extension Publisher {
         }
         // Until the revision is in place, its blobs are in the store and no revision names them.
         let wasSwept = try content != nil && ContentPublishing.takeSweptMark(in: tree)
-        let tasks = [PublishTask.snapshot, .records] + plan.outputs.map(PublishTask.output)
+        // The biggest outputs first, as the threads take tasks in order: the last task to start
+        // is then the smallest, and the build's tail the shortest.
+        let outputs = plan.outputs.sorted { $0.selection.products.count > $1.selection.products.count }
+        let tasks = [PublishTask.snapshot, .records] + outputs.map(PublishTask.output)
         // The content's blobs are copied beside the feeds: they need only be in place, and
         // durable, before the revision is (a thousand files were a fifth of a big build's
         // publishing, on both cores, before any feed was rendered).
@@ -128,11 +131,11 @@ extension Publisher {
             { Result { if let content { try self.putBlobs(content, cachingDigestsIn: digestCache) } } })
         // Whoever sees the revision's content.json finds every file it names.
         try blobs.get()
-        // Each output's gzip records, in the order of `plan.outputs`; errors thrown in turn.
+        // Each output's gzip records, in the order of `outputs`; errors thrown in turn.
         let written = try results.compactMap { try $0.get() }
 
         var manifest = plan.manifest
-        let gzipByDirectory = Dictionary(uniqueKeysWithValues: zip(plan.outputs.map(\.directory), written))
+        let gzipByDirectory = Dictionary(uniqueKeysWithValues: zip(outputs.map(\.directory), written))
         func fillGzip(_ records: inout [VariantRecord]) throws {
             for index in records.indices {
                 guard let gzip = gzipByDirectory[records[index].directory] else {

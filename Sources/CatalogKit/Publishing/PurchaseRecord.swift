@@ -83,11 +83,13 @@ public struct PurchaseRecord: Codable, Sendable, Equatable {
     func encoded(listing catalogProducts: [CatalogKit.Product]) -> [UInt8] {
         encode(productCount: catalogProducts.count) { json in
             for index in catalogProducts.indices {
+                // `play` is computed: read by index, it would copy the product, whole, to compute it.
+                let play = catalogProducts[index].playStorage?.value
                 Self.write(
                     &json, id: catalogProducts[index].id, type: catalogProducts[index].type,
                     entitlements: catalogProducts[index].entitlements, duration: catalogProducts[index].duration,
-                    group: catalogProducts[index].subscription?.group, play: catalogProducts[index].play,
-                    period: catalogProducts[index].play == nil ? nil : catalogProducts[index].subscription?.period)
+                    group: catalogProducts[index].subscription?.group, play: play,
+                    period: play == nil ? nil : catalogProducts[index].subscription?.period)
             }
         }
     }

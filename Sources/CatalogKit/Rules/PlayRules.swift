@@ -111,7 +111,8 @@ public enum PlayRules {
         var first: [Key: Int] = [:]
         var isSubscription: [String: Int] = [:]
         for index in products.indices {
-            guard let play = products[index].play else { continue }
+            // The stored box read by index: the computed `play` would copy the product, whole.
+            guard let play = products[index].playStorage?.value else { continue }
             let location = products[index].location
             func place(_ other: Int) -> String {
                 let earlier = products[other].location
@@ -128,7 +129,9 @@ public enum PlayRules {
             } else {
                 first[key] = index
             }
-            if let earlier = isSubscription[play.productId], (products[earlier].play?.basePlan != nil) != (play.basePlan != nil) {
+            if let earlier = isSubscription[play.productId],
+                (products[earlier].playStorage?.value.basePlan != nil) != (play.basePlan != nil)
+            {
                 diagnostics.append(
                     .error(
                         "Play product '\(play.productId)' is a subscription in one product and a one-time product in '\(products[earlier].id)' (at \(place(earlier))); Google Play has one kind per id",
