@@ -105,13 +105,17 @@ public enum ContentRules {
     /// Read with `readdir`, whose entries say their type: `FileManager`'s enumerator stat'ed
     /// each, most of what remained of a build's checking of a thousand content files.
     private static func visibleEntries(under root: String) -> [String] {
+        let nameOffset = MemoryLayout<dirent>.offset(of: \dirent.d_name)!
         var entries: [String] = []
         var folders = [""]
         while let folder = folders.popLast() {
             guard let directory = opendir(folder.isEmpty ? root : root + "/" + folder) else { continue }
             defer { closedir(directory) }
             while let entry = readdir(directory) {
-                let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+                // The name read where it is: an entry is only as long as its name, so a copy of
+                // `d_name` (all 256 bytes) could read past the end of the buffer `readdir` filled,
+                // and did: a build of the benchmark's thousand content files crashed on it once.
+                let name = String(cString: UnsafeRawPointer(entry).advanced(by: nameOffset).assumingMemoryBound(to: CChar.self))
                 guard !name.hasPrefix(".") else { continue }
                 let path = folder.isEmpty ? name : folder + "/" + name
                 var type = Int32(entry.pointee.d_type)

@@ -333,6 +333,20 @@ import Testing
     }
 
     /// A file no item lists is not published: a typo in a path would otherwise go unnoticed.
+    /// Names are read where `readdir` leaves them: a big folder fills its buffer to the end, and
+    /// the longest names (255 bytes) come back whole. A copy of each entry's whole name field read
+    /// past the end of that buffer, and a build crashed on it once.
+    @Test func aBigFolderOfLongNamesIsReadWhole() throws {
+        let longest = String(repeating: "n", count: 250) + ".json"
+        var files = [longest: "{}"]
+        for number in 0..<600 { files["f\(number)" + String(repeating: "x", count: number % 240)] = "" }
+        let found = try Self.validate(Self.app(Self.item("a", product: "com.example.game.pack", files: [longest])), files: files)
+        // Twenty files named, then how many more.
+        #expect(found.count == 21)
+        #expect(found.allSatisfy { !$0.contains(longest) })
+        #expect(found.contains("catalog/com.example.game.content:1:1: warning: 580 more files that no content item lists"))
+    }
+
     @Test func filesNoItemListsAreWarnings() throws {
         #expect(
             try Self.validate(
