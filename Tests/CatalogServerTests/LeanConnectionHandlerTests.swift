@@ -27,14 +27,17 @@ import Time
         let channel: EmbeddedChannel
         let application = Application()
         let reads = ReadCounter()
+        let store: FeedStore
 
-        init() throws {
+        /// `clock`, when given, is the wall clock feeds are answered by.
+        init(clock: (@Sendable () -> Timestamp)? = nil) throws {
             fixture = try CatalogServerTests.Fixture(ids: ["com.example.served.coins"])
             channel = EmbeddedChannel(loop: loop)
             var configuration = ServeConfiguration()
             configuration.readDeadline = LeanConnectionHandlerTests.readDeadline
             configuration.idleTimeout = LeanConnectionHandlerTests.idleTimeout
-            let store = FeedStore(tree: fixture.publicTree, logger: Logger(label: "test"))
+            if let clock { configuration.clock = clock }
+            store = FeedStore(tree: fixture.publicTree, logger: Logger(label: "test"))
             let handler = LeanConnectionHandler(store: store, metrics: ServerMetrics(), configuration: configuration)
             let pipeline = channel.pipeline.syncOperations
             try pipeline.addHandler(reads)
@@ -142,6 +145,22 @@ import Time
         #expect(connection.application.requests.isEmpty)
         // Nothing behind owes an answer: the next read is asked for from here.
         #expect(connection.reads.count == reads + 1)
+    }
+
+    /// The feed a connection answered last is found again only while it is current: a reload in
+    /// the same second is answered, on the same connection, with the new revision.
+    @Test func aReloadIsSeenByTheNextRequestInTheSameSecond() throws {
+        let second = Timestamp.now
+        let connection = try Connection(clock: { second })
+        try connection.send(Self.feed)
+        let before = try connection.received()
+        #expect(before.contains("com.example.served.coins") && !before.contains("com.example.served.gems"))
+        try connection.send(Self.feed)
+        #expect(try connection.received() == before, "the same feed, found again")
+        try connection.fixture.publish(["com.example.served.coins", "com.example.served.gems"])
+        #expect(connection.store.reloadIfChanged(logger: Logger(label: "test")))
+        try connection.send(Self.feed)
+        #expect(try connection.received().contains("com.example.served.gems"))
     }
 
     @Test func aSmallFeedIsOneWriteOfItsHeadAndBody() throws {

@@ -65,6 +65,12 @@ public final class FeedStore: Sendable {
 
     public var index: FeedIndex { state.withLock { $0.index } }
 
+    /// How many times the index was replaced. A connection keeps the feed it last answered with
+    /// the generation it was found in: while that is still the generation, no lock is taken and
+    /// nothing looked up again (``LeanConnectionHandler``).
+    var indexGeneration: Int { generation.load(ordering: .acquiring) }
+    private let generation = Atomic<Int>(0)
+
     /// The shared bodies of a feed of the current index (or of one it just replaced: then a copy,
     /// made once for the request that still holds the old feed).
     func bodies(of feed: ServedFeed) -> FeedBodies {
@@ -87,6 +93,8 @@ public final class FeedStore: Sendable {
         let index = FeedIndex(apps: apps)
         let reloaded = State(index: index, signature: signature)
         state.withLock { $0 = reloaded }
+        // After the index: whoever sees the new generation finds the new index.
+        generation.add(1, ordering: .releasing)
         // The current revision's signatures may have been re-issued: its snapshots are read again.
         snapshots.withLock { cache in
             for (app, served) in apps {

@@ -70,6 +70,11 @@ final class LeanConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     /// The counters of the last feed answered: a connection usually asks for the same feed
     /// with the same outcome, and then counts it without looking the counters up.
     private var counters: RequestCounters?
+    /// The feed answered last, what it was asked as, and when: the same target in the same
+    /// second of the same index generation is the same feed (timestamps are whole seconds, so a
+    /// scheduled switch falls between two), found again without the index's lock, the app's
+    /// table or the variant's.
+    private var lastFeed: (target: FeedTarget, generation: Int, second: Int64, feed: ServedFeed)?
 
     init(store: FeedStore, metrics: ServerMetrics, configuration: ServeConfiguration, content: ContentFiles? = nil) {
         self.store = store
@@ -227,7 +232,15 @@ final class LeanConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler
     private func answer(_ request: FeedRequest, context: ChannelHandlerContext) -> Bool {
         let target = request.target
         let now = clock()
-        guard case .success(let feed) = target.lookup(in: store.index, at: now) else { return false }
+        let generation = store.indexGeneration
+        let feed: ServedFeed
+        if let last = lastFeed, last.generation == generation, last.second == now.secondsSince1970, last.target == target {
+            feed = last.feed
+        } else {
+            guard case .success(let found) = target.lookup(in: store.index, at: now) else { return false }
+            feed = found
+            lastFeed = (target, generation, now.secondsSince1970, found)
+        }
 
         let choice = FeedResponse.choose(feed: feed, conditions: request.conditions, acceptEncoding: request.acceptEncoding, now: now)
         let response = cache.response(for: feed, choice, head: request.isHead, now: now) {

@@ -232,13 +232,18 @@ extension Slice<UnsafeRawBufferPointer> {
 /// query member without `=` is left to the general path. The app name is not checked here: it
 /// is only looked up in memory, and a name that is not published (a bad one included) goes to
 /// the general path, which says why.
-struct FeedTarget {
+struct FeedTarget: Equatable {
     var app: String
     var kind: FeedKind
     var platform: String?
     var appVersion: String?
     /// The platform and band a variant path names; nil for the query form.
     var variant: (platform: String, band: String)?
+
+    static func == (left: FeedTarget, right: FeedTarget) -> Bool {
+        left.app == right.app && left.kind == right.kind && left.platform == right.platform && left.appVersion == right.appVersion
+            && left.variant?.platform == right.variant?.platform && left.variant?.band == right.variant?.band
+    }
 
     /// The path as the access log writes it.
     var path: String {
