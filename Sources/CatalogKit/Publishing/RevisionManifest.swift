@@ -100,8 +100,7 @@ public struct VariantRecord: Codable, Sendable, Hashable {
     /// Written empty, and never read. Versions before 2026-11-30 wrote the hash of the rich feed
     /// without its revision details here, to find a stamp to reuse, and require the field: an
     /// empty one matches nothing, so they read these manifests and only stamp anew. A build now
-    /// hashes new content under each earlier stamp instead (``StatePlanner``), which a first build
-    /// need not do at all.
+    /// hashes new content under each earlier stamp instead, which a first build need not do at all.
     public var catalogContentSHA256: String
     /// The revision whose number and time the rich feed's bytes carry.
     public var catalogRevision: Int
