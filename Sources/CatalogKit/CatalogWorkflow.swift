@@ -65,6 +65,7 @@ public struct CatalogWorkflow: Sendable {
                         identifierArray: sources.definitions.contains { $0.isIdentifierArray })
                     diagnostics += problems
                     if problems.containsErrors { continue }
+                    catalog.publishedHistory = PublishedHistory(revision: manifest.revision, history: history)
                 }
             } catch {
                 diagnostics.append(.error("cannot read the published history: \(error)", file: sources.origin, at: .startOfFile))

@@ -458,6 +458,26 @@ import Time
         }
     }
 
+    /// A build plans with the history its validation read, never with one a later revision
+    /// replaced: validated at revision 1 and planned after revision 2, the plan's history is
+    /// revision 2's, with the identifier only revision 2 published.
+    @Test func aPlanReadsTheHistoryAgainWhenTheRevisionMoved() throws {
+        try withCatalog { catalog in
+            try catalog.write("com.example.game.plist", Self.twoPlatformApp(iOSOnly: []))
+            try catalog.publish(at: buildMoment)
+            let validated = try #require(catalog.workflow.validate().catalogs.first)
+            try catalog.write("com.example.game.plist", Self.twoPlatformApp(iOSOnly: ["com.example.game.ruby"]))
+            #expect(try catalog.publish(at: buildMoment.adding(60)).map(\.revision) == [2])
+            let publisher = Publisher(publicDirectory: catalog.publicDirectory)
+            let plan = try publisher.plan(validated, at: buildMoment.adding(120))
+            #expect(plan.history["com.example.game.ruby"]?.firstRevision == 2)
+            #expect(plan.history.order == ["com.example.game.gold", "com.example.game.silver", "com.example.game.ruby"])
+            // Validated and planned at the same revision, the history it read is the one planned.
+            let current = try #require(catalog.workflow.validate().catalogs.first)
+            #expect(try publisher.plan(current, at: buildMoment.adding(180)).history == plan.history)
+        }
+    }
+
     // MARK: - History rules
 
     @Test func publishedIdentifierMayNotDisappear() throws {

@@ -1,4 +1,5 @@
 import PropertyList
+import Synchronization
 import Time
 
 /// Where a definition was written: the file and the position of its start tag.
@@ -144,6 +145,30 @@ public struct AppCatalog: Sendable {
     /// The content items, by id: what `catalog build` puts into the blob store and the revision's
     /// content manifest (docs/content.md). Empty: the app delivers no content.
     public var content: [CatalogContentItem] = []
+    /// The published identifier history that validation read for the history rules, for the plan
+    /// to take instead of reading it again; nil before the first publication.
+    var publishedHistory: PublishedHistory?
+}
+
+/// An app's identifier history as read from one revision's records, handed over once: the plan
+/// that takes it records the new revision in it, the only owner of its table, instead of reading
+/// it again (a big catalog's history is tens of milliseconds to read, on the build's one busy
+/// core), or changing a copy of a table still held here.
+final class PublishedHistory: Sendable {
+    /// The revision whose records it was read from.
+    let revision: Int
+    private let history: Mutex<IdentifierHistory?>
+
+    init(revision: Int, history: consuming IdentifierHistory) {
+        self.revision = revision
+        self.history = Mutex(history)
+    }
+
+    /// The history, if it was read from `revision` and nothing took it before.
+    func take(readFrom revision: Int) -> IdentifierHistory? {
+        guard revision == self.revision else { return nil }
+        return history.withLock { $0.take() }
+    }
 }
 
 /// The rules of ``Product/isQuarantined`` and ``Product/isSoldOnAndroid`` for the product at an

@@ -211,7 +211,9 @@ public struct Publisher: Sendable {
 
         // Every identifier this revision shows, now or by its schedule, is published from the
         // moment it first appears: feedback's grace period counts from then.
-        var history = try previous.map { try tree.history(app, revision: $0.revision) } ?? IdentifierHistory()
+        var history =
+            try previous.map { try catalog.publishedHistory?.take(readFrom: $0.revision) ?? tree.history(app, revision: $0.revision) }
+            ?? IdentifierHistory()
         history.reserveCapacity(forMore: catalog.products.count)
         var visibleNow = visible.now
         for index in visible.known { visibleNow[index] = true }
