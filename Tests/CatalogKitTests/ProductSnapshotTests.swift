@@ -64,6 +64,10 @@ import Testing
             try Data(try Gzip.compress(Array(lines.joined(separator: "\n").utf8) + [0x0A])).write(to: url)
             let snapshot = try catalog.tree.productSnapshot("com.example.app", revision: 1)
             #expect(snapshot.map(\.id) == ["com.example.b", "com.example.c", "com.example.d"])
+            #expect(snapshot.map { String(decoding: $0.json, as: UTF8.self) } == lines)
+            // Empty lines are skipped, and the last line needs no newline.
+            try Data(try Gzip.compress(Array(("\n\n" + lines.joined(separator: "\n\n")).utf8))).write(to: url)
+            #expect(try catalog.tree.productSnapshot("com.example.app", revision: 1).map(\.id) == snapshot.map(\.id))
             // A line that is not a JSON object is refused, as before.
             try Data(try Gzip.compress(Array("not json\n".utf8))).write(to: url)
             #expect(throws: CatalogError.self) { try catalog.tree.productSnapshot("com.example.app", revision: 1) }

@@ -198,12 +198,36 @@ public struct PublicTree: Sendable {
         guard let data = FileManager.default.contents(atPath: url.path), let bytes = Gzip.decompress([UInt8](data)) else {
             throw CatalogError.corruptPublication(path: url.path, message: "missing or not gzip")
         }
-        return try bytes.split(separator: 0x0A).map { line in
-            guard let id = Self.leadingID(of: line) ?? Self.parsedID(of: line) else {
-                throw CatalogError.corruptPublication(path: url.path, message: "bad line")
+        // Lines found by memchr: `split` compared the 25 MB of a 100,000-product snapshot byte by
+        // byte through generic code, 60 ms of one core while the rest of a rebuild's plan waited.
+        var lines: [(id: String, json: ArraySlice<UInt8>)] = []
+        try bytes.withUnsafeBufferPointer { all in
+            guard let base = all.baseAddress.map(UnsafeRawPointer.init) else { return }
+            func lineEnd(from start: Int) -> Int {
+                guard let found = memchr(base + start, 0x0A, all.count - start) else { return all.count }
+                return UnsafeRawPointer(found) - base
             }
-            return (id, line)
+            var count = 0
+            var start = 0
+            while start < all.count {
+                count += 1
+                start = lineEnd(from: start) + 1
+            }
+            lines.reserveCapacity(count)
+            start = 0
+            while start < all.count {
+                let end = lineEnd(from: start)
+                defer { start = end + 1 }
+                // Empty lines are skipped, as `split` skipped them.
+                guard end > start else { continue }
+                let line = bytes[start..<end]
+                guard let id = Self.leadingID(of: line) ?? Self.parsedID(of: line) else {
+                    throw CatalogError.corruptPublication(path: url.path, message: "bad line")
+                }
+                lines.append((id, line))
+            }
         }
+        return lines
     }
 
     /// The id a snapshot line starts with, as ``FeedRenderer/encode(_:for:)`` writes every line
@@ -212,13 +236,16 @@ public struct PublicTree: Sendable {
     /// line whole was half a second of one core for 100,000 products (docs/benchmarks.md, "The
     /// rebuild"); the gzip member's checksum already vouches for the bytes.
     static func leadingID(of line: ArraySlice<UInt8>) -> String? {
-        let prefix: [UInt8] = Array(#"{"id":""#.utf8)
-        guard line.starts(with: prefix) else { return nil }
-        let start = line.startIndex + prefix.count
-        guard let end = line[start...].firstIndex(of: UInt8(ascii: "\"")), end > start,
-            !line[start..<end].contains(UInt8(ascii: "\\"))
-        else { return nil }
-        return String(decoding: line[start..<end], as: UTF8.self)
+        line.withUnsafeBufferPointer { line -> String? in
+            let prefix: StaticString = #"{"id":""#
+            let length = prefix.utf8CodeUnitCount
+            guard line.count > length, memcmp(line.baseAddress!, prefix.utf8Start, length) == 0 else { return nil }
+            let rest = UnsafeBufferPointer(rebasing: line[length...])
+            guard let end = rest.firstIndex(of: UInt8(ascii: "\"")), end > 0, !rest[..<end].contains(UInt8(ascii: "\\")) else {
+                return nil
+            }
+            return String(decoding: UnsafeBufferPointer(rebasing: rest[..<end]), as: UTF8.self)
+        }
     }
 
     /// The id of a snapshot line read as JSON, for a line not in the form ``leadingID(of:)`` reads.
