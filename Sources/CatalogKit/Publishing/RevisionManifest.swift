@@ -1,3 +1,4 @@
+import Foundation
 import PropertyList
 import Time
 
@@ -219,32 +220,48 @@ public struct IdentifierHistory: Sendable, Hashable {
         // big catalog's history took about 80 ms to read, twice in every build after the first
         // (docs/benchmarks.md, "The rebuild's diff").
         try bytes.withUnsafeBufferPointer { all in
-            reserveCapacity(forMore: all.reduce(into: 0) { $0 += $1 == 0x0A ? 1 : 0 } + 1)
-            // Most identifiers share a publication time: the last one read is kept with its bytes.
-            var lastTime: (bytes: UnsafeBufferPointer<UInt8>, moment: Timestamp)?
+            guard let base = all.baseAddress.map(UnsafeRawPointer.init) else { return }
+            // Lines found by memchr, and each line's fields in place: a generic search for each
+            // newline, and an array of fields made for each line, were most of the 40 ms a big
+            // catalog's history took to read, on one core, before every rebuild's history rules
+            // (docs/benchmarks.md, "The build's single-core stretches").
+            func lineEnd(from start: Int) -> Int {
+                guard let found = memchr(base + start, 0x0A, all.count - start) else { return all.count }
+                return UnsafeRawPointer(found) - base
+            }
+            var lines = 0
             var start = 0
             while start < all.count {
-                let end = all[start...].firstIndex(of: 0x0A) ?? all.count
+                lines += 1
+                start = lineEnd(from: start) + 1
+            }
+            reserveCapacity(forMore: lines)
+            // Most identifiers share a publication time: the last one read is kept with its bytes.
+            var lastTime: (bytes: UnsafeBufferPointer<UInt8>, moment: Timestamp)?
+            start = 0
+            while start < all.count {
+                let end = lineEnd(from: start)
                 defer { start = end + 1 }
                 let line = UnsafeBufferPointer(rebasing: all[start..<end])
                 guard let first = line.first, first != UInt8(ascii: "#") else { continue }
-                let fields = Self.fields(line)
                 var moment: Timestamp?
-                if fields.count == 4 {
-                    let time = UnsafeBufferPointer(rebasing: fields[2])
-                    if let lastTime, lastTime.bytes.elementsEqual(time) {
+                let fields = Self.fields(line)
+                if let time = fields.map({ UnsafeBufferPointer(rebasing: $0.2) }) {
+                    if let lastTime, lastTime.bytes.count == time.count,
+                        memcmp(lastTime.bytes.baseAddress!, time.baseAddress!, time.count) == 0
+                    {
                         moment = lastTime.moment
                     } else {
                         moment = Timestamp(iso8601: String(decoding: time, as: UTF8.self))
                         if let moment { lastTime = (time, moment) }
                     }
                 }
-                guard fields.count == 4, let firstRevision = Self.integer(fields[1]), let moment else {
+                guard let fields, let firstRevision = Self.integer(fields.1), let moment else {
                     throw CatalogError.corruptPublication(
                         path: "identifiers.tsv", message: "bad line '\(String(decoding: line, as: UTF8.self))'")
                 }
-                let id = String(decoding: fields[0], as: UTF8.self)
-                let entry = Entry(firstRevision: firstRevision, firstPublishedAt: moment, retiredRevision: Self.integer(fields[3]))
+                let id = String(decoding: fields.0, as: UTF8.self)
+                let entry = Entry(firstRevision: firstRevision, firstPublishedAt: moment, retiredRevision: Self.integer(fields.3))
                 guard entries.insert(id, entry) == nil else {
                     throw CatalogError.corruptPublication(path: "identifiers.tsv", message: "'\(id)' is listed twice")
                 }
@@ -252,18 +269,16 @@ public struct IdentifierHistory: Sendable, Hashable {
         }
     }
 
-    /// The tab-separated fields of a line, as many as there are up to five: `split` made an array
-    /// for each line, grown from nothing.
-    private static func fields(_ line: UnsafeBufferPointer<UInt8>) -> [Slice<UnsafeBufferPointer<UInt8>>] {
-        var fields: [Slice<UnsafeBufferPointer<UInt8>>] = []
-        fields.reserveCapacity(5)
-        var start = line.startIndex
-        while fields.count < 4, let tab = line[start...].firstIndex(of: 0x09) {
-            fields.append(line[start..<tab])
-            start = tab + 1
-        }
-        fields.append(line[start...])
-        return fields
+    private typealias Field = Slice<UnsafeBufferPointer<UInt8>>
+
+    /// The four tab-separated fields of a line; nil for any other number of them.
+    private static func fields(_ line: UnsafeBufferPointer<UInt8>) -> (Field, Field, Field, Field)? {
+        guard let first = line.firstIndex(of: 0x09),
+            let second = line[(first + 1)...].firstIndex(of: 0x09),
+            let third = line[(second + 1)...].firstIndex(of: 0x09),
+            !line[(third + 1)...].contains(0x09)
+        else { return nil }
+        return (line[..<first], line[(first + 1)..<second], line[(second + 1)..<third], line[(third + 1)...])
     }
 
     /// A field as `Int(String)` reads it: plain digits read in place, anything else by `Int`.
