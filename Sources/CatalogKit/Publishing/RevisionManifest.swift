@@ -215,35 +215,18 @@ public struct IdentifierHistory: Sendable, Hashable {
     /// - Throws: ``CatalogError/corruptPublication(path:message:)`` for a malformed line or an
     ///   identifier listed twice.
     public init(tsv bytes: [UInt8]) throws {
-        // Read in place, the tables sized once from the number of lines, and one string made per
-        // line: split into slices and strings field by field, into tables grown as they filled, a
-        // big catalog's history took about 80 ms to read, twice in every build after the first
-        // (docs/benchmarks.md, "The rebuild's diff").
+        // Read in place, the tables sized once from the number of lines, one string made per line,
+        // and each line's fields found in place: split into slices and strings field by field, into
+        // tables grown as they filled, a big catalog's history took about 80 ms to read, twice in
+        // every build after the first (docs/benchmarks.md, "The rebuild's diff"); an array of fields
+        // for each line kept it at 20 ms ("The build's single-core stretches").
         try bytes.withUnsafeBufferPointer { all in
-            guard let base = all.baseAddress.map(UnsafeRawPointer.init) else { return }
-            // Lines found by memchr, and each line's fields in place: a generic search for each
-            // newline, and an array of fields made for each line, were most of the 40 ms a big
-            // catalog's history took to read, on one core, before every rebuild's history rules
-            // (docs/benchmarks.md, "The build's single-core stretches").
-            func lineEnd(from start: Int) -> Int {
-                guard let found = memchr(base + start, 0x0A, all.count - start) else { return all.count }
-                return UnsafeRawPointer(found) - base
-            }
-            var lines = 0
-            var start = 0
-            while start < all.count {
-                lines += 1
-                start = lineEnd(from: start) + 1
-            }
-            reserveCapacity(forMore: lines)
+            reserveCapacity(forMore: all.lineCount)
             // Most identifiers share a publication time: the last one read is kept with its bytes.
             var lastTime: (bytes: UnsafeBufferPointer<UInt8>, moment: Timestamp)?
-            start = 0
-            while start < all.count {
-                let end = lineEnd(from: start)
-                defer { start = end + 1 }
-                let line = UnsafeBufferPointer(rebasing: all[start..<end])
-                guard let first = line.first, first != UInt8(ascii: "#") else { continue }
+            try all.forEachLine { range in
+                let line = UnsafeBufferPointer(rebasing: all[range])
+                guard let first = line.first, first != UInt8(ascii: "#") else { return }
                 var moment: Timestamp?
                 let fields = Self.fields(line)
                 if let time = fields.map({ UnsafeBufferPointer(rebasing: $0.2) }) {
