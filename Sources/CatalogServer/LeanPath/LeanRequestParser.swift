@@ -238,11 +238,12 @@ struct FeedTarget: Equatable {
     var platform: String?
     var appVersion: String?
     /// The platform and band a variant path names; nil for the query form.
-    var variant: (platform: String, band: String)?
+    var variant: VariantPath?
 
-    static func == (left: FeedTarget, right: FeedTarget) -> Bool {
-        left.app == right.app && left.kind == right.kind && left.platform == right.platform && left.appVersion == right.appVersion
-            && left.variant?.platform == right.variant?.platform && left.variant?.band == right.variant?.band
+    /// `variants/<platform>/<band>/` in a feed's path.
+    struct VariantPath: Equatable {
+        var platform: String
+        var band: String
     }
 
     /// The path as the access log writes it.
@@ -270,10 +271,9 @@ struct FeedTarget: Equatable {
         // as a static host ignores it). Split only then: the common form allocates nothing here.
         let parts = name.hasPrefix("variants/") ? name.split(separator: UInt8(ascii: "/"), omittingEmptySubsequences: false) : []
         if parts.count == 4, !parts[1].isEmpty, !parts[2].isEmpty {
-            variant = (
-                String(decoding: UnsafeRawBufferPointer(rebasing: parts[1]), as: UTF8.self),
-                String(decoding: UnsafeRawBufferPointer(rebasing: parts[2]), as: UTF8.self)
-            )
+            variant = VariantPath(
+                platform: String(decoding: UnsafeRawBufferPointer(rebasing: parts[1]), as: UTF8.self),
+                band: String(decoding: UnsafeRawBufferPointer(rebasing: parts[2]), as: UTF8.self))
             name = UnsafeRawBufferPointer(rebasing: parts[3])
         }
         if name.equals("products.json") {
