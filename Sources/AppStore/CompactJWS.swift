@@ -27,11 +27,20 @@ struct CompactJWS {
         guard bytes.count <= Self.maximumBytes else {
             throw PurchaseRefusal(.malformed, "JWS is \(bytes.count) bytes, over the \(Self.maximumBytes)-byte limit")
         }
-        // The two dots, found without listing every index: this runs on 20 KiB a notification.
+        // The two dots, found by `memchr`: this runs on 20 KiB a notification, and `firstIndex(of:)`
+        // stepped through them a byte at a time (1.5% of a stored notification's CPU, `perf`).
         let dot = UInt8(ascii: ".")
-        guard let first = bytes.firstIndex(of: dot), let second = bytes[(first + 1)...].firstIndex(of: dot),
-            !bytes[(second + 1)...].contains(dot)
-        else {
+        let dots = bytes.withUnsafeBufferPointer { bytes -> (Int, Int)? in
+            guard let base = bytes.baseAddress else { return nil }
+            func nextDot(from start: Int) -> Int? {
+                memchr(base + start, Int32(dot), bytes.count - start).map { UnsafeRawPointer($0) - UnsafeRawPointer(base) }
+            }
+            guard let first = nextDot(from: 0), let second = nextDot(from: first + 1), nextDot(from: second + 1) == nil else {
+                return nil
+            }
+            return (first, second)
+        }
+        guard let (first, second) = dots else {
             let parts = bytes.reduce(1) { $1 == dot ? $0 + 1 : $0 }
             throw PurchaseRefusal(.malformed, "not a compact JWS: \(parts) dot-separated parts, not 3")
         }

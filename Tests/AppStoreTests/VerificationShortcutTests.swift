@@ -79,7 +79,15 @@ import Testing
         }
         #expect(SignedDataVerifier.plainSignedPayload(ArraySlice(read[0].utf8)) == jws)
         #expect(SignedDataVerifier.plainSignedPayload(ArraySlice(read[2].utf8)) == nil)
-        for body in ["{\"signedPayload\":\"\(jws)\"}x", "{\"signedPayload\":\"\(jws)\"", "{\"signedPayload\":\"\(jws)}"] {
+        // Read without the decoder, a value the decoder would refuse (a control character) or one with
+        // anything but base64url and dots is refused by the JWS parser, in the header, payload or signature.
+        let refused = [
+            "{\"signedPayload\":\"\(jws)\"}x", "{\"signedPayload\":\"\(jws)\"", "{\"signedPayload\":\"\(jws)}",
+            "{\"signedPayload\":\"\(jws)\u{01}\"}", "{\"signedPayload\":\"\u{01}\(jws)\"}", "{\"signedPayload\":\"\(jws) \"}",
+            "{\"signedPayload\":\"\(jws)é\"}", "{\"signedPayload\":\"\(jws.replacingOccurrences(of: ".", with: ".="))\"}",
+            "{\"signedPayload\":\"\(jws.replacingOccurrences(of: ".", with: "\u{7F}.", options: [], range: jws.range(of: ".")))\"}",
+        ]
+        for body in refused {
             let refusal = await SignedDataVerifierTests.refusal { _ = try await verifier.verifyAndDecodeNotification(body) }
             #expect(refusal?.code == .malformed)
         }
