@@ -77,22 +77,15 @@ struct CompactJWS {
     /// The payload decoded as `T`, with Apple's dates (milliseconds since 1970, sometimes fractional).
     func decodePayload<T: Decodable>(_ type: T.Type) throws(PurchaseRefusal) -> T {
         do {
-            return try AppStoreJSON.decoder().decode(T.self, from: Data(payload))
+            return try PayloadDecoder.decode(T.self, from: payload)
         } catch {
             throw PurchaseRefusal(.malformed, "JWS payload is not a JSON object of the expected shape: \(AppStoreJSON.describe(error))")
         }
     }
 }
 
-/// JSON as the App Store writes it.
+/// JSON as the App Store writes it: read by ``PayloadDecoder``.
 enum AppStoreJSON {
-    /// A decoder for Apple's payloads: dates in milliseconds since 1970.
-    static func decoder() -> JSONDecoder {
-        let decoder = JSONDecoder()
-        decoder.dateDecodingStrategy = .millisecondsSince1970
-        return decoder
-    }
-
     /// Names the field that failed to decode, without echoing the input.
     static func describe(_ error: any Error) -> String {
         guard let error = error as? DecodingError else { return "not JSON" }

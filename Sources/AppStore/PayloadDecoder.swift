@@ -1,0 +1,622 @@
+import Foundation
+
+/// Decodes the App Store's signed payloads into their `Decodable` models, with Apple's dates
+/// (milliseconds since 1970, sometimes fractional), as `JSONDecoder` with `.millisecondsSince1970`
+/// does. A payload is read once into a tape of its values, and a model's fields are found there by
+/// comparing bytes: Foundation's decoder built a dictionary of every object's keys and allocated a
+/// string for each, 13.7% of a verification's CPU, the largest part after the signatures and their
+/// digests (docs/benchmarks.md, "The notifications' JSON").
+///
+/// The JSON is RFC 8259's, strictly: one value, whitespace only around it, UTF-8, escapes and
+/// numbers as the grammar spells them, nested at most ``JSONTape/maximumDepth`` deep. A key a model
+/// reads that appears twice in the same object is refused rather than read one way or the other.
+/// Errors are `DecodingError`s with the field's path, as `JSONDecoder`'s are.
+enum PayloadDecoder {
+    static func decode<T: Decodable>(_ type: T.Type, from bytes: [UInt8]) throws -> T {
+        let tape = try JSONTape(bytes)
+        return try TapeDecoder(tape: tape, node: 0).value(T.self)
+    }
+}
+
+/// A JSON document's values in document order: an object or array is followed by its members (an
+/// object's as key, value, key, value), and every node knows the index just past its own members, so
+/// a value is skipped in one step.
+final class JSONTape: Sendable {
+    enum Kind: UInt8 {
+        case object, array, string, escapedString, number, `true`, `false`, null
+    }
+
+    struct Node {
+        var kind: Kind
+        /// A string's characters (without the quotes), a number's or literal's text, a container's
+        /// opening bracket.
+        var start: Int
+        var end: Int
+        /// The index of the node after this value and its members.
+        var after: Int
+    }
+
+    /// Deeper documents are refused: Apple's payloads are three levels deep.
+    static let maximumDepth = 32
+
+    let bytes: [UInt8]
+    let nodes: [Node]
+
+    init(_ bytes: [UInt8]) throws(DecodingError) {
+        self.bytes = bytes
+        nodes = try bytes.withUnsafeBufferPointer { buffer throws(DecodingError) in
+            // Once over the whole document, so that every string is valid UTF-8; ASCII (Apple's
+            // payloads) is told apart by one vectorised pass.
+            if buffer.reduce(0, |) & 0x80 != 0, String(validating: buffer, as: UTF8.self) == nil {
+                throw Self.malformed("the payload is not UTF-8")
+            }
+            var parser = Parser(bytes: buffer)
+            parser.skipSpace()
+            try parser.value(depth: 0)
+            parser.skipSpace()
+            guard parser.index == buffer.count else { throw Self.malformed("characters after the JSON value at byte \(parser.index)") }
+            return parser.nodes
+        }
+    }
+
+    static func malformed(_ description: String) -> DecodingError {
+        .dataCorrupted(DecodingError.Context(codingPath: [], debugDescription: "The given data was not valid JSON: \(description)."))
+    }
+
+    private struct Parser {
+        let bytes: UnsafeBufferPointer<UInt8>
+        var index = 0
+        var nodes: [Node] = []
+
+        init(bytes: UnsafeBufferPointer<UInt8>) {
+            self.bytes = bytes
+            nodes.reserveCapacity(64)
+        }
+
+        mutating func skipSpace() {
+            while index < bytes.count, bytes[index] == 0x20 || bytes[index] == 0x0A || bytes[index] == 0x0D || bytes[index] == 0x09 {
+                index += 1
+            }
+        }
+
+        private func refuse(_ what: String) -> DecodingError {
+            JSONTape.malformed(index < bytes.count ? "\(what) at byte \(index)" : "\(what) at the end")
+        }
+
+        private mutating func append(_ kind: Kind, from start: Int) {
+            nodes.append(Node(kind: kind, start: start, end: index, after: nodes.count + 1))
+        }
+
+        mutating func value(depth: Int) throws(DecodingError) {
+            guard index < bytes.count else { throw refuse("a value expected") }
+            switch bytes[index] {
+            case UInt8(ascii: "{"), UInt8(ascii: "["): try container(depth: depth + 1)
+            case UInt8(ascii: "\""): try string()
+            case UInt8(ascii: "t"): try literal("true", .true)
+            case UInt8(ascii: "f"): try literal("false", .false)
+            case UInt8(ascii: "n"): try literal("null", .null)
+            case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): try number()
+            default: throw refuse("a value expected")
+            }
+        }
+
+        /// An object (`{`) or an array (`[`) and its members.
+        private mutating func container(depth: Int) throws(DecodingError) {
+            guard depth <= JSONTape.maximumDepth else { throw refuse("nested deeper than \(JSONTape.maximumDepth)") }
+            let isObject = bytes[index] == UInt8(ascii: "{")
+            let close = isObject ? UInt8(ascii: "}") : UInt8(ascii: "]")
+            let me = nodes.count
+            nodes.append(Node(kind: isObject ? .object : .array, start: index, end: index, after: 0))
+            index += 1
+            skipSpace()
+            if index < bytes.count, bytes[index] == close {
+                index += 1
+            } else {
+                while true {
+                    skipSpace()
+                    if isObject {
+                        guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw refuse("a key expected") }
+                        try string()
+                        skipSpace()
+                        guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw refuse("':' expected") }
+                        index += 1
+                        skipSpace()
+                    }
+                    try value(depth: depth)
+                    skipSpace()
+                    guard index < bytes.count else { throw refuse("',' or the end of the \(isObject ? "object" : "array") expected") }
+                    if bytes[index] == UInt8(ascii: ",") {
+                        index += 1
+                    } else if bytes[index] == close {
+                        index += 1
+                        break
+                    } else {
+                        throw refuse("',' or the end of the \(isObject ? "object" : "array") expected")
+                    }
+                }
+            }
+            nodes[me].end = index
+            nodes[me].after = nodes.count
+        }
+
+        private mutating func literal(_ text: StaticString, _ kind: Kind) throws(DecodingError) {
+            let start = index
+            let expected = UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount)
+            guard bytes.count - index >= expected.count, memcmp(bytes.baseAddress! + index, expected.baseAddress!, expected.count) == 0
+            else { throw refuse("a value expected") }
+            index += expected.count
+            append(kind, from: start)
+        }
+
+        /// `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`
+        private mutating func number() throws(DecodingError) {
+            let start = index
+            func isDigit(_ at: Int) -> Bool { at < bytes.count && bytes[at] &- UInt8(ascii: "0") < 10 }
+            if bytes[index] == UInt8(ascii: "-") { index += 1 }
+            guard isDigit(index) else { throw refuse("a digit expected") }
+            if bytes[index] == UInt8(ascii: "0") {
+                index += 1
+            } else {
+                while isDigit(index) { index += 1 }
+            }
+            if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
+                index += 1
+                guard isDigit(index) else { throw refuse("a digit expected") }
+                while isDigit(index) { index += 1 }
+            }
+            if index < bytes.count, bytes[index] | 0x20 == UInt8(ascii: "e") {
+                index += 1
+                if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") { index += 1 }
+                guard isDigit(index) else { throw refuse("a digit expected") }
+                while isDigit(index) { index += 1 }
+            }
+            append(.number, from: start)
+        }
+
+        /// A string, its quotes left out of the node. The closing quote is found by `memchr` and,
+        /// without a backslash before it, the characters are only checked for control characters
+        /// (a minimum, which the compiler vectorises): the nested JWS of a notification are 9 KiB.
+        private mutating func string() throws(DecodingError) {
+            index += 1
+            let start = index
+            let base = bytes.baseAddress!
+            guard let quote = memchr(base + index, Int32(UInt8(ascii: "\"")), bytes.count - index) else {
+                throw refuse("an unterminated string")
+            }
+            let end = UnsafeRawPointer(quote) - UnsafeRawPointer(base)
+            if memchr(base + index, Int32(UInt8(ascii: "\\")), end - index) == nil {
+                guard UnsafeBufferPointer(rebasing: bytes[index..<end]).reduce(UInt8.max, min) >= 0x20 else {
+                    throw refuse("a control character in a string")
+                }
+                index = end
+                nodes.append(Node(kind: .string, start: start, end: end, after: nodes.count + 1))
+                index += 1
+                return
+            }
+            // With escapes: each checked here, so that decoding one later cannot fail.
+            while true {
+                guard index < bytes.count else { throw refuse("an unterminated string") }
+                let byte = bytes[index]
+                if byte == UInt8(ascii: "\"") { break }
+                guard byte >= 0x20 else { throw refuse("a control character in a string") }
+                if byte == UInt8(ascii: "\\") {
+                    index += 1
+                    guard index < bytes.count else { throw refuse("an unterminated string") }
+                    switch bytes[index] {
+                    case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), UInt8(ascii: "b"), UInt8(ascii: "f"),
+                        UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
+                        index += 1
+                    case UInt8(ascii: "u"):
+                        guard let unit = JSONTape.hexUnit(bytes, at: index + 1) else { throw refuse("an invalid \\u escape") }
+                        index += 5
+                        if UTF16.isLeadSurrogate(unit) {
+                            guard bytes.count - index >= 6, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u"),
+                                let trail = JSONTape.hexUnit(bytes, at: index + 2), UTF16.isTrailSurrogate(trail)
+                            else { throw refuse("an unpaired surrogate") }
+                            index += 6
+                        } else if UTF16.isTrailSurrogate(unit) {
+                            throw refuse("an unpaired surrogate")
+                        }
+                    default:
+                        throw refuse("an invalid escape")
+                    }
+                } else {
+                    index += 1
+                }
+            }
+            nodes.append(Node(kind: .escapedString, start: start, end: index, after: nodes.count + 1))
+            index += 1
+        }
+    }
+
+    /// The four hexadecimal digits at `at`, as a UTF-16 code unit.
+    static func hexUnit(_ bytes: UnsafeBufferPointer<UInt8>, at: Int) -> UInt16? {
+        guard bytes.count - at >= 4 else { return nil }
+        var unit: UInt16 = 0
+        for byte in bytes[at..<(at + 4)] {
+            let digit: UInt8
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
+            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
+            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = byte - UInt8(ascii: "A") + 10
+            default: return nil
+            }
+            unit = unit << 4 | UInt16(digit)
+        }
+        return unit
+    }
+
+    /// The string at `node` (checked by the parser), its escapes decoded.
+    func string(at node: Int) -> String {
+        let node = nodes[node]
+        return bytes.withUnsafeBufferPointer { bytes in
+            let characters = UnsafeBufferPointer(rebasing: bytes[node.start..<node.end])
+            guard node.kind == .escapedString else { return String(decoding: characters, as: UTF8.self) }
+            var units: [UInt16] = []
+            var index = node.start
+            while index < node.end {
+                guard bytes[index] == UInt8(ascii: "\\") else {
+                    // Up to the next escape, as UTF-8.
+                    var next = index
+                    while next < node.end, bytes[next] != UInt8(ascii: "\\") { next += 1 }
+                    units.append(contentsOf: String(decoding: UnsafeBufferPointer(rebasing: bytes[index..<next]), as: UTF8.self).utf16)
+                    index = next
+                    continue
+                }
+                let escape = bytes[index + 1]
+                index += 2
+                switch escape {
+                case UInt8(ascii: "b"): units.append(0x08)
+                case UInt8(ascii: "f"): units.append(0x0C)
+                case UInt8(ascii: "n"): units.append(0x0A)
+                case UInt8(ascii: "r"): units.append(0x0D)
+                case UInt8(ascii: "t"): units.append(0x09)
+                case UInt8(ascii: "u"):
+                    units.append(Self.hexUnit(bytes, at: index) ?? 0xFFFD)
+                    index += 4
+                default: units.append(UInt16(escape))  // " \ /
+                }
+            }
+            return String(decoding: units, as: UTF16.self)
+        }
+    }
+
+    /// Whether the string at `node` is `name`.
+    func string(at node: Int, is name: inout String) -> Bool {
+        let found = nodes[node]
+        guard found.kind == .string else { return string(at: node) == name }
+        return name.withUTF8 { name in
+            name.count == found.end - found.start
+                && bytes.withUnsafeBufferPointer { memcmp($0.baseAddress! + found.start, name.baseAddress!, name.count) == 0 }
+        }
+    }
+
+    /// The number at `node` as written: digits only (an optional minus), or with a fraction or exponent.
+    func numberText(at node: Int) -> (text: ArraySlice<UInt8>, integral: Bool) {
+        let found = nodes[node]
+        let text = bytes[found.start..<found.end]
+        return (text, !text.contains { $0 == UInt8(ascii: ".") || $0 | 0x20 == UInt8(ascii: "e") })
+    }
+}
+
+/// One value of a tape, read as a `Decoder`. Its `codingPath` is empty: a failure's path is
+/// built as the error passes up through the containers, which costs nothing when nothing fails.
+struct TapeDecoder: Decoder {
+    let tape: JSONTape
+    let node: Int
+    var codingPath: [any CodingKey] { [] }
+    var userInfo: [CodingUserInfoKey: Any] { [:] }
+
+    func container<Key: CodingKey>(keyedBy type: Key.Type) throws -> KeyedDecodingContainer<Key> {
+        guard tape.nodes[node].kind == .object else { throw mismatch([String: Any].self) }
+        return KeyedDecodingContainer(TapeObject<Key>(tape: tape, node: node))
+    }
+
+    func unkeyedContainer() throws -> any UnkeyedDecodingContainer {
+        guard tape.nodes[node].kind == .array else { throw mismatch([Any].self) }
+        return TapeArray(tape: tape, node: node)
+    }
+
+    func singleValueContainer() throws -> any SingleValueDecodingContainer { self }
+
+    private var kind: JSONTape.Kind { tape.nodes[node].kind }
+
+    private func mismatch(_ type: Any.Type) -> DecodingError {
+        let found: String
+        switch kind {
+        case .object: found = "a dictionary"
+        case .array: found = "an array"
+        case .string, .escapedString: found = "a string"
+        case .number: found = "a number"
+        case .true, .false: found = "bool"
+        case .null: found = "null"
+        }
+        let context = DecodingError.Context(codingPath: [], debugDescription: "Expected to decode \(type) but found \(found) instead.")
+        return kind == .null ? .valueNotFound(type, context) : .typeMismatch(type, context)
+    }
+
+    private func corrupted(_ description: String) -> DecodingError {
+        .dataCorrupted(DecodingError.Context(codingPath: [], debugDescription: description))
+    }
+
+    /// The value as `T`: strings and dates directly, anything else by its own `init(from:)`.
+    func value<T: Decodable>(_ type: T.Type) throws -> T {
+        if T.self == String.self { return try decode(String.self) as! T }
+        if T.self == Date.self { return try date() as! T }
+        return try T(from: self)
+    }
+
+    /// Apple's dates: milliseconds since 1970, as `JSONDecoder.DateDecodingStrategy.millisecondsSince1970` reads them.
+    private func date() throws -> Date {
+        Date(timeIntervalSince1970: try decode(Double.self) / 1000)
+    }
+
+    private func integer<I: FixedWidthInteger>(_ type: I.Type) throws -> I {
+        guard kind == .number else { throw mismatch(type) }
+        let (text, integral) = tape.numberText(at: node)
+        if integral {
+            let negative = text.first == UInt8(ascii: "-")
+            var value: I = 0
+            for digit in text.dropFirst(negative ? 1 : 0) {
+                let (times, overflow) = value.multipliedReportingOverflow(by: 10)
+                let digit = I(digit - UInt8(ascii: "0"))
+                let (sum, overflow2) = negative ? times.subtractingReportingOverflow(digit) : times.addingReportingOverflow(digit)
+                guard !overflow, !overflow2 else {
+                    throw corrupted("Number \(String(decoding: text, as: UTF8.self)) is not representable in Swift.")
+                }
+                value = sum
+            }
+            return value
+        }
+        // As `JSONDecoder`: a fraction or exponent is read if the number is a whole one in range.
+        guard let double = Double(String(decoding: text, as: UTF8.self)), let value = I(exactly: double) else {
+            throw corrupted("Number \(String(decoding: text, as: UTF8.self)) is not representable in Swift.")
+        }
+        return value
+    }
+}
+
+extension TapeDecoder: SingleValueDecodingContainer {
+    func decodeNil() -> Bool { kind == .null }
+
+    func decode(_ type: Bool.Type) throws -> Bool {
+        switch kind {
+        case .true: return true
+        case .false: return false
+        default: throw mismatch(type)
+        }
+    }
+
+    func decode(_ type: String.Type) throws -> String {
+        guard kind == .string || kind == .escapedString else { throw mismatch(type) }
+        return tape.string(at: node)
+    }
+
+    func decode(_ type: Double.Type) throws -> Double {
+        guard kind == .number else { throw mismatch(type) }
+        let (text, integral) = tape.numberText(at: node)
+        // Apple's dates are whole milliseconds: read without a string, exactly, below 2^53.
+        if integral, text.count <= 15 { return Double(try integer(Int64.self)) }
+        guard let value = Double(String(decoding: text, as: UTF8.self)), value.isFinite else {
+            throw corrupted("Number \(String(decoding: text, as: UTF8.self)) is not representable in Swift.")
+        }
+        return value
+    }
+
+    func decode(_ type: Float.Type) throws -> Float {
+        let double = try decode(Double.self)
+        guard abs(double) <= Double(Float.greatestFiniteMagnitude) else {
+            throw corrupted("Number \(double) is not representable in Swift.")
+        }
+        return Float(double)
+    }
+
+    func decode(_ type: Int.Type) throws -> Int { try integer(type) }
+    func decode(_ type: Int8.Type) throws -> Int8 { try integer(type) }
+    func decode(_ type: Int16.Type) throws -> Int16 { try integer(type) }
+    func decode(_ type: Int32.Type) throws -> Int32 { try integer(type) }
+    func decode(_ type: Int64.Type) throws -> Int64 { try integer(type) }
+    func decode(_ type: UInt.Type) throws -> UInt { try integer(type) }
+    func decode(_ type: UInt8.Type) throws -> UInt8 { try integer(type) }
+    func decode(_ type: UInt16.Type) throws -> UInt16 { try integer(type) }
+    func decode(_ type: UInt32.Type) throws -> UInt32 { try integer(type) }
+    func decode(_ type: UInt64.Type) throws -> UInt64 { try integer(type) }
+    func decode<T: Decodable>(_ type: T.Type) throws -> T { try value(type) }
+}
+
+extension DecodingError {
+    /// The same error with `key` in front of its path: how a failure inside a member names the member.
+    func within(_ key: any CodingKey) -> DecodingError {
+        func moved(_ context: Context) -> Context {
+            Context(
+                codingPath: [key] + context.codingPath, debugDescription: context.debugDescription, underlyingError: context.underlyingError
+            )
+        }
+        switch self {
+        case .typeMismatch(let type, let context): return .typeMismatch(type, moved(context))
+        case .valueNotFound(let type, let context): return .valueNotFound(type, moved(context))
+        case .keyNotFound(let missing, let context): return .keyNotFound(missing, moved(context))
+        case .dataCorrupted(let context): return .dataCorrupted(moved(context))
+        @unknown default: return self
+        }
+    }
+}
+
+/// The index of an array member, as a coding key.
+private struct MemberIndex: CodingKey {
+    var intValue: Int?
+    var stringValue: String { "Index \(intValue ?? 0)" }
+    init(_ index: Int) { intValue = index }
+    init?(stringValue: String) { nil }
+    init?(intValue: Int) { self.intValue = intValue }
+}
+
+/// An object of a tape, its members found by comparing their keys' bytes.
+private struct TapeObject<Key: CodingKey>: KeyedDecodingContainerProtocol {
+    let tape: JSONTape
+    let node: Int
+    var codingPath: [any CodingKey] { [] }
+
+    /// Calls `body` with each key's node (the value's is the next) until it returns false.
+    private func forEachKey(_ body: (Int) throws -> Bool) rethrows {
+        var key = node + 1
+        while key < tape.nodes[node].after, try body(key) { key = tape.nodes[key + 1].after }
+    }
+
+    var allKeys: [Key] {
+        var keys: [Key] = []
+        forEachKey { node in
+            if let key = Key(stringValue: tape.string(at: node)) { keys.append(key) }
+            return true
+        }
+        return keys
+    }
+
+    /// The value's node for `key`; nil when the object has none. A key found twice is refused.
+    private func member(_ key: Key) throws -> Int? {
+        var name = key.stringValue
+        var found: Int?
+        try forEachKey { keyNode in
+            guard tape.string(at: keyNode, is: &name) else { return true }
+            guard found == nil else {
+                throw DecodingError.dataCorrupted(
+                    DecodingError.Context(codingPath: [key], debugDescription: "The key appears twice in the object."))
+            }
+            found = keyNode + 1
+            return true
+        }
+        return found
+    }
+
+    private func required(_ key: Key) throws -> TapeDecoder {
+        guard let found = try member(key) else {
+            throw DecodingError.keyNotFound(
+                key, DecodingError.Context(codingPath: [], debugDescription: "No value associated with key \(key.stringValue)."))
+        }
+        return TapeDecoder(tape: tape, node: found)
+    }
+
+    /// `read` on the member's value, a failure named by `key`.
+    private func read<T>(_ key: Key, _ read: (TapeDecoder) throws -> T) throws -> T {
+        let member = try required(key)
+        do { return try read(member) } catch let error as DecodingError { throw error.within(key) }
+    }
+
+    /// `read` on the member's value, nil when it is absent or null.
+    private func readIfPresent<T>(_ key: Key, _ read: (TapeDecoder) throws -> T) throws -> T? {
+        guard let found = try member(key), tape.nodes[found].kind != .null else { return nil }
+        do { return try read(TapeDecoder(tape: tape, node: found)) } catch let error as DecodingError { throw error.within(key) }
+    }
+
+    func contains(_ key: Key) -> Bool { (try? member(key)) != nil }
+    func decodeNil(forKey key: Key) throws -> Bool { try read(key) { $0.decodeNil() } }
+    func decode(_ type: Bool.Type, forKey key: Key) throws -> Bool { try read(key) { try $0.decode(type) } }
+    func decode(_ type: String.Type, forKey key: Key) throws -> String { try read(key) { try $0.decode(type) } }
+    func decode(_ type: Double.Type, forKey key: Key) throws -> Double { try read(key) { try $0.decode(type) } }
+    func decode(_ type: Float.Type, forKey key: Key) throws -> Float { try read(key) { try $0.decode(type) } }
+    func decode(_ type: Int.Type, forKey key: Key) throws -> Int { try read(key) { try $0.decode(type) } }
+    func decode(_ type: Int8.Type, forKey key: Key) throws -> Int8 { try read(key) { try $0.decode(type) } }
+    func decode(_ type: Int16.Type, forKey key: Key) throws -> Int16 { try read(key) { try $0.decode(type) } }
+    func decode(_ type: Int32.Type, forKey key: Key) throws -> Int32 { try read(key) { try $0.decode(type) } }
+    func decode(_ type: Int64.Type, forKey key: Key) throws -> Int64 { try read(key) { try $0.decode(type) } }
+    func decode(_ type: UInt.Type, forKey key: Key) throws -> UInt { try read(key) { try $0.decode(type) } }
+    func decode(_ type: UInt8.Type, forKey key: Key) throws -> UInt8 { try read(key) { try $0.decode(type) } }
+    func decode(_ type: UInt16.Type, forKey key: Key) throws -> UInt16 { try read(key) { try $0.decode(type) } }
+    func decode(_ type: UInt32.Type, forKey key: Key) throws -> UInt32 { try read(key) { try $0.decode(type) } }
+    func decode(_ type: UInt64.Type, forKey key: Key) throws -> UInt64 { try read(key) { try $0.decode(type) } }
+    func decode<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T { try read(key) { try $0.value(type) } }
+
+    // One lookup for an optional field, where the protocol's defaults make two.
+    func decodeIfPresent(_ type: Bool.Type, forKey key: Key) throws -> Bool? { try readIfPresent(key) { try $0.decode(type) } }
+    func decodeIfPresent(_ type: String.Type, forKey key: Key) throws -> String? { try readIfPresent(key) { try $0.decode(type) } }
+    func decodeIfPresent(_ type: Double.Type, forKey key: Key) throws -> Double? { try readIfPresent(key) { try $0.decode(type) } }
+    func decodeIfPresent(_ type: Int.Type, forKey key: Key) throws -> Int? { try readIfPresent(key) { try $0.decode(type) } }
+    func decodeIfPresent(_ type: Int64.Type, forKey key: Key) throws -> Int64? { try readIfPresent(key) { try $0.decode(type) } }
+    func decodeIfPresent<T: Decodable>(_ type: T.Type, forKey key: Key) throws -> T? {
+        try readIfPresent(key) { try $0.value(type) }
+    }
+
+    func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type, forKey key: Key) throws -> KeyedDecodingContainer<NestedKey> {
+        try read(key) { try $0.container(keyedBy: type) }
+    }
+
+    func nestedUnkeyedContainer(forKey key: Key) throws -> any UnkeyedDecodingContainer {
+        try read(key) { try $0.unkeyedContainer() }
+    }
+
+    func superDecoder() throws -> any Decoder { TapeDecoder(tape: tape, node: node) }
+    func superDecoder(forKey key: Key) throws -> any Decoder { try required(key) }
+}
+
+/// An array of a tape, read in order.
+private struct TapeArray: UnkeyedDecodingContainer {
+    let tape: JSONTape
+    let node: Int
+    var codingPath: [any CodingKey] { [] }
+    private(set) var currentIndex = 0
+    /// The next member's node.
+    private var next: Int
+
+    init(tape: JSONTape, node: Int) {
+        self.tape = tape
+        self.node = node
+        next = node + 1
+    }
+
+    var count: Int? {
+        var count = 0
+        var member = node + 1
+        while member < tape.nodes[node].after {
+            count += 1
+            member = tape.nodes[member].after
+        }
+        return count
+    }
+
+    var isAtEnd: Bool { next >= tape.nodes[node].after }
+
+    /// `read` on the next member, which it then steps past.
+    private mutating func read<T>(_ read: (TapeDecoder) throws -> T) throws -> T {
+        guard !isAtEnd else {
+            throw DecodingError.valueNotFound(
+                T.self, DecodingError.Context(codingPath: [MemberIndex(currentIndex)], debugDescription: "Unkeyed container is at end."))
+        }
+        let value: T
+        do { value = try read(TapeDecoder(tape: tape, node: next)) } catch let error as DecodingError {
+            throw error.within(MemberIndex(currentIndex))
+        }
+        next = tape.nodes[next].after
+        currentIndex += 1
+        return value
+    }
+
+    mutating func decodeNil() throws -> Bool {
+        guard !isAtEnd, tape.nodes[next].kind == .null else { return false }
+        next = tape.nodes[next].after
+        currentIndex += 1
+        return true
+    }
+
+    mutating func decode(_ type: Bool.Type) throws -> Bool { try read { try $0.decode(type) } }
+    mutating func decode(_ type: String.Type) throws -> String { try read { try $0.decode(type) } }
+    mutating func decode(_ type: Double.Type) throws -> Double { try read { try $0.decode(type) } }
+    mutating func decode(_ type: Float.Type) throws -> Float { try read { try $0.decode(type) } }
+    mutating func decode(_ type: Int.Type) throws -> Int { try read { try $0.decode(type) } }
+    mutating func decode(_ type: Int8.Type) throws -> Int8 { try read { try $0.decode(type) } }
+    mutating func decode(_ type: Int16.Type) throws -> Int16 { try read { try $0.decode(type) } }
+    mutating func decode(_ type: Int32.Type) throws -> Int32 { try read { try $0.decode(type) } }
+    mutating func decode(_ type: Int64.Type) throws -> Int64 { try read { try $0.decode(type) } }
+    mutating func decode(_ type: UInt.Type) throws -> UInt { try read { try $0.decode(type) } }
+    mutating func decode(_ type: UInt8.Type) throws -> UInt8 { try read { try $0.decode(type) } }
+    mutating func decode(_ type: UInt16.Type) throws -> UInt16 { try read { try $0.decode(type) } }
+    mutating func decode(_ type: UInt32.Type) throws -> UInt32 { try read { try $0.decode(type) } }
+    mutating func decode(_ type: UInt64.Type) throws -> UInt64 { try read { try $0.decode(type) } }
+    mutating func decode<T: Decodable>(_ type: T.Type) throws -> T { try read { try $0.value(type) } }
+
+    mutating func nestedContainer<NestedKey: CodingKey>(keyedBy type: NestedKey.Type) throws -> KeyedDecodingContainer<NestedKey> {
+        try read { try $0.container(keyedBy: type) }
+    }
+
+    mutating func nestedUnkeyedContainer() throws -> any UnkeyedDecodingContainer { try read { try $0.unkeyedContainer() } }
+    mutating func superDecoder() throws -> any Decoder { try read { $0 } }
+}
