@@ -506,6 +506,30 @@ import Time
         }
     }
 
+    /// Products are found in the history whatever their order: each is first compared with the
+    /// identifier after the last one found, so products moved, added and removed must all still
+    /// be found, or reported missing, once.
+    @Test func publishedIdentifiersAreFoundInAnyOrder() throws {
+        func array(_ ids: [String]) -> String {
+            plist("<array>\n" + ids.map { "\t<string>com.example.\($0)</string>\n" }.joined() + "</array>")
+        }
+        func missing(_ id: String) -> String {
+            "catalog/com.example.app.plist:1:1: error: product 'com.example.\(id)' was published in revision 1 and can never be removed or reused; keep its definition with status 'retired' (a plain array of identifiers cannot say that: run 'catalog convert com.example.app' to rewrite it in the full form, then add the product back with status 'retired')"
+        }
+        try withCatalog { catalog in
+            try catalog.write("com.example.app.plist", array(["a", "b", "c", "d", "e", "f"]))
+            try catalog.publish(at: buildMoment)
+            for (ids, expected) in [
+                (["f", "e", "d", "c", "b", "a"], []), (["a", "c", "b", "e", "d", "f"], []),
+                (["e", "a", "x", "c", "d", "f"], [missing("b")]), (["x", "y", "a", "b", "c"], [missing("d"), missing("e"), missing("f")]),
+                (["b", "c", "d", "e", "f", "a", "x"], []), (["a", "a2", "b", "c", "d", "e"], [missing("f")]),
+            ] {
+                try catalog.write("com.example.app.plist", array(ids))
+                #expect(catalog.diagnostics() == expected, "\(ids)")
+            }
+        }
+    }
+
     @Test func publishedIdentifierOfAFolderAppMayNotDisappear() throws {
         try withCatalog { catalog in
             try catalog.write("com.example.app/a.plist", Self.seed)

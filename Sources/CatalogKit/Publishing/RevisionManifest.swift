@@ -295,12 +295,20 @@ public enum HistoryRules {
         // every build after the first of a 100,000-product catalog, and a table of the products'
         // ids built for the purpose still took 41 ms (docs/benchmarks.md, "The rebuild" and "The
         // rebuild's diff").
+        // Products mostly come in the order they were first published, the history's: each is
+        // first compared with the identifier after the last one found, and looked up only when it
+        // is not that one (12 ms of one core for 100,000 products looked up, `perf`).
         let products = catalog.products
-        var productAt = [Int?](repeating: nil, count: history.order.count)
+        let order = history.order
+        var productAt = [Int?](repeating: nil, count: order.count)
+        var next = 0
         for index in products.indices {
-            if let position = history.position(of: products[index].id) { productAt[position] = index }
+            let id = products[index].id
+            guard let position = next < order.count && order[next] == id ? next : history.position(of: id) else { continue }
+            productAt[position] = index
+            next = position + 1
         }
-        for (position, (id, entry)) in zip(history.order, history.entriesInOrder).enumerated() {
+        for (position, (id, entry)) in zip(order, history.entriesInOrder).enumerated() {
             guard let index = productAt[position] else {
                 diagnostics.append(
                     .error(
