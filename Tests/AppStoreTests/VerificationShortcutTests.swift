@@ -63,6 +63,20 @@ import Testing
         #expect(off.cachedHeaderCount == 0)
     }
 
+    /// The cache hashes only a header's length and first bytes: headers alike in those but not
+    /// after are still told apart, each found as itself.
+    @Test func headersAlikeInTheirFirstBytesAreToldApart() {
+        let cache = JWSHeaderCache(capacity: 8)
+        let start = [UInt8](repeating: UInt8(ascii: "A"), count: 3_000)
+        let headers = (0..<4).map { index in
+            (start + Array("-\(index)".utf8), CompactJWS.Header(alg: "ES256", x5c: ["\(index)"], crit: nil))
+        }
+        for (bytes, header) in headers { cache.insert(header, for: bytes) }
+        for (bytes, header) in headers { #expect(cache.header(for: bytes)?.x5c == header.x5c) }
+        #expect(cache.header(for: start + Array("-9".utf8)) == nil)
+        #expect(cache.count == 4)
+    }
+
     @Test func aBodyReadWithoutTheDecoderGivesTheDecodersAnswer() async throws {
         let pki = try PKI.ecdsa()
         let verifier = SignedDataVerifier(trust: pki.trust, app: Self.app)
