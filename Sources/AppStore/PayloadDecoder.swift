@@ -5,7 +5,7 @@ import Foundation
 /// does. A payload is read once into a tape of its values, and a model's fields are found there by
 /// comparing bytes: Foundation's decoder built a dictionary of every object's keys and allocated a
 /// string for each, 13.7% of a verification's CPU, the largest part after the signatures and their
-/// digests (docs/benchmarks.md, "The notifications' JSON").
+/// digests (docs/benchmarks.md, "A tape decoder for Apple's payloads").
 ///
 /// The JSON is RFC 8259's, strictly: one value, whitespace only around it, UTF-8, escapes and
 /// numbers as the grammar spells them, nested at most ``JSONTape/maximumDepth`` deep. A key a model
