@@ -1,3 +1,4 @@
+import CatalogKit
 import Foundation
 
 /// Decodes the App Store's signed payloads into their `Decodable` models, with Apple's dates
@@ -18,9 +19,10 @@ enum PayloadDecoder {
     }
 }
 
-/// A JSON document's values in document order: an object or array is followed by its members (an
-/// object's as key, value, key, value), and every node knows the index just past its own members, so
-/// a value is skipped in one step.
+/// A JSON document's values in document order, read by CatalogKit's `JSONScanner` (the package's
+/// one reader of JSON's grammar): an object or array is followed by its members (an object's as
+/// key, value, key, value), and every node knows the index just past its own members, so a value is
+/// skipped in one step. Strings are kept as where they are, made only when a model reads them.
 final class JSONTape: Sendable {
     enum Kind: UInt8 {
         case object, array, string, escapedString, number, `true`, `false`, null
@@ -28,256 +30,82 @@ final class JSONTape: Sendable {
 
     struct Node {
         var kind: Kind
-        /// A string's characters (without the quotes), a number's or literal's text, a container's
-        /// opening bracket.
-        var start: Int
-        var end: Int
+        /// A string's characters (without the quotes), a number's text; empty for the others.
+        var range: Range<Int>
         /// The index of the node after this value and its members.
         var after: Int
     }
 
     /// Deeper documents are refused: Apple's payloads are three levels deep.
-    static let maximumDepth = 32
+    static let maximumDepth = JSONScanner.maximumDepth
 
     let bytes: [UInt8]
     let nodes: [Node]
 
     init(_ bytes: [UInt8]) throws(DecodingError) {
         self.bytes = bytes
-        nodes = try bytes.withUnsafeBufferPointer { buffer throws(DecodingError) in
-            // Once over the whole document, so that every string is valid UTF-8; ASCII (Apple's
-            // payloads) is told apart by one vectorised pass.
-            if buffer.reduce(0, |) & 0x80 != 0, String(validating: buffer, as: UTF8.self) == nil {
-                throw Self.malformed("the payload is not UTF-8")
+        do {
+            nodes = try bytes.withUnsafeBufferPointer { buffer in
+                // Once over the whole document, so that every string is valid UTF-8; ASCII (Apple's
+                // payloads) is told apart by one vectorised pass.
+                if buffer.reduce(0, |) & 0x80 != 0, String(validating: buffer, as: UTF8.self) == nil {
+                    throw JSONScanner.SyntaxError(message: "the payload is not UTF-8")
+                }
+                var nodes: [Node] = []
+                nodes.reserveCapacity(64)
+                var scanner = JSONScanner(buffer)
+                try Self.read(&scanner, into: &nodes, depth: 1)
+                try scanner.expectEnd()
+                return nodes
             }
-            var parser = Parser(bytes: buffer)
-            parser.skipSpace()
-            try parser.value(depth: 0)
-            parser.skipSpace()
-            guard parser.index == buffer.count else { throw Self.malformed("characters after the JSON value at byte \(parser.index)") }
-            return parser.nodes
+        } catch let error as JSONScanner.SyntaxError {
+            throw DecodingError.dataCorrupted(
+                DecodingError.Context(codingPath: [], debugDescription: "The given data was not valid JSON: \(error.message)."))
+        } catch {
+            throw DecodingError.dataCorrupted(DecodingError.Context(codingPath: [], debugDescription: "The given data was not valid JSON."))
         }
     }
 
-    static func malformed(_ description: String) -> DecodingError {
-        .dataCorrupted(DecodingError.Context(codingPath: [], debugDescription: "The given data was not valid JSON: \(description)."))
-    }
-
-    private struct Parser {
-        let bytes: UnsafeBufferPointer<UInt8>
-        var index = 0
-        var nodes: [Node] = []
-
-        init(bytes: UnsafeBufferPointer<UInt8>) {
-            self.bytes = bytes
-            nodes.reserveCapacity(64)
-        }
-
-        mutating func skipSpace() {
-            while index < bytes.count, bytes[index] == 0x20 || bytes[index] == 0x0A || bytes[index] == 0x0D || bytes[index] == 0x09 {
-                index += 1
-            }
-        }
-
-        private func refuse(_ what: String) -> DecodingError {
-            JSONTape.malformed(index < bytes.count ? "\(what) at byte \(index)" : "\(what) at the end")
-        }
-
-        private mutating func append(_ kind: Kind, from start: Int) {
-            nodes.append(Node(kind: kind, start: start, end: index, after: nodes.count + 1))
-        }
-
-        mutating func value(depth: Int) throws(DecodingError) {
-            guard index < bytes.count else { throw refuse("a value expected") }
-            switch bytes[index] {
-            case UInt8(ascii: "{"), UInt8(ascii: "["): try container(depth: depth + 1)
-            case UInt8(ascii: "\""): try string()
-            case UInt8(ascii: "t"): try literal("true", .true)
-            case UInt8(ascii: "f"): try literal("false", .false)
-            case UInt8(ascii: "n"): try literal("null", .null)
-            case UInt8(ascii: "-"), UInt8(ascii: "0")...UInt8(ascii: "9"): try number()
-            default: throw refuse("a value expected")
-            }
-        }
-
-        /// An object (`{`) or an array (`[`) and its members.
-        private mutating func container(depth: Int) throws(DecodingError) {
-            guard depth <= JSONTape.maximumDepth else { throw refuse("nested deeper than \(JSONTape.maximumDepth)") }
-            let isObject = bytes[index] == UInt8(ascii: "{")
-            let close = isObject ? UInt8(ascii: "}") : UInt8(ascii: "]")
+    /// Appends the value at the scanner, and its members, to `nodes`.
+    private static func read(_ scanner: inout JSONScanner, into nodes: inout [Node], depth: Int) throws {
+        func append(_ kind: Kind, _ range: Range<Int> = 0..<0) { nodes.append(Node(kind: kind, range: range, after: nodes.count + 1)) }
+        func string(_ characters: JSONScanner.StringBytes) { append(characters.escaped ? .escapedString : .string, characters.range) }
+        let kind = try scanner.peekKind()
+        switch kind {
+        case .object, .array:
+            guard depth <= maximumDepth else { throw JSONScanner.SyntaxError(message: "values nested more than \(maximumDepth) deep") }
             let me = nodes.count
-            nodes.append(Node(kind: isObject ? .object : .array, start: index, end: index, after: 0))
-            index += 1
-            skipSpace()
-            if index < bytes.count, bytes[index] == close {
-                index += 1
-            } else {
-                while true {
-                    skipSpace()
-                    if isObject {
-                        guard index < bytes.count, bytes[index] == UInt8(ascii: "\"") else { throw refuse("a key expected") }
-                        try string()
-                        skipSpace()
-                        guard index < bytes.count, bytes[index] == UInt8(ascii: ":") else { throw refuse("':' expected") }
-                        index += 1
-                        skipSpace()
-                    }
-                    try value(depth: depth)
-                    skipSpace()
-                    guard index < bytes.count else { throw refuse("',' or the end of the \(isObject ? "object" : "array") expected") }
-                    if bytes[index] == UInt8(ascii: ",") {
-                        index += 1
-                    } else if bytes[index] == close {
-                        index += 1
-                        break
-                    } else {
-                        throw refuse("',' or the end of the \(isObject ? "object" : "array") expected")
-                    }
+            append(kind == .object ? .object : .array)
+            if kind == .object {
+                try scanner.readObjectKeys { key, scanner in
+                    string(key)
+                    try read(&scanner, into: &nodes, depth: depth + 1)
                 }
+            } else {
+                try scanner.readArray { _, scanner in try read(&scanner, into: &nodes, depth: depth + 1) }
             }
-            nodes[me].end = index
             nodes[me].after = nodes.count
-        }
-
-        private mutating func literal(_ text: StaticString, _ kind: Kind) throws(DecodingError) {
-            let start = index
-            let expected = UnsafeBufferPointer(start: text.utf8Start, count: text.utf8CodeUnitCount)
-            guard bytes.count - index >= expected.count, memcmp(bytes.baseAddress! + index, expected.baseAddress!, expected.count) == 0
-            else { throw refuse("a value expected") }
-            index += expected.count
-            append(kind, from: start)
-        }
-
-        /// `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`
-        private mutating func number() throws(DecodingError) {
-            let start = index
-            func isDigit(_ at: Int) -> Bool { at < bytes.count && bytes[at] &- UInt8(ascii: "0") < 10 }
-            if bytes[index] == UInt8(ascii: "-") { index += 1 }
-            guard isDigit(index) else { throw refuse("a digit expected") }
-            if bytes[index] == UInt8(ascii: "0") {
-                index += 1
-            } else {
-                while isDigit(index) { index += 1 }
-            }
-            if index < bytes.count, bytes[index] == UInt8(ascii: ".") {
-                index += 1
-                guard isDigit(index) else { throw refuse("a digit expected") }
-                while isDigit(index) { index += 1 }
-            }
-            if index < bytes.count, bytes[index] | 0x20 == UInt8(ascii: "e") {
-                index += 1
-                if index < bytes.count, bytes[index] == UInt8(ascii: "+") || bytes[index] == UInt8(ascii: "-") { index += 1 }
-                guard isDigit(index) else { throw refuse("a digit expected") }
-                while isDigit(index) { index += 1 }
-            }
-            append(.number, from: start)
-        }
-
-        /// A string, its quotes left out of the node. The closing quote is found by `memchr` and,
-        /// without a backslash before it, the characters are only checked for control characters
-        /// (a minimum, which the compiler vectorises): the nested JWS of a notification are 9 KiB.
-        private mutating func string() throws(DecodingError) {
-            index += 1
-            let start = index
-            let base = bytes.baseAddress!
-            guard let quote = memchr(base + index, Int32(UInt8(ascii: "\"")), bytes.count - index) else {
-                throw refuse("an unterminated string")
-            }
-            let end = UnsafeRawPointer(quote) - UnsafeRawPointer(base)
-            if memchr(base + index, Int32(UInt8(ascii: "\\")), end - index) == nil {
-                guard UnsafeBufferPointer(rebasing: bytes[index..<end]).reduce(UInt8.max, min) >= 0x20 else {
-                    throw refuse("a control character in a string")
-                }
-                index = end
-                nodes.append(Node(kind: .string, start: start, end: end, after: nodes.count + 1))
-                index += 1
-                return
-            }
-            // With escapes: each checked here, so that decoding one later cannot fail.
-            while true {
-                guard index < bytes.count else { throw refuse("an unterminated string") }
-                let byte = bytes[index]
-                if byte == UInt8(ascii: "\"") { break }
-                guard byte >= 0x20 else { throw refuse("a control character in a string") }
-                if byte == UInt8(ascii: "\\") {
-                    index += 1
-                    guard index < bytes.count else { throw refuse("an unterminated string") }
-                    switch bytes[index] {
-                    case UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"), UInt8(ascii: "b"), UInt8(ascii: "f"),
-                        UInt8(ascii: "n"), UInt8(ascii: "r"), UInt8(ascii: "t"):
-                        index += 1
-                    case UInt8(ascii: "u"):
-                        guard let unit = JSONTape.hexUnit(bytes, at: index + 1) else { throw refuse("an invalid \\u escape") }
-                        index += 5
-                        if UTF16.isLeadSurrogate(unit) {
-                            guard bytes.count - index >= 6, bytes[index] == UInt8(ascii: "\\"), bytes[index + 1] == UInt8(ascii: "u"),
-                                let trail = JSONTape.hexUnit(bytes, at: index + 2), UTF16.isTrailSurrogate(trail)
-                            else { throw refuse("an unpaired surrogate") }
-                            index += 6
-                        } else if UTF16.isTrailSurrogate(unit) {
-                            throw refuse("an unpaired surrogate")
-                        }
-                    default:
-                        throw refuse("an invalid escape")
-                    }
-                } else {
-                    index += 1
-                }
-            }
-            nodes.append(Node(kind: .escapedString, start: start, end: index, after: nodes.count + 1))
-            index += 1
+        case .string: string(try scanner.readStringBytes())
+        case .number:
+            let start = scanner.offset
+            _ = try scanner.readNumber()
+            append(.number, start..<scanner.offset)
+        case .boolean: append(try scanner.readBoolean() ? .true : .false)
+        case .null:
+            try scanner.readNull()
+            append(.null)
         }
     }
 
-    /// The four hexadecimal digits at `at`, as a UTF-16 code unit.
-    static func hexUnit(_ bytes: UnsafeBufferPointer<UInt8>, at: Int) -> UInt16? {
-        guard bytes.count - at >= 4 else { return nil }
-        var unit: UInt16 = 0
-        for byte in bytes[at..<(at + 4)] {
-            let digit: UInt8
-            switch byte {
-            case UInt8(ascii: "0")...UInt8(ascii: "9"): digit = byte - UInt8(ascii: "0")
-            case UInt8(ascii: "a")...UInt8(ascii: "f"): digit = byte - UInt8(ascii: "a") + 10
-            case UInt8(ascii: "A")...UInt8(ascii: "F"): digit = byte - UInt8(ascii: "A") + 10
-            default: return nil
-            }
-            unit = unit << 4 | UInt16(digit)
-        }
-        return unit
-    }
-
-    /// The string at `node` (checked by the parser), its escapes decoded.
+    /// The string at `node`, its escapes decoded.
     func string(at node: Int) -> String {
-        let node = nodes[node]
+        let found = nodes[node]
         return bytes.withUnsafeBufferPointer { bytes in
-            let characters = UnsafeBufferPointer(rebasing: bytes[node.start..<node.end])
-            guard node.kind == .escapedString else { return String(decoding: characters, as: UTF8.self) }
-            var units: [UInt16] = []
-            var index = node.start
-            while index < node.end {
-                guard bytes[index] == UInt8(ascii: "\\") else {
-                    // Up to the next escape, as UTF-8.
-                    var next = index
-                    while next < node.end, bytes[next] != UInt8(ascii: "\\") { next += 1 }
-                    units.append(contentsOf: String(decoding: UnsafeBufferPointer(rebasing: bytes[index..<next]), as: UTF8.self).utf16)
-                    index = next
-                    continue
-                }
-                let escape = bytes[index + 1]
-                index += 2
-                switch escape {
-                case UInt8(ascii: "b"): units.append(0x08)
-                case UInt8(ascii: "f"): units.append(0x0C)
-                case UInt8(ascii: "n"): units.append(0x0A)
-                case UInt8(ascii: "r"): units.append(0x0D)
-                case UInt8(ascii: "t"): units.append(0x09)
-                case UInt8(ascii: "u"):
-                    units.append(Self.hexUnit(bytes, at: index) ?? 0xFFFD)
-                    index += 4
-                default: units.append(UInt16(escape))  // " \ /
-                }
+            guard found.kind == .escapedString else {
+                return String(decoding: UnsafeBufferPointer(rebasing: bytes[found.range]), as: UTF8.self)
             }
-            return String(decoding: units, as: UTF16.self)
+            // Checked by the scanner when the tape was read: decoding it again cannot fail.
+            return (try? JSONScanner(bytes).string(at: .init(range: found.range, escaped: true))) ?? ""
         }
     }
 
@@ -286,15 +114,14 @@ final class JSONTape: Sendable {
         let found = nodes[node]
         guard found.kind == .string else { return string(at: node) == name }
         return name.withUTF8 { name in
-            name.count == found.end - found.start
-                && bytes.withUnsafeBufferPointer { memcmp($0.baseAddress! + found.start, name.baseAddress!, name.count) == 0 }
+            name.count == found.range.count
+                && bytes.withUnsafeBufferPointer { memcmp($0.baseAddress! + found.range.lowerBound, name.baseAddress!, name.count) == 0 }
         }
     }
 
     /// The number at `node` as written: digits only (an optional minus), or with a fraction or exponent.
     func numberText(at node: Int) -> (text: ArraySlice<UInt8>, integral: Bool) {
-        let found = nodes[node]
-        let text = bytes[found.start..<found.end]
+        let text = bytes[nodes[node].range]
         return (text, !text.contains { $0 == UInt8(ascii: ".") || $0 | 0x20 == UInt8(ascii: "e") })
     }
 }

@@ -1,4 +1,5 @@
 import AppStoreTestSupport
+import CatalogTestSupport
 import Foundation
 import Testing
 
@@ -151,7 +152,7 @@ import Testing
     /// Damaged payloads (a byte changed, dropped or doubled, at every place, by a fixed seed) get
     /// Foundation's answer, or a refusal where Foundation reads what is not JSON.
     @Test func damagedPayloadsGetFoundationsAnswer() throws {
-        var generator = SplitMix(seed: 37)
+        var generator = SplitMix64(seed: 37)
         let replacements = Array(#"{}[]":,.-+eE0129 \"#.utf8) + [0x00, 0x1F, 0x7F, 0xC3, 0xFF]
         for (_, bytes) in try Self.payloads {
             for index in bytes.indices {
@@ -164,18 +165,5 @@ import Testing
                 Self.agreeOnAll(changed, valid: false)
             }
         }
-    }
-}
-
-/// A small seeded generator, so that a failure repeats.
-struct SplitMix: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

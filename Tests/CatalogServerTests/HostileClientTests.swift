@@ -1,5 +1,6 @@
 import CatalogKit
 import CatalogServer
+import CatalogTestSupport
 import Foundation
 import Hummingbird
 import HummingbirdTesting

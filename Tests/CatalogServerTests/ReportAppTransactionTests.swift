@@ -1,5 +1,6 @@
 import AppStore
 import AppStoreTestSupport
+import CatalogTestSupport
 import Crypto
 import Foundation
 import Ledger
@@ -564,19 +565,5 @@ extension ReportAppTransactionTests {
         let bound = ReportAppTransactions.app(bundleID: "com.example.catalog", settings: AppStoreApp(bundleId: "com.example.other"))
         #expect(bound.bundleId == "com.example.catalog")
         #expect(!bound.refusesAppAppleIdWhenUnset)
-    }
-}
-
-/// A tiny seeded generator so that a randomized test is the same on every run (and a failing
-/// order can be replayed).
-struct SplitMix64: RandomNumberGenerator {
-    var state: UInt64
-    init(seed: UInt64) { state = seed }
-    mutating func next() -> UInt64 {
-        state &+= 0x9E37_79B9_7F4A_7C15
-        var z = state
-        z = (z ^ (z >> 30)) &* 0xBF58_476D_1CE4_E5B9
-        z = (z ^ (z >> 27)) &* 0x94D0_49BB_1331_11EB
-        return z ^ (z >> 31)
     }
 }

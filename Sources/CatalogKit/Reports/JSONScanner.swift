@@ -1,27 +1,35 @@
-/// A strict JSON reader (RFC 8259) over bytes, for report bodies: the caller walks the one
-/// object it expects and reads each member as the type it wants, so that a body becomes a report
-/// without an intermediate tree, and every mistake can be named by its member.
-struct JSONScanner: ~Copyable {
-    private let bytes: UnsafeBufferPointer<UInt8>
-    private(set) var offset = 0
-    /// Nesting allowed in skipped values (members this version does not know).
-    static let maximumDepth = 32
+import Foundation
 
-    init(_ bytes: UnsafeBufferPointer<UInt8>) {
+/// A strict JSON reader (RFC 8259) over bytes, for report bodies, editors' JSON and the App Store's
+/// payloads (``AppStore/PayloadDecoder``): the caller walks the one object it expects and reads each
+/// member as the type it wants, so that a body becomes a value without an intermediate tree, and
+/// every mistake can be named by its member. The one place this package reads JSON's grammar.
+package struct JSONScanner: ~Copyable {
+    private let bytes: UnsafeBufferPointer<UInt8>
+    package private(set) var offset: Int
+    /// Nesting allowed in skipped values (members this version does not know).
+    package static let maximumDepth = 32
+
+    /// A reader of `bytes` from `offset`.
+    package init(_ bytes: UnsafeBufferPointer<UInt8>, at offset: Int = 0) {
         self.bytes = bytes
+        self.offset = offset
     }
 
     /// What the next value is, from its first byte.
-    enum Kind: Equatable {
+    package enum Kind: Equatable {
         case object, array, string, number, boolean, null
     }
 
-    struct SyntaxError: Error {
-        let message: String
+    /// What is wrong with the JSON, and where.
+    package struct SyntaxError: Error {
+        package let message: String
+
+        package init(message: String) { self.message = message }
     }
 
     /// Skips whitespace; the kind of value that starts here, or a syntax error.
-    mutating func peekKind() throws(SyntaxError) -> Kind {
+    package mutating func peekKind() throws(SyntaxError) -> Kind {
         skipWhitespace()
         guard offset < bytes.count else { throw error("it ends where a value was expected") }
         switch bytes[offset] {
@@ -37,14 +45,19 @@ struct JSONScanner: ~Copyable {
 
     /// Reads `{`, then calls `member` with each key, positioned at its value, which `member`
     /// must read or skip; then `}`.
-    mutating func readObject(_ member: (String, inout JSONScanner) throws -> Void) throws {
+    package mutating func readObject(_ member: (String, inout JSONScanner) throws -> Void) throws {
+        try readObjectKeys { key, scanner in try member(try scanner.string(at: key), &scanner) }
+    }
+
+    /// ``readObject(_:)`` with each key as where it is (``readStringBytes()``), no string made.
+    package mutating func readObjectKeys(_ member: (_ key: StringBytes, inout JSONScanner) throws -> Void) throws {
         try expect(UInt8(ascii: "{"))
         skipWhitespace()
         if consume(UInt8(ascii: "}")) { return }
         repeat {
             skipWhitespace()
             guard offset < bytes.count, bytes[offset] == UInt8(ascii: "\"") else { throw unexpected() }
-            let key = try readString()
+            let key = try readStringBytes()
             skipWhitespace()
             try expect(UInt8(ascii: ":"))
             try member(key, &self)
@@ -54,7 +67,7 @@ struct JSONScanner: ~Copyable {
     }
 
     /// Reads `[`, then calls `element` with each index, positioned at its value; then `]`.
-    mutating func readArray(_ element: (Int, inout JSONScanner) throws -> Void) throws {
+    package mutating func readArray(_ element: (Int, inout JSONScanner) throws -> Void) throws {
         try expect(UInt8(ascii: "["))
         skipWhitespace()
         if consume(UInt8(ascii: "]")) { return }
@@ -69,44 +82,88 @@ struct JSONScanner: ~Copyable {
 
     /// A string value, escapes resolved; invalid UTF-8, raw control characters and lone
     /// surrogates are syntax errors.
-    mutating func readString() throws(SyntaxError) -> String {
+    package mutating func readString() throws(SyntaxError) -> String {
+        try string(at: readStringBytes())
+    }
+
+    /// Where a string's characters are (its quotes left out), and whether any is escaped.
+    package struct StringBytes: Sendable {
+        package var range: Range<Int>
+        package var escaped: Bool
+
+        package init(range: Range<Int>, escaped: Bool) {
+            self.range = range
+            self.escaped = escaped
+        }
+    }
+
+    /// A string value's characters, checked (escapes, surrogates, control characters) but not
+    /// decoded, nor checked as UTF-8. The closing quote is found by `memchr`; without a backslash
+    /// before it, the characters are only checked for control characters, by a minimum that the
+    /// compiler vectorises: the App Store's notifications carry 9 KiB strings.
+    package mutating func readStringBytes() throws(SyntaxError) -> StringBytes {
         try expect(UInt8(ascii: "\""))
         let start = offset
-        // Most strings have no escapes: one pass to find the end, then one copy.
-        while offset < bytes.count, bytes[offset] != UInt8(ascii: "\""), bytes[offset] != UInt8(ascii: "\\"), bytes[offset] >= 0x20 {
-            offset += 1
+        let base = bytes.baseAddress!
+        guard let quote = memchr(base + offset, Int32(UInt8(ascii: "\"")), bytes.count - offset) else {
+            throw error("it ends inside a string")
         }
-        if offset < bytes.count, bytes[offset] == UInt8(ascii: "\"") {
-            offset += 1
-            guard let text = String(validating: UnsafeBufferPointer(rebasing: bytes[start..<offset - 1]), as: UTF8.self) else {
-                throw error("invalid UTF-8 in a string at byte \(start)")
+        let end = UnsafeRawPointer(quote) - UnsafeRawPointer(base)
+        if memchr(base + offset, Int32(UInt8(ascii: "\\")), end - offset) == nil {
+            guard UnsafeBufferPointer(rebasing: bytes[offset..<end]).reduce(UInt8.max, min) >= 0x20 else {
+                while bytes[offset] >= 0x20 { offset += 1 }
+                throw error("a control character inside a string at byte \(offset)")
             }
-            return text
+            offset = end + 1
+            return StringBytes(range: start..<end, escaped: false)
         }
-        var decoded = Array(bytes[start..<offset])
+        var ignored: [UInt8] = []
         while true {
             guard offset < bytes.count else { throw error("it ends inside a string") }
             let byte = bytes[offset]
             offset += 1
             switch byte {
             case UInt8(ascii: "\""):
-                guard let text = String(validating: decoded, as: UTF8.self) else {
-                    throw error("invalid UTF-8 in a string at byte \(start)")
-                }
-                return text
+                return StringBytes(range: start..<offset - 1, escaped: true)
             case UInt8(ascii: "\\"):
-                try readEscape(into: &decoded)
+                try readEscape(into: &ignored)
+                ignored.removeAll(keepingCapacity: true)
             case 0..<0x20:
                 offset -= 1
                 throw error("a control character inside a string at byte \(offset)")
             default:
-                decoded.append(byte)
+                break
             }
         }
     }
 
+    /// The string whose characters are `characters` (read by ``readStringBytes()``), escapes
+    /// resolved; invalid UTF-8 is a syntax error.
+    package func string(at characters: StringBytes) throws(SyntaxError) -> String {
+        var decoded: [UInt8]
+        if characters.escaped {
+            decoded = []
+            decoded.reserveCapacity(characters.range.count)
+            var scanner = JSONScanner(bytes, at: characters.range.lowerBound)
+            while scanner.offset < characters.range.upperBound {
+                let byte = bytes[scanner.offset]
+                scanner.offset += 1
+                if byte == UInt8(ascii: "\\") { try scanner.readEscape(into: &decoded) } else { decoded.append(byte) }
+            }
+        } else {
+            guard let text = String(validating: UnsafeBufferPointer(rebasing: bytes[characters.range]), as: UTF8.self) else {
+                throw error("invalid UTF-8 in a string at byte \(characters.range.lowerBound)")
+            }
+            return text
+        }
+        guard let text = String(validating: decoded, as: UTF8.self) else {
+            throw error("invalid UTF-8 in a string at byte \(characters.range.lowerBound)")
+        }
+        return text
+    }
+
     /// A number value's text, checked against JSON's grammar.
-    mutating func readNumber() throws(SyntaxError) -> Substring {
+    package mutating func readNumber() throws(SyntaxError) -> Substring {
         let start = offset
         _ = consume(UInt8(ascii: "-"))
         if consume(UInt8(ascii: "0")) {
@@ -124,7 +181,7 @@ struct JSONScanner: ~Copyable {
     }
 
     /// Reads and drops any value, nested at most `maximumDepth` deep.
-    mutating func skipValue(depth: Int = 0) throws {
+    package mutating func skipValue(depth: Int = 0) throws {
         guard depth < Self.maximumDepth else { throw error("values nested more than \(Self.maximumDepth) deep") }
         switch try peekKind() {
         case .object: try readObject { _, scanner in try scanner.skipValue(depth: depth + 1) }
@@ -136,18 +193,18 @@ struct JSONScanner: ~Copyable {
         }
     }
 
-    mutating func readBoolean() throws(SyntaxError) -> Bool {
+    package mutating func readBoolean() throws(SyntaxError) -> Bool {
         let value = offset < bytes.count && bytes[offset] == UInt8(ascii: "t")
         try expectWord(value ? "true" : "false")
         return value
     }
 
-    mutating func readNull() throws(SyntaxError) {
+    package mutating func readNull() throws(SyntaxError) {
         try expectWord("null")
     }
 
     /// After the value: only whitespace may follow.
-    mutating func expectEnd() throws(SyntaxError) {
+    package mutating func expectEnd() throws(SyntaxError) {
         skipWhitespace()
         guard offset == bytes.count else { throw unexpected() }
     }
