@@ -115,7 +115,10 @@ final class JSONTape: Sendable {
         guard found.kind == .string else { return string(at: node) == name }
         return name.withUTF8 { name in
             name.count == found.range.count
-                && bytes.withUnsafeBufferPointer { memcmp($0.baseAddress! + found.range.lowerBound, name.baseAddress!, name.count) == 0 }
+                && (name.isEmpty
+                    || bytes.withUnsafeBufferPointer {
+                        memcmp($0.baseAddress! + found.range.lowerBound, name.baseAddress!, name.count) == 0
+                    })
         }
     }
 

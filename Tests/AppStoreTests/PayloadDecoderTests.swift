@@ -85,6 +85,7 @@ import Testing
             #"{"eligibleWinBackOfferIds":["a",null]}"#, #"{"autoRenewStatus":"1"}"#, #"{"appTransactionId":704289572}"#,
             #"{"appTransactionId":"704289572"}"#, #"{"appTransactionId":true}"#, #"{"data":{"status":2},"notificationType":"TEST"}"#,
             #"{"data":{"status":"2"}}"#, #"{"data":null}"#, #"{"data":[]}"#, "{}", "[]", "\"x\"", "1", "null",
+            #"{"":1,"transactionId":"1"}"#, #"{"":"","\u0000":null}"#,
         ]
         for form in forms { Self.agreeOnAll(Array(form.utf8)) }
     }
