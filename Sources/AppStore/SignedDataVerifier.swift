@@ -1,3 +1,4 @@
+import CatalogKit
 import Crypto
 import Foundation
 import Ledger
@@ -185,62 +186,33 @@ public final class SignedDataVerifier: Sendable {
         return verified
     }
 
-    /// The JWS inside a notification body: `{"signedPayload": "…"}`, or the body itself when it is a bare JWS.
+    /// The JWS inside a notification body: `{"signedPayload": "…"}` (other members are read past),
+    /// or the body itself when it is a bare JWS. Read by CatalogKit's `JSONScanner`, strict JSON:
+    /// its 12 KiB value is found by `memchr` and made into a string once, where `JSONDecoder` was
+    /// 2.6% of the server's time under `scripts/bench-purchases notifications`. A body naming
+    /// `signedPayload` twice is refused.
     static func signedPayload(of body: String) throws(PurchaseRefusal) -> String {
         let trimmed = trimmingASCIIWhitespace(Array(body.utf8))
         guard trimmed.first == UInt8(ascii: "{") else { return String(decoding: trimmed, as: UTF8.self) }
-        if let plain = plainSignedPayload(trimmed) { return plain }
-        struct Body: Decodable { var signedPayload: String }
-        do {
-            return try JSONDecoder().decode(Body.self, from: Data(trimmed)).signedPayload
-        } catch {
-            throw PurchaseRefusal(.malformed, "notification body is not {\"signedPayload\": \"…\"}")
-        }
-    }
-
-    /// The JWS of a body that is exactly `{"signedPayload":"…"}` (JSON whitespace allowed between the
-    /// tokens) with no escape in the value, as Apple sends it; nil for any other body, which the JSON
-    /// decoder then reads. Without a backslash the value is the string the decoder would give, without a
-    /// JSON decoding of the whole 12 KiB body per notification (2.6% of the server's time under
-    /// `scripts/bench-purchases notifications`). A value the decoder would refuse (a control character,
-    /// invalid UTF-8) is refused all the same, by the JWS parser: it holds base64url and dots only.
-    static func plainSignedPayload(_ body: ArraySlice<UInt8>) -> String? {
-        // Over the raw buffer, the value's ends found by `memchr`: a loop over each of its 12 Ki bytes
-        // was 1% of a stored notification's CPU (`perf`).
-        body.withUnsafeBufferPointer { bytes -> String? in
-            guard let base = bytes.baseAddress else { return nil }
-            var index = 0
-            func skipSpace() {
-                while index < bytes.count, bytes[index] == 0x20 || bytes[index] == 0x0A || bytes[index] == 0x0D || bytes[index] == 0x09 {
-                    index += 1
+        let found = trimmed.withUnsafeBufferPointer { bytes -> String? in
+            var scanner = JSONScanner(bytes)
+            var value: JSONScanner.StringBytes?
+            do {
+                try scanner.readObjectKeys { key, scanner in
+                    guard try scanner.string(at: key) == "signedPayload" else { return try scanner.skipValue() }
+                    guard value == nil, try scanner.peekKind() == .string else {
+                        throw JSONScanner.SyntaxError(message: "signedPayload twice, or not a string")
+                    }
+                    value = try scanner.readStringBytes()
                 }
+                try scanner.expectEnd()
+                return try value.map { try scanner.string(at: $0) }
+            } catch {
+                return nil
             }
-            func take(_ literal: StaticString) -> Bool {
-                let expected = UnsafeBufferPointer(start: literal.utf8Start, count: literal.utf8CodeUnitCount)
-                guard bytes.count - index >= expected.count else { return false }
-                for byte in expected {
-                    guard bytes[index] == byte else { return false }
-                    index += 1
-                }
-                return true
-            }
-            guard take("{") else { return nil }
-            skipSpace()
-            guard take("\"signedPayload\"") else { return nil }
-            skipSpace()
-            guard take(":") else { return nil }
-            skipSpace()
-            guard take("\"") else { return nil }
-            let start = index
-            guard let quote = memchr(base + start, Int32(UInt8(ascii: "\"")), bytes.count - start) else { return nil }
-            let end = UnsafeRawPointer(quote) - UnsafeRawPointer(base)
-            guard memchr(base + start, Int32(UInt8(ascii: "\\")), end - start) == nil else { return nil }
-            index = end
-            guard take("\"") else { return nil }
-            skipSpace()
-            guard take("}"), index == bytes.count else { return nil }
-            return String(decoding: UnsafeBufferPointer(rebasing: bytes[start..<end]), as: UTF8.self)
         }
+        guard let found else { throw PurchaseRefusal(.malformed, "notification body is not {\"signedPayload\": \"…\"}") }
+        return found
     }
 
     private func nestedRefusal<T>(

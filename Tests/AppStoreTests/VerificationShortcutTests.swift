@@ -77,13 +77,15 @@ import Testing
         #expect(cache.count == 4)
     }
 
-    @Test func aBodyReadWithoutTheDecoderGivesTheDecodersAnswer() async throws {
+    /// A notification body is read as strict JSON, its value found without decoding it member by
+    /// member: every form JSON allows gives the JWS, and anything else is refused.
+    @Test func aNotificationBodyIsReadAsJSONAllows() async throws {
         let pki = try PKI.ecdsa()
         let verifier = SignedDataVerifier(trust: pki.trust, app: Self.app)
         let jws = try pki.jws(payload: PKI.notification(type: "TEST"))
         let read = [
             "{\"signedPayload\":\"\(jws)\"}", "{ \"signedPayload\" :\t\"\(jws)\"\r\n}",
-            // Forms only the decoder reads: an escape in the value, another key beside it.
+            // Forms JSON allows that Apple does not send: an escape in the value, another member beside it.
             "{\"signedPayload\":\"\(jws.replacingOccurrences(of: ".", with: "\\u002e"))\"}",
             "{\"signedPayload\":\"\(jws)\",\"other\":1}",
         ]
@@ -91,15 +93,15 @@ import Testing
             #expect(try SignedDataVerifier.signedPayload(of: body) == jws, "\(body.prefix(40))")
             _ = try await verifier.verifyAndDecodeNotification(body)
         }
-        #expect(SignedDataVerifier.plainSignedPayload(ArraySlice(read[0].utf8)) == jws)
-        #expect(SignedDataVerifier.plainSignedPayload(ArraySlice(read[2].utf8)) == nil)
-        // Read without the decoder, a value the decoder would refuse (a control character) or one with
-        // anything but base64url and dots is refused by the JWS parser, in the header, payload or signature.
+        // A value with a control character is not JSON; one with anything but base64url and dots is
+        // refused by the JWS parser, in the header, payload or signature.
         let refused = [
             "{\"signedPayload\":\"\(jws)\"}x", "{\"signedPayload\":\"\(jws)\"", "{\"signedPayload\":\"\(jws)}",
             "{\"signedPayload\":\"\(jws)\u{01}\"}", "{\"signedPayload\":\"\u{01}\(jws)\"}", "{\"signedPayload\":\"\(jws) \"}",
             "{\"signedPayload\":\"\(jws)é\"}", "{\"signedPayload\":\"\(jws.replacingOccurrences(of: ".", with: ".="))\"}",
             "{\"signedPayload\":\"\(jws.replacingOccurrences(of: ".", with: "\u{7F}.", options: [], range: jws.range(of: ".")))\"}",
+            // Not JSON, and `signedPayload` twice (which `JSONDecoder` read as one of them).
+            "{\"signedPayload\":\"\(jws)\",}", "{\"signedPayload\":\"\(jws)\",\"signedPayload\":\"\(jws)\"}",
         ]
         for body in refused {
             let refusal = await SignedDataVerifierTests.refusal { _ = try await verifier.verifyAndDecodeNotification(body) }
