@@ -301,7 +301,7 @@ let package = Package(
         .testTarget(
             name: "AppStoreTests",
             dependencies: [
-                "AppStore", "AppStoreTestSupport", "CatalogTestSupport", "FeedSigning", "Ledger",
+                "AppStore", "AppStoreTestSupport", "CatalogKit", "CatalogTestSupport", "FeedSigning", "Ledger",
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "Crypto", package: "swift-crypto"),

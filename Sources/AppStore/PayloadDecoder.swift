@@ -9,7 +9,7 @@ import Foundation
 /// digests (docs/benchmarks.md, "A tape decoder for Apple's payloads").
 ///
 /// The JSON is RFC 8259's, strictly: one value, whitespace only around it, UTF-8, escapes and
-/// numbers as the grammar spells them, nested at most ``JSONTape/maximumDepth`` deep. A key a model
+/// numbers as the grammar spells them, nested at most `JSONScanner.maximumDepth` (32) deep. A key a model
 /// reads that appears twice in the same object is refused rather than read one way or the other.
 /// Errors are `DecodingError`s with the field's path, as `JSONDecoder`'s are.
 enum PayloadDecoder {
@@ -35,9 +35,6 @@ final class JSONTape: Sendable {
         /// The index of the node after this value and its members.
         var after: Int
     }
-
-    /// Deeper documents are refused: Apple's payloads are three levels deep.
-    static let maximumDepth = JSONScanner.maximumDepth
 
     let bytes: [UInt8]
     let nodes: [Node]
@@ -73,7 +70,10 @@ final class JSONTape: Sendable {
         let kind = try scanner.peekKind()
         switch kind {
         case .object, .array:
-            guard depth <= maximumDepth else { throw JSONScanner.SyntaxError(message: "values nested more than \(maximumDepth) deep") }
+            // Deeper documents are refused, as the scanner refuses them in values it skips: Apple's
+            // payloads are three levels deep.
+            let limit = JSONScanner.maximumDepth
+            guard depth <= limit else { throw JSONScanner.SyntaxError(message: "values nested more than \(limit) deep") }
             let me = nodes.count
             append(kind == .object ? .object : .array)
             if kind == .object {
@@ -287,17 +287,19 @@ private struct TapeObject<Key: CodingKey>: KeyedDecodingContainerProtocol {
     let node: Int
     var codingPath: [any CodingKey] { [] }
 
-    /// Calls `body` with each key's node (the value's is the next) until it returns false.
-    private func forEachKey(_ body: (Int) throws -> Bool) rethrows {
+    /// Calls `body` with each key's node; the value's is the next.
+    private func forEachKey(_ body: (Int) throws -> Void) rethrows {
         var key = node + 1
-        while key < tape.nodes[node].after, try body(key) { key = tape.nodes[key + 1].after }
+        while key < tape.nodes[node].after {
+            try body(key)
+            key = tape.nodes[key + 1].after
+        }
     }
 
     var allKeys: [Key] {
         var keys: [Key] = []
         forEachKey { node in
             if let key = Key(stringValue: tape.string(at: node)) { keys.append(key) }
-            return true
         }
         return keys
     }
@@ -307,13 +309,12 @@ private struct TapeObject<Key: CodingKey>: KeyedDecodingContainerProtocol {
         var name = key.stringValue
         var found: Int?
         try forEachKey { keyNode in
-            guard tape.string(at: keyNode, is: &name) else { return true }
+            guard tape.string(at: keyNode, is: &name) else { return }
             guard found == nil else {
                 throw DecodingError.dataCorrupted(
                     DecodingError.Context(codingPath: [key], debugDescription: "The key appears twice in the object."))
             }
             found = keyNode + 1
-            return true
         }
         return found
     }

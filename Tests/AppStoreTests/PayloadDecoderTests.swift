@@ -1,4 +1,5 @@
 import AppStoreTestSupport
+import CatalogKit
 import CatalogTestSupport
 import Foundation
 import Testing
@@ -26,7 +27,7 @@ import Testing
     /// in a string), so where `bytes` may not be JSON (`valid` false) the tape may refuse what
     /// Foundation reads; never the other way round, and never another value.
     static func agree<T: Decodable & Equatable>(
-        _ type: T.Type, _ bytes: [UInt8], valid: Bool = true, sourceLocation: SourceLocation = #_sourceLocation
+        _ type: T.Type, _ bytes: [UInt8], valid: Bool = true, sourceLocation: Testing.SourceLocation = #_sourceLocation
     ) {
         switch (foundation(type, bytes), tape(type, bytes)) {
         case (.success(let expected), .success(let found)):
@@ -53,7 +54,7 @@ import Testing
         }
     }
 
-    static func agreeOnAll(_ bytes: [UInt8], valid: Bool = true, sourceLocation: SourceLocation = #_sourceLocation) {
+    static func agreeOnAll(_ bytes: [UInt8], valid: Bool = true, sourceLocation: Testing.SourceLocation = #_sourceLocation) {
         agree(JWSTransactionDecodedPayload.self, bytes, valid: valid, sourceLocation: sourceLocation)
         agree(JWSRenewalInfoDecodedPayload.self, bytes, valid: valid, sourceLocation: sourceLocation)
         agree(ResponseBodyV2DecodedPayload.self, bytes, valid: valid, sourceLocation: sourceLocation)
@@ -139,11 +140,12 @@ import Testing
             try PayloadDecoder.decode(JWSTransactionDecodedPayload.self, from: Array(#"{"price":1,"price":2}"#.utf8))
         }
         #expect((try? PayloadDecoder.decode(JWSTransactionDecodedPayload.self, from: Array(#"{"x":1,"x":2}"#.utf8))) != nil)
-        let deep = String(repeating: "[", count: JSONTape.maximumDepth + 1) + String(repeating: "]", count: JSONTape.maximumDepth + 1)
+        let deep = String(repeating: "[", count: JSONScanner.maximumDepth + 1) + String(repeating: "]", count: JSONScanner.maximumDepth + 1)
         #expect(throws: DecodingError.self) {
             try PayloadDecoder.decode(JWSTransactionDecodedPayload.self, from: Array("{\"x\":\(deep)}".utf8))
         }
-        let allowed = String(repeating: "[", count: JSONTape.maximumDepth - 1) + String(repeating: "]", count: JSONTape.maximumDepth - 1)
+        let allowed =
+            String(repeating: "[", count: JSONScanner.maximumDepth - 1) + String(repeating: "]", count: JSONScanner.maximumDepth - 1)
         #expect((try? PayloadDecoder.decode(JWSTransactionDecodedPayload.self, from: Array("{\"x\":\(allowed)}".utf8))) != nil)
         // Far deeper than any stack allows is refused too, not a crash.
         let abyss = Array(String(repeating: "[", count: 100_000).utf8)

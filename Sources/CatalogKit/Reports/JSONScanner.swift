@@ -140,9 +140,9 @@ package struct JSONScanner: ~Copyable {
     /// The string whose characters are `characters` (read by ``readStringBytes()``), escapes
     /// resolved; invalid UTF-8 is a syntax error.
     package func string(at characters: StringBytes) throws(SyntaxError) -> String {
-        var decoded: [UInt8]
+        let text: String?
         if characters.escaped {
-            decoded = []
+            var decoded: [UInt8] = []
             decoded.reserveCapacity(characters.range.count)
             var scanner = JSONScanner(bytes, at: characters.range.lowerBound)
             while scanner.offset < characters.range.upperBound {
@@ -150,15 +150,11 @@ package struct JSONScanner: ~Copyable {
                 scanner.offset += 1
                 if byte == UInt8(ascii: "\\") { try scanner.readEscape(into: &decoded) } else { decoded.append(byte) }
             }
+            text = String(validating: decoded, as: UTF8.self)
         } else {
-            guard let text = String(validating: UnsafeBufferPointer(rebasing: bytes[characters.range]), as: UTF8.self) else {
-                throw error("invalid UTF-8 in a string at byte \(characters.range.lowerBound)")
-            }
-            return text
+            text = String(validating: UnsafeBufferPointer(rebasing: bytes[characters.range]), as: UTF8.self)
         }
-        guard let text = String(validating: decoded, as: UTF8.self) else {
-            throw error("invalid UTF-8 in a string at byte \(characters.range.lowerBound)")
-        }
+        guard let text else { throw error("invalid UTF-8 in a string at byte \(characters.range.lowerBound)") }
         return text
     }
 
