@@ -47,12 +47,13 @@ import Testing
     }
 
     @Test func aLineIsReadByTheIDItStartsWith() {
-        #expect(PublicTree.leadingID(of: Array(#"{"id":"com.example.a","type":"consumable"}"#.utf8)[...]) == "com.example.a")
+        func leadingID(_ line: String) -> String? { Array(line.utf8).withUnsafeBytes(PublicTree.leadingID) }
+        #expect(leadingID(#"{"id":"com.example.a","type":"consumable"}"#) == "com.example.a")
         // Any other form is left to the JSON parser.
-        #expect(PublicTree.leadingID(of: Array(#"{"type":"consumable","id":"com.example.a"}"#.utf8)[...]) == nil)
-        #expect(PublicTree.leadingID(of: Array(#"{"id":"com.ex\u0061mple"}"#.utf8)[...]) == nil)
-        #expect(PublicTree.leadingID(of: Array(#"{"id":""}"#.utf8)[...]) == nil)
-        #expect(PublicTree.leadingID(of: Array(#"{"id":"unterminated"#.utf8)[...]) == nil)
+        #expect(leadingID(#"{"type":"consumable","id":"com.example.a"}"#) == nil)
+        #expect(leadingID(#"{"id":"com.ex\u0061mple"}"#) == nil)
+        #expect(leadingID(#"{"id":""}"#) == nil)
+        #expect(leadingID(#"{"id":"unterminated"#) == nil)
     }
 
     @Test func aSnapshotInAnotherFormIsStillRead() throws {
@@ -71,6 +72,100 @@ import Testing
             // A line that is not a JSON object is refused, as before.
             try Data(try Gzip.compress(Array("not json\n".utf8))).write(to: url)
             #expect(throws: CatalogError.self) { try catalog.tree.productSnapshot("com.example.app", revision: 1) }
+        }
+    }
+
+    /// A snapshot's lines read from its gzip member a piece at a time are its lines, however small
+    /// the buffer (lines longer than it included), and damaged or cut bytes are refused.
+    @Test func aMemberIsReadLineByLine() throws {
+        var random = SplitMix64(seed: 37)
+        let lines = (0..<3_000).map { index in
+            let length = index % 500 == 0 ? 70_000 : Int.random(in: 0..<300, using: &random)
+            return (0..<length).map { _ in UInt8.random(in: 0x20...0x7E, using: &random) }
+        }
+        let text = Array(lines.joined(separator: [0x0A]))
+        let nonEmpty = lines.filter { !$0.isEmpty }
+        func read(_ member: [UInt8], bufferBytes: Int = Gzip.Lines.bufferBytes) throws -> [[UInt8]] {
+            let reader = Gzip.Lines(member, bufferBytes: bufferBytes)
+            var read: [[UInt8]] = []
+            while let line = try reader.withNextLine({ Array($0) }) { read.append(line) }
+            return read
+        }
+        for member in [try Gzip.compress(text), try Gzip.compress(text, effort: .fastest), try Gzip.compress(text + [0x0A])] {
+            for bufferBytes in [1, 7, 4096, Gzip.Lines.bufferBytes] {
+                #expect(try read(member, bufferBytes: bufferBytes) == nonEmpty, "buffer of \(bufferBytes) bytes")
+            }
+        }
+        #expect(try read(try Gzip.compress([UInt8]())) == [])
+
+        let member = try Gzip.compress(text)
+        var damaged = member
+        damaged[damaged.count / 2] ^= 0x10
+        var wrongChecksum = member
+        wrongChecksum[wrongChecksum.count - 8] ^= 1
+        var wrongLength = member
+        wrongLength[wrongLength.count - 1] ^= 1
+        for (name, bytes) in [
+            ("damaged", damaged), ("checksum", wrongChecksum), ("length", wrongLength), ("cut", Array(member.dropLast(9))),
+            ("trailing bytes", member + [0]), ("two members", member + member), ("not gzip", text), ("empty", []),
+        ] {
+            #expect(throws: Gzip.Invalid.self, "\(name)") { try read(bytes) }
+        }
+    }
+
+    /// The diff reads the old lines again in step with the new ones: whatever order either
+    /// snapshot has, it finds what a comparison of the two whole snapshots finds.
+    @Test func theDiffIsTheSameInAnyOrder() throws {
+        var random = SplitMix64(seed: 38)
+        for round in 0..<40 {
+            let count = Int.random(in: 0..<200, using: &random)
+            let old = (0..<count).map { ("id\($0)", Array(#"{"id":"id\#($0)","qty":\#($0)}"#.utf8)) }
+            var new = old.filter { _ in Int.random(in: 0..<10, using: &random) > 0 }.map { id, json in
+                Int.random(in: 0..<8, using: &random) == 0 ? (id, Array(#"{"id":"\#(id)","qty":-1}"#.utf8)) : (id, json)
+            }
+            new += (0..<Int.random(in: 0..<5, using: &random)).map { ("new\(round)-\($0)", Array(#"{"id":"x"}"#.utf8)) }
+            // Mostly in order, as revisions are; some rounds shuffled, and some moved a little.
+            switch round % 4 {
+            case 0: new.shuffle(using: &random)
+            case 1:
+                for _ in 0..<min(new.count, 5) { new.swapAt(Int.random(in: new.indices, using: &random), Int.random(in: new.indices, using: &random)) }
+            default: break
+            }
+            let diff = try ProductDiff(old: old, new: new)
+            let oldLines = Dictionary(uniqueKeysWithValues: old)
+            let newIDs = Set(new.map(\.0))
+            #expect(diff.added == new.map(\.0).filter { oldLines[$0] == nil }, "round \(round)")
+            #expect(diff.removed == old.map(\.0).filter { !newIDs.contains($0) }, "round \(round)")
+            let changed = new.filter { id, json in oldLines[id].map { $0 != json } ?? false }.map(\.0)
+            #expect(diff.changed.map(\.id) == changed, "round \(round)")
+        }
+    }
+
+    /// A build compares with the previous snapshot read from its records, again in step: the
+    /// rebuild's diff when products moved and changed.
+    @Test func aRebuildDiffsAgainstTheRecordedSnapshotInAnyOrder() throws {
+        try withCatalog { catalog in
+            let product = { (id: String, fields: String) in
+                "<dict><key>id</key><string>com.example.app.\(id)</string>\(fields)</dict>"
+            }
+            let name = { (name: String) in "<key>referenceName</key><string>\(name)</string>" }
+            let write = { (products: [String]) in
+                let head = #"<?xml version="1.0" encoding="UTF-8"?><plist version="1.0"><dict><key>products</key><array>"#
+                try catalog.write("com.example.app.plist", head + products.joined() + "</array></dict></plist>")
+            }
+            try write((0..<6).map { product("p\($0)", name("P \($0)")) })
+            try catalog.publish(at: buildMoment)
+            try write([
+                product("p4", name("P 4")), product("p0", name("P 0")), product("p2", name("renamed")), product("p9", name("new")),
+                product("p1", name("P 1")), product("p5", name("P 5")), product("p3", name("P 3") + "<key>status</key><string>retired</string>"),
+            ])
+            let build = try catalog.workflow.build(at: buildMoment.adding(60), dryRun: true)
+            #expect(build.diagnostics.isEmpty)
+            let plan = try #require(build.plans.first)
+            #expect(plan.diff.added == ["com.example.app.p9"])
+            #expect(plan.diff.removed == [])
+            #expect(plan.diff.changed.map(\.id) == ["com.example.app.p2", "com.example.app.p3"])
+            #expect(plan.diff.changed.first?.details == ["referenceName P 2 → renamed"])
         }
     }
 }

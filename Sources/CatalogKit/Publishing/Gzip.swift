@@ -143,3 +143,108 @@ public enum Gzip {
         return output
     }
 }
+
+extension Gzip {
+    /// Why bytes could not be read as gzip.
+    public struct Invalid: Error, CustomStringConvertible {
+        public var description: String { "not one valid gzip member" }
+    }
+
+    /// The lines of one gzip member, inflated a piece at a time by ISA-L's stateful inflate, which
+    /// keeps its own history window: a product snapshot of 25 MB is read with only its compressed
+    /// bytes and about a mebibyte of lines in memory (docs/benchmarks.md, "The rebuild's memory").
+    /// The member's checksum and length are verified when its end is read.
+    ///
+    /// Empty lines are skipped. `@unchecked Sendable`: it is handed from the thread that makes it to
+    /// the one that reads it, and used by one thread at a time.
+    final class Lines: @unchecked Sendable {
+        private let compressed: [UInt8]
+        /// How many of `compressed` the inflater has taken in.
+        private var consumed = 0
+        private let state: UnsafeMutablePointer<inflate_state>
+        private var buffer: UnsafeMutableRawBufferPointer
+        /// The bytes inflated and not yet lent as lines: `buffer[start..<end]`.
+        private var start = 0
+        private var end = 0
+        /// The member's end is read and verified.
+        private var finished = false
+
+        /// Under the mebibyte from which `catalog` has malloc map fresh pages (CMallocTuning). A
+        /// line longer than the buffer doubles it.
+        static let bufferBytes = (1 << 20) - (1 << 16)
+
+        init(_ compressed: [UInt8], bufferBytes: Int = Lines.bufferBytes) {
+            self.compressed = compressed
+            state = .allocate(capacity: 1)
+            isal_inflate_init(state)
+            state.pointee.crc_flag = UInt32(ISAL_GZIP)
+            buffer = .allocate(byteCount: max(bufferBytes, 1), alignment: 16)
+        }
+
+        deinit {
+            state.deallocate()
+            buffer.deallocate()
+        }
+
+        /// Lends the next non-empty line, without its newline, to `body`, until the next line is
+        /// read; nil after the last line.
+        ///
+        /// - Throws: ``Invalid`` when the bytes are not one gzip member (a checksum, a length or
+        ///   bytes after it included), or what `body` throws.
+        func withNextLine<R>(_ body: (UnsafeRawBufferPointer) throws -> R) throws -> R? {
+            while true {
+                let base = buffer.baseAddress!
+                if start < end, let newline = memchr(base + start, 0x0A, end - start) {
+                    let line = start..<(UnsafeRawPointer(newline) - UnsafeRawPointer(base))
+                    start = line.upperBound + 1
+                    if line.isEmpty { continue }
+                    return try body(UnsafeRawBufferPointer(rebasing: buffer[line]))
+                }
+                if finished {
+                    guard start < end else { return nil }
+                    defer { start = end }
+                    return try body(UnsafeRawBufferPointer(rebasing: buffer[start..<end]))
+                }
+                // Room for more: what is left moves to the front, and a line that fills the whole
+                // buffer doubles it.
+                if start > 0 {
+                    memmove(base, base + start, end - start)
+                    (start, end) = (0, end - start)
+                }
+                if end == buffer.count {
+                    let larger = UnsafeMutableRawBufferPointer.allocate(byteCount: buffer.count * 2, alignment: 16)
+                    larger.copyMemory(from: UnsafeRawBufferPointer(buffer))
+                    buffer.deallocate()
+                    buffer = larger
+                }
+                try inflate()
+            }
+        }
+
+        /// Inflates into the free end of the buffer.
+        private func inflate() throws {
+            let produced = try compressed.withUnsafeBytes { input -> Int in
+                guard input.count < Int(UInt32.max) else { throw Invalid() }
+                state.pointee.next_in = UnsafeMutablePointer(mutating: input.baseAddress?.assumingMemoryBound(to: UInt8.self)).map {
+                    $0 + consumed
+                }
+                state.pointee.avail_in = UInt32(input.count - consumed)
+                state.pointee.next_out = buffer.baseAddress!.assumingMemoryBound(to: UInt8.self) + end
+                state.pointee.avail_out = UInt32(buffer.count - end)
+                guard isal_inflate(state) == ISAL_DECOMP_OK else { throw Invalid() }
+                let before = consumed
+                consumed = input.count - Int(state.pointee.avail_in)
+                let produced = buffer.count - end - Int(state.pointee.avail_out)
+                if state.pointee.block_state == ISAL_BLOCK_FINISH {
+                    // One member, nothing after it.
+                    guard consumed == input.count else { throw Invalid() }
+                    finished = true
+                } else if produced == 0 && consumed == before {
+                    throw Invalid()  // cut short
+                }
+                return produced
+            }
+            end += produced
+        }
+    }
+}

@@ -188,30 +188,41 @@ public struct PublicTree: Sendable {
 
     /// The product snapshot of a revision: each product's JSON by id, in source order.
     public func productSnapshot(_ app: String, revision: Int) throws -> [(id: String, json: [UInt8])] {
-        try productSnapshotLines(app, revision: revision).map { ($0.id, Array($0.json)) }
+        var lines: [(id: String, json: [UInt8])] = []
+        try forEachSnapshotLine(app, revision: revision) { id, json in lines.append((id, Array(json))) }
+        return lines
     }
 
-    /// The same, each line a slice of the snapshot's bytes: what a build diffs, without a copy of
-    /// each of a big catalog's lines (docs/benchmarks.md, "The rebuild").
-    func productSnapshotLines(_ app: String, revision: Int) throws -> [(id: String, json: ArraySlice<UInt8>)] {
+    /// A revision's product snapshot as a build compares with it: the id of each line, read once,
+    /// and its gzip member, from which the lines are read again in step with the new ones
+    /// (``ProductDiff/Comparison``). Held as lines, it was 25 MB and more for 100,000 products
+    /// for the whole plan, at a rebuild's peak of memory (docs/benchmarks.md, "The rebuild's memory").
+    func productSnapshotComparison(_ app: String, revision: Int) throws -> ProductDiff.Comparison<Gzip.Lines> {
+        var ids: [String] = []
+        let member = try forEachSnapshotLine(app, revision: revision) { id, _ in ids.append(id) }
+        return ProductDiff.Comparison(ids: ids, lines: Gzip.Lines(member))
+    }
+
+    /// Reads a revision's product snapshot a line at a time, each line lent to `body` with its id,
+    /// and returns the gzip member it was read from.
+    @discardableResult
+    private func forEachSnapshotLine(_ app: String, revision: Int, _ body: (String, UnsafeRawBufferPointer) throws -> Void) throws
+        -> [UInt8]
+    {
         let url = recordURL(app, revision, Self.snapshotName)
-        guard let data = FileManager.default.contents(atPath: url.path), let bytes = Gzip.decompress([UInt8](data)) else {
-            throw CatalogError.corruptPublication(path: url.path, message: "missing or not gzip")
+        func corrupt(_ message: String) -> CatalogError { .corruptPublication(path: url.path, message: message) }
+        guard let data = FileManager.default.contents(atPath: url.path) else { throw corrupt("missing or not gzip") }
+        let member = [UInt8](data)
+        let lines = Gzip.Lines(member)
+        do {
+            while try lines.withNextLine({ line -> Void in
+                guard let id = Self.leadingID(of: line) ?? Self.parsedID(of: line) else { throw corrupt("bad line") }
+                try body(id, line)
+            }) != nil {}
+        } catch is Gzip.Invalid {
+            throw corrupt("missing or not gzip")
         }
-        var lines: [(id: String, json: ArraySlice<UInt8>)] = []
-        try bytes.withUnsafeBufferPointer { all in
-            lines.reserveCapacity(all.lineCount)
-            try all.forEachLine { range in
-                // Empty lines are skipped, as `split` skipped them.
-                guard !range.isEmpty else { return }
-                let line = bytes[range]
-                guard let id = Self.leadingID(of: line) ?? Self.parsedID(of: line) else {
-                    throw CatalogError.corruptPublication(path: url.path, message: "bad line")
-                }
-                lines.append((id, line))
-            }
-        }
-        return lines
+        return member
     }
 
     /// The id a snapshot line starts with, as ``FeedRenderer/encode(_:for:)`` writes every line
@@ -219,21 +230,19 @@ public struct PublicTree: Sendable {
     /// any other line. Every build after the first reads the previous snapshot, and parsing each
     /// line whole was half a second of one core for 100,000 products (docs/benchmarks.md, "The
     /// rebuild"); the gzip member's checksum already vouches for the bytes.
-    static func leadingID(of line: ArraySlice<UInt8>) -> String? {
-        line.withUnsafeBufferPointer { line -> String? in
-            let prefix: StaticString = #"{"id":""#
-            let length = prefix.utf8CodeUnitCount
-            guard line.count > length, memcmp(line.baseAddress!, prefix.utf8Start, length) == 0 else { return nil }
-            let rest = UnsafeBufferPointer(rebasing: line[length...])
-            guard let end = rest.firstIndex(of: UInt8(ascii: "\"")), end > 0, !rest[..<end].contains(UInt8(ascii: "\\")) else {
-                return nil
-            }
-            return String(decoding: UnsafeBufferPointer(rebasing: rest[..<end]), as: UTF8.self)
+    static func leadingID(of line: UnsafeRawBufferPointer) -> String? {
+        let prefix: StaticString = #"{"id":""#
+        let length = prefix.utf8CodeUnitCount
+        guard line.count > length, memcmp(line.baseAddress!, prefix.utf8Start, length) == 0 else { return nil }
+        let rest = UnsafeRawBufferPointer(rebasing: line[length...])
+        guard let end = rest.firstIndex(of: UInt8(ascii: "\"")), end > 0, !rest[..<end].contains(UInt8(ascii: "\\")) else {
+            return nil
         }
+        return String(decoding: UnsafeRawBufferPointer(rebasing: rest[..<end]), as: UTF8.self)
     }
 
     /// The id of a snapshot line read as JSON, for a line not in the form ``leadingID(of:)`` reads.
-    private static func parsedID(of line: ArraySlice<UInt8>) -> String? {
+    private static func parsedID(of line: UnsafeRawBufferPointer) -> String? {
         (try? JSONSerialization.jsonObject(with: Data(line)) as? [String: Any])?["id"] as? String
     }
 }

@@ -35,16 +35,22 @@ public struct Publisher: Sendable {
         let previous = try tree.currentManifest(app)
         let restored = try note.rollbackOf.map { try tree.manifest(app, revision: $0) }
         // The purchase endpoints of every node read the app's settings from the revision's record,
-        // so settings that change are a new revision even when no feed does. Written while the
+        // so settings that change are a new revision even when no feed does. Compared while the
         // renderer indexes the catalog: both take tens of milliseconds for a big one, neither needs
-        // the other. The plan keeps the settings only: publishing writes the record again. A first
-        // publication has no record to compare with, and skips the bytes: 25 ms of a core for a
-        // 100,000-product catalog, written twice.
-        let (renderer, (purchaseSettings, purchases)) = concurrently(
+        // the other. Neither record is kept: a big catalog's is megabytes (11 MB for 100,000
+        // products), and the two were held to the end of the plan, at a rebuild's peak of memory.
+        // Publishing writes the record again from the settings. A first publication has no record
+        // to compare with, and skips the bytes: 25 ms of a core for a 100,000-product catalog.
+        let (renderer, (purchaseSettings, samePurchases)) = concurrently(
             { FeedRenderer(catalog: catalog) },
-            { [previous] in
+            { [previous, tree] in
                 let settings = PurchaseRecord(settingsOf: catalog)
-                return (settings, previous == nil ? nil : settings.encoded(listing: catalog.products))
+                // A revision published before records carried one gets it in place (``publish(_:)``):
+                // the server read the current sources' settings for it, which is what the record says.
+                let same = previous.map {
+                    tree.purchaseRecordBytes(app, revision: $0.revision).map { $0 == settings.encoded(listing: catalog.products) } ?? true
+                }
+                return (settings, same ?? false)
             })
         let revision = (previous?.revision ?? 0) + 1
 
@@ -91,8 +97,7 @@ public struct Publisher: Sendable {
                 Result {
                     try Self.planBesideFeeds(
                         catalog, in: tree, previous: previous, revision: revision, at: changedAt,
-                        visible: (now: selected.sellable, known: known, scheduled: scheduled.map { ($0.from, $0.state.sellable) }),
-                        purchases: purchases)
+                        visible: (now: selected.sellable, known: known, scheduled: scheduled.map { ($0.from, $0.state.sellable) }))
                 }
             })
         let beside = try besideResult.get()
@@ -106,7 +111,7 @@ public struct Publisher: Sendable {
         let sameVariants =
             previous.map { $0.variants.map { "\($0.platform)/\($0.band)" } == records.map { "\($0.platform)/\($0.band)" } } ?? false
         let sameSchedule = previous.map { ($0.schedule ?? []).map(\.fingerprint) == schedule.map(\.fingerprint) } ?? false
-        let isUnchanged = sameVariants && sameSchedule && beside.samePurchases && changed == 0 && content?.manifest == previousContent
+        let isUnchanged = sameVariants && sameSchedule && samePurchases && changed == 0 && content?.manifest == previousContent
 
         let wasQuarantined = Set(previous?.quarantined ?? [])
         let isQuarantined = Set(quarantined.map(\.id))
@@ -139,7 +144,6 @@ public struct Publisher: Sendable {
     private struct BesideFeeds: Sendable {
         var previousContent: ContentManifest?
         var content: PlannedContent?
-        var samePurchases: Bool
         var history: IdentifierHistory
         var diff: ProductDiff
         var gzippedSnapshot: [UInt8]?
@@ -151,7 +155,7 @@ public struct Publisher: Sendable {
     /// on sale now, known now, and on sale at each scheduled moment).
     private static func planBesideFeeds(
         _ catalog: AppCatalog, in tree: PublicTree, previous: RevisionManifest?, revision: Int, at changedAt: Timestamp,
-        visible: (now: [Bool], known: [Int], scheduled: [(from: Timestamp, sellable: [Bool])]), purchases: [UInt8]?
+        visible: (now: [Bool], known: [Int], scheduled: [(from: Timestamp, sellable: [Bool])])
     ) throws -> BesideFeeds {
         let app = catalog.app
         // The previous revision's snapshot is read and indexed by id beside the content and the
@@ -160,18 +164,15 @@ public struct Publisher: Sendable {
         let (planned, indexed) = concurrently(
             {
                 Result {
-                    try planContentAndHistory(
-                        catalog, in: tree, previous: previous, revision: revision, at: changedAt, visible: visible, purchases: purchases)
+                    try planContentAndHistory(catalog, in: tree, previous: previous, revision: revision, at: changedAt, visible: visible)
                 }
             },
             { [tree] in
                 Result {
-                    try previous.map {
-                        ProductDiff.Comparison(old: try tree.productSnapshotLines(app, revision: $0.revision))
-                    }
+                    try previous.map { try tree.productSnapshotComparison(app, revision: $0.revision) }
                 }
             })
-        let (previousContent, content, samePurchases, history) = try planned.get()
+        let (previousContent, content, history) = try planned.get()
 
         // The diff compares each product's snapshot line, as it is encoded, with the previous
         // revision's; the lines are gzipped as they are made, for publish to write (a first
@@ -189,32 +190,34 @@ public struct Publisher: Sendable {
         // By index: `filter` hands the closure a copy of every product.
         let quarantined = catalog.products.indices.filter { catalog.products.isQuarantined(at: $0) }.map { catalog.products[$0] }
         return BesideFeeds(
-            previousContent: previousContent, content: content, samePurchases: samePurchases, history: history, diff: diff,
+            previousContent: previousContent, content: content, history: history, diff: diff,
             gzippedSnapshot: gzippedSnapshot, quarantined: quarantined)
     }
 
-    /// The content's plan, whether the purchase settings are the previous revision's, and the
-    /// identifier history with this revision's visible products recorded.
+    /// The content's plan and the identifier history with this revision's visible products recorded.
     private static func planContentAndHistory(
         _ catalog: AppCatalog, in tree: PublicTree, previous: RevisionManifest?, revision: Int, at changedAt: Timestamp,
-        visible: (now: [Bool], known: [Int], scheduled: [(from: Timestamp, sellable: [Bool])]), purchases: [UInt8]?
-    ) throws -> (previousContent: ContentManifest?, content: PlannedContent?, samePurchases: Bool, history: IdentifierHistory) {
+        visible: (now: [Bool], known: [Int], scheduled: [(from: Timestamp, sellable: [Bool])])
+    ) throws -> (previousContent: ContentManifest?, content: PlannedContent?, history: IdentifierHistory) {
         let app = catalog.app
         // Content: every file hashed, the manifest numbered from the previous revision's. A change
         // of content alone is a new revision; its feeds keep their bytes and validators.
         let previousContent = try previous.flatMap { try tree.contentManifest(app, revision: $0.revision) }
         let content = try ContentPublishing.plan(
             catalog.content, following: previousContent, cache: .read(ContentDigestCache.url(in: tree, app: app)))
-        // A revision published before records carried one gets it in place (``publish(_:)``): the
-        // server read the current sources' settings for it, which is what the record says.
-        let samePurchases = previous.map { tree.purchaseRecordBytes(app, revision: $0.revision).map { $0 == purchases } ?? true } ?? false
 
         // Every identifier this revision shows, now or by its schedule, is published from the
         // moment it first appears: feedback's grace period counts from then.
         var history =
             try previous.map { try catalog.publishedHistory?.take(readFrom: $0.revision) ?? tree.history(app, revision: $0.revision) }
             ?? IdentifierHistory()
-        history.reserveCapacity(forMore: catalog.products.count)
+        // Room for the products not in it yet, counted first: room for every product doubled a
+        // rebuild's history tables, 13 MB for 100,000 products held to the end of publishing, at
+        // its peak of memory (docs/benchmarks.md, "The rebuild's memory").
+        let newcomers =
+            history.order.isEmpty
+            ? catalog.products.count : catalog.products.indices.count { history.position(of: catalog.products[$0].id) == nil }
+        history.reserveCapacity(forMore: newcomers)
         var visibleNow = visible.now
         for index in visible.known { visibleNow[index] = true }
         for index in catalog.products.indices where visibleNow[index] {
@@ -227,6 +230,6 @@ public struct Publisher: Sendable {
             }
         }
 
-        return (previousContent, content, samePurchases, history)
+        return (previousContent, content, history)
     }
 }
