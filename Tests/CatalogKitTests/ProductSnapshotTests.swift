@@ -128,7 +128,9 @@ import Testing
             switch round % 4 {
             case 0: new.shuffle(using: &random)
             case 1:
-                for _ in 0..<min(new.count, 5) { new.swapAt(Int.random(in: new.indices, using: &random), Int.random(in: new.indices, using: &random)) }
+                for _ in 0..<min(new.count, 5) {
+                    new.swapAt(Int.random(in: new.indices, using: &random), Int.random(in: new.indices, using: &random))
+                }
             default: break
             }
             let diff = try ProductDiff(old: old, new: new)
@@ -157,7 +159,8 @@ import Testing
             try catalog.publish(at: buildMoment)
             try write([
                 product("p4", name("P 4")), product("p0", name("P 0")), product("p2", name("renamed")), product("p9", name("new")),
-                product("p1", name("P 1")), product("p5", name("P 5")), product("p3", name("P 3") + "<key>status</key><string>retired</string>"),
+                product("p1", name("P 1")), product("p5", name("P 5")),
+                product("p3", name("P 3") + "<key>status</key><string>retired</string>"),
             ])
             let build = try catalog.workflow.build(at: buildMoment.adding(60), dryRun: true)
             #expect(build.diagnostics.isEmpty)

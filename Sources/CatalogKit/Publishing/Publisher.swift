@@ -34,24 +34,8 @@ public struct Publisher: Sendable {
         let app = catalog.app
         let previous = try tree.currentManifest(app)
         let restored = try note.rollbackOf.map { try tree.manifest(app, revision: $0) }
-        // The purchase endpoints of every node read the app's settings from the revision's record,
-        // so settings that change are a new revision even when no feed does. Compared while the
-        // renderer indexes the catalog: both take tens of milliseconds for a big one, neither needs
-        // the other. Neither record is kept: a big catalog's is megabytes (11 MB for 100,000
-        // products), and the two were held to the end of the plan, at a rebuild's peak of memory.
-        // Publishing writes the record again from the settings. A first publication has no record
-        // to compare with, and skips the bytes: 25 ms of a core for a 100,000-product catalog.
-        let (renderer, (purchaseSettings, samePurchases)) = concurrently(
-            { FeedRenderer(catalog: catalog) },
-            { [previous, tree] in
-                let settings = PurchaseRecord(settingsOf: catalog)
-                // A revision published before records carried one gets it in place (``publish(_:)``):
-                // the server read the current sources' settings for it, which is what the record says.
-                let same = previous.map {
-                    tree.purchaseRecordBytes(app, revision: $0.revision).map { $0 == settings.encoded(listing: catalog.products) } ?? true
-                }
-                return (settings, same ?? false)
-            })
+        let purchaseSettings = PurchaseRecord(settingsOf: catalog)
+        let renderer = FeedRenderer(catalog: catalog)
         let revision = (previous?.revision ?? 0) + 1
 
         // Changed bytes get this Last-Modified: now, but after everything published before
@@ -111,7 +95,20 @@ public struct Publisher: Sendable {
         let sameVariants =
             previous.map { $0.variants.map { "\($0.platform)/\($0.band)" } == records.map { "\($0.platform)/\($0.band)" } } ?? false
         let sameSchedule = previous.map { ($0.schedule ?? []).map(\.fingerprint) == schedule.map(\.fingerprint) } ?? false
-        let isUnchanged = sameVariants && sameSchedule && samePurchases && changed == 0 && content?.manifest == previousContent
+        // The purchase endpoints of every node read the app's settings from the revision's record,
+        // so settings that change are a new revision even when no feed does. The records are
+        // compared last, only when nothing else changed: a big catalog's is megabytes to encode
+        // and to read (11 MB, 25 ms of a core for 100,000 products, and as much again for the
+        // previous one), for an answer nothing else needs (docs/benchmarks.md, "The rebuild's
+        // memory"). A revision published before records carried one gets it in place
+        // (``publish(_:)``): the server read the current sources' settings for it, which is what
+        // the record says.
+        let isUnchanged =
+            sameVariants && sameSchedule && changed == 0 && content?.manifest == previousContent
+            && previous.map {
+                tree.purchaseRecordBytes(app, revision: $0.revision).map { $0 == purchaseSettings.encoded(listing: catalog.products) }
+                    ?? true
+            } ?? false
 
         let wasQuarantined = Set(previous?.quarantined ?? [])
         let isQuarantined = Set(quarantined.map(\.id))

@@ -75,12 +75,20 @@ struct StatePlanner {
         let results = parallelMap(Array(zip(fresh, sources))) { group, sources -> (GroupResult, Int, Timestamp) in
             // Rich-feed bytes carry the revision that first published them: a variant that already
             // served this exact content keeps its stamp. The new content is hashed under the new
-            // stamp and under each source's, from one rendering: with a source's stamp it hashes
-            // to that source's own digest exactly when the content is the same. A first build has
-            // no source, so its feeds are hashed once.
+            // stamp and under each source's of the same size, from one rendering: with a source's
+            // stamp it hashes to that source's own digest exactly when the content is the same. A
+            // first build has no source, and a source of another size cannot be those bytes, so
+            // those feeds are hashed once: a rich feed of 100,000 products is 14 MB, and hashing it
+            // twice was the largest part of what a rebuild adds to a first build
+            // (docs/benchmarks.md, "The rebuild's memory").
+            var bodyBytes = 0
+            renderer.catalogBody(group.selection) { bodyBytes += $0.count }
             let sourceStamps = sources.map { CatalogStamp(app: app, revision: $0.catalogRevision, publishedAt: $0.catalogPublishedAt) }
             var stamps = [CatalogStamp(app: app, revision: newRevision, publishedAt: stampTime)]
-            for stamp in sourceStamps where !stamps.contains(stamp) { stamps.append(stamp) }
+            for (source, stamp) in zip(sources, sourceStamps)
+            where !stamps.contains(stamp) && FeedRenderer.catalogHead(stamp).count + bodyBytes == source.catalog.bytes {
+                stamps.append(stamp)
+            }
             let hashes = ContentHash.sha256Hex(heads: stamps.map(FeedRenderer.catalogHead)) { renderer.catalogBody(group.selection, $0) }
             // The first source, in order of preference, whose own bytes the new content makes.
             let kept =
