@@ -32,32 +32,48 @@ public enum AtomicFile {
     /// are written through the page cache as usual.
     public static func writeDurably(_ bytes: some ContiguousBytes, to url: URL) throws {
         try bytes.withUnsafeBytes { buffer in
-            let flags = O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC
-            var direct = buffer.count >= DirectWrite.minimumBytes
-            var descriptor = open(url.path, flags | (direct ? cdirectio_open_flag() : 0), 0o644)
-            if descriptor < 0 && direct && errno == EINVAL {
-                direct = false
-                descriptor = open(url.path, flags, 0o644)
-            }
-            guard descriptor >= 0 else {
-                throw CatalogError.io(path: url.path, message: "cannot create: \(String(cString: strerror(errno)))")
-            }
-            defer { close(descriptor) }
-            func failure(_ action: String) -> CatalogError {
-                .io(path: url.path, message: "cannot \(action): \(String(cString: strerror(errno)))")
-            }
-            var written = 0
-            if direct { written = try DirectWrite.write(buffer, to: descriptor, failure: failure) }
-            while written < buffer.count {
-                let count = Glibc.pwrite(descriptor, buffer.baseAddress! + written, buffer.count - written, off_t(written))
-                if count < 0 {
-                    if errno == EINTR { continue }
-                    throw failure("write")
-                }
-                written += count
-            }
-            guard fsync(descriptor) == 0 else { throw failure("fsync") }
+            try writeDurably(to: url, expectedBytes: buffer.count) { append in append(buffer) }
         }
+    }
+
+    /// The same for bytes handed over piece by piece by `produce`, `expectedBytes` of them or
+    /// about: they are gathered a mebibyte at a time, and never held whole. A failed write ends the
+    /// writing, and is thrown once `produce` returns. `eachChunk`, if any, sees every mebibyte
+    /// gathered (the last one shorter), on this thread while it is written on another: a big
+    /// feed's gzip copy is made from them as the feed goes to the disk.
+    static func writeDurably(
+        to url: URL, expectedBytes: Int, _ produce: (_ append: @escaping (UnsafeRawBufferPointer) -> Void) -> Void,
+        eachChunk: ((UnsafeRawBufferPointer) throws -> Void)? = nil
+    ) throws {
+        let flags = O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC
+        var direct = expectedBytes >= ChunkedWrite.minimumDirectBytes
+        var descriptor = open(url.path, flags | (direct ? cdirectio_open_flag() : 0), 0o644)
+        if descriptor < 0 && direct && errno == EINVAL {
+            direct = false
+            descriptor = open(url.path, flags, 0o644)
+        }
+        guard descriptor >= 0 else {
+            throw CatalogError.io(path: url.path, message: "cannot create: \(String(cString: strerror(errno)))")
+        }
+        defer { close(descriptor) }
+        let write = ChunkedWrite(descriptor: descriptor, direct: direct, path: url.path)
+        var failure: (any Error)?
+        produce { piece in
+            var piece = piece
+            while failure == nil && !piece.isEmpty {
+                let count = min(piece.count, write.chunk.count - write.gathered)
+                UnsafeMutableRawBufferPointer(rebasing: write.chunk[write.gathered..<write.gathered + count])
+                    .copyMemory(from: UnsafeRawBufferPointer(rebasing: piece[..<count]))
+                write.gathered += count
+                piece = UnsafeRawBufferPointer(rebasing: piece[count...])
+                if write.gathered == write.chunk.count {
+                    do { try write.flush(eachChunk: eachChunk) } catch { failure = error }
+                }
+            }
+        }
+        if let failure { throw failure }
+        try write.flush(eachChunk: eachChunk)
+        try write.finish()
     }
 
     /// Makes a rename or creation in `directory` durable. A failed fsync is an error: the rename
@@ -106,45 +122,94 @@ public enum AtomicFile {
     }
 }
 
-/// Writing through a descriptor opened with O_DIRECT: whole, aligned blocks from an aligned
-/// buffer, the last one padded and the file cut back to its real size.
-private enum DirectWrite {
+/// A file written a chunk at a time from one aligned buffer: with O_DIRECT, whole aligned blocks,
+/// the last one padded and the file cut back to its real size; without, ordinary writes. A file
+/// system that turns direct writes down, or a short direct write, ends the direct path and the
+/// rest is written the ordinary way.
+///
+/// `@unchecked Sendable`: while a chunk is written on another thread, this one only reads the
+/// chunk, and waits for the write before anything changes.
+private final class ChunkedWrite: @unchecked Sendable {
     /// Below this, the page cache's copy costs less than setting up a direct write.
-    static let minimumBytes = 1 << 20
+    static let minimumDirectBytes = 1 << 20
     /// Block and buffer alignment: 4096 satisfies both 512- and 4096-byte sector devices.
     static let alignment = 4096
-    static let chunkBytes = 1 << 20
+    /// The size of the fastest gzip copy's pieces: a feed compressed as it is written, a chunk at
+    /// a time, gets the same copy as when it is compressed whole.
+    static let chunkBytes = Gzip.fastestPieceBytes
 
-    /// Writes as much of `bytes` as the direct path takes and returns how many were written;
-    /// when that is not all (a file system that turns direct writes down, a short write), it
-    /// clears O_DIRECT and leaves the rest to the caller's ordinary writes.
-    static func write(
-        _ bytes: UnsafeRawBufferPointer, to descriptor: Int32, failure: (String) -> CatalogError
-    ) throws -> Int {
-        let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: chunkBytes, alignment: alignment)
-        defer { chunk.deallocate() }
-        var written = 0
-        while written < bytes.count {
-            let count = min(chunkBytes, bytes.count - written)
-            let padded = (count + alignment - 1) / alignment * alignment
-            chunk.copyMemory(from: UnsafeRawBufferPointer(rebasing: bytes[written..<written + count]))
+    private let descriptor: Int32
+    private var direct: Bool
+    private let path: String
+    let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: chunkBytes, alignment: alignment)
+    /// Bytes in `chunk` not yet written.
+    var gathered = 0
+    /// Bytes of the file written.
+    private var written = 0
+
+    init(descriptor: Int32, direct: Bool, path: String) {
+        self.descriptor = descriptor
+        self.direct = direct
+        self.path = path
+    }
+
+    deinit { chunk.deallocate() }
+
+    private func failure(_ action: String) -> CatalogError {
+        .io(path: path, message: "cannot \(action): \(String(cString: strerror(errno)))")
+    }
+
+    /// Writes what is gathered, and hands it to `eachChunk` meanwhile.
+    func flush(eachChunk: ((UnsafeRawBufferPointer) throws -> Void)?) throws {
+        guard gathered > 0 else { return }
+        if let eachChunk {
+            let bytes = UnsafeRawBufferPointer(rebasing: chunk[..<gathered])
+            let (handed, wrote) = concurrently({ Result { try eachChunk(bytes) } }, { [self] in Result { try writeGathered() } })
+            try handed.get()
+            try wrote.get()
+        } else {
+            try writeGathered()
+        }
+        gathered = 0
+    }
+
+    private func writeGathered() throws {
+        let count = gathered
+        var done = 0
+        if direct {
+            let padded = (count + Self.alignment - 1) / Self.alignment * Self.alignment
             if padded > count { chunk[count..<padded].initializeMemory(as: UInt8.self, repeating: 0) }
-            let result = Glibc.pwrite(descriptor, chunk.baseAddress!, padded, off_t(written))
-            if result < 0 && errno == EINTR { continue }
+            var result: Int
+            repeat { result = Glibc.pwrite(descriptor, chunk.baseAddress!, padded, off_t(written)) } while result < 0 && errno == EINTR
             // EINVAL: this file system takes no direct writes, or not with this alignment.
-            if result < 0 && errno == EINVAL { break }
-            guard result >= 0 else { throw failure("write") }
-            written += min(result, count)
+            guard result >= 0 || errno == EINVAL else { throw failure("write") }
+            done = max(0, min(result, count))
             // A short write ends the direct path: what follows would no longer be aligned.
-            if result < padded { break }
+            if result < padded { try endDirect(at: written + done) }
         }
-        // The padding of the last block is cut off, and so is anything beyond what was written.
-        guard ftruncate(descriptor, off_t(written)) == 0 else { throw failure("truncate") }
-        if written < bytes.count {
-            guard fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) & ~cdirectio_open_flag()) == 0 else {
-                throw failure("turn off direct writing")
+        while done < count {
+            let result = Glibc.pwrite(descriptor, chunk.baseAddress! + done, count - done, off_t(written + done))
+            if result < 0 {
+                if errno == EINTR { continue }
+                throw failure("write")
             }
+            done += result
         }
-        return written
+        written += count
+    }
+
+    /// Clears O_DIRECT, the file cut back to what was written in full.
+    private func endDirect(at length: Int) throws {
+        guard ftruncate(descriptor, off_t(length)) == 0 else { throw failure("truncate") }
+        guard fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) & ~cdirectio_open_flag()) == 0 else {
+            throw failure("turn off direct writing")
+        }
+        direct = false
+    }
+
+    /// Cuts off the last block's padding and fsyncs the file.
+    func finish() throws {
+        if direct { guard ftruncate(descriptor, off_t(written)) == 0 else { throw failure("truncate") } }
+        guard fsync(descriptor) == 0 else { throw failure("fsync") }
     }
 }

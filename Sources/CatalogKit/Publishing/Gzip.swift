@@ -51,35 +51,32 @@ public enum Gzip {
         }
     }
 
+    /// The size of the pieces the fastest copy is made from: ISA-L's output depends on how its
+    /// input is cut, and a big feed is compressed a mebibyte at a time as it is written
+    /// (``Publisher/writeFeed(_:to:)``), so every fastest copy is made that way.
+    static let fastestPieceBytes = 1 << 20
+
     private static func igzip(_ source: UnsafeRawBufferPointer) throws -> [UInt8] {
-        guard source.count < Int(UInt32.max) / 2 else { throw Failure() }
-        return withLevel1Stream(initialize: isal_deflate_stateless_init) { stream in
-            stream.pointee.end_of_stream = 1
-            stream.pointee.next_in = UnsafeMutablePointer(mutating: source.baseAddress?.assumingMemoryBound(to: UInt8.self))
-            stream.pointee.avail_in = UInt32(source.count)
-            // Incompressible input is stored in blocks of at most 64 KiB, 5 bytes of framing each.
-            let bound = source.count + source.count / 8192 + Int(ISAL_DEF_MAX_HDR_SIZE) + 64
-            // Uninitialized, as above.
-            return [UInt8](unsafeUninitializedCapacity: bound) { destination, initialized in
-                stream.pointee.next_out = destination.baseAddress
-                stream.pointee.avail_out = UInt32(bound)
-                initialized = isal_deflate_stateless(stream) == COMP_OK ? Int(stream.pointee.total_out) : 0
-            }
+        try compressChunks { compress in
+            var start = 0
+            repeat {
+                let end = min(start + fastestPieceBytes, source.count)
+                try compress(UnsafeRawBufferPointer(rebasing: source[start..<end]), end == source.count)
+                start = end
+            } while start < source.count
         }
     }
 
-    /// A stream for `body`, set up by `initialize` (stateless or not), at ISA-L's level 1 with a
-    /// generic gzip header: no name and no modification time, so identical input gives identical
-    /// bytes. On the heap: the stream's state holds its history window.
-    private static func withLevel1Stream<T>(
-        initialize: (UnsafeMutablePointer<isal_zstream>) -> Void, _ body: (UnsafeMutablePointer<isal_zstream>) throws -> T
-    ) rethrows -> T {
+    /// A stream for `body` at ISA-L's level 1 with a generic gzip header: no name and no
+    /// modification time, so identical input gives identical bytes. On the heap: the stream's state
+    /// holds its history window.
+    private static func withLevel1Stream<T>(_ body: (UnsafeMutablePointer<isal_zstream>) throws -> T) rethrows -> T {
         let levelBytes = Int(cisal_level1_buffer_bytes())
         let levelBuffer = UnsafeMutablePointer<UInt8>.allocate(capacity: levelBytes)
         defer { levelBuffer.deallocate() }
         let stream = UnsafeMutablePointer<isal_zstream>.allocate(capacity: 1)
         defer { stream.deallocate() }
-        initialize(stream)
+        isal_deflate_init(stream)
         stream.pointee.level = 1
         stream.pointee.level_buf = levelBuffer
         stream.pointee.level_buf_size = UInt32(levelBytes)
@@ -95,11 +92,21 @@ public enum Gzip {
     public static func compressPieces(
         _ produce: (_ compress: (UnsafeRawBufferPointer) throws -> Void) throws -> Void
     ) throws -> [UInt8] {
-        try withLevel1Stream(initialize: isal_deflate_init) { stream in try compressPieces(into: stream, produce) }
+        try compressChunks { compress in try withoutActuallyEscaping(compress) { compress in try produce { try compress($0, false) } } }
     }
 
-    private static func compressPieces(
-        into stream: UnsafeMutablePointer<isal_zstream>, _ produce: (_ compress: (UnsafeRawBufferPointer) throws -> Void) throws -> Void
+    /// The same, with the producer saying which piece is the last: the member then ends with it,
+    /// as it does when all the bytes are compressed at once (``Effort/fastest``), rather than with
+    /// an empty block of its own.
+    static func compressChunks(
+        _ produce: (_ compress: (_ piece: UnsafeRawBufferPointer, _ isLast: Bool) throws -> Void) throws -> Void
+    ) throws -> [UInt8] {
+        try withLevel1Stream { stream in try compressChunks(into: stream, produce) }
+    }
+
+    private static func compressChunks(
+        into stream: UnsafeMutablePointer<isal_zstream>,
+        _ produce: (_ compress: (_ piece: UnsafeRawBufferPointer, _ isLast: Bool) throws -> Void) throws -> Void
     ) throws -> [UInt8] {
         let scratchBytes = 1 << 16
         let scratch = UnsafeMutablePointer<UInt8>.allocate(capacity: scratchBytes)
@@ -120,8 +127,13 @@ public enum Gzip {
             } while stream.pointee.avail_in > 0 || stream.pointee.avail_out == 0
                 || (last && stream.pointee.internal_state.state != ZSTATE_END)
         }
-        try produce { try deflate($0, last: false) }
-        try deflate(UnsafeRawBufferPointer(start: nil, count: 0), last: true)
+        var ended = false
+        try produce { piece, isLast in
+            guard !ended else { throw Failure() }
+            try deflate(piece, last: isLast)
+            ended = isLast
+        }
+        if !ended { try deflate(UnsafeRawBufferPointer(start: nil, count: 0), last: true) }
         return output
     }
 

@@ -101,15 +101,7 @@ extension Publisher {
                         try FileManager.default.createDirectory(at: url.deletingLastPathComponent(), withIntermediateDirectories: true)
                         try AtomicFile.writeDurably(Array(signature.utf8), to: url)
                     }
-                    let bytes = FeedRenderer.collect(feed)
-                    // The feed goes to the disk while its gzip copy is made: a big feed's direct
-                    // write waits on the device about as long as compressing it keeps a core busy,
-                    // and the bytes are held for the compressor anyway.
-                    let (compressing, writing) = concurrently(
-                        { Result { try Gzip.compress(bytes, effort: Gzip.feedEffort(forBytes: bytes.count)) } },
-                        { Result { try AtomicFile.writeDurably(bytes, to: directory.appendingPathComponent(name)) } })
-                    try writing.get()
-                    let compressed = try compressing.get()
+                    let compressed = try Self.writeFeed(feed, to: directory.appendingPathComponent(name))
                     try AtomicFile.writeDurably(compressed, to: directory.appendingPathComponent(name + ".gz"))
                     try step("staged \(output.directory)\(name)")
                     records.append(EncodedRecord(sha256: ContentHash.sha256Hex(compressed), bytes: compressed.count))
@@ -326,6 +318,38 @@ extension Publisher {
                 try handled.get()
                 guard next < products.count else { return }
                 (current, spare) = (filling, piece)
+            }
+        }
+    }
+
+    /// Writes a feed as it is rendered, and returns its gzip copy.
+    ///
+    /// The feed goes to the disk while its gzip copy is made: a big feed's direct write waits on the
+    /// device about as long as compressing it keeps a core busy. A feed of more than a mebibyte is
+    /// compressed a mebibyte at a time as it is written (ISA-L at level 1, ``Gzip/Effort/fastest``),
+    /// and never held whole: the rich feed of 100,000 products is 14 MB, and two being written at
+    /// once were a rebuild's peak of memory (docs/benchmarks.md, "The rebuild's memory"). A smaller
+    /// one is gathered, for the smallest copy.
+    static func writeFeed(_ feed: (FeedPieces) -> Void, to url: URL) throws -> [UInt8] {
+        var count = 0
+        feed { count += $0.count }
+        guard Gzip.feedEffort(forBytes: count) == .fastest else {
+            let bytes = FeedRenderer.collect(feed)
+            let (compressing, writing) = concurrently(
+                { Result { try Gzip.compress(bytes, effort: .smallest) } }, { Result { try AtomicFile.writeDurably(bytes, to: url) } })
+            try writing.get()
+            return try compressing.get()
+        }
+        return try Gzip.compressChunks { compress in
+            // The last chunk ends the member: the same copy as the feed compressed whole.
+            var compressed = 0
+            let compressChunk = { (chunk: UnsafeRawBufferPointer) in
+                compressed += chunk.count
+                try compress(chunk, compressed == count)
+            }
+            try withoutActuallyEscaping(compressChunk) { compressChunk in
+                try AtomicFile.writeDurably(
+                    to: url, expectedBytes: count, { append in feed { append(UnsafeRawBufferPointer($0)) } }, eachChunk: compressChunk)
             }
         }
     }
