@@ -114,10 +114,8 @@ public struct FeedRenderer: Sendable {
             displayOrders.reserveCapacity(range.count)
             // Products read in place, field by field: `for product in` would copy each, whole.
             for index in range {
-                objects.append(FeedRenderer.encode(products[index], for: .feed))
-                var writer = JSONWriter(capacity: products[index].id.utf8.count + 2)
-                writer.string(products[index].id)
-                ids.append(writer.bytes)
+                objects.appendItem { FeedRenderer.write(products[index], for: .feed, to: &$0) }
+                ids.appendItem { $0.string(products[index].id) }
                 facts.append(
                     SaleFacts(
                         status: products[index].status, isQuarantined: products.isQuarantined(at: index),
@@ -276,9 +274,17 @@ public struct FeedRenderer: Sendable {
 
     /// One product as JSON. The feed leaves out what only editors use (reference name, status,
     /// display order, the start of availability), which is also much of a big feed's size.
-    public static func encode(_ product: Product, for audience: Audience) -> [UInt8] {
-        let full = audience == .snapshot
+    public static func encode(_ product: borrowing Product, for audience: Audience) -> [UInt8] {
         var json = JSONWriter()
+        write(product, for: audience, to: &json)
+        return json.bytes
+    }
+
+    /// Writes ``encode(_:for:)``'s JSON with `json`, after what it holds. Borrowed, not copied: a
+    /// product passed by value was copied whole, a retain and a release for each of its fields,
+    /// from the array it was read from (7.6 ms of a rebuild's snapshot on one core, `perf`).
+    static func write(_ product: borrowing Product, for audience: Audience, to json: inout JSONWriter) {
+        let full = audience == .snapshot
         json.beginObject()
         json.key("id")
         json.string(product.id)
@@ -340,7 +346,6 @@ public struct FeedRenderer: Sendable {
             json.raw(metadata)
         }
         json.endObject()
-        return json.bytes
     }
 }
 
@@ -371,8 +376,12 @@ struct ByteArena: Sendable {
         self.bytes.reserveCapacity(bytes)
     }
 
-    mutating func append(_ item: [UInt8]) {
-        bytes.append(contentsOf: item)
+    /// Appends the item `write` writes, straight into the arena: an array of its own for each of
+    /// 100,000 products' two items was an allocation, a copy and a release each.
+    mutating func appendItem(_ write: (inout JSONWriter) -> Void) {
+        var json = JSONWriter(continuing: &bytes)
+        write(&json)
+        bytes = json.takeBytes()
         ends.append(bytes.count)
     }
 

@@ -16,6 +16,26 @@ public struct JSONWriter: Sendable {
         bytes.reserveCapacity(capacity)
     }
 
+    /// A writer that goes on after `bytes`, taken without a copy (``takeBytes()`` hands them
+    /// back): many values written into one buffer, with no buffer of their own each.
+    public init(continuing bytes: inout [UInt8]) {
+        swap(&self.bytes, &bytes)
+    }
+
+    /// The bytes written, taken without a copy; the writer is left empty.
+    public mutating func takeBytes() -> [UInt8] {
+        var taken: [UInt8] = []
+        swap(&taken, &bytes)
+        needsComma = false
+        return taken
+    }
+
+    /// Ends a line (JSON Lines): the next value starts the next line, with no comma before it.
+    public mutating func newline() {
+        bytes.append(0x0A)
+        needsComma = false
+    }
+
     /// The bytes in an array of their own size, for values kept for long: `bytes` keeps the
     /// writer's spare capacity, which over every product of a big catalog is tens of megabytes.
     public var compactBytes: [UInt8] {

@@ -269,16 +269,15 @@ extension Publisher {
 
     /// One line per product, every field: what history, diffs and rollback read back.
     static func snapshot(_ products: [Product]) -> [UInt8] {
-        var bytes: [UInt8] = []
         // Room for lines longer than most, so that a big snapshot is not copied as it grows:
         // capacity that is never written takes no memory.
-        bytes.reserveCapacity(products.count * 512)
+        var json = JSONWriter(capacity: products.count * 512)
         // Products read in place: `for product in` would copy each, whole.
         for index in products.indices {
-            bytes.append(contentsOf: FeedRenderer.encode(products[index], for: .snapshot))
-            bytes.append(0x0A)
+            FeedRenderer.write(products[index], for: .snapshot, to: &json)
+            json.newline()
         }
-        return bytes
+        return json.takeBytes()
     }
 
     /// The snapshot of `products` gzipped as it is encoded, about a mebibyte of lines at a time, each
@@ -415,14 +414,16 @@ private final class SnapshotPiece: @unchecked Sendable {
     func fill(_ products: [Product], from start: Int) {
         bytes.removeAll(keepingCapacity: true)
         lineEnds.removeAll(keepingCapacity: true)
+        var json = JSONWriter(continuing: &bytes)
         var index = start
         // Products read in place: `for product in` would copy each, whole.
-        while index < products.count && bytes.count < Self.targetBytes {
-            bytes.append(contentsOf: FeedRenderer.encode(products[index], for: .snapshot))
-            lineEnds.append(bytes.count)
-            bytes.append(0x0A)
+        while index < products.count && json.bytes.count < Self.targetBytes {
+            FeedRenderer.write(products[index], for: .snapshot, to: &json)
+            lineEnds.append(json.bytes.count)
+            json.newline()
             index += 1
         }
+        bytes = json.takeBytes()
         self.products = start..<index
     }
 }

@@ -208,13 +208,7 @@ public struct Publisher: Sendable {
         var history =
             try previous.map { try catalog.publishedHistory?.take(readFrom: $0.revision) ?? tree.history(app, revision: $0.revision) }
             ?? IdentifierHistory()
-        // Room for the products not in it yet, counted first: room for every product doubled a
-        // rebuild's history tables, 13 MB for 100,000 products held to the end of publishing, at
-        // its peak of memory (docs/benchmarks.md, "The rebuild's memory").
-        let newcomers =
-            history.order.isEmpty
-            ? catalog.products.count : catalog.products.indices.count { history.position(of: catalog.products[$0].id) == nil }
-        history.reserveCapacity(forMore: newcomers)
+        history.reserveCapacity(forMore: catalog.products.count)
         var visibleNow = visible.now
         for index in visible.known { visibleNow[index] = true }
         for index in catalog.products.indices where visibleNow[index] {
