@@ -54,12 +54,18 @@ public struct CatalogWorkflow: Sendable {
                     file: "\(base)/\(app)", at: .startOfFile))
         }
         for sources in loaded.apps {
-            let (checked, found) = CatalogRules.check(sources)
+            // The published history is read beside the rules across products, which leave a core
+            // idle for a catalog without content: read after them, it was a rebuild's longest
+            // stretch on one core (docs/benchmarks.md, "The rebuild's memory").
+            let ((checked, found), published) = concurrently(
+                { CatalogRules.check(sources) },
+                { [tree, app = sources.app] in
+                    Result { try tree.currentManifest(app).map { (manifest: $0, history: try tree.history(app, revision: $0.revision)) } }
+                })
             diagnostics += found
             guard var catalog = checked, !sources.isIncomplete else { continue }
             do {
-                if let manifest = try tree.currentManifest(catalog.app) {
-                    let history = try tree.history(catalog.app, revision: manifest.revision)
+                if let (manifest, history) = try published.get() {
                     let problems = HistoryRules.check(
                         catalog, against: history, origin: sources.origin,
                         identifierArray: sources.definitions.contains { $0.isIdentifierArray })
