@@ -75,14 +75,22 @@ public struct JSONWriter: Sendable {
 
     /// Writes an object key; the next call writes its value.
     public mutating func key(_ key: String) {
-        var key = key
-        key.withUTF8 { self.key(utf8: $0) }
+        Self.withUTF8(key) { self.key(utf8: $0) }
     }
 
     /// Writes `value` as a JSON string, escaping quotes, backslashes and control characters.
     public mutating func string(_ value: String) {
-        var value = value
-        value.withUTF8 { string(utf8: $0) }
+        Self.withUTF8(value) { string(utf8: $0) }
+    }
+
+    /// The string's UTF-8 bytes in place, where it keeps them contiguous (native strings do):
+    /// `withUTF8` needs a copy of its own, a retain and a release for every string of every product
+    /// that a build encodes (docs/benchmarks.md, "The rebuild's memory").
+    private static func withUTF8(_ text: String, _ body: (UnsafeBufferPointer<UInt8>) -> Void) {
+        if text.utf8.withContiguousStorageIfAvailable(body) == nil {
+            var text = text
+            text.withUTF8(body)
+        }
     }
 
     /// ``key(_:)`` for text already in UTF-8 bytes.
