@@ -176,12 +176,14 @@ public struct Publisher: Sendable {
         // publication needs none, and publish encodes them). Neither the lines nor a copy of each
         // are held: for a big catalog they were at the build's peak of memory.
         var gzippedSnapshot: [UInt8]?
-        var diff = ProductDiff(added: catalog.products.indices.map { catalog.products[$0].id })
+        let diff: ProductDiff
         if var comparison = try indexed.get() {
             gzippedSnapshot = try Self.compressedSnapshot(catalog.products, encodingAside: true) { index, line in
                 try comparison.compare(id: catalog.products[index].id, json: line)
             }
             diff = comparison.finished()
+        } else {
+            diff = ProductDiff(added: catalog.products.indices.map { catalog.products[$0].id })
         }
         // A quarantine always changes the rich feed (its known list), so the revision records it.
         // By index: `filter` hands the closure a copy of every product.
