@@ -57,4 +57,24 @@ import Testing
         reserved.insert("one more", 0)
         #expect(grown != reserved)
     }
+
+    /// Ids added again mostly come in the table's order, which is tried first: in order, out of
+    /// order, with new ids between them, each finds its own row, and only new ids get new rows.
+    @Test func idsAddedAgainInAnyOrderFindTheirRows() {
+        var table = IdentifierTable<Int>()
+        for number in 0..<300 { table.insert(Self.id(number), number) }
+        var order = Array(0..<300)
+        order.swapAt(10, 200)
+        order.insert(contentsOf: [1_000, 1_001], at: 50)
+        order += [0, 299, 1_000]
+        var added = Set(0..<300)
+        for number in order {
+            let row = number < 300 ? number : 300 + number - 1_000
+            #expect(table.insert(Self.id(number), -number) == (added.contains(number) ? row : nil), "\(number)")
+            added.insert(number)
+        }
+        #expect(table.count == 302)
+        #expect(table.keys == (0..<300).map(Self.id) + [Self.id(1_000), Self.id(1_001)])
+        #expect(table.values == Array(0..<300) + [-1_000, -1_001])
+    }
 }

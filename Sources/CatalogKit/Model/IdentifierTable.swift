@@ -18,7 +18,8 @@ struct IdentifierTable<Value> {
     private var slots: [Slot] = []
     /// log2 of the slot count; 0 while there are none.
     private var bits = 0
-    /// The row ``insert(_:_:)`` last found, from which it looks at the next one first.
+    /// The row ``insert(_:_:)`` last found, from which it looks at the next one first; -1 while
+    /// it has found none (a table being filled has nothing to find again).
     private var lastFound = -1
 
     private struct Slot {
@@ -69,7 +70,7 @@ struct IdentifierTable<Value> {
         // Identifiers mostly come again in the order they were added (each build records its
         // products in the history, in source order): the row after the last one found is compared
         // first, without hashing or probing. 100,000 ids recorded took 30 ms of a rebuild, `perf`.
-        if lastFound + 1 < keys.count, keys[lastFound + 1] == id {
+        if lastFound >= 0, lastFound + 1 < keys.count, keys[lastFound + 1] == id {
             lastFound += 1
             return lastFound
         }

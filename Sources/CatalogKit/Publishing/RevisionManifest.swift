@@ -214,13 +214,14 @@ public struct IdentifierHistory: Sendable, Hashable {
     ///
     /// - Throws: ``CatalogError/corruptPublication(path:message:)`` for a malformed line or an
     ///   identifier listed twice.
-    public init(tsv bytes: [UInt8]) throws {
+    public init(tsv bytes: some ContiguousBytes) throws {
         // Read in place, the tables sized once from the number of lines, one string made per line,
         // and each line's fields found in place: split into slices and strings field by field, into
         // tables grown as they filled, a big catalog's history took about 80 ms to read, twice in
         // every build after the first (docs/benchmarks.md, "The rebuild's diff"); an array of fields
         // for each line kept it at 20 ms ("The build's single-core stretches").
-        try bytes.withUnsafeBufferPointer { all in
+        try bytes.withUnsafeBytes { raw in
+            let all = raw.bindMemory(to: UInt8.self)
             reserveCapacity(forMore: all.lineCount)
             // Most identifiers share a publication time: the last one read is kept with its bytes.
             var lastTime: (bytes: UnsafeBufferPointer<UInt8>, moment: Timestamp)?
