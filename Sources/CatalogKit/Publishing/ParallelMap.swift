@@ -31,6 +31,25 @@ func concurrently<First: Sendable, Second: Sendable>(
     return (firstResult, secondResult.buffer.baseAddress!.move())
 }
 
+/// A value made on a queue of its own from the moment this is made, and waited for where it is
+/// needed: work that needs nothing else of its caller starts before the work it would otherwise
+/// wait behind.
+final class Aside<Value: Sendable>: @unchecked Sendable {
+    /// Written once on the queue, read only after `done`.
+    private var value: Value?
+    private let done = DispatchGroup()
+
+    init(_ make: @escaping @Sendable () -> Value) {
+        DispatchQueue(label: "catalog.aside").async(group: done) { [self] in value = make() }
+    }
+
+    /// The value, once it is made.
+    func get() -> Value {
+        done.wait()
+        return value!
+    }
+}
+
 /// `range` cut into one part per core, in order, for ``parallelMap(_:_:)``.
 func coreParts(of range: Range<Int>) -> [Range<Int>] {
     let parts = max(1, min(ProcessInfo.processInfo.activeProcessorCount, range.count))

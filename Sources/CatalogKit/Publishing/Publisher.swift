@@ -33,6 +33,13 @@ public struct Publisher: Sendable {
     public func plan(_ catalog: AppCatalog, at moment: Timestamp, note: RevisionNote = RevisionNote()) throws -> PublicationPlan {
         let app = catalog.app
         let previous = try tree.currentManifest(app)
+        // The previous revision's snapshot is read and indexed by id from the start, beside
+        // everything else the plan does until the diff needs it: read beside the content and the
+        // history only, it ended after the feeds were hashed, with the other core idle
+        // (docs/benchmarks.md, "The rebuild's memory").
+        let previousSnapshot = previous.map { previous in
+            Aside { [tree] in Result { try tree.productSnapshotComparison(app, revision: previous.revision) } }
+        }
         let restored = try note.rollbackOf.map { try tree.manifest(app, revision: $0) }
         let purchaseSettings = PurchaseRecord(settingsOf: catalog)
         let renderer = FeedRenderer(catalog: catalog)
@@ -80,7 +87,7 @@ public struct Publisher: Sendable {
             { [tree] in
                 Result {
                     try Self.planBesideFeeds(
-                        catalog, in: tree, previous: previous, revision: revision, at: changedAt,
+                        catalog, in: tree, previous: previous, previousSnapshot: previousSnapshot, revision: revision, at: changedAt,
                         visible: (now: selected.sellable, known: known, scheduled: scheduled.map { ($0.from, $0.state.sellable) }))
                 }
             })
@@ -151,25 +158,12 @@ public struct Publisher: Sendable {
     /// everything of a plan that needs no feed hashed, only which products are visible (`visible`:
     /// on sale now, known now, and on sale at each scheduled moment).
     private static func planBesideFeeds(
-        _ catalog: AppCatalog, in tree: PublicTree, previous: RevisionManifest?, revision: Int, at changedAt: Timestamp,
+        _ catalog: AppCatalog, in tree: PublicTree, previous: RevisionManifest?,
+        previousSnapshot: Aside<Result<ProductDiff.Comparison<Gzip.Lines>, any Error>>?, revision: Int, at changedAt: Timestamp,
         visible: (now: [Bool], known: [Int], scheduled: [(from: Timestamp, sellable: [Bool])])
     ) throws -> BesideFeeds {
-        let app = catalog.app
-        // The previous revision's snapshot is read and indexed by id beside the content and the
-        // history: for a big catalog, the snapshot alone kept one core busy for a tenth of a
-        // second (docs/benchmarks.md, "The rebuild").
-        let (planned, indexed) = concurrently(
-            {
-                Result {
-                    try planContentAndHistory(catalog, in: tree, previous: previous, revision: revision, at: changedAt, visible: visible)
-                }
-            },
-            { [tree] in
-                Result {
-                    try previous.map { try tree.productSnapshotComparison(app, revision: $0.revision) }
-                }
-            })
-        let (previousContent, content, history) = try planned.get()
+        let (previousContent, content, history) = try planContentAndHistory(
+            catalog, in: tree, previous: previous, revision: revision, at: changedAt, visible: visible)
 
         // The diff compares each product's snapshot line, as it is encoded, with the previous
         // revision's; the lines are gzipped as they are made, for publish to write (a first
@@ -177,7 +171,7 @@ public struct Publisher: Sendable {
         // are held: for a big catalog they were at the build's peak of memory.
         var gzippedSnapshot: [UInt8]?
         let diff: ProductDiff
-        if var comparison = try indexed.get() {
+        if var comparison = try previousSnapshot?.get().get() {
             gzippedSnapshot = try Self.compressedSnapshot(catalog.products, encodingAside: true) { index, line in
                 try comparison.compare(id: catalog.products[index].id, json: line)
             }
