@@ -56,23 +56,13 @@ public enum AtomicFile {
             throw CatalogError.io(path: url.path, message: "cannot create: \(String(cString: strerror(errno)))")
         }
         defer { close(descriptor) }
-        let write = ChunkedWrite(descriptor: descriptor, direct: direct, path: url.path)
+        let write = ChunkedWrite(descriptor: descriptor, direct: direct, path: url.path, eachChunk: eachChunk)
         var failure: (any Error)?
         produce { piece in
-            var piece = piece
-            while failure == nil && !piece.isEmpty {
-                let count = min(piece.count, write.chunk.count - write.gathered)
-                UnsafeMutableRawBufferPointer(rebasing: write.chunk[write.gathered..<write.gathered + count])
-                    .copyMemory(from: UnsafeRawBufferPointer(rebasing: piece[..<count]))
-                write.gathered += count
-                piece = UnsafeRawBufferPointer(rebasing: piece[count...])
-                if write.gathered == write.chunk.count {
-                    do { try write.flush(eachChunk: eachChunk) } catch { failure = error }
-                }
-            }
+            guard failure == nil else { return }
+            do { try write.append(piece) } catch { failure = error }
         }
         if let failure { throw failure }
-        try write.flush(eachChunk: eachChunk)
         try write.finish()
     }
 
@@ -125,7 +115,8 @@ public enum AtomicFile {
 /// A file written a chunk at a time from one aligned buffer: with O_DIRECT, whole aligned blocks,
 /// the last one padded and the file cut back to its real size; without, ordinary writes. A file
 /// system that turns direct writes down, or a short direct write, ends the direct path and the
-/// rest is written the ordinary way.
+/// rest is written the ordinary way. A file through the page cache that nothing reads on the way
+/// is written as it comes, without a buffer.
 ///
 /// `@unchecked Sendable`: while a chunk is written on another thread, this one only reads the
 /// chunk, and waits for the write before anything changes.
@@ -141,27 +132,47 @@ private final class ChunkedWrite: @unchecked Sendable {
     private let descriptor: Int32
     private var direct: Bool
     private let path: String
-    let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: chunkBytes, alignment: alignment)
+    /// What sees each chunk; called on the thread that appends.
+    private let eachChunk: ((UnsafeRawBufferPointer) throws -> Void)?
+    /// The chunk being gathered; nil for a file written as it comes.
+    private let chunk: UnsafeMutableRawBufferPointer?
     /// Bytes in `chunk` not yet written.
-    var gathered = 0
+    private var gathered = 0
     /// Bytes of the file written.
     private var written = 0
 
-    init(descriptor: Int32, direct: Bool, path: String) {
+    init(descriptor: Int32, direct: Bool, path: String, eachChunk: ((UnsafeRawBufferPointer) throws -> Void)?) {
         self.descriptor = descriptor
         self.direct = direct
         self.path = path
+        self.eachChunk = eachChunk
+        chunk =
+            direct || eachChunk != nil ? UnsafeMutableRawBufferPointer.allocate(byteCount: Self.chunkBytes, alignment: Self.alignment) : nil
     }
 
-    deinit { chunk.deallocate() }
+    deinit { chunk?.deallocate() }
 
     private func failure(_ action: String) -> CatalogError {
         .io(path: path, message: "cannot \(action): \(String(cString: strerror(errno)))")
     }
 
+    /// Gathers `piece`, writing each chunk it fills; written at once when nothing is gathered.
+    func append(_ piece: UnsafeRawBufferPointer) throws {
+        guard let chunk else { return try writeAll(piece) }
+        var piece = piece
+        while !piece.isEmpty {
+            let count = min(piece.count, chunk.count - gathered)
+            UnsafeMutableRawBufferPointer(rebasing: chunk[gathered..<gathered + count])
+                .copyMemory(from: UnsafeRawBufferPointer(rebasing: piece[..<count]))
+            gathered += count
+            piece = UnsafeRawBufferPointer(rebasing: piece[count...])
+            if gathered == chunk.count { try flush() }
+        }
+    }
+
     /// Writes what is gathered, and hands it to `eachChunk` meanwhile.
-    func flush(eachChunk: ((UnsafeRawBufferPointer) throws -> Void)?) throws {
-        guard gathered > 0 else { return }
+    private func flush() throws {
+        guard let chunk, gathered > 0 else { return }
         if let eachChunk {
             let bytes = UnsafeRawBufferPointer(rebasing: chunk[..<gathered])
             let (handed, wrote) = concurrently({ Result { try eachChunk(bytes) } }, { [self] in Result { try writeGathered() } })
@@ -173,7 +184,9 @@ private final class ChunkedWrite: @unchecked Sendable {
         gathered = 0
     }
 
+    /// Writes the gathered bytes of the chunk after what is written.
     private func writeGathered() throws {
+        guard let chunk else { return }
         let count = gathered
         var done = 0
         if direct {
@@ -184,31 +197,39 @@ private final class ChunkedWrite: @unchecked Sendable {
             // EINVAL: this file system takes no direct writes, or not with this alignment.
             guard result >= 0 || errno == EINVAL else { throw failure("write") }
             done = max(0, min(result, count))
+            written += done
             // A short write ends the direct path: what follows would no longer be aligned.
-            if result < padded { try endDirect(at: written + done) }
+            if result < padded { try endDirect() }
         }
-        while done < count {
-            let result = Glibc.pwrite(descriptor, chunk.baseAddress! + done, count - done, off_t(written + done))
+        try writeAll(UnsafeRawBufferPointer(rebasing: chunk[done..<count]))
+    }
+
+    /// Writes `bytes` after what is written, through the page cache.
+    private func writeAll(_ bytes: UnsafeRawBufferPointer) throws {
+        var done = 0
+        while done < bytes.count {
+            let result = Glibc.pwrite(descriptor, bytes.baseAddress! + done, bytes.count - done, off_t(written + done))
             if result < 0 {
                 if errno == EINTR { continue }
                 throw failure("write")
             }
             done += result
         }
-        written += count
+        written += bytes.count
     }
 
     /// Clears O_DIRECT, the file cut back to what was written in full.
-    private func endDirect(at length: Int) throws {
-        guard ftruncate(descriptor, off_t(length)) == 0 else { throw failure("truncate") }
+    private func endDirect() throws {
+        guard ftruncate(descriptor, off_t(written)) == 0 else { throw failure("truncate") }
         guard fcntl(descriptor, F_SETFL, fcntl(descriptor, F_GETFL) & ~cdirectio_open_flag()) == 0 else {
             throw failure("turn off direct writing")
         }
         direct = false
     }
 
-    /// Cuts off the last block's padding and fsyncs the file.
+    /// Writes what is left, cuts off the last block's padding and fsyncs the file.
     func finish() throws {
+        try flush()
         if direct { guard ftruncate(descriptor, off_t(written)) == 0 else { throw failure("truncate") } }
         guard fsync(descriptor) == 0 else { throw failure("fsync") }
     }
