@@ -16,20 +16,24 @@ import Testing
         let mebibyte = 1 << 20
         for (size, pieceSize) in [(0, 1), (mebibyte - 1, 4096), (mebibyte, 7), (3 * mebibyte + 17, 65_537), (2 * mebibyte, 3 * mebibyte)] {
             let bytes = (0..<size).map { UInt8(truncatingIfNeeded: ($0 &* 2_654_435_761) >> 16) }
+            let produce = { (append: (UnsafeRawBufferPointer) -> Void) in
+                bytes.withUnsafeBytes { all in
+                    for start in stride(from: 0, to: size, by: pieceSize) {
+                        append(UnsafeRawBufferPointer(rebasing: all[start..<min(start + pieceSize, size)]))
+                    }
+                }
+            }
             let url = directory.appendingPathComponent("file-\(size)")
             var seen: [[UInt8]] = []
-            try AtomicFile.writeDurably(
-                to: url, expectedBytes: size,
-                { append in
-                    bytes.withUnsafeBytes { all in
-                        for start in stride(from: 0, to: size, by: pieceSize) {
-                            append(UnsafeRawBufferPointer(rebasing: all[start..<min(start + pieceSize, size)]))
-                        }
-                    }
-                }, eachChunk: { seen.append(Array($0)) })
+            try AtomicFile.writeDurably(to: url, expectedBytes: size, produce, eachChunk: { seen.append(Array($0)) })
             #expect(FileManager.default.contents(atPath: url.path).map { [UInt8]($0) } == bytes, "size \(size)")
             #expect(seen.flatMap { $0 } == bytes, "size \(size)")
             #expect(seen.dropLast().allSatisfy { $0.count == mebibyte }, "size \(size)")
+            // Nothing reading the chunks: a small file is written piece by piece as it comes, a big
+            // one still gathered for the direct path.
+            let plain = directory.appendingPathComponent("plain-\(size)")
+            try AtomicFile.writeDurably(to: plain, expectedBytes: size, produce)
+            #expect(FileManager.default.contents(atPath: plain.path).map { [UInt8]($0) } == bytes, "size \(size), not read")
         }
     }
 

@@ -69,7 +69,7 @@ struct IdentifierTable<Value> {
     mutating func insert(_ id: String, _ value: Value) -> Int? {
         // Identifiers mostly come again in the order they were added (each build records its
         // products in the history, in source order): the row after the last one found is compared
-        // first, without hashing or probing. 100,000 ids recorded took 30 ms of a rebuild, `perf`.
+        // first, without hashing or probing (docs/benchmarks.md, "The rebuild's memory").
         if lastFound >= 0, lastFound + 1 < keys.count, keys[lastFound + 1] == id {
             lastFound += 1
             return lastFound

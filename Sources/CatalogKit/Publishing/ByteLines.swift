@@ -1,5 +1,10 @@
 import Foundation
 
+/// The size of a working buffer kept from piece to piece: under the mebibyte from which `catalog`
+/// has malloc map fresh pages (CMallocTuning), so that it stays in the heap instead of being
+/// mapped, faulted in and unmapped again each time it grows past that.
+let reusableBufferBytes = (1 << 20) - (1 << 16)
+
 extension UnsafeBufferPointer<UInt8> {
     /// Calls `body` with the range of each line of these bytes, in order, without its newline (the
     /// last line needs none), empty lines included. Newlines are found with `memchr`: `split` and

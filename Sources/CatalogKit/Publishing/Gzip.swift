@@ -181,9 +181,8 @@ extension Gzip {
         /// The member's end is read and verified.
         private var finished = false
 
-        /// Under the mebibyte from which `catalog` has malloc map fresh pages (CMallocTuning). A
-        /// line longer than the buffer doubles it.
-        static let bufferBytes = (1 << 20) - (1 << 16)
+        /// A line longer than the buffer doubles it.
+        static let bufferBytes = reusableBufferBytes
 
         init(_ compressed: [UInt8], bufferBytes: Int = Lines.bufferBytes) {
             self.compressed = compressed

@@ -401,9 +401,7 @@ private final class SnapshotPiece: @unchecked Sendable {
     /// Where each line ends in `bytes`, its newline excluded.
     private(set) var lineEnds: [Int] = []
 
-    /// Under the mebibyte from which `catalog` has malloc map fresh pages (CMallocTuning): a
-    /// buffer grown past it would be mapped, faulted in and unmapped again.
-    private static let targetBytes = (1 << 20) - (1 << 16)
+    private static let targetBytes = reusableBufferBytes
 
     init() {
         bytes.reserveCapacity(Self.targetBytes + (1 << 15))

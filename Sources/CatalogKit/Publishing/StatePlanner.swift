@@ -82,7 +82,7 @@ struct StatePlanner {
             // twice was the largest part of what a rebuild adds to a first build
             // (docs/benchmarks.md, "The rebuild's memory").
             var bodyBytes = 0
-            renderer.catalogBody(group.selection) { bodyBytes += $0.count }
+            if !sources.isEmpty { renderer.catalogBody(group.selection) { bodyBytes += $0.count } }
             let sourceStamps = sources.map { CatalogStamp(app: app, revision: $0.catalogRevision, publishedAt: $0.catalogPublishedAt) }
             var stamps = [CatalogStamp(app: app, revision: newRevision, publishedAt: stampTime)]
             for (source, stamp) in zip(sources, sourceStamps)
