@@ -95,7 +95,7 @@ let package = Package(
         .target(
             name: "Storage",
             dependencies: [
-                "CatalogKit", "Ledger", "Time", "CSQLite",
+                "CatalogKit", "Ledger", "Time", "CSQLite", "CISAL",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOCore", package: "swift-nio"),
                 .product(name: "PostgresNIO", package: "postgres-nio"),

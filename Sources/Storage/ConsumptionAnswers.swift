@@ -10,7 +10,7 @@ extension SQLiteStore: ConsumptionAnswerStore {
         try await reader.run { connection in
             try connection.rows(
                 """
-                SELECT \(ConsumptionAnswer.notificationColumns), \(ConsumptionAnswer.columns)
+                SELECT \(ConsumptionAnswer.notificationColumns), \(RawNotification.sqliteBodyColumns), \(ConsumptionAnswer.columns)
                 FROM purchase_notifications n LEFT JOIN purchase_consumption_answers a
                     ON a.app = n.app AND a.store = n.store AND a.notification_id = n.notification_id
                 WHERE n.store = 'appStore' AND n.notification_type = 'CONSUMPTION_REQUEST'
@@ -18,9 +18,8 @@ extension SQLiteStore: ConsumptionAnswerStore {
                 ORDER BY n.sequence LIMIT ?2
                 """, [.integer(Int64(now.timeIntervalSince1970)), .integer(Int64(max(limit, 0)))]
             ) { statement in
-                let row = SQLiteRow(statement: statement)
-                return (RawNotification(row: row), ConsumptionAnswer(row: row))
-            }
+                RawNotification.stored(in: statement).map { ($0, ConsumptionAnswer(row: SQLiteRow(statement: statement))) }
+            }.map { try $0.get() }
         }
     }
 

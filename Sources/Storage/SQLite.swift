@@ -123,6 +123,13 @@ final class SQLiteStatement {
             // With its length, not up to the first NUL: a value is stored whole or refused, never cut short.
             case .text(let text):
                 code = sqlite3_bind_text(statement, index, text, Int32(clamping: text.utf8.count), SQLiteStatement.transient)
+            case .blob(let bytes):
+                code = bytes.withUnsafeBytes {
+                    // A zero-length blob, not NULL, even without an address.
+                    sqlite3_bind_blob(
+                        statement, index, $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1), Int32(clamping: $0.count),
+                        SQLiteStatement.transient)
+                }
             }
             guard code == SQLITE_OK else { throw SQLiteError(connection.lastError) }
         }
@@ -156,7 +163,16 @@ final class SQLiteStatement {
         return String(decoding: UnsafeBufferPointer(start: bytes, count: Int(sqlite3_column_bytes(statement, column))), as: UTF8.self)
     }
 
-    /// SQLite copies bound text at once, so Swift's temporary C string may go away.
+    /// The column's bytes, whatever its type (a blob's as stored, text's as UTF-8); nil when NULL.
+    func blob(_ column: Int32) -> [UInt8]? {
+        guard sqlite3_column_type(statement, column) != SQLITE_NULL else { return nil }
+        let bytes = sqlite3_column_blob(statement, column)
+        let count = Int(sqlite3_column_bytes(statement, column))
+        guard let bytes, count > 0 else { return [] }
+        return Array(UnsafeRawBufferPointer(start: bytes, count: count))
+    }
+
+    /// SQLite copies bound text and blobs at once, so Swift's temporary C string may go away.
     private static let transient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
 }
 
@@ -164,6 +180,7 @@ enum SQLiteValue {
     case null
     case integer(Int64)
     case text(String)
+    case blob([UInt8])
 
     init(_ text: String?) { self = text.map(SQLiteValue.text) ?? .null }
     init(_ number: Int?) { self = number.map { .integer(Int64($0)) } ?? .null }

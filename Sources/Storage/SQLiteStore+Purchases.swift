@@ -6,14 +6,14 @@ import Ledger
 /// same writer connection: a batch of submissions is one transaction, durable when `record` returns.
 extension SQLiteStore: PurchaseStore {
     public func record(_ submissions: [PurchaseSubmission]) async throws -> [PurchaseOutcome] {
-        try await writer.run { writer in try writer.connection.transaction { try submissions.map { try writer.record($0) } } }
+        try await writer.run { writer in try writer.record(submissions) }
     }
 
     /// Calls back on the writer's own queue, as reports' `store` does.
     public func record(_ submissions: [PurchaseSubmission], completion: @escaping @Sendable (Result<[PurchaseOutcome], any Error>) -> Void)
     {
         writer.async { writer in
-            completion(Result { try writer.connection.transaction { try submissions.map { try writer.record($0) } } })
+            completion(Result { try writer.record(submissions) })
         }
     }
 
@@ -73,10 +73,10 @@ extension SQLiteStore: PurchaseStore {
         try await reader.run { connection in
             try connection.rows(
                 """
-                SELECT \(RawNotification.columns)
-                FROM purchase_notifications WHERE sequence > ?1 AND (?2 IS NULL OR app = ?2) ORDER BY sequence LIMIT ?3
+                SELECT \(RawNotification.columns), \(RawNotification.sqliteBodyColumns)
+                FROM purchase_notifications n WHERE sequence > ?1 AND (?2 IS NULL OR app = ?2) ORDER BY sequence LIMIT ?3
                 """, [.integer(sequence), .init(app), .integer(Int64(max(limit, 0)))]
-            ) { RawNotification(row: SQLiteRow(statement: $0)) }
+            ) { RawNotification.stored(in: $0) }.map { try $0.get() }
         }
     }
 
@@ -94,6 +94,18 @@ extension SQLiteStore: PurchaseStore {
 }
 
 extension SQLiteStore.Writer {
+    /// Submissions in one transaction, committed together or not at all.
+    func record(_ submissions: [PurchaseSubmission]) throws -> [PurchaseOutcome] {
+        do {
+            let outcomes = try connection.transaction { try submissions.map { try record($0) } }
+            notificationBodies.committed()
+            return outcomes
+        } catch {
+            notificationBodies.rolledBack()
+            throw error
+        }
+    }
+
     /// One submission, inside the caller's transaction: ``PurchaseRecorder`` decides, this answers
     /// its questions and applies its writes (docs/purchases.md, "Customers and transfers").
     func record(_ submission: PurchaseSubmission) throws -> PurchaseOutcome {
@@ -110,19 +122,27 @@ extension SQLiteStore.Writer {
         return recorder.outcome
     }
 
-    /// Stores a raw notification; false when the app already has its id.
+    /// Stores a raw notification, its body compressed when it can be (``NotificationBodyCompressor``);
+    /// false when the app already has its id.
     private func insert(_ notification: RawNotification, app: String, now: Int64) throws -> Bool {
-        try run(
-            """
-            INSERT INTO purchase_notifications (app, store, notification_id, notification_type, subtype, environment, signed_at_ms,
-                                                received_at, body)
-            VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9) ON CONFLICT (app, store, notification_id) DO NOTHING
-            """,
-            [
-                .text(app), .text(notification.marketplace.rawValue), .text(notification.notificationId),
-                .init(notification.notificationType), .init(notification.subtype), .init(notification.environment),
-                milliseconds(notification.signedDate), .integer(now), .text(notification.body),
-            ]) > 0
+        let store = notification.marketplace
+        let (body, base) = notificationBodies.storable(notification.body, store: store)
+        let inserted =
+            try run(
+                """
+                INSERT INTO purchase_notifications (app, store, notification_id, notification_type, subtype, environment, signed_at_ms,
+                                                    received_at, body, body_base)
+                VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10) ON CONFLICT (app, store, notification_id) DO NOTHING
+                """,
+                [
+                    .text(app), .text(store.rawValue), .text(notification.notificationId), .init(notification.notificationType),
+                    .init(notification.subtype), .init(notification.environment), milliseconds(notification.signedDate), .integer(now),
+                    body, base.map(SQLiteValue.integer) ?? .null,
+                ]) > 0
+        if inserted, base == nil {
+            notificationBodies.storedAsPosted(notification.body, sequence: connection.lastInsertedRow, store: store)
+        }
+        return inserted
     }
 
     /// What the recorder asks of a purchase: its binding, and the customers its keys name, each with its keys.

@@ -271,6 +271,8 @@ public final class SQLiteStore: ReportStore {
         private let insert: SQLiteStatement
         /// Statements prepared once and run again (the purchase intake's), by their SQL.
         private var statements: [String: SQLiteStatement] = [:]
+        /// The bases notification bodies are compressed against (docs/storage.md, "Notification bodies").
+        let notificationBodies = NotificationBodyCompressor()
 
         /// `sql` prepared, once for the connection's life.
         func statement(_ sql: String) throws(SQLiteError) -> SQLiteStatement {

@@ -391,6 +391,12 @@ enum Schema {
         Migration(
             version: 10,
             sql: acknowledgementTable),
+        // Notification bodies compressed against an earlier notification's (docs/storage.md,
+        // "Notification bodies"): with `body_base`, `body` is a blob, the body's raw DEFLATE with the
+        // body of notification `body_base`, itself kept as posted, as the preset dictionary.
+        Migration(
+            version: 11,
+            sql: "ALTER TABLE purchase_notifications ADD COLUMN body_base INTEGER;"),
     ]
 
     static let postgres: [Migration] = [
