@@ -6,11 +6,11 @@ import Ledger
 ///
 /// An App Store notification is about 12.5 KB, and most of it is Apple's certificate chain, three
 /// times over (the notification's and its nested tokens' headers): the same bytes in every
-/// notification. Kept as posted, the bodies were half of what storing a notification cost the
-/// writer (docs/benchmarks.md, "Notification bodies, compressed against another"). A body of at
+/// notification. Kept as posted, the bodies were half of what writing a notification's rows alone
+/// cost (docs/benchmarks.md, "Notification bodies, compressed against another"). A body of at
 /// least ``minimumBytes`` is now kept as raw DEFLATE (ISA-L, level 1) with the body of an earlier
 /// notification of the same store, kept as posted, as the preset dictionary: its row names that
-/// notification in `body_base`, and a body of 12.5 KB keeps about 0.6 KB. A body the base does not
+/// notification in `body_base`, and a body of 12.5 KB keeps about 0.5 KB. A body the base does not
 /// shrink to a quarter (the first after a start, or Apple's certificates changed) is kept as posted
 /// and becomes the base of those after it.
 ///

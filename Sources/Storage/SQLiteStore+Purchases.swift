@@ -106,9 +106,10 @@ extension SQLiteStore.Writer {
         }
     }
 
-    /// One submission, inside the caller's transaction: ``PurchaseRecorder`` decides, this answers
-    /// its questions and applies its writes (docs/purchases.md, "Customers and transfers").
-    func record(_ submission: PurchaseSubmission) throws -> PurchaseOutcome {
+    /// One submission, inside the batch's transaction above, which settles the bases of the
+    /// notification bodies it stored: ``PurchaseRecorder`` decides, this answers its questions and
+    /// applies its writes (docs/purchases.md, "Customers and transfers").
+    private func record(_ submission: PurchaseSubmission) throws -> PurchaseOutcome {
         let app = submission.app
         let now = Int64(submission.receivedAt.timeIntervalSince1970)
         var recorder = PurchaseRecorder(submission)
