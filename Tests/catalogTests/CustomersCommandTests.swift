@@ -25,26 +25,52 @@ import Testing
         return ((answer["entitlements"] as? [[String: Any]]) ?? []).compactMap { $0["entitlement"] as? String }
     }
 
+    /// What the operator's `sqlite3` prints for `sql` on the workspace's store.
+    static func sqlite3(_ root: URL, _ sql: String) throws -> String {
+        let sqlite = Process()
+        sqlite.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        sqlite.arguments = ["sqlite3", root.appendingPathComponent("var/catalog.sqlite").path, sql]
+        let output = Pipe()
+        sqlite.standardOutput = output
+        try sqlite.run()
+        let printed = output.fileHandleForReading.readDataToEndOfFile()
+        sqlite.waitUntilExit()
+        return String(decoding: printed, as: UTF8.self)
+    }
+
     @Test func showsACustomerAndRebuildsTheLedgerFromTheRawNotifications() async throws {
         let pki = try PKI.ecdsa()
         try await CommandTests.withWorkspace { workspace in
             try workspace.write("catalog/com.example.app.plist", Self.catalog)
             try workspace.write("root.pem", PKI.pem(pki.root) + "\n")
-            let notification = try pki.jws(
-                payload: PKI.notification(
-                    type: "DID_RENEW",
-                    data: [
-                        "signedTransactionInfo": try pki.jws(payload: PKI.transaction()),
-                        "signedRenewalInfo": try pki.jws(payload: PKI.renewalInfo()),
-                    ]))
-            let body = "{\"signedPayload\":\"\(notification)\"}"
             let verifier = SignedDataVerifier(trust: pki.trust, app: AppStoreApp(bundleId: "com.example.app", appAppleId: 1_234_567_890))
-            let verified = try await verifier.verifyAndDecodeNotification(body)
-            let submission = try #require(
-                PurchaseSubmission.notification(verified, app: "com.example.app", body: body, receivedAt: Date(), transferPolicy: .keep))
+            func submission(_ transaction: [String: any Sendable]) async throws -> PurchaseSubmission {
+                let notification = try pki.jws(
+                    payload: PKI.notification(
+                        type: "DID_RENEW",
+                        data: [
+                            "signedTransactionInfo": try pki.jws(payload: PKI.transaction(transaction)),
+                            "signedRenewalInfo": try pki.jws(payload: PKI.renewalInfo()),
+                        ]))
+                let body = "{\"signedPayload\":\"\(notification)\"}"
+                let verified = try await verifier.verifyAndDecodeNotification(body)
+                return try #require(
+                    PurchaseSubmission.notification(verified, app: "com.example.app", body: body, receivedAt: Date(), transferPolicy: .keep)
+                )
+            }
+            // Two renewals, committed apart: the second's body is kept compressed against the first's
+            // (docs/storage.md, "Notification bodies"), and the rebuild verifies it again as posted.
             let store = try await SQLiteStore.open(path: workspace.root.appendingPathComponent("var/catalog.sqlite").path)
-            _ = try await store.record([submission])
+            _ = try await store.record([try await submission([:])])
+            _ = try await store.record([
+                try await submission([
+                    "transactionId": "2000000000000002", "purchaseDate": PKI.milliseconds(PKI.date(2025, 1, 31)),
+                    "expiresDate": PKI.milliseconds(PKI.date(2025, 2, 28)),
+                ])
+            ])
             try await store.close()
+            #expect(
+                try Self.sqlite3(workspace.root, "SELECT quote(body_base) FROM purchase_notifications ORDER BY sequence") == "NULL\n1\n")
 
             let storeOption = ["--store", "sqlite:var/catalog.sqlite"]
             let show = ["customers", "show", "com.example.app", "2000000000000001", "--at", "2025-01-15T00:00:00Z"] + storeOption
@@ -57,13 +83,13 @@ import Testing
             let rebuild = try await CommandTests.run(
                 ["purchases", "rebuild", "--root-certificate", "root.pem"] + storeOption, in: workspace.root)
             #expect(rebuild.status == 0, "\(rebuild.stderr)")
-            #expect(rebuild.stdout == "com.example.app: 2 payloads cleared, 1 notifications replayed, 0 refused\n")
+            #expect(rebuild.stdout == "com.example.app: 3 payloads cleared, 2 notifications replayed, 0 refused\n")
             let after = try await CommandTests.run(show, in: workspace.root)
             #expect(after.stdout == before.stdout, "the same ledger again")
 
-            // Without the test's root the notification no longer verifies: it is left out, and said.
+            // Without the test's root the notifications no longer verify: they are left out, and said.
             let untrusted = try await CommandTests.run(["purchases", "rebuild"] + storeOption, in: workspace.root)
-            #expect(untrusted.stdout == "com.example.app: 2 payloads cleared, 0 notifications replayed, 1 refused\n")
+            #expect(untrusted.stdout == "com.example.app: 3 payloads cleared, 0 notifications replayed, 2 refused\n")
             #expect(untrusted.stderr.contains("no longer verifies"))
             #expect(try Self.entitlements(try await CommandTests.run(show, in: workspace.root).stdout) == [])
         }
