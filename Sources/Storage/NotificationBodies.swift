@@ -44,7 +44,7 @@ final class NotificationBodyCompressor {
     /// After a body was stored as posted, as notification `sequence`: it becomes its store's
     /// base, for the notifications after it.
     func storedAsPosted(_ body: String, sequence: Int64, store: Marketplace) {
-        guard body.utf8.count >= Self.minimumBytes, let deflater = PresetDictionaryDeflater(dictionary: Array(body.utf8)) else { return }
+        guard body.utf8.count >= Self.minimumBytes, let deflater = PresetDictionaryDeflater(dictionary: body.utf8) else { return }
         pending[store] = Base(sequence: sequence, deflater: deflater)
     }
 
@@ -57,16 +57,6 @@ final class NotificationBodyCompressor {
     /// It rolled back: the rows of its bases are gone.
     func rolledBack() {
         pending = [:]
-    }
-
-    /// The body a row keeps: as posted, or `compressed` inflated with its base's `dictionary`.
-    static func body(compressed: [UInt8], dictionary: String) -> String? {
-        var dictionary = dictionary
-        return dictionary.withUTF8 { dictionary in
-            PresetDictionaryDeflater.inflate(compressed, dictionary: UnsafeRawBufferPointer(dictionary)).map {
-                String(decoding: $0, as: UTF8.self)
-            }
-        }
     }
 }
 
@@ -81,7 +71,7 @@ final class PresetDictionaryDeflater {
     private let levelBuffer: UnsafeMutableBufferPointer<UInt8>
 
     /// Nil when ISA-L refuses the dictionary.
-    init?(dictionary bytes: [UInt8]) {
+    init?(dictionary bytes: some BidirectionalCollection<UInt8>) {
         stream = .allocate(capacity: 1)
         dictionary = .allocate(capacity: 1)
         // Zeroed: ISA-L reads the level field before it sets it.
@@ -185,14 +175,14 @@ extension RawNotification {
         var notification = RawNotification(row: SQLiteRow(statement: statement))
         guard let base = statement.column("body_base").flatMap(statement.optionalInteger) else { return .success(notification) }
         guard let compressed = statement.column("body").flatMap(statement.blob),
-            let dictionary = statement.column("base_body").flatMap(statement.text),
-            let body = NotificationBodyCompressor.body(compressed: compressed, dictionary: dictionary)
+            let dictionary = statement.column("base_body").flatMap(statement.blob),
+            let body = dictionary.withUnsafeBytes({ PresetDictionaryDeflater.inflate(compressed, dictionary: $0) })
         else {
             return .failure(
                 SQLiteError(
                     "notification \(notification.sequence)'s body cannot be read against notification \(base)'s: the store is damaged"))
         }
-        notification.body = body
+        notification.body = String(decoding: body, as: UTF8.self)
         return .success(notification)
     }
 }
