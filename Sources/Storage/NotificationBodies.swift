@@ -14,6 +14,10 @@ import Ledger
 /// shrink to a quarter (the first after a start, or Apple's certificates changed) is kept as posted
 /// and becomes the base of those after it.
 ///
+/// This relies on nothing deleting notifications: a base must outlive every row that names it, so
+/// whatever comes to delete them (a retention period) must first keep, or store as posted again,
+/// the bodies of the rows it keeps that name a row it deletes.
+///
 /// Confined to the writer's queue, like the writer.
 final class NotificationBodyCompressor {
     /// Smaller bodies (Google Play's) are kept as posted: there is little to win.
