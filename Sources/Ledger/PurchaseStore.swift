@@ -252,6 +252,12 @@ public protocol PurchaseStore: Sendable {
     /// Records each submission in one durable transaction; outcomes in the order of `submissions`.
     /// A notification whose id the app already has changes nothing (`duplicate`).
     func record(_ submissions: [PurchaseSubmission]) async throws -> [PurchaseOutcome]
+    /// ``record(_:)`` for a caller that does not wait (the group committer): `completion` gets what
+    /// it returns. A store that commits on a thread of its own calls back from there, so that its
+    /// caller can go on to the next batch without a hop; the default runs ``record(_:)`` in a task.
+    /// A requirement, not only an extension: callers hold `any PurchaseStore`, and only a
+    /// requirement reaches the store's own.
+    func record(_ submissions: [PurchaseSubmission], completion: @escaping @Sendable (Result<[PurchaseOutcome], any Error>) -> Void)
     /// The customer of `app` that `id` names: an app account, a store's account id, a purchase key
     /// or a transaction id; nil when none does.
     func customer(app: String, id: String) async throws -> CustomerRecord?
@@ -263,7 +269,7 @@ public protocol PurchaseStore: Sendable {
 }
 
 extension PurchaseStore {
-    /// ``record(_:)`` for a caller that does not wait: `completion` gets what it returns.
+    /// Runs ``record(_:)`` in a high-priority task and calls `completion` with what it returns or throws.
     public func record(_ submissions: [PurchaseSubmission], completion: @escaping @Sendable (Result<[PurchaseOutcome], any Error>) -> Void)
     {
         Task(priority: .high) {

@@ -1,6 +1,7 @@
 import CatalogKit
 import CatalogServer
 import Foundation
+import Ledger
 import Synchronization
 import Testing
 
@@ -62,6 +63,26 @@ import Testing
             #expect(stored.count == 11, "every queued report is stored")
             let count = try await store.aggregate(AggregateQuery()).first?.reports
             #expect(count == 11)
+        }
+    }
+
+    /// The purchase committer reaches the store only as `any PurchaseStore`: through it, the SQLite
+    /// store's own `record(_:completion:)` must answer from its writer's queue (outside any task), so
+    /// that the next batch starts there at once. A default in a protocol extension alone would be called
+    /// instead (no dynamic dispatch without a requirement) and put a task between every two
+    /// batches.
+    @Test func purchasesThroughTheProtocolAreAnsweredOnTheWritersQueue() async throws {
+        defer { removeFolder() }
+        try await withStore { store in
+            let purchases: any PurchaseStore = store
+            let submission = PurchaseStoreConformance.notification(PurchaseStoreConformance.transaction())
+            let answeredInATask = await withCheckedContinuation { continuation in
+                purchases.record([submission]) { result in
+                    #expect(throws: Never.self) { try result.get() }
+                    continuation.resume(returning: withUnsafeCurrentTask { $0 != nil })
+                }
+            }
+            #expect(!answeredInATask, "the store's own record(_:completion:) was passed over for the protocol's default")
         }
     }
 
