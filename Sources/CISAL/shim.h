@@ -6,4 +6,6 @@
 
 /* The level-1 working buffer size: the macro is an expression Swift does not import. */
 static inline unsigned int cisal_level1_buffer_bytes(void) { return ISAL_DEF_LVL1_DEFAULT; }
+/* The level-0 working buffer size, for the notification bodies compressed against another. */
+static inline unsigned int cisal_level0_buffer_bytes(void) { return ISAL_DEF_LVL0_DEFAULT; }
 #endif

@@ -8,7 +8,7 @@ import Ledger
 /// times over (the notification's and its nested tokens' headers): the same bytes in every
 /// notification. Kept as posted, the bodies were half of what writing a notification's rows alone
 /// cost (docs/benchmarks.md, "Notification bodies, compressed against another"). A body of at
-/// least ``minimumBytes`` is now kept as raw DEFLATE (ISA-L, level 1) with the body of an earlier
+/// least ``minimumBytes`` is now kept as raw DEFLATE (ISA-L, level 0) with the body of an earlier
 /// notification of the same store, kept as posted, as the preset dictionary: its row names that
 /// notification in `body_base`, and a body of 12.5 KB keeps about 0.5 KB. A body the base does not
 /// shrink to a quarter (the first after a start, or Apple's certificates changed) is kept as posted
@@ -64,8 +64,15 @@ final class NotificationBodyCompressor {
     }
 }
 
-/// Raw DEFLATE with a preset dictionary, by ISA-L at level 1: the dictionary's last 32 KiB (DEFLATE's
-/// window) is processed once and reused for every body compressed against it.
+/// Raw DEFLATE with a preset dictionary, by ISA-L at level 0 with DEFLATE's fixed Huffman code: the
+/// dictionary's last 32 KiB (DEFLATE's window) is processed once and reused for every body
+/// compressed against it.
+///
+/// Level 0 and the fixed code, because against a dictionary so like it a body is almost all long
+/// matches, which leave a code built for each body little to win. On 2,000 of the benchmark's
+/// notifications (`scripts/bench-purchases bodies`), level 1 with a code built for each gave about
+/// 540 bytes a body in 6.6 µs, level 0 with the fixed code about 615 bytes in 1.9 µs, and with
+/// ISA-L's default code about 780 bytes.
 final class PresetDictionaryDeflater {
     /// DEFLATE's window: what a dictionary can be referred to by.
     static let windowBytes = 1 << 15
@@ -80,7 +87,7 @@ final class PresetDictionaryDeflater {
         dictionary = .allocate(capacity: 1)
         // Zeroed: ISA-L reads the level field before it sets it.
         UnsafeMutableRawPointer(dictionary).initializeMemory(as: UInt8.self, repeating: 0, count: MemoryLayout<isal_dict>.size)
-        levelBuffer = .allocate(capacity: Int(cisal_level1_buffer_bytes()))
+        levelBuffer = .allocate(capacity: Int(cisal_level0_buffer_bytes()))
         Self.reset(stream, levelBuffer)
         var window = Array(bytes.suffix(Self.windowBytes))
         let processed = window.withUnsafeMutableBufferPointer {
@@ -97,7 +104,7 @@ final class PresetDictionaryDeflater {
 
     private static func reset(_ stream: UnsafeMutablePointer<isal_zstream>, _ levelBuffer: UnsafeMutableBufferPointer<UInt8>) {
         isal_deflate_init(stream)
-        stream.pointee.level = 1
+        stream.pointee.level = 0
         stream.pointee.level_buf = levelBuffer.baseAddress
         stream.pointee.level_buf_size = UInt32(levelBuffer.count)
     }
@@ -106,7 +113,9 @@ final class PresetDictionaryDeflater {
     func compress(_ input: UnsafeRawBufferPointer, atMost limit: Int) -> [UInt8]? {
         guard limit > 0, input.count < Int(UInt32.max) else { return nil }
         Self.reset(stream, levelBuffer)
-        guard isal_deflate_reset_dict(stream, dictionary) == COMP_OK else { return nil }
+        guard isal_deflate_reset_dict(stream, dictionary) == COMP_OK,
+            isal_deflate_set_hufftables(stream, nil, IGZIP_HUFFTABLE_STATIC) == COMP_OK
+        else { return nil }
         var finished = false
         let output = [UInt8](unsafeUninitializedCapacity: limit) { output, count in
             stream.pointee.next_in = UnsafeMutablePointer(mutating: input.baseAddress?.assumingMemoryBound(to: UInt8.self))
