@@ -100,12 +100,11 @@ public func buildApplication(
         let http1 = LeanHTTP1Channel(
             responder: responder, connectionLimit: connectionLimit,
             connectionHandler: { LeanConnectionHandler(store: store, metrics: metrics, configuration: configuration, content: content) },
-            reportHandler: { connection in
-                intake.map {
-                    ReportConnectionHandler(
-                        intake: $0, feeds: store, connection: connection, metrics: metrics, clock: configuration.clock,
-                        accessLog: configuration.accessLog)
-                }
+            postHandler: { connection in
+                guard intake != nil || purchases != nil else { return nil }
+                return LeanPostHandler(
+                    intake: intake, purchases: purchases, feeds: store, connection: connection, metrics: metrics,
+                    clock: configuration.clock, instant: configuration.instant, accessLog: configuration.accessLog)
             })
         // With TLS, the same channel and protections behind it (``LeanTLSChannel``).
         guard let tls else { return http1 }

@@ -70,6 +70,7 @@ import Testing
         #expect(MetricsRoute(FeedKind.products).rawValue == "products")
         #expect(MetricsRoute(FeedKind.catalog).rawValue == "catalog")
         #expect(MetricsRoute.reports.rawValue == "reports")
+        #expect(MetricsRoute.notifications.rawValue == "notifications")
         #expect(MetricsRoute.content.rawValue == "content")
         #expect(MetricsRoute.unknown.rawValue == "unknown")
     }

@@ -7,15 +7,15 @@ import NIOHTTPTypesHTTP1
 
 /// Hummingbird's HTTP/1 child channel with ``LeanConnectionHandler`` in front of the request
 /// decoder, where feed and content requests are cheapest to answer and each connection's deadlines
-/// and backpressure are kept, and ``ReportConnectionHandler`` behind it for reports.
+/// and backpressure are kept, and ``LeanPostHandler`` behind it for reports and App Store notifications.
 struct LeanHTTP1Channel: HTTPChannelHandler {
     typealias Value = NIOAsyncChannel<HTTPRequestPart, HTTPResponsePart>
 
     let responder: HTTPChannelHandler.Responder
     let connectionLimit: ConnectionLimit
     let connectionHandler: @Sendable () -> LeanConnectionHandler
-    /// nil when the server stores no reports.
-    let reportHandler: @Sendable (LeanConnectionHandler) -> ReportConnectionHandler?
+    /// nil when the server stores neither reports nor purchases.
+    let postHandler: @Sendable (LeanConnectionHandler) -> LeanPostHandler?
 
     func setup(channel: any Channel, logger: Logger) -> EventLoopFuture<Value> {
         guard connectionLimit.admit(channel) else {
@@ -39,8 +39,8 @@ struct LeanHTTP1Channel: HTTPChannelHandler {
             withEncoderConfiguration: .init(), withDecoderLimitConfiguration: Self.decoderLimits)
         if !secure { try channel.pipeline.syncOperations.addHandler(connection, position: .first) }
         try channel.pipeline.syncOperations.addHandler(ForwardedRequestTracker(connection: connection))
-        // Behind the tracker: to the lean path, a report is a forwarded request like any other.
-        if let reportHandler = reportHandler(connection) { try channel.pipeline.syncOperations.addHandler(reportHandler) }
+        // Behind the tracker: to the lean path, a report or a notification is a forwarded request like any other.
+        if let postHandler = postHandler(connection) { try channel.pipeline.syncOperations.addHandler(postHandler) }
         try channel.pipeline.syncOperations.addHandler(HTTP1ToHTTPServerCodec(secure: secure))
         // No idle timeout behind this point: requests answered by the connection handler never
         // reach it, so the connection handler keeps time for the whole connection.

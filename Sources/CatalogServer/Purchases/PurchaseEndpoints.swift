@@ -164,15 +164,28 @@ struct PurchaseEndpoints: Sendable {
     /// `POST /v1/apps/{app}/notifications/app-store`: 200 once the notification is committed.
     func notification(_ request: Request, app: String, revision: Int?, now: Date) async -> Response {
         guard request.method == .post else { return CatalogResponder.methodNotAllowed(request, allow: "POST") }
-        let config: AppPurchases
-        switch await prepare(request, app: app, revision: revision, limit: Self.maximumNotificationBytes) {
+        let published: Int
+        switch Self.checkHead(
+            app: app, revision: revision, contentType: request.headers[.contentType],
+            contentLength: request.headers[.contentLength].flatMap(Int.init), limit: Self.maximumNotificationBytes)
+        {
         case .failure(let refusal): return refusal.response
-        case .success(let (found, _)): config = found
+        case .success(let revision): published = revision
         }
-        let body: String
         switch await Self.body(request, limit: Self.maximumNotificationBytes) {
         case .failure(let refusal): return refusal.response
-        case .success(let text): body = text
+        case .success(let body): return await notification(body, app: app, revision: published, now: now)
+        }
+    }
+
+    /// A notification whose head passed ``checkHead(app:revision:contentType:contentLength:limit:)``,
+    /// by its body: verified, stored, answered. Both paths that take notifications answer through
+    /// it: Hummingbird's (above) and the lean one (``LeanPostHandler``).
+    func notification(_ body: String, app: String, revision: Int, now: Date) async -> Response {
+        let config: AppPurchases
+        switch await settings(app, revision: revision) {
+        case .failure(let refusal): return refusal.response
+        case .success(let found): config = found
         }
         let verified: SignedDataVerifier.VerifiedNotification
         do {
@@ -404,19 +417,49 @@ struct PurchaseEndpoints: Sendable {
 
     /// The checks the head decides: a published app, its settings, JSON, the size.
     func prepare(_ request: Request, app: String, revision: Int?, limit: Int) async -> Result<(AppPurchases, Int), EndpointRefusal> {
-        guard let revision else { return .failure(EndpointRefusal(response: JSONError.response(.notFound, "no published app '\(app)'"))) }
-        guard ReportIntake.isJSON(request.headers[.contentType]) else {
-            return .failure(EndpointRefusal(response: JSONError.response(.unsupportedMediaType, "send Content-Type: application/json")))
+        switch Self.checkHead(
+            app: app, revision: revision, contentType: request.headers[.contentType],
+            contentLength: request.headers[.contentLength].flatMap(Int.init), limit: limit)
+        {
+        case .failure(let refusal): return .failure(EndpointRefusal(response: refusal.response))
+        case .success(let revision): return await settings(app, revision: revision).map { ($0, revision) }
         }
-        if let length = request.headers[.contentLength].flatMap(Int.init), length > limit {
-            return .failure(
-                EndpointRefusal(response: JSONError.response(.contentTooLarge, "the body is \(length) bytes; the limit is \(limit)")))
+    }
+
+    /// What the head alone decides: the revision the app is published at, or the refusal of an
+    /// app that is not published, a body that is not JSON, or one larger than `limit` by its
+    /// `Content-Length`.
+    static func checkHead(app: String, revision: Int?, contentType: String?, contentLength: Int?, limit: Int)
+        -> Result<Int, HeadRefusal>
+    {
+        guard let revision else { return .failure(HeadRefusal(.notFound, "no published app '\(app)'")) }
+        guard ReportIntake.isJSON(contentType) else {
+            return .failure(HeadRefusal(.unsupportedMediaType, "send Content-Type: application/json"))
         }
-        switch await settings.app(app, revision: revision) {
-        case .failure(let error):
-            return .failure(EndpointRefusal(response: JSONError.response(.serviceUnavailable, "\(error)")))
-        case .success(let config):
-            return .success((config, revision))
+        if let contentLength, contentLength > limit {
+            return .failure(HeadRefusal(.contentTooLarge, "the body is \(contentLength) bytes; the limit is \(limit)"))
+        }
+        return .success(revision)
+    }
+
+    /// A refusal ``checkHead(app:revision:contentType:contentLength:limit:)`` decides, answered as
+    /// `JSONError`: on Hummingbird's path as a `Response`, on the lean path as its bytes.
+    struct HeadRefusal: Error {
+        let status: HTTPResponse.Status
+        let message: String
+
+        init(_ status: HTTPResponse.Status, _ message: String) {
+            self.status = status
+            self.message = message
+        }
+
+        var response: Response { JSONError.response(status, message) }
+    }
+
+    /// `app`'s purchase settings at `revision`; 503 when its purchase record cannot be read.
+    func settings(_ app: String, revision: Int) async -> Result<AppPurchases, EndpointRefusal> {
+        await settings.app(app, revision: revision).mapError {
+            EndpointRefusal(response: JSONError.response(.serviceUnavailable, "\($0)"))
         }
     }
 

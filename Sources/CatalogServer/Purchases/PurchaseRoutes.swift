@@ -10,7 +10,7 @@ extension CatalogResponder {
     static let purchaseRoutes = RouteTable(
         "purchases", listener: .public, parameters: ["app": .appName, "id": .customerKey], availability: .purchases,
         [
-            RouteSpec("/v1/apps/{app}/notifications/app-store", .post, metrics: "notifications") { await $0.notification($1) },
+            notificationRoute,
             RouteSpec("/v1/apps/{app}/purchases", .post, metrics: "purchases") { await $0.purchase($1) },
             RouteSpec("/v1/apps/{app}/notifications/google-play", .post, metrics: "play_notifications") { await $0.playNotification($1) },
             // "lookup" is no key (keys are UUIDs and Apple's numeric ids): matched before `{id}`.
@@ -21,6 +21,11 @@ extension CatalogResponder {
             RouteSpec("/v1/apps/{app}/customers/{id}", .get, .head, metrics: "customers") { await $0.customer($1) },
             RouteSpec("/v1/apps/{app}/customers/{id}/import", .post, metrics: "customer_import") { await $0.customerImport($1) },
         ])
+
+    /// Named apart: the lean path (``LeanPostHandler``) counts what it answers under its label.
+    static let notificationRoute = RouteSpec("/v1/apps/{app}/notifications/app-store", .post, metrics: "notifications") {
+        await $0.notification($1)
+    }
 
     /// `POST /v1/apps/{app}/notifications/app-store`: App Store Server Notifications V2.
     func notification(_ call: RouteCall) async -> Response {
@@ -86,4 +91,9 @@ extension CatalogResponder {
 extension RouteAvailability {
     /// A store that keeps purchases.
     static let purchases = RouteAvailability { $0.purchases == nil ? CatalogResponder.noPurchases : nil }
+}
+
+extension MetricsRoute {
+    /// App Store notifications, on either path.
+    static let notifications = CatalogResponder.notificationRoute.metricsName
 }

@@ -4,7 +4,7 @@ extension CatalogResponder {
     /// Reports of identifiers an app's store did not know (docs/contract.md section 4).
     static let reportRoutes = RouteTable("reports", listener: .public, parameters: ["app": .appName], [reportRoute])
 
-    /// Named apart: the lean report path (``ReportConnectionHandler``) counts what it answers
+    /// Named apart: the lean path (``LeanPostHandler``) counts what it answers
     /// under its label.
     static let reportRoute = RouteSpec(
         "/v1/apps/{app}/invalid-identifiers", methods: [.post], metrics: "reports", answer: { await $0.receiveReport($1) })
