@@ -115,6 +115,20 @@ import Testing
         }
     }
 
+    /// A notification whose body trickles in is cut off at the read deadline, as any request is:
+    /// on the lean path the body is gathered behind the connection handler that keeps the deadline.
+    @Test func aSlowBodyIsCutOffAtTheDeadline() async throws {
+        try await Endpoints.withServer(readDeadline: .seconds(1)) { client, _ in
+            let socket = try LoopbackSocket(port: try #require(client.port))
+            defer { socket.close() }
+            // The head, announcing 40 bytes, then one byte every 200 ms.
+            let request = Self.post(String(repeating: "a", count: 40))
+            #expect(socket.send(Array(request.dropLast(40).utf8)))
+            let closed = try await socket.trickle(Array(repeating: Array("a".utf8), count: 40))
+            #expect(closed, "a notification still trickling in after the deadline was not cut off")
+        }
+    }
+
     /// Which heads the lean path takes: plain POSTs to the two paths, nothing else.
     @Test func theLeanPathTakesPlainPostsOnly() {
         func head(_ uri: String, method: HTTPMethod = .POST, version: HTTPVersion = .http1_1, _ fields: [(String, String)] = [])

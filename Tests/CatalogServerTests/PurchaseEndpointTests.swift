@@ -67,7 +67,7 @@ import Time
         store makeStore: ((SQLiteStore) -> any PurchaseStore & WebhookOutbox)? = nil,
         reports: ReportsConfiguration = ReportsConfiguration(), appStoreAPIURL: URL? = nil, playAPIURL: URL? = nil,
         googlePushKeys: String? = nil, playInterval: Duration = .seconds(60),
-        content: ((BlobStore) throws -> [ContentManifest.Item])? = nil,
+        content: ((BlobStore) throws -> [ContentManifest.Item])? = nil, readDeadline: TimeAmount? = nil,
         _ body: @Sendable (any TestClientProtocol, Server) async throws -> Void
     ) async throws {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("purchases-\(UUID().uuidString)")
@@ -82,6 +82,7 @@ import Time
         #expect(!build.hasErrors, "\(build.diagnostics)")
         var configuration = ServeConfiguration()
         configuration.clock = { during }
+        if let readDeadline { configuration.readDeadline = readDeadline }
         // Content to deliver: its manifest beside the revision built, and a key to sign its URLs.
         if let content {
             let revision = try #require(try tree.currentManifest(app)?.revision)
