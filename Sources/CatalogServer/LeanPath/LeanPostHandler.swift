@@ -18,10 +18,11 @@ import Time
 /// request, again for its body, hands it on and wakes for its outcome, and hands the response back
 /// to the event loop), and the request and response are converted twice. At the thousands of
 /// reports a second one server must take, those hops were most of a report's cost; a notification
-/// of 12.5 KB refused there cost 42 to 44 µs of CPU, one read and refused here 19 µs
-/// (docs/benchmarks.md, "The lean path for notifications"). Here the body is gathered on the event
-/// loop; a report goes from there to the group committer, a notification to a task that verifies
-/// it and waits for its commit, and the answer comes straight back.
+/// of 12.5 KB refused there cost 42 to 44 µs of CPU, a report of that size read and refused here
+/// 19 µs (docs/benchmarks.md, "Notifications on the lean path, and pairs run at once"). Here the
+/// body is gathered on the event loop; a report goes from there to the group committer, a
+/// notification to a task that verifies it and waits for its commit, and the answer comes straight
+/// back.
 ///
 /// Plain means: HTTP/1.1 with keep-alive, a `Content-Length` (a chunked body takes the general
 /// path, which stops reading at the limit), no `Expect`, a path without escapes or a query, and
