@@ -10,7 +10,7 @@ import Ledger
 /// cost (docs/benchmarks.md, "Notification bodies, compressed against another"). A body of at
 /// least ``minimumBytes`` is now kept as raw DEFLATE (ISA-L, level 0) with the body of an earlier
 /// notification of the same store, kept as posted, as the preset dictionary: its row names that
-/// notification in `body_base`, and a body of 12.5 KB keeps about 0.5 KB. A body the base does not
+/// notification in `body_base`, and a body of 12.5 KB keeps about 0.6 KB. A body the base does not
 /// shrink to a quarter (the first after a start, or Apple's certificates changed) is kept as posted
 /// and becomes the base of those after it.
 ///

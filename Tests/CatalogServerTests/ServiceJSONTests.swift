@@ -280,6 +280,16 @@ import Yams
         #expect(try JSONDecoder().decode(NotificationAnswer.self, from: Data(bytes)) == answer)
     }
 
+    /// The answer written by hand is the encoder's, byte for byte, whatever id Apple signed.
+    @Test(arguments: ["5f2a", "a0b1c2d3-0000-4000-8000-000000000001", #"q"uote\back/slash"#, "tab\tnew\nline\u{1}", "é🙂"])
+    func notificationAnswersAreWrittenAsTheEncoderWrites(uuid: String) {
+        for answer in [
+            NotificationAnswer(notificationUUID: uuid, stored: true), NotificationAnswer(notificationUUID: uuid, duplicate: true),
+        ] {
+            #expect(answer.json == ServiceJSON.encode(answer), "\(String(decoding: answer.json, as: UTF8.self))")
+        }
+    }
+
     @Test(arguments: [nil, 21_002])
     func refusalsAreAsDocumented(status: Int?) throws {
         let refusal = RefusalAnswer(error: .init(message: "the signature does not verify", code: "forged", status: status))
