@@ -68,9 +68,7 @@ public struct CatalogResponder: HTTPResponder {
             matched?.route.metricsName ?? .unknown, status: response.status.code, bodyBytes: response.body.contentLength ?? 0)
         if configuration.accessLog.enabled {
             let peer = context.remoteAddress?.ipAddress
-            let client =
-                reports?.client(peer: peer) { request.headers[values: HTTPField.Name($0)!] }
-                ?? peer.flatMap { IPAddress($0) }.map(ClientAddress.init(peer:))
+            let client = ReportIntake.loggedClient(reports, peer: peer) { request.headers[values: HTTPField.Name($0)!] }
             configuration.accessLog.record(
                 method: request.method.rawValue, path: request.uri.path, status: response.status.code,
                 bytes: response.body.contentLength ?? 0, started: started, client: client,

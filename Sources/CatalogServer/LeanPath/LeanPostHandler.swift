@@ -199,9 +199,7 @@ final class LeanPostHandler: ChannelDuplexHandler, RemovableChannelHandler {
             guard let purchases else { return nil }
             started = .now
             if accessLog.enabled {
-                let peer = context.channel.remoteAddress?.ipAddress
-                let client =
-                    intake?.client(peer: peer) { head.headers[$0] } ?? peer.flatMap { IPAddress($0) }.map(ClientAddress.init(peer:))
+                let client = ReportIntake.loggedClient(intake, peer: context.channel.remoteAddress?.ipAddress) { head.headers[$0] }
                 logged = (head.uri, client, head.headers.first(name: "x-request-id"))
             }
             let limit = PurchaseEndpoints.maximumNotificationBytes
@@ -211,8 +209,7 @@ final class LeanPostHandler: ChannelDuplexHandler, RemovableChannelHandler {
             case .success(let revision):
                 return .read(.notification(purchases, app: app, revision: revision))
             case .failure(let refusal):
-                // As a report's: a small body of known length is read and dropped to keep the connection.
-                let close = !(length.map { $0 <= limit } ?? false)
+                let close = ReportIntake.refusalCloses(contentLength: length, limit: limit)
                 return .refuse(LeanAnswer(error: refusal.status, refusal.message, route: .notifications, closeConnection: close))
             }
         }

@@ -183,7 +183,7 @@ struct PurchaseEndpoints: Sendable {
     /// it: Hummingbird's (above) and the lean one (``LeanPostHandler``).
     func notification(_ body: String, app: String, revision: Int, now: Date) async -> Response {
         let config: AppPurchases
-        switch await settings(app, revision: revision) {
+        switch await appSettings(app, revision: revision) {
         case .failure(let refusal): return refusal.response
         case .success(let found): config = found
         }
@@ -422,7 +422,7 @@ struct PurchaseEndpoints: Sendable {
             contentLength: request.headers[.contentLength].flatMap(Int.init), limit: limit)
         {
         case .failure(let refusal): return .failure(EndpointRefusal(response: refusal.response))
-        case .success(let revision): return await settings(app, revision: revision).map { ($0, revision) }
+        case .success(let revision): return await appSettings(app, revision: revision).map { ($0, revision) }
         }
     }
 
@@ -457,7 +457,7 @@ struct PurchaseEndpoints: Sendable {
     }
 
     /// `app`'s purchase settings at `revision`; 503 when its purchase record cannot be read.
-    func settings(_ app: String, revision: Int) async -> Result<AppPurchases, EndpointRefusal> {
+    func appSettings(_ app: String, revision: Int) async -> Result<AppPurchases, EndpointRefusal> {
         await settings.app(app, revision: revision).mapError {
             EndpointRefusal(response: JSONError.response(.serviceUnavailable, "\($0)"))
         }

@@ -89,6 +89,19 @@ struct ReportIntake: Sendable {
         clients.client(peer: peer.flatMap { IPAddress($0) }, fields: fields)
     }
 
+    /// The client the access log names: by `intake`'s rule (``client(peer:fields:)``, which knows
+    /// the trusted proxies) on a server that takes reports, else the peer.
+    static func loggedClient(_ intake: ReportIntake?, peer: String?, fields: (String) -> [String]) -> ClientAddress? {
+        intake?.client(peer: peer, fields: fields) ?? peer.flatMap { IPAddress($0) }.map(ClientAddress.init(peer:))
+    }
+
+    /// Whether a POST refused by its head alone closes the connection: Hummingbird would read and
+    /// discard the body to keep it, which is cheap for a small body of known length; anything else
+    /// closes, unread.
+    static func refusalCloses(contentLength: Int?, limit: Int) -> Bool {
+        !(contentLength.map { $0 <= limit } ?? false)
+    }
+
     /// The keyed hash of `client`'s network, as reports store it.
     func network(of client: ClientAddress?) -> String? {
         client.map { networks.networkID(of: $0.address) }
@@ -98,11 +111,9 @@ struct ReportIntake: Sendable {
     /// `ReportDecoder.maximumBodyBytes`). Takes from the client network's rate when it returns nil.
     func checkHead(app: String, isPublished: Bool, contentType: String?, contentLength: Int?, client: ClientAddress?) -> ReportAnswer? {
         let limit = ReportDecoder.maximumBodyBytes
-        // A refusal before the body is read: Hummingbird would read and discard the body to keep
-        // the connection, which is cheap for a small body of known length; anything else closes.
         func refuse(_ status: HTTPResponse.Status, _ message: String, retryAfter: Int? = nil) -> ReportAnswer {
             var answer = ReportAnswer.error(status, message, retryAfter: retryAfter)
-            answer.closeConnection = !(contentLength.map { $0 <= limit } ?? false)
+            answer.closeConnection = Self.refusalCloses(contentLength: contentLength, limit: limit)
             return answer
         }
         guard isPublished else { return refuse(.notFound, "no published app '\(app)'") }
