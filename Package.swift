@@ -142,10 +142,14 @@ let package = Package(
         // The App Store, the ledger's first store: its evidence verified offline (StoreKit 2 JWS,
         // notifications, legacy receipts), Apple's models, and the mapping into the ledger's terms.
         // No NIO, no HTTP, no database (docs/purchases.md).
+        // ES256 checks for a key that signs again and again (docs/purchases.md, "Signatures with a key
+        // seen before"): a table of the key's multiples, evaluated with BoringSSL's own P-256
+        // arithmetic, which the Crypto product links.
+        .target(name: "CP256FixedKey"),
         .target(
             name: "AppStore",
             dependencies: [
-                "Ledger", "CatalogKit", "FeedSigning",
+                "Ledger", "CatalogKit", "FeedSigning", "CP256FixedKey",
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "Crypto", package: "swift-crypto"),
@@ -305,7 +309,9 @@ let package = Package(
                 .product(name: "X509", package: "swift-certificates"),
                 .product(name: "SwiftASN1", package: "swift-asn1"),
                 .product(name: "Crypto", package: "swift-crypto"),
-            ]
+            ],
+            // Wycheproof's ES256 vectors, for the fixed-key checks (FixedKeyVerifierTests).
+            resources: [.copy("Resources/wycheproof-ecdsa-p256-sha256-p1363.json")]
         ),
         // A stand-in for Apple's App Store Server API on loopback, following Apple's documentation:
         // its token checks, paging, errors and throttling (docs/app-store-api.md, "Tested here").

@@ -258,12 +258,13 @@ public final class SignedDataVerifier: Sendable {
             throw PurchaseRefusal(.malformed, "payload has no signing date (signedDate, or receiptCreationDate for an AppTransaction)")
         }
         let key: P256.Signing.PublicKey
+        var fixedKey: FixedKeyVerifier?
         let signer: Signer
         var newChain: (key: String, entry: VerifiedChainCache.Entry)?
         switch x5c.count {
         case 3:
             let leaf = try await appStoreLeafKey(leaf: x5c[0], intermediate: x5c[1], at: signedAt)
-            (key, newChain) = (leaf.key, leaf.newChain)
+            (key, fixedKey, newChain) = (leaf.key, leaf.fixedKey, leaf.newChain)
             signer = .appStore
         case 1:
             key = try xcodeKey(x5c[0], at: signedAt)
@@ -275,19 +276,30 @@ public final class SignedDataVerifier: Sendable {
             throw PurchaseRefusal(.notAuthenticated, "ES256 signature is \(jws.signature.count) bytes, not a 64-byte r||s pair")
         }
         signatureCheckCounter.add(1)
-        guard key.isValidSignature(signature, for: jws.signingInput) else {
+        let verifies =
+            if let fixedKey { fixedKey.isValidSignature(jws.signature, for: jws.signingInput) } else {
+                key.isValidSignature(signature, for: jws.signingInput)
+            }
+        guard verifies else {
             throw PurchaseRefusal(.notAuthenticated, "ES256 signature does not verify with the leaf certificate's key")
         }
         // Cached only now: a chain that merely validates (Apple's public certificates under anybody's
-        // signature) never takes a place, so refused tokens cannot push genuine chains out.
-        if let newChain { chains.insert(newChain.entry, for: newChain.key) }
+        // signature) never takes a place, so refused tokens cannot push genuine chains out. Its key's
+        // table is built then too, once for the leaf, for the tokens it signs next.
+        if let newChain, chains.capacity > 0 {
+            var entry = newChain.entry
+            entry.fixedKey = FixedKeyVerifier(entry.key)
+            chains.insert(entry, for: newChain.key)
+        }
         return (payload, signer, jws.payload)
     }
 
     /// The leaf's key once the chain is known good at `date`: from the cache, or by validating it, and
     /// then with the entry to cache once the token's own signature has verified.
     private func appStoreLeafKey(leaf leafBase64: String, intermediate intermediateBase64: String, at date: Date)
-        async throws(PurchaseRefusal) -> (key: P256.Signing.PublicKey, newChain: (key: String, entry: VerifiedChainCache.Entry)?)
+        async throws(PurchaseRefusal) -> (
+            key: P256.Signing.PublicKey, fixedKey: FixedKeyVerifier?, newChain: (key: String, entry: VerifiedChainCache.Entry)?
+        )
     {
         let cacheKey = VerifiedChainCache.key(leaf: leafBase64, intermediate: intermediateBase64)
         if let entry = chains.entry(for: cacheKey) {
@@ -297,7 +309,7 @@ public final class SignedDataVerifier: Sendable {
                     "signed at \(RFC3339.format(date)), outside its chain's validity \(RFC3339.format(entry.window.lowerBound))…\(RFC3339.format(entry.window.upperBound))"
                 )
             }
-            return (entry.key, nil)
+            return (entry.key, entry.fixedKey, nil)
         }
         let leaf = try Self.certificate(leafBase64, position: "leaf")
         let intermediate = try Self.certificate(intermediateBase64, position: "intermediate")
@@ -305,7 +317,7 @@ public final class SignedDataVerifier: Sendable {
         guard let key = P256.Signing.PublicKey(leaf.publicKey) else {
             throw PurchaseRefusal(.notAuthenticated, "leaf certificate's key is not P-256, which ES256 needs")
         }
-        return (key, (cacheKey, .init(window: Self.window(of: [leaf, intermediate, root]), key: key)))
+        return (key, nil, (cacheKey, .init(window: Self.window(of: [leaf, intermediate, root]), key: key)))
     }
 
     /// The Xcode certificate's key, when the app's settings name exactly the certificate the token carries.

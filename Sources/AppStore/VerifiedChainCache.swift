@@ -22,6 +22,8 @@ final class VerifiedChainCache: @unchecked Sendable {
     struct Entry {
         var window: ClosedRange<Date>
         var key: P256.Signing.PublicKey
+        /// The key's table for the tokens it signs next (nil where tables do not run).
+        var fixedKey: FixedKeyVerifier? = nil
     }
 
     let capacity: Int
