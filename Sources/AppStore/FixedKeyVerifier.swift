@@ -1,6 +1,7 @@
 import CP256FixedKey
 import Crypto
 import Foundation
+import Synchronization
 
 /// ES256 checks for one P-256 key, with a table of its multiples built once (about 150 KB and
 /// 1 ms): the App Store signs every token with the same leaf for months, and BoringSSL spends most
@@ -32,6 +33,26 @@ final class FixedKeyVerifier: @unchecked Sendable {
         guard Self.generator != nil else { return nil }
         self.init(x963: Array(key.x963Representation))
     }
+
+    /// The table of `key`, made once for the process: every app's verifier, and the verifiers a
+    /// new catalog revision makes, share the leaf's table instead of building their own. The
+    /// last `sharedCapacity` keys are kept (Apple signs with a handful of leaves at a time);
+    /// verifiers hold on to the tables they took.
+    static func shared(_ key: P256.Signing.PublicKey) -> FixedKeyVerifier? {
+        let x963 = key.x963Representation
+        if let found = sharedTables.withLock({ $0.tables[x963] }) { return found }
+        guard let made = FixedKeyVerifier(key) else { return nil }
+        return sharedTables.withLock { shared in
+            if let found = shared.tables[x963] { return found }
+            shared.tables[x963] = made
+            shared.order.append(x963)
+            if shared.order.count > sharedCapacity { shared.tables[shared.order.removeFirst()] = nil }
+            return made
+        }
+    }
+
+    static let sharedCapacity = 16
+    private static let sharedTables = Mutex<(tables: [Data: FixedKeyVerifier], order: [Data])>(([:], []))
 
     private init?(x963: [UInt8]) {
         guard x963.count == 65, let table = x963.withUnsafeBufferPointer({ cp256_table_new($0.baseAddress) }) else { return nil }

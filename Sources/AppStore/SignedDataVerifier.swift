@@ -288,7 +288,7 @@ public final class SignedDataVerifier: Sendable {
         // table is built then too, once for the leaf, for the tokens it signs next.
         if let newChain, chains.capacity > 0 {
             var entry = newChain.entry
-            entry.fixedKey = FixedKeyVerifier(entry.key)
+            entry.fixedKey = FixedKeyVerifier.shared(entry.key)
             chains.insert(entry, for: newChain.key)
         }
         return (payload, signer, jws.payload)

@@ -116,6 +116,21 @@ import Testing
         #expect(checked == 12 * 40 * 11)
     }
 
+    @Test func oneTableForAKeyAcrossVerifiers() throws {
+        let key = P256.Signing.PrivateKey().publicKey
+        let first = try #require(FixedKeyVerifier.shared(key))
+        #expect(FixedKeyVerifier.shared(key) === first)
+        // The oldest go past the bound; a key asked for again gets a table again.
+        for _ in 0..<FixedKeyVerifier.sharedCapacity { _ = FixedKeyVerifier.shared(P256.Signing.PrivateKey().publicKey) }
+        let again = try #require(FixedKeyVerifier.shared(key))
+        #expect(again !== first)
+        let signer = P256.Signing.PrivateKey()
+        let message = Array("shared".utf8)
+        let signature = Array(try signer.signature(for: message).rawRepresentation)
+        #expect(try #require(FixedKeyVerifier.shared(signer.publicKey)).isValidSignature(signature, for: message))
+        #expect(!again.isValidSignature(signature, for: message))
+    }
+
     @Test func theGeneratorItselfAsAKey() throws {
         // The key whose discrete log is 1: u1·G + u2·G sums two multiples of one point, which the
         // full addition must handle, equal or not.
