@@ -51,14 +51,17 @@ static const limb RR_P[4] = {0x0000000000000003, 0xfffffffbffffffff, 0xfffffffff
 static const limb RR_N[4] = {0x83244c95be79eea2, 0x4699799c49bd6fa6, 0x2845b2392b6bec59, 0x66e12d94f3d95620};
 static const limb B_MONT[4] = {0xd89cdf6229c4bddf, 0xacf005cd78843090, 0xe5a220abf7212ed6, 0xdc30061d04874834};
 
-// BoringSSL's dispatch (CRYPTO_is_BMI2_capable and CRYPTO_is_ADX_capable), read once.
+// BoringSSL's dispatch (CRYPTO_is_BMI2_capable and CRYPTO_is_ADX_capable), read once. Threads that
+// race to read it first store the same answer.
 static int adx(void) {
     static int known = -1;
-    if (known < 0) {
+    int answer = __atomic_load_n(&known, __ATOMIC_RELAXED);
+    if (answer < 0) {
         __builtin_cpu_init();
-        known = __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("adx");
+        answer = __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("adx");
+        __atomic_store_n(&known, answer, __ATOMIC_RELAXED);
     }
-    return known;
+    return answer;
 }
 
 static void mul_mont(limb r[4], const limb a[4], const limb b[4]) {
