@@ -27,7 +27,7 @@ final class FixedKeyVerifier: @unchecked Sendable {
         0x57, 0x6b, 0x31, 0x5e, 0xce, 0xcb, 0xb6, 0x40, 0x68, 0x37, 0xbf, 0x51, 0xf5,
     ]
 
-    /// Nil where the tables do not run (not x86-64 with AVX), or when memory runs out: then the
+    /// Nil where the tables do not run (not x86-64 Linux with AVX), or when memory runs out: then the
     /// caller checks with swift-crypto as before.
     convenience init?(_ key: P256.Signing.PublicKey) {
         guard Self.generator != nil else { return nil }

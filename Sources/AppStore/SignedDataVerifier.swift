@@ -272,13 +272,16 @@ public final class SignedDataVerifier: Sendable {
         default:
             throw PurchaseRefusal(.notAuthenticated, "x5c has \(x5c.count) certificates; the App Store sends leaf, intermediate and root")
         }
-        guard jws.signature.count == 64, let signature = try? P256.Signing.ECDSASignature(rawRepresentation: jws.signature) else {
+        guard jws.signature.count == 64 else {
             throw PurchaseRefusal(.notAuthenticated, "ES256 signature is \(jws.signature.count) bytes, not a 64-byte r||s pair")
         }
         signatureCheckCounter.add(1)
+        // With the leaf's table when the chain is cached; swift-crypto takes any 64 bytes as r||s.
         let verifies =
             if let fixedKey { fixedKey.isValidSignature(jws.signature, for: jws.signingInput) } else {
-                key.isValidSignature(signature, for: jws.signingInput)
+                (try? P256.Signing.ECDSASignature(rawRepresentation: jws.signature)).map {
+                    key.isValidSignature($0, for: jws.signingInput)
+                } ?? false
             }
         guard verifies else {
             throw PurchaseRefusal(.notAuthenticated, "ES256 signature does not verify with the leaf certificate's key")

@@ -200,11 +200,7 @@ cp256_table *cp256_table_new(const uint8_t x963[65]) {
 
     cp256_table *table = NULL;
     if (posix_memalign((void **)&table, 64, sizeof(cp256_table)) != 0) return NULL;
-    point *row = malloc(64 * sizeof(point));
-    if (row == NULL) {
-        free(table);
-        return NULL;
-    }
+    point row[64];
     // Row i holds j·2^(7i)·P for j = 1...64: P's multiples, never infinity (the order is prime
     // and larger than j·2^(7i) has factors), so every Z is non-zero.
     for (int i = 0; i < 37; i++) {
@@ -214,7 +210,6 @@ cp256_table *cp256_table_new(const uint8_t x963[65]) {
         to_affine(&table->points[i * 64], row);
         for (int d = 0; d < 7; d++) point_double(&base, &base);
     }
-    free(row);
     return table;
 }
 

@@ -48,7 +48,7 @@ import Testing
         var valid = 0
         for group in vectors.groups {
             let key = try P256.Signing.PublicKey(x963Representation: Self.bytes(group.key))
-            // Fails here, loudly, where the tables do not run (not x86-64 with AVX).
+            // Fails here, loudly, where the tables do not run (not x86-64 Linux with AVX).
             let fixed = try #require(FixedKeyVerifier(key))
             for vector in group.tests {
                 let message = Self.bytes(vector.msg)

@@ -42,6 +42,27 @@ import Testing
         _ = try await verifier.verifyAndDecodeTransaction(genuine)
     }
 
+    @Test func aCachedChainChecksWithItsLeafsTable() async throws {
+        let pki = try PKI.ecdsa()
+        let verifier = SignedDataVerifier(trust: pki.trust, app: Self.app)
+        let cacheKey = VerifiedChainCache.key(leaf: pki.x5c[0], intermediate: pki.x5c[1])
+        _ = try await verifier.verifyAndDecodeTransaction(try pki.jws(payload: PKI.transaction()))
+        // The one table of the leaf's key, shared with every other verifier.
+        let leafKey = try #require(pki.signingKey).publicKey
+        let table = try #require(verifier.chains.entry(for: cacheKey)?.fixedKey)
+        #expect(table === FixedKeyVerifier.shared(leafKey))
+        // Tokens after the first are checked with it, and a forged one is still refused.
+        _ = try await verifier.verifyAndDecodeTransaction(try pki.jws(payload: PKI.transaction(["transactionId": "2"])))
+        let forged = try Self.resigned(
+            try pki.jws(payload: PKI.transaction()), payload: PKI.transaction(["transactionId": "3"]), key: P256.Signing.PrivateKey())
+        let refusal = await SignedDataVerifierTests.refusal { _ = try await verifier.verifyAndDecodeTransaction(forged) }
+        #expect(refusal?.code == .notAuthenticated)
+        // With the cache off, no chain is kept and no table made for it.
+        let uncached = SignedDataVerifier(trust: pki.trust, app: Self.app, cacheCapacity: 0)
+        _ = try await uncached.verifyAndDecodeTransaction(try pki.jws(payload: PKI.transaction()))
+        #expect(uncached.chains.entry(for: cacheKey) == nil)
+    }
+
     @Test func madeUpHeadersFillTheCacheOnlyToItsBound() async throws {
         let pki = try PKI.ecdsa()
         let verifier = SignedDataVerifier(trust: pki.trust, app: Self.app, cacheCapacity: 4)

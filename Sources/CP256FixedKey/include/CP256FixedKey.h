@@ -12,8 +12,8 @@
 /// A key's table: multiples j·2^(7i)·P for i < 37 and 1 <= j <= 64, about 150 KB.
 typedef struct cp256_table cp256_table;
 
-/// 1 when this machine runs the fixed-key verification (x86-64 with AVX; elsewhere callers keep
-/// to swift-crypto's).
+/// 1 when this machine runs the fixed-key verification (x86-64 Linux with AVX; elsewhere callers
+/// keep to swift-crypto's).
 int cp256_available(void);
 
 /// The table of the point `x963` (0x04, X and Y big-endian), or NULL when the bytes are not a point
